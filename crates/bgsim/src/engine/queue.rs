@@ -1,0 +1,243 @@
+//! Event queue: a timing wheel for the near future (where nearly every event of
+//! a network model lands: hop latencies, packet transfer times, processor
+//! costs) plus a binary heap for far events. Events at the same tick come out
+//! in the order they were scheduled, which makes runs deterministic.
+
+use super::{Event, Tick};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+const WHEEL_BITS: u32 = 12;
+const WHEEL: usize = 1 << WHEEL_BITS;
+const MASK: u64 = (WHEEL as u64) - 1;
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Far {
+    t: Tick,
+    seq: u64,
+    ev: EvKey,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct EvKey(u8, u8, u8, u8, u32, u32);
+
+impl From<Event> for EvKey {
+    fn from(e: Event) -> Self {
+        EvKey(e.kind, e.a, e.b, e.c, e.node, e.data)
+    }
+}
+impl From<EvKey> for Event {
+    fn from(k: EvKey) -> Self {
+        Event { kind: k.0, a: k.1, b: k.2, c: k.3, node: k.4, data: k.5 }
+    }
+}
+
+pub struct EventQueue {
+    now: Tick,
+    slots: Vec<Vec<Event>>,
+    /// Events taken out of the current slot, being handed out.
+    current: Vec<Event>,
+    current_pos: usize,
+    near_len: usize,
+    far: BinaryHeap<Reverse<Far>>,
+    seq: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EventQueue {
+    pub fn new() -> Self {
+        EventQueue {
+            now: 0,
+            slots: (0..WHEEL).map(|_| Vec::new()).collect(),
+            current: Vec::new(),
+            current_pos: 0,
+            near_len: 0,
+            far: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+
+    /// Current simulated time (the time of the last event handed out).
+    #[inline]
+    pub fn now(&self) -> Tick {
+        self.now
+    }
+
+    /// Number of pending events.
+    pub fn len(&self) -> usize {
+        self.near_len + self.far.len() + (self.current.len() - self.current_pos)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Schedules `ev` `delay` ticks from now.
+    #[inline]
+    pub fn push(&mut self, delay: Tick, ev: Event) {
+        self.push_at(self.now + delay, ev);
+    }
+
+    /// Schedules `ev` at absolute time `t` (not before now).
+    #[inline]
+    pub fn push_at(&mut self, t: Tick, ev: Event) {
+        debug_assert!(t >= self.now, "event scheduled in the past");
+        let t = t.max(self.now);
+        // Same tick as now: the slot of now is handed out after the current
+        // batch, so the event goes after everything already due.
+        if t - self.now < WHEEL as u64 {
+            self.slots[(t & MASK) as usize].push(ev);
+            self.near_len += 1;
+        } else {
+            self.seq += 1;
+            self.far.push(Reverse(Far { t, seq: self.seq, ev: ev.into() }));
+        }
+    }
+
+    /// Moves far events that now fit in the wheel into it.
+    fn refill(&mut self) {
+        while let Some(Reverse(f)) = self.far.peek() {
+            if f.t - self.now < WHEEL as u64 {
+                let Reverse(f) = self.far.pop().unwrap();
+                self.slots[(f.t & MASK) as usize].push(f.ev.into());
+                self.near_len += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Pops the next event strictly before `until`, advancing time to it.
+    pub fn pop_before(&mut self, until: Tick) -> Option<(Tick, Event)> {
+        loop {
+            if self.current_pos < self.current.len() {
+                let ev = self.current[self.current_pos];
+                self.current_pos += 1;
+                return Some((self.now, ev));
+            }
+            // The current batch is exhausted; events pushed for `now` while it
+            // was handed out sit in the slot of `now`.
+            let slot = (self.now & MASK) as usize;
+            if !self.slots[slot].is_empty() {
+                self.current.clear();
+                self.current_pos = 0;
+                self.near_len -= self.slots[slot].len();
+                std::mem::swap(&mut self.current, &mut self.slots[slot]);
+                continue;
+            }
+            // Advance to the next non-empty tick.
+            if self.near_len == 0 {
+                match self.far.peek() {
+                    None => return None,
+                    Some(Reverse(f)) => {
+                        if f.t >= until {
+                            return None;
+                        }
+                        self.now = f.t;
+                        self.refill();
+                        continue;
+                    }
+                }
+            }
+            let mut t = self.now + 1;
+            loop {
+                if t >= until {
+                    return None;
+                }
+                if !self.slots[(t & MASK) as usize].is_empty() {
+                    break;
+                }
+                t += 1;
+            }
+            self.now = t;
+            self.refill();
+        }
+    }
+
+    /// Advances time to `t` if nothing is pending before it.
+    pub fn advance_to(&mut self, t: Tick) {
+        if t > self.now && self.peek_time().map_or(true, |p| p >= t) {
+            // Only legal when no event lies before t.
+            self.now = t;
+            self.refill();
+        }
+    }
+
+    /// Time of the earliest pending event.
+    pub fn peek_time(&self) -> Option<Tick> {
+        if self.current_pos < self.current.len() {
+            return Some(self.now);
+        }
+        if self.near_len > 0 {
+            for d in 0..WHEEL as u64 {
+                if !self.slots[((self.now + d) & MASK) as usize].is_empty() {
+                    return Some(self.now + d);
+                }
+            }
+        }
+        self.far.peek().map(|Reverse(f)| f.t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(d: u32) -> Event {
+        Event { kind: 0, a: 0, b: 0, c: 0, node: 0, data: d }
+    }
+
+    #[test]
+    fn orders_by_time_then_insertion() {
+        let mut q = EventQueue::new();
+        q.push(5, ev(1));
+        q.push(3, ev(2));
+        q.push(5, ev(3));
+        q.push(10_000, ev(4));
+        q.push(0, ev(5));
+        let mut out = vec![];
+        while let Some((t, e)) = q.pop_before(u64::MAX) {
+            out.push((t, e.data));
+            if e.data == 2 {
+                q.push(0, ev(6)); // same tick, after everything already due
+                q.push(2, ev(7)); // lands at 5, after 1 and 3
+            }
+        }
+        assert_eq!(out, vec![(0, 5), (3, 2), (3, 6), (5, 1), (5, 3), (5, 7), (10_000, 4)]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn respects_until() {
+        let mut q = EventQueue::new();
+        q.push(10, ev(1));
+        q.push(20, ev(2));
+        assert_eq!(q.pop_before(15).map(|x| x.1.data), Some(1));
+        assert_eq!(q.pop_before(15), None);
+        q.advance_to(15);
+        assert_eq!(q.now(), 15);
+        assert_eq!(q.pop_before(100).map(|x| (x.0, x.1.data)), Some((20, 2)));
+    }
+
+    #[test]
+    fn far_events_interleave_with_near_ones() {
+        let mut q = EventQueue::new();
+        let mut expect = vec![];
+        for i in 0..200u64 {
+            let t = (i * 7919) % 20_000;
+            q.push_at(t, ev(i as u32));
+            expect.push((t, i as u32));
+        }
+        expect.sort();
+        let mut got = vec![];
+        while let Some((t, e)) = q.pop_before(u64::MAX) {
+            got.push((t, e.data));
+        }
+        assert_eq!(got, expect);
+    }
+}

@@ -1,0 +1,307 @@
+//! The machine description as typed data, and its validation.
+
+use super::{MachineError, NodeMode, Shape};
+use serde::{Deserialize, Serialize};
+
+/// Deadlock-free escape scheme of the torus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Escape {
+    /// One bubble escape VC, dimension-ordered routing (BG/L).
+    Bubble,
+    /// Two escape VCs per receiver; a packet moves to the second when it
+    /// crosses the dateline (the wrap link) of a dimension; dimension-ordered.
+    DatelineDim,
+    /// As `DatelineDim`, direction-ordered: x+, y+, z+, then x-, y-, z-.
+    DatelineDir,
+}
+
+impl Escape {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Escape::Bubble => "bubble",
+            Escape::DatelineDim => "dateline_dim",
+            Escape::DatelineDir => "dateline_dir",
+        }
+    }
+    pub fn escape_vcs(&self) -> usize {
+        match self {
+            Escape::Bubble => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// How the bubble rule charges a packet on the bubble VC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum BubbleAccounting {
+    FullSize,
+    ActualSize,
+}
+
+/// Arbitration policy of the routers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Arbitration {
+    /// Random direction / VC choice, random receiver arbitration.
+    Random,
+    /// Join-the-shortest-queue direction / VC choice, random receiver arbitration.
+    Jsq,
+    /// JSQ choice plus serve-the-longest-queue receiver arbitration on
+    /// `slq_fraction` of the decisions.
+    Slq,
+}
+
+impl Arbitration {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arbitration::Random => "random",
+            Arbitration::Jsq => "jsq",
+            Arbitration::Slq => "slq",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSpec {
+    pub cpu_mhz: f64,
+    pub ticks_per_cpu_cycle: u32,
+    pub cpu_cycles_per_link_byte: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub cores: u32,
+    pub memory_mb: u32,
+    pub l1_line_bytes: u32,
+    pub copy_bytes_per_cycle: f64,
+    pub modes: Vec<NodeMode>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TorusSpec {
+    pub chunk_bytes: u32,
+    pub max_packet_chunks: u32,
+    pub hw_header_bytes: u32,
+    pub sw_header_bytes: u32,
+    pub trailer_bytes: u32,
+    pub gap_bytes: u32,
+    pub ack_bytes: u32,
+    pub hop_latency_cycles: u32,
+    pub dynamic_vcs: u32,
+    pub vc_buffer_bytes: u32,
+    pub token_bytes: u32,
+    pub escape: Escape,
+    pub bubble_accounting: BubbleAccounting,
+    pub paths_per_receiver: u32,
+    pub arbitration: Arbitration,
+    pub slq_fraction: f64,
+    pub token_ranges: u32,
+    pub in_network_priority_fraction: f64,
+    pub injection_fifos: u32,
+    pub hp_injection_fifos: u32,
+    pub injection_fifo_bytes: u32,
+    pub reception_fifo_bytes: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSpec {
+    pub packet_read_cycles: u32,
+    pub packet_write_cycles_cached: u32,
+    pub packet_write_cycles_memory: u32,
+    pub interrupt_cycles: u32,
+    pub poll_cycles: u32,
+    pub network_alignment_bytes: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionSpec {
+    pub shape: String,
+    #[serde(default)]
+    pub mesh: String,
+    pub mode: NodeMode,
+}
+
+/// The machine description exactly as written in TOML.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    pub name: String,
+    pub clock: ClockSpec,
+    pub node: NodeSpec,
+    pub torus: TorusSpec,
+    pub cpu: CpuSpec,
+    pub partition: PartitionSpec,
+}
+
+/// A validated machine with the values the model uses, in ticks.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub spec: MachineSpec,
+    pub shape: Shape,
+    pub mode: NodeMode,
+    /// Ticks per processor cycle.
+    pub tick_cycle: u64,
+    /// Ticks per byte on a torus link (one network cycle).
+    pub tick_byte: u64,
+    /// Ticks of one hop's latency.
+    pub hop_latency: u64,
+    /// Virtual channels per receiver: dynamic, escape (1 or 2), high priority.
+    pub vcs: usize,
+    /// Tokens (VC space units) of one VC.
+    pub vc_tokens: u32,
+    /// Tokens of one full-sized packet.
+    pub full_packet_tokens: u32,
+}
+
+fn check(ok: bool, src: &str, key: &str, value: impl ToString, allowed: &str) -> Result<(), MachineError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(MachineError::Invalid { source_name: src.into(), key: key.into(), value: value.to_string(), allowed: allowed.into() })
+    }
+}
+
+impl Machine {
+    pub fn new(spec: MachineSpec, src: &str) -> Result<Machine, MachineError> {
+        let c = &spec.clock;
+        check(c.cpu_mhz > 0.0 && c.cpu_mhz.is_finite(), src, "clock.cpu_mhz", c.cpu_mhz, "a positive number of MHz")?;
+        check((1..=1000).contains(&c.ticks_per_cpu_cycle), src, "clock.ticks_per_cpu_cycle", c.ticks_per_cpu_cycle, "an integer from 1 to 1000")?;
+        check((1..=1000).contains(&c.cpu_cycles_per_link_byte), src, "clock.cpu_cycles_per_link_byte", c.cpu_cycles_per_link_byte, "an integer from 1 to 1000")?;
+        let n = &spec.node;
+        check((1..=64).contains(&n.cores), src, "node.cores", n.cores, "an integer from 1 to 64")?;
+        check(n.memory_mb >= 1, src, "node.memory_mb", n.memory_mb, "a positive number of MB")?;
+        check(n.l1_line_bytes.is_power_of_two(), src, "node.l1_line_bytes", n.l1_line_bytes, "a power of two")?;
+        check(n.copy_bytes_per_cycle > 0.0 && n.copy_bytes_per_cycle.is_finite(), src, "node.copy_bytes_per_cycle", n.copy_bytes_per_cycle, "a positive number")?;
+        check(!n.modes.is_empty(), src, "node.modes", "[]", "at least one node mode")?;
+        let t = &spec.torus;
+        check(t.chunk_bytes >= 8 && t.chunk_bytes.is_power_of_two(), src, "torus.chunk_bytes", t.chunk_bytes, "a power of two of at least 8")?;
+        check((1..=64).contains(&t.max_packet_chunks), src, "torus.max_packet_chunks", t.max_packet_chunks, "an integer from 1 to 64")?;
+        let max_bytes = t.chunk_bytes * t.max_packet_chunks;
+        check(t.hw_header_bytes + t.sw_header_bytes < max_bytes, src, "torus.sw_header_bytes", t.sw_header_bytes, "headers smaller than the largest packet")?;
+        check(t.hw_header_bytes <= t.chunk_bytes, src, "torus.hw_header_bytes", t.hw_header_bytes, "at most one chunk")?;
+        check(t.trailer_bytes <= 1024, src, "torus.trailer_bytes", t.trailer_bytes, "0 to 1024")?;
+        check(t.gap_bytes <= 1024, src, "torus.gap_bytes", t.gap_bytes, "0 to 1024")?;
+        check(t.ack_bytes <= 1024, src, "torus.ack_bytes", t.ack_bytes, "0 to 1024")?;
+        check(t.hop_latency_cycles >= 1, src, "torus.hop_latency_cycles", t.hop_latency_cycles, "at least 1 cycle")?;
+        check((1..=4).contains(&t.dynamic_vcs), src, "torus.dynamic_vcs", t.dynamic_vcs, "1, 2, 3 or 4")?;
+        check(t.token_bytes >= 1 && t.chunk_bytes % t.token_bytes == 0, src, "torus.token_bytes", t.token_bytes, "a divisor of torus.chunk_bytes")?;
+        check(t.vc_buffer_bytes >= max_bytes && t.vc_buffer_bytes % t.token_bytes == 0 && t.vc_buffer_bytes <= 65536,
+            src, "torus.vc_buffer_bytes", t.vc_buffer_bytes,
+            &format!("a multiple of torus.token_bytes from one full packet ({max_bytes}) to 65536"))?;
+        check((1..=8).contains(&t.paths_per_receiver), src, "torus.paths_per_receiver", t.paths_per_receiver, "an integer from 1 to 8")?;
+        check((0.0..=1.0).contains(&t.slq_fraction), src, "torus.slq_fraction", t.slq_fraction, "a fraction from 0 to 1")?;
+        check((1..=64).contains(&t.token_ranges), src, "torus.token_ranges", t.token_ranges, "an integer from 1 to 64")?;
+        check((0.0..=1.0).contains(&t.in_network_priority_fraction), src, "torus.in_network_priority_fraction", t.in_network_priority_fraction, "a fraction from 0 to 1")?;
+        check((1..=16).contains(&t.injection_fifos), src, "torus.injection_fifos", t.injection_fifos, "an integer from 1 to 16")?;
+        check(t.hp_injection_fifos <= 8, src, "torus.hp_injection_fifos", t.hp_injection_fifos, "an integer from 0 to 8")?;
+        check(t.injection_fifo_bytes >= max_bytes && t.injection_fifo_bytes <= 1 << 20, src, "torus.injection_fifo_bytes", t.injection_fifo_bytes, &format!("at least one full packet ({max_bytes}) and at most 1 MiB"))?;
+        check(t.reception_fifo_bytes >= max_bytes && t.reception_fifo_bytes <= 1 << 20, src, "torus.reception_fifo_bytes", t.reception_fifo_bytes, &format!("at least one full packet ({max_bytes}) and at most 1 MiB"))?;
+        let cpu = &spec.cpu;
+        check(cpu.packet_read_cycles >= 1, src, "cpu.packet_read_cycles", cpu.packet_read_cycles, "at least 1")?;
+        check(cpu.packet_write_cycles_cached >= 1, src, "cpu.packet_write_cycles_cached", cpu.packet_write_cycles_cached, "at least 1")?;
+        check(cpu.packet_write_cycles_memory >= cpu.packet_write_cycles_cached, src, "cpu.packet_write_cycles_memory", cpu.packet_write_cycles_memory, "at least cpu.packet_write_cycles_cached")?;
+        check(cpu.poll_cycles >= 1, src, "cpu.poll_cycles", cpu.poll_cycles, "at least 1")?;
+        check(cpu.network_alignment_bytes.is_power_of_two(), src, "cpu.network_alignment_bytes", cpu.network_alignment_bytes, "a power of two")?;
+        let p = &spec.partition;
+        let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| MachineError::Invalid {
+            source_name: src.into(),
+            key: if e.starts_with("mesh") { "partition.mesh".into() } else { "partition.shape".into() },
+            value: if e.starts_with("mesh") { format!("{:?}", p.mesh) } else { format!("{:?}", p.shape) },
+            allowed: e,
+        })?;
+        check(n.modes.contains(&p.mode), src, "partition.mode", p.mode.name(),
+            &format!("one of this machine's modes: {}", n.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")))?;
+        let tick_cycle = c.ticks_per_cpu_cycle as u64;
+        let tick_byte = tick_cycle * c.cpu_cycles_per_link_byte as u64;
+        let vcs = t.dynamic_vcs as usize + t.escape.escape_vcs() + 1;
+        Ok(Machine {
+            shape,
+            mode: p.mode,
+            tick_cycle,
+            tick_byte,
+            hop_latency: t.hop_latency_cycles as u64 * tick_cycle,
+            vcs,
+            vc_tokens: t.vc_buffer_bytes / t.token_bytes,
+            full_packet_tokens: max_bytes / t.token_bytes,
+            spec,
+        })
+    }
+
+    /// Same machine, another partition shape (validated).
+    pub fn with_shape(&self, shape: &str, mesh: &str) -> Result<Machine, MachineError> {
+        let mut spec = self.spec.clone();
+        spec.partition.shape = shape.to_string();
+        spec.partition.mesh = mesh.to_string();
+        Machine::new(spec, "--shape")
+    }
+
+    /// Same machine, another node mode (validated).
+    pub fn with_mode(&self, mode: NodeMode) -> Result<Machine, MachineError> {
+        let mut spec = self.spec.clone();
+        spec.partition.mode = mode;
+        Machine::new(spec, "--mode")
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+    pub fn torus(&self) -> &TorusSpec {
+        &self.spec.torus
+    }
+    /// Largest packet, bytes.
+    pub fn max_packet_bytes(&self) -> u32 {
+        self.spec.torus.chunk_bytes * self.spec.torus.max_packet_chunks
+    }
+    /// Payload bytes of a full packet after both headers.
+    pub fn max_payload_bytes(&self) -> u32 {
+        self.max_packet_bytes() - self.spec.torus.hw_header_bytes - self.spec.torus.sw_header_bytes
+    }
+    /// Chunks of a packet carrying `payload` bytes (plus both headers).
+    pub fn chunks_for_payload(&self, payload: u32) -> u32 {
+        let t = &self.spec.torus;
+        (payload + t.hw_header_bytes + t.sw_header_bytes).div_ceil(t.chunk_bytes).clamp(1, t.max_packet_chunks)
+    }
+    /// Link byte-times one packet of `bytes` takes on the forward link.
+    pub fn wire_bytes(&self, bytes: u32) -> u32 {
+        bytes + self.spec.torus.trailer_bytes + self.spec.torus.gap_bytes
+    }
+    /// Ticks per network cycle (a byte-time).
+    pub fn ticks_per_ncycle(&self) -> u64 {
+        self.tick_byte
+    }
+    /// Converts ticks to processor cycles.
+    pub fn cycles(&self, ticks: u64) -> f64 {
+        ticks as f64 / self.tick_cycle as f64
+    }
+    /// Converts ticks to network cycles.
+    pub fn ncycles(&self, ticks: u64) -> f64 {
+        ticks as f64 / self.tick_byte as f64
+    }
+    /// Converts ticks to microseconds.
+    pub fn micros(&self, ticks: u64) -> f64 {
+        self.cycles(ticks) / self.spec.clock.cpu_mhz
+    }
+    /// Raw link bandwidth, bytes per second.
+    pub fn link_bytes_per_s(&self) -> f64 {
+        self.spec.clock.cpu_mhz * 1e6 / self.spec.clock.cpu_cycles_per_link_byte as f64
+    }
+    /// Cores of a node.
+    pub fn cores(&self) -> u32 {
+        self.spec.node.cores
+    }
+    /// Tasks per node in the current mode.
+    pub fn tasks_per_node(&self) -> u32 {
+        self.mode.tasks_per_node(self.spec.node.cores)
+    }
+    /// The description as TOML (what a run used; goes into results).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(&self.spec).unwrap_or_default()
+    }
+}

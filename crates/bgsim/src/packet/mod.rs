@@ -1,0 +1,305 @@
+//! Layer 5: the packet layer - the thin, stateless API software uses to drive
+//! the torus (inject a packet into a FIFO, poll FIFO status, peek at a
+//! header, read a packet) - and the loop each core runs over it, with the
+//! processor cost of every operation from the machine description.
+//!
+//! Software above (traffic drivers now, the message layer later) implements
+//! [`Software`]: it is called when a core has read a packet and when one of
+//! its timers fires, and it queues packets with [`Net::send`].
+
+use crate::engine::{Event, EventQueue, Tick};
+use crate::machine::Machine;
+use crate::node::Cores;
+use crate::torus::{flags, Notice, Packet, Torus, NIL, NRX};
+
+/// Event kinds of the node / packet layer.
+pub mod ev {
+    pub const CORE_WAKE: u8 = 16;
+    pub const FIFO_PUSH: u8 = 17;
+    pub const TIMER: u8 = 18;
+}
+
+/// Processor costs of the packet layer, in ticks.
+#[derive(Clone, Copy, Debug)]
+pub struct Costs {
+    pub read: Tick,
+    pub write_cached: Tick,
+    pub write_memory: Tick,
+    pub poll: Tick,
+    pub interrupt: Tick,
+}
+
+impl Costs {
+    pub fn from_machine(m: &Machine) -> Self {
+        let c = &m.spec.cpu;
+        let t = m.tick_cycle;
+        Costs {
+            read: c.packet_read_cycles as Tick * t,
+            write_cached: c.packet_write_cycles_cached as Tick * t,
+            write_memory: c.packet_write_cycles_memory as Tick * t,
+            poll: c.poll_cycles as Tick * t,
+            interrupt: c.interrupt_cycles as Tick * t,
+        }
+    }
+}
+
+/// How a packet is routed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// Dimension-ordered on the escape VC; in order between a pair of nodes.
+    Deterministic,
+    /// Adaptive over the dynamic VCs (escape VC as fallback).
+    Dynamic,
+}
+
+/// The header of a packet as software sees it (peek).
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    pub src: u32,
+    pub dest: u32,
+    pub payload: u16,
+    pub tag: u64,
+    pub aux: u8,
+    pub deposit_copy: bool,
+}
+
+/// The simulated machine below the software: torus, cores and the queue.
+pub struct Net {
+    pub machine: Machine,
+    pub torus: Torus,
+    pub cores: Cores,
+    pub costs: Costs,
+    /// Writes come from main memory (true) or cache (false).
+    pub write_from_memory: bool,
+}
+
+/// Software running on the cores (a traffic driver, the message layer ...).
+pub trait Software {
+    /// Called once at time 0.
+    fn start(&mut self, net: &mut Net, q: &mut EventQueue);
+    /// A core of `node` finished reading a packet at `now`.
+    fn on_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet);
+    /// A timer set with [`Net::timer`] fired.
+    fn on_timer(&mut self, _net: &mut Net, _q: &mut EventQueue, _now: Tick, _node: u32, _core: usize, _tag: u32) {}
+    /// The core has nothing queued to send: software may queue more now
+    /// (sources that inject as fast as they can pull work here).
+    fn refill(&mut self, _net: &mut Net, _q: &mut EventQueue, _now: Tick, _node: u32, _core: usize) {}
+}
+
+impl Net {
+    pub fn new(machine: &Machine, seed: u64) -> Self {
+        Net {
+            torus: Torus::new(machine, seed),
+            cores: Cores::new(machine),
+            costs: Costs::from_machine(machine),
+            machine: machine.clone(),
+            write_from_memory: false,
+        }
+    }
+
+    /// A packet from `src` to `dest` with `payload` bytes, routed as given.
+    pub fn packet(&self, src: u32, dest: u32, payload: u32, routing: Routing, now: Tick) -> Packet {
+        let mut p = self.torus.make_packet(src, dest, payload, now);
+        if routing == Routing::Dynamic {
+            p.flags |= flags::DYNAMIC;
+        }
+        p
+    }
+
+    /// A deposit-bit packet from `src` along direction `d` to `dest` (on the
+    /// same line), delivered to every node it passes.
+    pub fn line_packet(&self, src: u32, dest: u32, d: usize, payload: u32, now: Tick) -> Packet {
+        let mut p = self.torus.make_packet(src, dest, payload, now);
+        self.torus.set_line_route(&mut p, d);
+        p.flags |= flags::DEPOSIT;
+        p
+    }
+
+    /// The injection FIFO a core uses for a packet when software does not
+    /// choose: FIFO pinning by the first direction of travel, within the
+    /// FIFOs owned by the core.
+    pub fn default_fifo(&self, core: usize, p: &Packet) -> usize {
+        let k = self.cores.fifos_per_core;
+        let base = (core % self.cores.comm) * k;
+        let d = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
+        base + d % k
+    }
+
+    /// Queues a packet for injection by `core` of `node` into FIFO `fifo`
+    /// (None: the default FIFO). The core writes it when it gets to it.
+    pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize, mut p: Packet, fifo: Option<usize>) {
+        assert!(p.dest != node || p.is(flags::DEPOSIT), "packet to its own node must not enter the torus");
+        let core = core % self.cores.comm;
+        let f = fifo.unwrap_or_else(|| self.default_fifo(core, &p));
+        p.aux = f as u8;
+        if p.is(flags::HIGH_PRIORITY) {
+            p.aux = (self.machine.torus().injection_fifos as usize + core % self.machine.torus().hp_injection_fifos.max(1) as usize) as u8;
+        }
+        let id = self.torus.pool.alloc(p);
+        let c = self.cores.get_mut(node, core);
+        c.sendq.push(&mut self.torus.pool, id);
+        c.sendq_len += 1;
+        self.wake(q, now, node, core);
+    }
+
+    /// Packets queued by software on `node`'s `core`, not yet written.
+    pub fn pending(&self, node: u32, core: usize) -> u32 {
+        self.cores.get(node, core).sendq_len
+    }
+
+    /// Sets a timer for `node`'s `core` at absolute time `at`.
+    pub fn timer(&mut self, q: &mut EventQueue, at: Tick, node: u32, core: usize, tag: u32) {
+        q.push_at(at, Event { kind: ev::TIMER, a: core as u8, b: 0, c: 0, node, data: tag });
+    }
+
+    /// Charges `ticks` of application compute to a core.
+    pub fn compute(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize, ticks: Tick) {
+        let c = self.cores.get_mut(node, core);
+        let start = c.busy_until.max(now);
+        c.busy_until = start + ticks;
+        c.counters.compute_ticks += ticks;
+        self.wake(q, now, node, core);
+    }
+
+    /// Polls the reception FIFOs of a node: mask of non-empty FIFOs.
+    pub fn poll(&self, node: u32) -> u8 {
+        self.torus.rx_mask(node)
+    }
+
+    /// Peeks at the header of the packet at the head of reception FIFO `f`.
+    pub fn peek(&self, node: u32, f: usize) -> Option<Header> {
+        let id = self.torus.rx_head(node, f);
+        (id != NIL).then(|| {
+            let p = self.torus.pool.get(id);
+            Header { src: p.src, dest: p.dest, payload: p.payload, tag: p.tag, aux: p.aux, deposit_copy: p.is(flags::COPY) }
+        })
+    }
+
+    fn wake(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        let c = self.cores.get_mut(node, core);
+        if !c.wake_pending {
+            c.wake_pending = true;
+            q.push_at(c.busy_until.max(now), Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+        }
+    }
+
+    /// Routes the torus's notices to the cores.
+    pub fn drain_notices(&mut self, q: &mut EventQueue, now: Tick) {
+        while let Some(n) = self.torus.notices.pop() {
+            match n {
+                Notice::RxReady { node, fifo } => {
+                    let core = self.cores.reader_of(fifo as usize);
+                    self.wake(q, now, node, core);
+                }
+                Notice::InjSpace { node, fifo } => {
+                    let core = (fifo as usize / self.cores.fifos_per_core).min(self.cores.comm - 1);
+                    let waiting = self.cores.get(node, core).waiting_fifo;
+                    if waiting {
+                        self.cores.get_mut(node, core).waiting_fifo = false;
+                        self.wake(q, now, node, core);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One step of a core's packet-layer loop: read a packet from its
+    /// reception FIFOs or write a queued packet into an injection FIFO,
+    /// alternating when both are possible.
+    pub fn core_step<S: Software + ?Sized>(&mut self, sw: &mut S, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        let ci = self.cores.idx(node, core);
+        {
+            // wake_pending stays set while the core works, so that sends made
+            // by software during this step do not schedule a second wake-up.
+            let c = &mut self.cores.cores[ci];
+            c.wake_pending = true;
+            if c.busy_until > now {
+                q.push_at(c.busy_until, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+                return;
+            }
+            if c.sendq.is_empty() && core < self.cores.comm {
+                sw.refill(self, q, now, node, core);
+            }
+        }
+        let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core);
+        let c = self.cores.cores[ci];
+        let can_send = !c.sendq.is_empty() && !c.waiting_fifo;
+        let poll = if c.idle { self.costs.poll } else { 0 };
+        let do_read = rx_mask != 0 && (!can_send || !c.turn);
+        if do_read {
+            // Round-robin over the FIFOs of this core's group.
+            let mut f = c.rr as usize;
+            for _ in 0..NRX {
+                f = (f + 1) % NRX;
+                if rx_mask & (1 << f) != 0 {
+                    break;
+                }
+            }
+            let id = self.torus.rx_pop(node, f, now, q);
+            let cost = poll + self.costs.read;
+            let done = now + cost;
+            {
+                let c = &mut self.cores.cores[ci];
+                c.rr = f as u8;
+                c.turn = true;
+                c.idle = false;
+                c.busy_until = done;
+                c.counters.read_ticks += self.costs.read;
+                c.counters.poll_ticks += poll;
+                c.counters.packets_read += 1;
+            }
+            q.push_at(done, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+            let pkt = *self.torus.pool.get(id);
+            self.torus.pool.release(id);
+            sw.on_packet(self, q, done, node, core, &pkt);
+            self.drain_notices(q, now);
+            return;
+        }
+        if can_send {
+            let id = c.sendq.head;
+            let (f, bytes) = {
+                let p = self.torus.pool.get(id);
+                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
+            };
+            if self.torus.inj_reserve(node, f, bytes, now) {
+                let cost = poll + if self.write_from_memory { self.costs.write_memory } else { self.costs.write_cached };
+                let done = now + cost;
+                let c = &mut self.cores.cores[ci];
+                c.sendq.pop(&self.torus.pool);
+                c.sendq_len -= 1;
+                c.turn = false;
+                c.idle = false;
+                c.busy_until = done;
+                c.counters.inject_ticks += cost - poll;
+                c.counters.poll_ticks += poll;
+                c.counters.packets_written += 1;
+                q.push_at(done, Event { kind: ev::FIFO_PUSH, a: f as u8, b: 0, c: 0, node, data: id });
+                q.push_at(done, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+                return;
+            }
+            self.cores.cores[ci].waiting_fifo = true;
+        }
+        // Nothing to do: idle (polling) until something arrives.
+        let c = &mut self.cores.cores[ci];
+        c.idle = true;
+        c.wake_pending = false;
+    }
+
+    /// Dispatches one event to the torus or the cores.
+    #[inline]
+    pub fn handle<S: Software + ?Sized>(&mut self, sw: &mut S, now: Tick, e: Event, q: &mut EventQueue) {
+        if e.kind < crate::torus::ev::TORUS_MAX {
+            self.torus.handle(now, e, q);
+        } else {
+            match e.kind {
+                ev::CORE_WAKE => self.core_step(sw, q, now, e.node, e.a as usize),
+                ev::FIFO_PUSH => self.torus.inj_push(e.node, e.a as usize, e.data, now, q),
+                ev::TIMER => sw.on_timer(self, q, now, e.node, e.a as usize, e.data),
+                k => unreachable!("unknown event kind {k}"),
+            }
+        }
+        if !self.torus.notices.is_empty() {
+            self.drain_notices(q, now);
+        }
+    }
+}

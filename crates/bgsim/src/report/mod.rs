@@ -1,0 +1,317 @@
+//! Layer 9: counters and results as data. A run's result serializes to JSON;
+//! tables (per link, per VC, throughput over time) also come out as CSV.
+//! Plots and reports are drawn by the Python package from this data.
+
+use crate::engine::{EngineStats, Tick};
+use crate::node::CoreCounters;
+use crate::torus::{DIR_NAMES, NDIR};
+use crate::workload::{Sim, TrafficSpec};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VcSummary {
+    /// VC name: dyn0.., escape, escape1, high_priority.
+    pub name: String,
+    /// Time-averaged occupancy per receiver, bytes.
+    pub mean_occupancy_bytes: f64,
+    /// Share of all packet hops that used this VC, %.
+    pub share_pct: f64,
+    pub packets: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkSummary {
+    /// Mean over links of busy time (packets, trailers, gaps, acks) / span, %.
+    pub mean_util_pct: f64,
+    pub max_util_pct: f64,
+    /// Mean over links of payload byte-times / span, %.
+    pub mean_payload_util_pct: f64,
+    /// No-token stall events summed over all link directions.
+    pub stalls: u64,
+    pub links: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PacketCounts {
+    pub created: u64,
+    pub throttled: u64,
+    pub injected: u64,
+    pub delivered: u64,
+    pub deposit_copies: u64,
+    pub hops: u64,
+    pub escape_hops: u64,
+    pub dynamic_hops: u64,
+    pub in_flight_at_end: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineSummary {
+    pub events: u64,
+    pub wall_s: f64,
+    pub events_per_s: f64,
+    pub hops_per_s: f64,
+    pub sim_us_per_wall_s: f64,
+}
+
+/// The result of a traffic run.
+#[derive(Clone, Debug, Serialize)]
+pub struct TrafficResult {
+    pub machine: String,
+    pub shape: String,
+    pub mode: String,
+    pub pattern: String,
+    pub spec: TrafficSpec,
+    pub nodes: u32,
+    /// Finite patterns: every expected packet was read.
+    pub completed: bool,
+    pub deadlock: bool,
+    /// Time of the last movement before a deadlock, network cycles.
+    pub ncycles_to_deadlock: Option<f64>,
+    /// Measured span (timed: after warm-up; finite: to completion).
+    pub span_ncycles: f64,
+    pub span_cycles: f64,
+    pub span_us: f64,
+    /// Lower bound on the completion time (finite patterns), network cycles.
+    pub bound_ncycles: f64,
+    /// bound / span x 100 (finite patterns).
+    pub pct_peak: f64,
+    /// Delivered packets per node per network cycle over the span.
+    pub throughput_packets_per_node_ncycle: f64,
+    /// Delivered payload, 10^6 bytes/s over the span.
+    #[allow(non_snake_case)]
+    pub payload_MBps: f64,
+    pub packets: PacketCounts,
+    /// Latency from packet creation to arrival in the reception FIFO, network cycles.
+    pub latency_ncycles: LatencySummary,
+    /// Latency from leaving the injection FIFO to arrival, network cycles.
+    pub network_latency_ncycles: LatencySummary,
+    /// (lower edge in network cycles, count) per histogram bucket.
+    pub latency_histogram: Vec<(f64, u64)>,
+    pub window_ncycles: u64,
+    pub window_packets: Vec<u64>,
+    pub window_payload_bytes: Vec<u64>,
+    pub links: LinkSummary,
+    /// Per link direction utilization, % (node-major, directions x+ x- y+ y- z+ z-), when asked.
+    pub link_util_pct: Vec<f64>,
+    /// Per link direction no-token stall events, when asked.
+    pub link_stalls: Vec<u64>,
+    pub vcs: Vec<VcSummary>,
+    /// Share of hops on the escape VC(s), %.
+    pub escape_pct: f64,
+    pub token_returns: u64,
+    pub unblocking_returns: u64,
+    /// Share of token returns that let a stalled packet move at once.
+    pub unblock_prob: f64,
+    /// Injection FIFO full time summed over FIFOs and nodes, network cycles.
+    pub inj_fifo_full_ncycles: f64,
+    pub rx_fifo_full_ncycles: f64,
+    /// Per-core time by category summed over cores, processor cycles.
+    pub cores: CoreCounters,
+    /// Ping-pong one-way latencies, processor cycles.
+    pub oneway_cycles: Vec<f64>,
+    pub engine: EngineSummary,
+    /// Peak simulated packets held at once (pool slots).
+    pub peak_packets: u64,
+}
+
+fn lat(h: &crate::torus::Histogram, tb: f64) -> LatencySummary {
+    LatencySummary {
+        count: h.count,
+        mean: h.mean() / tb,
+        min: if h.count == 0 { 0.0 } else { h.min as f64 / tb },
+        p50: h.quantile(0.5) as f64 / tb,
+        p90: h.quantile(0.9) as f64 / tb,
+        p99: h.quantile(0.99) as f64 / tb,
+        max: h.max as f64 / tb,
+    }
+}
+
+/// Builds the result of a finished run.
+#[allow(clippy::too_many_arguments)]
+pub fn summarize(
+    sim: &Sim,
+    spec: &TrafficSpec,
+    from: Tick,
+    end: Tick,
+    now: Tick,
+    bound: f64,
+    deadlock_at: Option<Tick>,
+    stats: &EngineStats,
+    wall_s: f64,
+) -> TrafficResult {
+    let m = &sim.net.machine;
+    let t = &sim.net.torus;
+    let tb = m.tick_byte as f64;
+    let span = end.saturating_sub(from).max(1) as f64;
+    let counters_span = now.saturating_sub(t.counters_since).max(1) as f64;
+    let geo = &t.geo;
+    let mut util_sum = 0.0;
+    let mut util_max = 0.0f64;
+    let mut pay_sum = 0.0;
+    let mut nlinks = 0u64;
+    let mut stalls = 0u64;
+    let mut per_link = vec![];
+    let mut per_stall = vec![];
+    for n in 0..geo.nodes() {
+        for d in 0..NDIR {
+            let l = &t.links[n as usize * NDIR + d];
+            stalls += l.stalls;
+            let u = (l.bytes + l.ack_bytes) as f64 * tb / counters_span * 100.0;
+            if spec.per_link {
+                per_link.push(u);
+                per_stall.push(l.stalls);
+            }
+            if geo.has_link(n, d) {
+                nlinks += 1;
+                util_sum += u;
+                util_max = util_max.max(u);
+                pay_sum += l.payload as f64 * tb / counters_span * 100.0;
+            }
+        }
+    }
+    let p = &t.p;
+    let g = &t.global;
+    let receivers = (geo.nodes() as usize * NDIR) as f64;
+    let mut vc_packets = vec![0u64; p.nvc];
+    let mut vc_occ = vec![0f64; p.nvc];
+    for (i, c) in t.vcs.iter().enumerate() {
+        let v = i % p.nvc;
+        vc_packets[v] += c.packets;
+        vc_occ[v] += c.occ_integral as f64;
+    }
+    let total_vc: u64 = vc_packets.iter().sum();
+    let vcs = (0..p.nvc)
+        .map(|v| VcSummary {
+            name: if v < p.ndyn {
+                format!("dyn{v}")
+            } else if v == p.hp {
+                "high_priority".into()
+            } else if v == p.esc {
+                "escape".into()
+            } else {
+                "escape1".into()
+            },
+            mean_occupancy_bytes: vc_occ[v] / counters_span / receivers,
+            share_pct: if total_vc == 0 { 0.0 } else { vc_packets[v] as f64 * 100.0 / total_vc as f64 },
+            packets: vc_packets[v],
+        })
+        .collect();
+    let cores = sim.net.cores.totals();
+    let cyc = m.tick_cycle as f64;
+    let cores = CoreCounters {
+        inject_ticks: (cores.inject_ticks as f64 / cyc) as u64,
+        read_ticks: (cores.read_ticks as f64 / cyc) as u64,
+        poll_ticks: (cores.poll_ticks as f64 / cyc) as u64,
+        compute_ticks: (cores.compute_ticks as f64 / cyc) as u64,
+        ..cores
+    };
+    let d = &sim.driver.progress;
+    let sim_us = m.micros(now);
+    let completed = if spec.pattern.is_timed() { deadlock_at.is_none() } else { d.finished_at.is_some() };
+    let inj_full: u64 = t.nodes.iter().map(|c| c.inj_full_ticks).sum();
+    let rx_full: u64 = t.nodes.iter().map(|c| c.rx_full_ticks).sum();
+    TrafficResult {
+        machine: m.name().to_string(),
+        shape: format!("{}", m.shape),
+        mode: m.mode.name().to_string(),
+        pattern: spec.pattern.name().to_string(),
+        spec: spec.clone(),
+        nodes: geo.nodes(),
+        completed,
+        deadlock: deadlock_at.is_some(),
+        ncycles_to_deadlock: deadlock_at.map(|x| x as f64 / tb),
+        span_ncycles: span / tb,
+        span_cycles: span / cyc,
+        span_us: m.micros(span as Tick),
+        bound_ncycles: bound / tb,
+        pct_peak: if bound > 0.0 && completed { bound / span * 100.0 } else { 0.0 },
+        throughput_packets_per_node_ncycle: g.delivered_packets as f64 / (counters_span / tb) / geo.nodes() as f64,
+        payload_MBps: g.delivered_payload as f64 / (m.micros(counters_span as Tick).max(1e-12)),
+        packets: PacketCounts {
+            created: d.created,
+            throttled: d.throttled,
+            injected: g.injected_packets,
+            delivered: g.delivered_packets,
+            deposit_copies: g.deposit_copies,
+            hops: g.hops,
+            escape_hops: g.escape_hops,
+            dynamic_hops: g.dynamic_hops,
+            in_flight_at_end: t.packets_in_vcs(),
+        },
+        latency_ncycles: lat(&g.latency, tb),
+        network_latency_ncycles: lat(&g.network_latency, tb),
+        latency_histogram: g.latency.buckets().into_iter().map(|(b, c)| (b as f64 / tb, c)).collect(),
+        window_ncycles: spec.window_ncycles,
+        window_packets: g.window_packets.clone(),
+        window_payload_bytes: g.window_payload.clone(),
+        links: LinkSummary {
+            mean_util_pct: util_sum / nlinks.max(1) as f64,
+            max_util_pct: util_max,
+            mean_payload_util_pct: pay_sum / nlinks.max(1) as f64,
+            stalls,
+            links: nlinks,
+        },
+        link_util_pct: per_link,
+        link_stalls: per_stall,
+        vcs,
+        escape_pct: if g.hops == 0 { 0.0 } else { g.escape_hops as f64 * 100.0 / g.hops as f64 },
+        token_returns: g.token_returns,
+        unblocking_returns: g.unblocking_returns,
+        unblock_prob: if g.token_returns == 0 { 0.0 } else { g.unblocking_returns as f64 / g.token_returns as f64 },
+        inj_fifo_full_ncycles: inj_full as f64 / tb,
+        rx_fifo_full_ncycles: rx_full as f64 / tb,
+        cores,
+        oneway_cycles: d.oneway.iter().map(|&x| x as f64 / cyc).collect(),
+        engine: EngineSummary {
+            events: stats.events,
+            wall_s,
+            events_per_s: stats.events as f64 / wall_s.max(1e-9),
+            hops_per_s: g.hops as f64 / wall_s.max(1e-9),
+            sim_us_per_wall_s: sim_us / wall_s.max(1e-9),
+        },
+        peak_packets: t.pool.capacity_used() as u64,
+    }
+}
+
+/// Per-link counters of a result as CSV (node, x, y, z, dir, util_pct, stalls).
+pub fn links_csv(r: &TrafficResult, dims: [u32; 3]) -> String {
+    let mut s = String::from("node,x,y,z,dir,util_pct,stalls\n");
+    for (i, u) in r.link_util_pct.iter().enumerate() {
+        let n = (i / NDIR) as u32;
+        let d = i % NDIR;
+        let x = n % dims[0];
+        let y = (n / dims[0]) % dims[1];
+        let z = n / (dims[0] * dims[1]);
+        s += &format!("{n},{x},{y},{z},{},{u:.3},{}\n", DIR_NAMES[d], r.link_stalls.get(i).copied().unwrap_or(0));
+    }
+    s
+}
+
+/// Throughput over time as CSV (window start in network cycles, packets, payload bytes).
+pub fn throughput_csv(r: &TrafficResult) -> String {
+    let mut s = String::from("window_start_ncycles,packets,payload_bytes\n");
+    for (i, (p, b)) in r.window_packets.iter().zip(&r.window_payload_bytes).enumerate() {
+        s += &format!("{},{p},{b}\n", i as u64 * r.window_ncycles);
+    }
+    s
+}
+
+/// Per-VC counters as CSV.
+pub fn vcs_csv(r: &TrafficResult) -> String {
+    let mut s = String::from("vc,mean_occupancy_bytes,share_pct,packets\n");
+    for v in &r.vcs {
+        s += &format!("{},{:.3},{:.3},{}\n", v.name, v.mean_occupancy_bytes, v.share_pct, v.packets);
+    }
+    s
+}

@@ -1,0 +1,1060 @@
+//! Layer 3: the BG/L-style torus network at packet level.
+//!
+//! Every node has a router with one receiver per arrival direction (each with
+//! its virtual channels: the dynamic VCs, the escape VC or dateline pair, and
+//! the high-priority VC), one sender per output link, the injection FIFOs and
+//! the reception FIFOs. Packets move by virtual cut-through under token flow
+//! control; routers arbitrate in the three phases of the hardware (packet
+//! choice of direction and VC, receiver arbitration, sender arbitration).
+//! See `docs/torus.md` for the mechanisms and their parameters.
+
+pub mod geometry;
+pub mod packet;
+pub mod stats;
+
+pub use geometry::{dim_of, is_minus, opposite, Geometry, DIR_NAMES, NDIR};
+pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
+pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
+
+use crate::engine::{Event, EventQueue, Rng, Tick};
+use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
+
+/// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
+pub const MAXV: usize = 7;
+/// Most injection FIFOs per node.
+pub const MAXF: usize = 24;
+/// Reception FIFOs per node: one per arrival direction plus high priority.
+pub const NRX: usize = 7;
+/// Index of the high-priority reception FIFO.
+pub const RX_HP: usize = 6;
+
+/// Event kinds owned by the torus (the dispatcher routes kinds < 16 here).
+pub mod ev {
+    pub const ARRIVE: u8 = 1;
+    pub const XFER_DONE: u8 = 2;
+    pub const RX_DONE: u8 = 3;
+    pub const COPY_DONE: u8 = 4;
+    pub const TOKEN: u8 = 5;
+    pub const ARB: u8 = 6;
+    /// Kinds below this belong to the torus.
+    pub const TORUS_MAX: u8 = 16;
+}
+
+/// What the torus tells the node layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// A packet arrived in reception FIFO `fifo` of `node`.
+    RxReady { node: u32, fifo: u8 },
+    /// Injection FIFO `fifo` of `node` has room again.
+    InjSpace { node: u32, fifo: u8 },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Vc {
+    q: List,
+    /// Tokens held by packets in this VC (queued or leaving).
+    used: u16,
+    /// The head is being transferred out.
+    busy: bool,
+}
+
+impl Default for Vc {
+    fn default() -> Self {
+        Vc { q: List::default(), used: 0, busy: false }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Receiver {
+    vc: [Vc; MAXV],
+    /// Transfer paths to senders in use.
+    paths: u8,
+    /// The path to the reception FIFO is in use.
+    rx_busy: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Sender {
+    /// The link is busy (packet, trailer, gap and acks) until then.
+    busy_until: Tick,
+    /// An ARB wake-up is scheduled for this time.
+    wake_at: Tick,
+    /// Tokens of the downstream receiver's VCs as this sender knows them.
+    tokens: [u16; MAXV],
+    /// Packet being transmitted, or NIL.
+    xfer: u32,
+    /// Source of the transfer: receiver index 0..6, or 6 + injection FIFO.
+    src: u8,
+    src_vc: u8,
+    /// Tokens the packet held at its source VC.
+    src_charge: u8,
+}
+
+impl Default for Sender {
+    fn default() -> Self {
+        Sender { busy_until: 0, wake_at: Tick::MAX, tokens: [0; MAXV], xfer: NIL, src: 0, src_vc: 0, src_charge: 0 }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    q: List,
+    /// Bytes reserved or held.
+    used: u32,
+    busy: bool,
+    /// Since when the FIFO could not take a full packet (Tick::MAX: not full).
+    full_since: Tick,
+}
+
+impl Default for Fifo {
+    fn default() -> Self {
+        Fifo { q: List::default(), used: 0, busy: false, full_since: Tick::MAX }
+    }
+}
+
+/// Router state of one node (fixed size: no per-node allocation).
+#[derive(Clone, Debug)]
+struct Router {
+    recv: [Receiver; NDIR],
+    send: [Sender; NDIR],
+    inj: [Fifo; MAXF],
+    rx: [Fifo; NRX],
+    rng: Rng,
+    coords: [u8; 3],
+    /// Tick for which an ARB event is pending (Tick::MAX: none).
+    arb_at: Tick,
+}
+
+/// Static parameters in the form the hot path wants.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub tick_byte: Tick,
+    pub hop_latency: Tick,
+    pub chunk_bytes: u32,
+    pub token_bytes: u32,
+    pub trailer_gap: u32,
+    pub ack_bytes: u32,
+    pub ndyn: usize,
+    /// First escape VC; dateline schemes use esc and esc + 1.
+    pub esc: usize,
+    pub hp: usize,
+    pub nvc: usize,
+    pub vc_tokens: u16,
+    pub full_tokens: u16,
+    pub escape: Escape,
+    pub bubble: BubbleAccounting,
+    pub arbitration: Arbitration,
+    pub slq_fraction: f64,
+    pub ranges: u32,
+    pub net_priority: f64,
+    pub paths: u8,
+    pub ninj: usize,
+    pub nhp_inj: usize,
+    pub inj_bytes: u32,
+    pub rx_bytes: u32,
+    pub max_packet_bytes: u32,
+    pub sw_header: u32,
+    pub hw_header: u32,
+    /// Ticks per throughput window.
+    pub window: Tick,
+}
+
+impl Params {
+    pub fn from_machine(m: &Machine) -> Self {
+        let t = m.torus();
+        let ndyn = t.dynamic_vcs as usize;
+        let esc = ndyn;
+        let hp = esc + t.escape.escape_vcs();
+        Params {
+            tick_byte: m.tick_byte,
+            hop_latency: m.hop_latency,
+            chunk_bytes: t.chunk_bytes,
+            token_bytes: t.token_bytes,
+            trailer_gap: t.trailer_bytes + t.gap_bytes,
+            ack_bytes: t.ack_bytes,
+            ndyn,
+            esc,
+            hp,
+            nvc: hp + 1,
+            vc_tokens: m.vc_tokens as u16,
+            full_tokens: m.full_packet_tokens as u16,
+            escape: t.escape,
+            bubble: t.bubble_accounting,
+            arbitration: t.arbitration,
+            slq_fraction: t.slq_fraction,
+            ranges: t.token_ranges,
+            net_priority: t.in_network_priority_fraction,
+            paths: t.paths_per_receiver as u8,
+            ninj: t.injection_fifos as usize,
+            nhp_inj: t.hp_injection_fifos as usize,
+            inj_bytes: t.injection_fifo_bytes,
+            rx_bytes: t.reception_fifo_bytes,
+            max_packet_bytes: m.max_packet_bytes(),
+            sw_header: t.sw_header_bytes,
+            hw_header: t.hw_header_bytes,
+            window: 10_000 * m.tick_byte,
+        }
+    }
+}
+
+/// A request made in arbitration phase 1.
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    /// Receiver index 0..6 or 6 + FIFO index.
+    src: u8,
+    src_vc: u8,
+    /// Output direction, or RX for delivery.
+    dir: u8,
+    vc: u8,
+    /// Tokens to charge downstream.
+    charge: u8,
+    /// Queue fullness range of the source (for SLQ).
+    fill: u8,
+    hp: bool,
+    pkt: u32,
+}
+
+const RX: u8 = 255;
+
+/// The torus network of a partition.
+pub struct Torus {
+    pub p: Params,
+    pub geo: Geometry,
+    routers: Vec<Router>,
+    pub pool: Pool,
+    pub links: Vec<LinkCounters>,
+    pub vcs: Vec<VcCounters>,
+    pub nodes: Vec<NodeCounters>,
+    pub global: GlobalCounters,
+    /// Notices for the node layer, drained by the dispatcher after each event.
+    pub notices: Vec<Notice>,
+    /// Time the counters were last reset.
+    pub counters_since: Tick,
+}
+
+#[inline]
+fn quantize(v: u32, cap: u32, ranges: u32) -> u8 {
+    ((v as u64 * ranges as u64) / (cap as u64 + 1)).min(ranges as u64 - 1) as u8
+}
+
+impl Torus {
+    pub fn new(m: &Machine, seed: u64) -> Self {
+        let p = Params::from_machine(m);
+        let geo = Geometry::new(&m.shape);
+        let n = geo.nodes() as usize;
+        let mut proto_send = Sender::default();
+        for v in 0..p.nvc {
+            proto_send.tokens[v] = p.vc_tokens;
+        }
+        let routers = (0..n)
+            .map(|i| Router {
+                recv: [Receiver::default(); NDIR],
+                send: [proto_send; NDIR],
+                inj: [Fifo::default(); MAXF],
+                rx: [Fifo::default(); NRX],
+                rng: Rng::new(seed, i as u64),
+                coords: geo.coords(i as u32),
+                arb_at: Tick::MAX,
+            })
+            .collect();
+        Torus {
+            links: vec![LinkCounters::default(); n * NDIR],
+            vcs: vec![VcCounters::default(); n * NDIR * p.nvc],
+            nodes: vec![NodeCounters::default(); n],
+            global: GlobalCounters::default(),
+            pool: Pool::with_capacity(1024),
+            notices: Vec::with_capacity(64),
+            counters_since: 0,
+            routers,
+            geo,
+            p,
+        }
+    }
+
+    pub fn node_count(&self) -> u32 {
+        self.geo.nodes()
+    }
+
+    /// Bytes of router state per node (excluding packets and counters).
+    pub fn router_bytes_per_node() -> usize {
+        std::mem::size_of::<Router>()
+    }
+
+    // ----- packet creation and the processor interface -----
+
+    /// Makes a packet from `src` to `dest` carrying `payload` bytes, with
+    /// minimal-route hint bits. The caller sets routing flags.
+    pub fn make_packet(&self, src: u32, dest: u32, payload: u32, created: Tick) -> Packet {
+        let bytes = payload + self.p.hw_header + self.p.sw_header;
+        let chunks = bytes.div_ceil(self.p.chunk_bytes).clamp(1, self.p.max_packet_bytes / self.p.chunk_bytes);
+        let mut pk = Packet::new(src, dest, chunks as u8, payload.min(u16::MAX as u32) as u16, created);
+        pk.hint = self.geo.hint_bits(src, dest);
+        pk.dc = self.geo.coords(dest);
+        pk
+    }
+
+    /// Overrides the hint bits: travel along direction `d` only (used by
+    /// deposit-bit line broadcasts, which may go the long way round).
+    pub fn set_line_route(&self, pk: &mut Packet, d: usize) {
+        pk.hint = 1 << d;
+    }
+
+    /// Free bytes of injection FIFO `f` of node `n`.
+    pub fn inj_free(&self, n: u32, f: usize) -> u32 {
+        self.p.inj_bytes - self.routers[n as usize].inj[f].used
+    }
+
+    /// Reserves room for a packet of `bytes` in injection FIFO `f` (the core
+    /// starts writing it). Returns false if it does not fit.
+    pub fn inj_reserve(&mut self, n: u32, f: usize, bytes: u32, now: Tick) -> bool {
+        let cap = self.p.inj_bytes;
+        let maxp = self.p.max_packet_bytes;
+        let fifo = &mut self.routers[n as usize].inj[f];
+        if fifo.used + bytes > cap {
+            return false;
+        }
+        fifo.used += bytes;
+        if cap - fifo.used < maxp && fifo.full_since == Tick::MAX {
+            fifo.full_since = now;
+        }
+        true
+    }
+
+    /// The packet, written by a core, enters injection FIFO `f`.
+    pub fn inj_push(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
+        self.global.injected_packets += 1;
+        let r = &mut self.routers[n as usize];
+        r.inj[f].q.push(&mut self.pool, id);
+        self.arbitrate(n, now, q, NO_DIR);
+    }
+
+    /// Packets waiting in reception FIFO `f` of node `n`.
+    pub fn rx_head(&self, n: u32, f: usize) -> u32 {
+        self.routers[n as usize].rx[f].q.head
+    }
+
+    /// Removes the head of reception FIFO `f` (a core has read it); frees its
+    /// space, which may let a waiting packet arrive. The caller owns the id.
+    pub fn rx_pop(&mut self, n: u32, f: usize, now: Tick, q: &mut EventQueue) -> u32 {
+        let rxb = self.p.rx_bytes;
+        let maxp = self.p.max_packet_bytes;
+        let r = &mut self.routers[n as usize];
+        let id = r.rx[f].q.pop(&self.pool);
+        if id == NIL {
+            return NIL;
+        }
+        let bytes = self.pool.get(id).chunks as u32 * self.p.chunk_bytes;
+        let fifo = &mut r.rx[f];
+        let was_full = rxb - fifo.used < maxp;
+        fifo.used -= bytes;
+        if fifo.full_since != Tick::MAX && rxb - fifo.used >= maxp {
+            self.nodes[n as usize].rx_full_ticks += now - fifo.full_since.max(self.counters_since);
+            fifo.full_since = Tick::MAX;
+        }
+        if was_full {
+            self.arbitrate(n, now, q, NO_DIR);
+        }
+        id
+    }
+
+    /// Mask of reception FIFOs holding packets.
+    pub fn rx_mask(&self, n: u32) -> u8 {
+        let r = &self.routers[n as usize];
+        let mut m = 0;
+        for f in 0..NRX {
+            if !r.rx[f].q.is_empty() {
+                m |= 1 << f;
+            }
+        }
+        m
+    }
+
+    /// Packets in the network (in VCs, in transit or in FIFOs) plus those held
+    /// by software.
+    pub fn live_packets(&self) -> u32 {
+        self.pool.live()
+    }
+
+    // ----- events -----
+
+    /// Handles a torus event.
+    pub fn handle(&mut self, now: Tick, e: Event, q: &mut EventQueue) {
+        match e.kind {
+            ev::ARRIVE => self.on_arrive(now, e.node, e.a as usize, e.data, q),
+            ev::XFER_DONE => self.on_xfer_done(now, e.node, e.a as usize, q),
+            ev::RX_DONE => self.on_rx_done(now, e.node, e.a as usize, e.b as usize, e.data, q),
+            ev::COPY_DONE => self.on_copy_done(now, e.node, e.a as usize, e.data),
+            ev::TOKEN => self.on_token(now, e.node, e.a as usize, e.b as usize, e.data as u16, q),
+            ev::ARB => {
+                let r = &mut self.routers[e.node as usize];
+                if r.arb_at == now {
+                    r.arb_at = Tick::MAX;
+                }
+                self.arbitrate(e.node, now, q, NO_DIR)
+            }
+            _ => unreachable!("not a torus event: {}", e.kind),
+        }
+    }
+
+    fn vc_stat(&mut self, n: u32, port: usize, v: usize, now: Tick, used_before: u16) {
+        let i = (n as usize * NDIR + port) * self.p.nvc + v;
+        let c = &mut self.vcs[i];
+        let since = c.last_change.max(self.counters_since);
+        c.occ_integral += used_before as u64 * self.p.token_bytes as u64 * (now.saturating_sub(since));
+        c.last_change = now;
+    }
+
+    fn on_arrive(&mut self, now: Tick, n: u32, port: usize, id: u32, q: &mut EventQueue) {
+        let v = self.pool.get(id).vc as usize;
+        let charge = self.pool.get(id).charge as u16;
+        let used_before = self.routers[n as usize].recv[port].vc[v].used;
+        self.vc_stat(n, port, v, now, used_before);
+        let i = (n as usize * NDIR + port) * self.p.nvc + v;
+        self.vcs[i].packets += 1;
+        let r = &mut self.routers[n as usize];
+        let vc = &mut r.recv[port].vc[v];
+        vc.used += charge;
+        debug_assert!(vc.used <= self.p.vc_tokens, "VC overflow at node {n} port {port} vc {v}");
+        vc.q.push(&mut self.pool, id);
+        if vc.q.head == id && !vc.busy {
+            self.arbitrate(n, now, q, NO_DIR);
+        }
+    }
+
+    fn on_xfer_done(&mut self, now: Tick, n: u32, d: usize, q: &mut EventQueue) {
+        let r = &mut self.routers[n as usize];
+        let s = &mut r.send[d];
+        let id = s.xfer;
+        debug_assert!(id != NIL);
+        s.xfer = NIL;
+        let (src, src_vc, charge) = (s.src as usize, s.src_vc as usize, s.src_charge as u16);
+        if src < NDIR {
+            let used_before = r.recv[src].vc[src_vc].used;
+            let vc = &mut r.recv[src].vc[src_vc];
+            vc.busy = false;
+            vc.used -= charge;
+            r.recv[src].paths -= 1;
+            self.vc_stat(n, src, src_vc, now, used_before);
+            self.return_tokens(now, n, src, src_vc, charge, q);
+        } else {
+            let f = src - NDIR;
+            let bytes = self.pool.get(id).chunks as u32 * self.p.chunk_bytes;
+            let fifo = &mut r.inj[f];
+            fifo.busy = false;
+            fifo.used -= bytes;
+            if fifo.full_since != Tick::MAX && self.p.inj_bytes - fifo.used >= self.p.max_packet_bytes {
+                self.nodes[n as usize].inj_full_ticks += now - fifo.full_since.max(self.counters_since);
+                fifo.full_since = Tick::MAX;
+            }
+            self.notices.push(Notice::InjSpace { node: n, fifo: f as u8 });
+        }
+        self.arbitrate(n, now, q, NO_DIR);
+    }
+
+    /// The packet that held `charge` tokens in VC `v` of receiver `port` at
+    /// node `n` has left: send the token-ack upstream on the reverse link.
+    fn return_tokens(&mut self, now: Tick, n: u32, port: usize, v: usize, charge: u16, q: &mut EventQueue) {
+        let back = opposite(port);
+        let up = self.geo.neighbor(n, back);
+        let ack = self.p.ack_bytes as Tick * self.p.tick_byte;
+        let s = &mut self.routers[n as usize].send[back];
+        let start = s.busy_until.max(now);
+        s.busy_until = start + ack;
+        self.links[n as usize * NDIR + back].ack_bytes += self.p.ack_bytes as u64;
+        let arrive = start + ack + self.p.hop_latency;
+        q.push_at(arrive, Event { kind: ev::TOKEN, a: port as u8, b: v as u8, c: 0, node: up, data: charge as u32 });
+    }
+
+    fn on_token(&mut self, now: Tick, n: u32, d: usize, v: usize, amount: u16, q: &mut EventQueue) {
+        self.global.token_returns += 1;
+        let s = &mut self.routers[n as usize].send[d];
+        s.tokens[v] += amount;
+        debug_assert!(s.tokens[v] <= self.p.vc_tokens);
+        if s.xfer == NIL {
+            self.arbitrate(n, now, q, d as u8);
+        }
+    }
+
+    fn on_rx_done(&mut self, now: Tick, n: u32, port: usize, v: usize, id: u32, q: &mut EventQueue) {
+        let r = &mut self.routers[n as usize];
+        let charge = self.pool.get(id).charge as u16;
+        let used_before = r.recv[port].vc[v].used;
+        let vc = &mut r.recv[port].vc[v];
+        vc.busy = false;
+        vc.used -= charge;
+        r.recv[port].rx_busy = false;
+        self.vc_stat(n, port, v, now, used_before);
+        self.return_tokens(now, n, port, v, charge, q);
+        self.deliver(now, n, port, id);
+        self.arbitrate(n, now, q, NO_DIR);
+    }
+
+    fn on_copy_done(&mut self, now: Tick, n: u32, port: usize, id: u32) {
+        self.routers[n as usize].recv[port].rx_busy = false;
+        self.global.deposit_copies += 1;
+        self.deliver(now, n, port, id);
+    }
+
+    fn deliver(&mut self, now: Tick, n: u32, port: usize, id: u32) {
+        let pk = *self.pool.get(id);
+        let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
+        self.routers[n as usize].rx[f].q.push(&mut self.pool, id);
+        let g = &mut self.global;
+        g.delivered_packets += 1;
+        g.delivered_payload += pk.payload as u64;
+        g.delivered_wire_bytes += (pk.chunks as u32 * self.p.chunk_bytes + self.p.trailer_gap + self.p.ack_bytes) as u64;
+        g.latency.record(now - pk.created);
+        g.network_latency.record(now - pk.injected);
+        let w = ((now - self.counters_since) / self.p.window) as usize;
+        if g.window_packets.len() <= w {
+            g.window_packets.resize(w + 1, 0);
+            g.window_payload.resize(w + 1, 0);
+        }
+        g.window_packets[w] += 1;
+        g.window_payload[w] += pk.payload as u64;
+        g.last_progress = now;
+        self.notices.push(Notice::RxReady { node: n, fifo: f as u8 });
+    }
+
+    // ----- arbitration -----
+
+    /// Tokens needed downstream and tokens charged for a move of `pk` from
+    /// node `n` in direction `d` onto VC `v`.
+    #[inline]
+    fn escape_need(&self, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
+        let actual = (pk.chunks as u32 * self.p.chunk_bytes / self.p.token_bytes) as u16;
+        let full = self.p.full_tokens;
+        match self.p.escape {
+            Escape::Bubble => {
+                // Continuing on the bubble VC in the same direction needs one
+                // full packet; entering it (injection, turning into a new
+                // dimension, falling back from a dynamic VC) needs two.
+                let staying = pk.last_dir == d as u8 && pk.vc as usize == v;
+                let unit = match self.p.bubble {
+                    BubbleAccounting::FullSize => full,
+                    BubbleAccounting::ActualSize => actual,
+                };
+                (if staying { unit } else { 2 * unit }, unit)
+            }
+            _ => (full, actual),
+        }
+    }
+
+    /// The escape move of a packet at node `n` with productive mask `prod`:
+    /// (direction, VC).
+    #[inline]
+    fn escape_move(&self, n: u32, pk: &Packet, prod: u8) -> (usize, usize) {
+        let d = match self.p.escape {
+            Escape::DatelineDir => {
+                // x+, y+, z+, then x-, y-, z-.
+                let plus = prod & 0b01_0101;
+                let m = if plus != 0 { plus } else { prod };
+                m.trailing_zeros() as usize
+            }
+            _ => prod.trailing_zeros() as usize,
+        };
+        let base = if pk.is(flags::HIGH_PRIORITY) { self.p.hp } else { self.p.esc };
+        let v = match self.p.escape {
+            Escape::Bubble => base,
+            _ if pk.is(flags::HIGH_PRIORITY) => base,
+            _ => {
+                let k = dim_of(d);
+                if pk.crossed & (1 << k) != 0 || self.geo.crosses_dateline(n, d) {
+                    base + 1
+                } else {
+                    base
+                }
+            }
+        };
+        (d, v)
+    }
+
+    /// Phase 1 for one packet: its preferred move, or None (no tokens).
+    /// Returns (dir, vc, charge) or (RX, 0, 0) for delivery.
+    #[inline]
+    fn choose_move(&mut self, n: u32, id: u32) -> Option<(u8, u8, u8)> {
+        let pk = *self.pool.get(id);
+        let r = &self.routers[n as usize];
+        let c = r.coords;
+        let mut prod = 0u8;
+        for k in 0..3 {
+            if c[k] != pk.dc[k] {
+                prod |= pk.hint & (3 << (2 * k));
+            }
+        }
+        if prod == 0 {
+            return Some((RX, 0, 0));
+        }
+        let full = self.p.full_tokens;
+        if pk.is(flags::DYNAMIC) && !pk.is(flags::HIGH_PRIORITY) {
+            let actual = (pk.chunks as u32 * self.p.chunk_bytes / self.p.token_bytes) as u8;
+            let mut best: Option<(u8, u8)> = None;
+            let mut best_q = 0u8;
+            let mut ties = 0u32;
+            let random = self.p.arbitration == Arbitration::Random;
+            let mut m = prod;
+            let mut rng_draws: [(u8, u8, u8); 24] = [(0, 0, 0); 24];
+            let mut nopt = 0usize;
+            while m != 0 {
+                let d = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let s = &r.send[d];
+                for v in 0..self.p.ndyn {
+                    let t = s.tokens[v];
+                    if t >= full {
+                        let qv = if random { 0 } else { quantize(t as u32, self.p.vc_tokens as u32, self.p.ranges) };
+                        if best.is_none() || qv > best_q {
+                            best_q = qv;
+                            nopt = 0;
+                            ties = 0;
+                        }
+                        if best.is_none() || qv == best_q {
+                            best = Some((d as u8, v as u8));
+                            rng_draws[nopt] = (d as u8, v as u8, qv);
+                            nopt += 1;
+                            ties += 1;
+                        }
+                    }
+                }
+            }
+            if let Some(b) = best {
+                let pick = if ties > 1 {
+                    let i = self.routers[n as usize].rng.below(ties) as usize;
+                    (rng_draws[i].0, rng_draws[i].1)
+                } else {
+                    b
+                };
+                return Some((pick.0, pick.1, actual));
+            }
+        }
+        let (d, v) = self.escape_move(n, &pk, prod);
+        let (need, charge) = self.escape_need(&pk, d, v);
+        if self.routers[n as usize].send[d].tokens[v] >= need {
+            Some((d as u8, v as u8, charge as u8))
+        } else {
+            // A packet ready to move found no downstream tokens.
+            if !pk.is(flags::STALLED) {
+                self.pool.get_mut(id).flags |= flags::STALLED;
+                self.links[n as usize * NDIR + d].stalls += 1;
+            }
+            None
+        }
+    }
+
+    /// Deposit packets at an intermediate node also need reception room.
+    #[inline]
+    fn deposit_ok(&self, n: u32, port: usize, pk: &Packet) -> bool {
+        let r = &self.routers[n as usize];
+        !r.recv[port].rx_busy && r.rx[port].used + pk.chunks as u32 * self.p.chunk_bytes <= self.p.rx_bytes
+    }
+
+    /// Runs the three arbitration phases at node `n`. `trigger` is the
+    /// direction whose tokens just came back (for the unblocking statistic).
+    pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
+        let ni = n as usize;
+        // Free senders.
+        let mut free: u8 = 0;
+        for d in 0..NDIR {
+            let s = &self.routers[ni].send[d];
+            if s.xfer == NIL && s.busy_until <= now {
+                free |= 1 << d;
+            }
+        }
+        let mut winners: [Option<Req>; NDIR] = [None; NDIR];
+        let mut again = false;
+        let mut stalled_waiting = false;
+        // Phase 1 + 2 for the receivers.
+        for port in 0..NDIR {
+            let rv = self.routers[ni].recv[port];
+            let can_forward = rv.paths < self.p.paths;
+            let mut cand: [Req; MAXV] = [Req { src: 0, src_vc: 0, dir: 0, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL }; MAXV];
+            let mut nc = 0usize;
+            for v in 0..self.p.nvc {
+                let vc = rv.vc[v];
+                if vc.busy || vc.q.is_empty() {
+                    continue;
+                }
+                let id = vc.q.head;
+                let pk = *self.pool.get(id);
+                let was_stalled = pk.is(flags::STALLED);
+                match self.choose_move(n, id) {
+                    None => stalled_waiting = true,
+                    Some((RX, _, _)) => {
+                        // Delivery uses the receiver's own path to its reception FIFO.
+                        let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
+                        let bytes = pk.chunks as u32 * self.p.chunk_bytes;
+                        let r = &mut self.routers[ni];
+                        if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes {
+                            self.start_delivery(now, n, port, v, id, f, bytes, q);
+                        }
+                    }
+                    Some((d, tv, ch)) => {
+                        if !can_forward || free & (1 << d) == 0 {
+                            if self.routers[ni].send[d as usize].xfer == NIL && free & (1 << d) == 0 {
+                                self.wake_at(n, d as usize, q);
+                            }
+                            continue;
+                        }
+                        if pk.is(flags::DEPOSIT) && !self.deposit_ok(n, port, &pk) {
+                            continue;
+                        }
+                        let fill = quantize(vc.used as u32, self.p.vc_tokens as u32, self.p.ranges);
+                        cand[nc] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id };
+                        nc += 1;
+                        let _ = was_stalled;
+                    }
+                }
+            }
+            if nc > 0 {
+                let pick = self.receiver_pick(n, &cand[..nc]);
+                winners[port] = Some(cand[pick]);
+                if nc > 1 {
+                    again = true;
+                }
+            }
+        }
+        // Injection FIFO requests.
+        let nfifo = self.p.ninj + self.p.nhp_inj;
+        let mut inj: [Option<Req>; MAXF] = [None; MAXF];
+        for f in 0..nfifo {
+            let fifo = self.routers[ni].inj[f];
+            if fifo.busy || fifo.q.is_empty() {
+                continue;
+            }
+            let id = fifo.q.head;
+            match self.choose_move(n, id) {
+                None => stalled_waiting = true,
+                Some((RX, _, _)) => unreachable!("packet injected to its own node"),
+                Some((d, tv, ch)) => {
+                    if free & (1 << d) == 0 {
+                        if self.routers[ni].send[d as usize].xfer == NIL {
+                            self.wake_at(n, d as usize, q);
+                        }
+                        continue;
+                    }
+                    let fill = quantize(fifo.used, self.p.inj_bytes, self.p.ranges);
+                    let hp = f >= self.p.ninj;
+                    inj[f] = Some(Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp, pkt: id });
+                }
+            }
+        }
+        let _ = stalled_waiting;
+        // Phase 3: each free sender picks one request.
+        let mut m = free;
+        while m != 0 {
+            let d = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let mut net: [Req; NDIR] = [Req { src: 0, src_vc: 0, dir: 0, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL }; NDIR];
+            let mut nn = 0;
+            for w in winners.iter().flatten() {
+                if w.dir as usize == d {
+                    net[nn] = *w;
+                    nn += 1;
+                }
+            }
+            let mut fresh: [Req; MAXF] = [Req { src: 0, src_vc: 0, dir: 0, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL }; MAXF];
+            let mut nf = 0;
+            for r in inj.iter().take(nfifo).flatten() {
+                if r.dir as usize == d {
+                    fresh[nf] = *r;
+                    nf += 1;
+                }
+            }
+            if nn + nf == 0 {
+                continue;
+            }
+            let rng = &mut self.routers[ni].rng;
+            let prefer_net = nn > 0 && (nf == 0 || rng.chance(self.p.net_priority));
+            let chosen = if prefer_net || nf == 0 {
+                if nf > 0 || nn > 1 {
+                    again = true;
+                }
+                let i = pick_slq(rng, &net[..nn], self.p.arbitration == Arbitration::Slq, self.p.slq_fraction);
+                net[i]
+            } else {
+                if nn > 0 || nf > 1 {
+                    again = true;
+                }
+                let i = pick_slq(rng, &fresh[..nf], self.p.arbitration == Arbitration::Slq, self.p.slq_fraction);
+                fresh[i]
+            };
+            if trigger as usize == d && self.pool.get(chosen.pkt).is(flags::STALLED) {
+                self.global.unblocking_returns += 1;
+            }
+            // The chosen receiver used its request; a receiver wins at most once.
+            if (chosen.src as usize) < NDIR {
+                winners[chosen.src as usize] = None;
+            } else {
+                inj[chosen.src as usize - NDIR] = None;
+            }
+            self.start_transfer(now, n, chosen, q);
+        }
+        if again {
+            // Losers retry on the next network cycle.
+            let t = now + self.p.tick_byte;
+            let r = &mut self.routers[ni];
+            if r.arb_at > t || r.arb_at < now {
+                r.arb_at = t;
+                q.push_at(t, Event::new(ev::ARB, n));
+            }
+        }
+    }
+
+    /// Schedules an ARB wake-up when a sender that is busy only with acks frees.
+    fn wake_at(&mut self, n: u32, d: usize, q: &mut EventQueue) {
+        let s = &mut self.routers[n as usize].send[d];
+        if s.wake_at != s.busy_until {
+            s.wake_at = s.busy_until;
+            q.push_at(s.busy_until, Event::new(ev::ARB, n));
+        }
+    }
+
+    /// Phase 2: a receiver lets one of its requesting VCs go: high priority
+    /// first, else SLQ on a fraction of decisions, else random.
+    fn receiver_pick(&mut self, n: u32, cand: &[Req]) -> usize {
+        if cand.len() == 1 {
+            return 0;
+        }
+        if let Some(i) = cand.iter().position(|c| c.hp) {
+            return i;
+        }
+        let slq = self.p.arbitration == Arbitration::Slq;
+        pick_slq(&mut self.routers[n as usize].rng, cand, slq, self.p.slq_fraction)
+    }
+
+    fn start_delivery(&mut self, now: Tick, n: u32, port: usize, v: usize, id: u32, f: usize, bytes: u32, q: &mut EventQueue) {
+        let rxb = self.p.rx_bytes;
+        let maxp = self.p.max_packet_bytes;
+        let r = &mut self.routers[n as usize];
+        let vc = &mut r.recv[port].vc[v];
+        vc.q.pop(&self.pool);
+        vc.busy = true;
+        r.recv[port].rx_busy = true;
+        let fifo = &mut r.rx[f];
+        fifo.used += bytes;
+        if rxb - fifo.used < maxp && fifo.full_since == Tick::MAX {
+            fifo.full_since = now;
+        }
+        self.pool.get_mut(id).flags &= !flags::STALLED;
+        self.global.last_progress = now;
+        q.push_at(now + bytes as Tick * self.p.tick_byte, Event { kind: ev::RX_DONE, a: port as u8, b: v as u8, c: 0, node: n, data: id });
+    }
+
+    fn start_transfer(&mut self, now: Tick, n: u32, rq: Req, q: &mut EventQueue) {
+        let ni = n as usize;
+        let d = rq.dir as usize;
+        let id = rq.pkt;
+        let pk = *self.pool.get(id);
+        let bytes = pk.chunks as u32 * self.p.chunk_bytes;
+        let wire = bytes + self.p.trailer_gap;
+        let src = rq.src as usize;
+        let r = &mut self.routers[ni];
+        // Unlink from the source queue; the source stays busy until the tail leaves.
+        let src_charge = if src < NDIR {
+            let vc = &mut r.recv[src].vc[rq.src_vc as usize];
+            vc.q.pop(&self.pool);
+            vc.busy = true;
+            r.recv[src].paths += 1;
+            pk.charge
+        } else {
+            let fifo = &mut r.inj[src - NDIR];
+            fifo.q.pop(&self.pool);
+            fifo.busy = true;
+            0
+        };
+        let s = &mut r.send[d];
+        debug_assert!(s.tokens[rq.vc as usize] >= rq.charge as u16);
+        s.tokens[rq.vc as usize] -= rq.charge as u16;
+        s.xfer = id;
+        s.src = rq.src;
+        s.src_vc = rq.src_vc;
+        s.src_charge = src_charge;
+        let start = now.max(s.busy_until);
+        s.busy_until = start + wire as Tick * self.p.tick_byte;
+        let done = s.busy_until;
+        // Deposit bit: leave a copy here when passing through.
+        let at_intermediate = src < NDIR;
+        if pk.is(flags::DEPOSIT) && at_intermediate {
+            let mut copy = pk;
+            copy.flags |= flags::COPY;
+            copy.flags &= !flags::STALLED;
+            let cid = self.pool.alloc(copy);
+            let port = src;
+            let r = &mut self.routers[ni];
+            r.recv[port].rx_busy = true;
+            r.rx[port].used += bytes;
+            q.push_at(now + bytes as Tick * self.p.tick_byte, Event { kind: ev::COPY_DONE, a: port as u8, b: 0, c: 0, node: n, data: cid });
+        }
+        // Update the packet for its next hop.
+        let geo_cross = self.geo.crosses_dateline(n, d);
+        let p = self.pool.get_mut(id);
+        if src >= NDIR {
+            p.injected = now;
+        }
+        let k = dim_of(d);
+        // Minimal routes cross a dimension's dateline at most once, so the bit stays set.
+        if geo_cross {
+            p.crossed |= 1 << k;
+        }
+        p.last_dir = d as u8;
+        p.vc = rq.vc;
+        p.charge = rq.charge;
+        p.hops += 1;
+        p.flags &= !flags::STALLED;
+        let is_escape = (rq.vc as usize) >= self.p.esc && (rq.vc as usize) < self.p.hp;
+        let l = &mut self.links[ni * NDIR + d];
+        l.bytes += wire as u64;
+        l.packets += 1;
+        l.payload += pk.payload as u64;
+        let g = &mut self.global;
+        g.hops += 1;
+        if is_escape {
+            g.escape_hops += 1;
+        } else if (rq.vc as usize) < self.p.ndyn {
+            g.dynamic_hops += 1;
+        }
+        g.last_progress = now;
+        let nb = self.geo.neighbor(n, d);
+        q.push_at(start + self.p.hop_latency, Event { kind: ev::ARRIVE, a: d as u8, b: 0, c: 0, node: nb, data: id });
+        q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: 0, c: 0, node: n, data: id });
+    }
+
+    // ----- counters -----
+
+    /// Restarts every counter at `now` (measurement after a warm-up).
+    pub fn reset_counters(&mut self, now: Tick) {
+        // Close open integrals so that they restart at now.
+        let nvc = self.p.nvc;
+        for n in 0..self.routers.len() {
+            for port in 0..NDIR {
+                for v in 0..nvc {
+                    let c = &mut self.vcs[(n * NDIR + port) * nvc + v];
+                    *c = VcCounters { occ_integral: 0, last_change: now, packets: 0 };
+                }
+            }
+            let r = &mut self.routers[n];
+            for f in r.inj.iter_mut().chain(r.rx.iter_mut()) {
+                if f.full_since != Tick::MAX {
+                    f.full_since = now;
+                }
+            }
+        }
+        for l in self.links.iter_mut() {
+            *l = LinkCounters::default();
+        }
+        for c in self.nodes.iter_mut() {
+            *c = NodeCounters::default();
+        }
+        let last = self.global.last_progress;
+        self.global = GlobalCounters { last_progress: last, ..Default::default() };
+        self.counters_since = now;
+    }
+
+    /// Brings time integrals up to `now` (call before reading counters).
+    pub fn close_counters(&mut self, now: Tick) {
+        let nvc = self.p.nvc;
+        for n in 0..self.routers.len() {
+            for port in 0..NDIR {
+                for v in 0..nvc {
+                    let used = self.routers[n].recv[port].vc[v].used;
+                    self.vc_stat(n as u32, port, v, now, used);
+                }
+            }
+            let r = &mut self.routers[n];
+            for f in r.inj.iter_mut() {
+                if f.full_since != Tick::MAX {
+                    self.nodes[n].inj_full_ticks += now - f.full_since.max(self.counters_since);
+                    f.full_since = now;
+                }
+            }
+            for f in r.rx.iter_mut() {
+                if f.full_since != Tick::MAX {
+                    self.nodes[n].rx_full_ticks += now - f.full_since.max(self.counters_since);
+                    f.full_since = now;
+                }
+            }
+        }
+    }
+
+    // ----- invariants (tests and debug checks) -----
+
+    /// Checks that every sender's view of downstream tokens plus what the
+    /// downstream VC holds plus what is in flight adds up to the VC size, and
+    /// that no VC holds more than its size. Only exact when no packet or
+    /// token is in flight (e.g. after the network drained).
+    pub fn check_tokens_quiescent(&self) -> Result<(), String> {
+        for n in 0..self.routers.len() as u32 {
+            for d in 0..NDIR {
+                if !self.geo.has_link(n, d) {
+                    continue;
+                }
+                let nb = self.geo.neighbor(n, d);
+                for v in 0..self.p.nvc {
+                    let t = self.routers[n as usize].send[d].tokens[v];
+                    let used = self.routers[nb as usize].recv[d].vc[v].used;
+                    if t + used != self.p.vc_tokens {
+                        return Err(format!("node {n} dir {} vc {v}: tokens {t} + used downstream {used} != {}", DIR_NAMES[d], self.p.vc_tokens));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Largest occupancy of any VC right now, in tokens (never above the VC size).
+    pub fn max_vc_used(&self) -> u16 {
+        self.routers.iter().flat_map(|r| r.recv.iter().flat_map(|rv| rv.vc.iter().map(|v| v.used))).max().unwrap_or(0)
+    }
+
+    /// Packets sitting in VCs (a snapshot; used by deadlock detection).
+    pub fn packets_in_vcs(&self) -> u64 {
+        let mut c = 0u64;
+        for r in &self.routers {
+            for rv in &r.recv {
+                for v in &rv.vc {
+                    let mut id = v.q.head;
+                    while id != NIL {
+                        c += 1;
+                        id = self.pool.get(id).next;
+                    }
+                }
+            }
+        }
+        c
+    }
+
+    /// A sender's state: (busy until, packet in transfer or NIL, tokens per VC).
+    pub fn sender_state(&self, n: u32, d: usize) -> (Tick, u32, Vec<u16>) {
+        let s = &self.routers[n as usize].send[d];
+        (s.busy_until, s.xfer, s.tokens[..self.p.nvc].to_vec())
+    }
+
+    /// Bytes in the injection FIFO `f` of node `n` (reserved or held).
+    pub fn inj_used(&self, n: u32, f: usize) -> u32 {
+        self.routers[n as usize].inj[f].used
+    }
+}
+
+/// Picks among requests: on `slq_fraction` of the decisions (when SLQ is on)
+/// the one from the fullest queue (ties at random), otherwise at random.
+fn pick_slq(rng: &mut Rng, c: &[Req], slq: bool, frac: f64) -> usize {
+    if c.len() == 1 {
+        return 0;
+    }
+    if slq && rng.chance(frac) {
+        let best = c.iter().map(|r| r.fill).max().unwrap();
+        let n = c.iter().filter(|r| r.fill == best).count() as u32;
+        let mut k = rng.below(n);
+        for (i, r) in c.iter().enumerate() {
+            if r.fill == best {
+                if k == 0 {
+                    return i;
+                }
+                k -= 1;
+            }
+        }
+        0
+    } else {
+        rng.below(c.len() as u32) as usize
+    }
+}

@@ -1,0 +1,176 @@
+//! The torus packet as the hardware sees it, and the packet pool.
+
+use crate::engine::Tick;
+
+/// Marks "no packet" in intrusive lists.
+pub const NIL: u32 = u32::MAX;
+
+/// Packet flags.
+pub mod flags {
+    /// Dynamically (adaptively) routed; otherwise deterministic on the escape VC.
+    pub const DYNAMIC: u8 = 1;
+    /// Deposit bit: delivered to every node the packet passes.
+    pub const DEPOSIT: u8 = 2;
+    /// High priority (high-priority VC and FIFOs).
+    pub const HIGH_PRIORITY: u8 = 4;
+    /// Counted once as a no-token stall at its current hop.
+    pub const STALLED: u8 = 8;
+    /// A copy made by the deposit bit at an intermediate node.
+    pub const COPY: u8 = 16;
+}
+
+/// One torus packet. `next` links it into exactly one queue at a time.
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    pub next: u32,
+    pub src: u32,
+    pub dest: u32,
+    /// Driver data (message id, sequence number, colour ...).
+    pub tag: u64,
+    /// When software created the packet (latency is measured from here).
+    pub created: Tick,
+    /// When it entered the network (left the injection FIFO).
+    pub injected: Tick,
+    /// Payload bytes (excluding both headers).
+    pub payload: u16,
+    /// Hops taken so far.
+    pub hops: u16,
+    /// Destination coordinates.
+    pub dc: [u8; 3],
+    /// Size in chunks.
+    pub chunks: u8,
+    pub flags: u8,
+    /// Hint bits: bit d = travel in direction d.
+    pub hint: u8,
+    /// VC the packet occupies (or will occupy after its current hop).
+    pub vc: u8,
+    /// Direction of its last hop (`NO_DIR` before the first).
+    pub last_dir: u8,
+    /// Dimensions whose dateline the packet has crossed (dateline escape schemes).
+    pub crossed: u8,
+    /// Tokens the packet holds in the VC it occupies.
+    pub charge: u8,
+    /// Driver byte (e.g. a colour or FIFO choice).
+    pub aux: u8,
+}
+
+pub const NO_DIR: u8 = 255;
+
+impl Packet {
+    pub fn new(src: u32, dest: u32, chunks: u8, payload: u16, created: Tick) -> Self {
+        Packet {
+            next: NIL,
+            src,
+            dest,
+            tag: 0,
+            created,
+            injected: 0,
+            payload,
+            hops: 0,
+            dc: [0; 3],
+            chunks,
+            flags: 0,
+            hint: 0,
+            vc: 0,
+            last_dir: NO_DIR,
+            crossed: 0,
+            charge: 0,
+            aux: 0,
+        }
+    }
+    #[inline]
+    pub fn is(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// A pool of packets addressed by dense ids, with a free list, so moving a
+/// packet never allocates once the pool has grown to the working set.
+#[derive(Default)]
+pub struct Pool {
+    pkts: Vec<Packet>,
+    free: u32,
+    live: u32,
+}
+
+impl Pool {
+    pub fn with_capacity(n: usize) -> Self {
+        Pool { pkts: Vec::with_capacity(n), free: NIL, live: 0 }
+    }
+    #[inline]
+    pub fn alloc(&mut self, p: Packet) -> u32 {
+        self.live += 1;
+        if self.free != NIL {
+            let id = self.free;
+            self.free = self.pkts[id as usize].next;
+            self.pkts[id as usize] = p;
+            id
+        } else {
+            self.pkts.push(p);
+            (self.pkts.len() - 1) as u32
+        }
+    }
+    #[inline]
+    pub fn release(&mut self, id: u32) {
+        self.live -= 1;
+        self.pkts[id as usize].next = self.free;
+        self.free = id;
+    }
+    #[inline]
+    pub fn get(&self, id: u32) -> &Packet {
+        &self.pkts[id as usize]
+    }
+    #[inline]
+    pub fn get_mut(&mut self, id: u32) -> &mut Packet {
+        &mut self.pkts[id as usize]
+    }
+    /// Packets allocated and not released.
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+    /// Slots ever allocated (high-water mark).
+    pub fn capacity_used(&self) -> usize {
+        self.pkts.len()
+    }
+}
+
+/// An intrusive FIFO list of packet ids.
+#[derive(Clone, Copy, Debug)]
+pub struct List {
+    pub head: u32,
+    pub tail: u32,
+}
+
+impl Default for List {
+    fn default() -> Self {
+        List { head: NIL, tail: NIL }
+    }
+}
+
+impl List {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+    #[inline]
+    pub fn push(&mut self, pool: &mut Pool, id: u32) {
+        pool.get_mut(id).next = NIL;
+        if self.tail == NIL {
+            self.head = id;
+        } else {
+            pool.get_mut(self.tail).next = id;
+        }
+        self.tail = id;
+    }
+    #[inline]
+    pub fn pop(&mut self, pool: &Pool) -> u32 {
+        let id = self.head;
+        if id != NIL {
+            self.head = pool.get(id).next;
+            if self.head == NIL {
+                self.tail = NIL;
+            }
+        }
+        id
+    }
+}

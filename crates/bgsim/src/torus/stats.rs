@@ -1,0 +1,140 @@
+//! Counters of the torus: per link direction, per virtual channel, per node,
+//! packet latencies and throughput over time.
+
+use crate::engine::Tick;
+use serde::Serialize;
+
+/// Per link direction (node x 6).
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct LinkCounters {
+    /// Forward wire bytes: packets plus trailer and gap.
+    pub bytes: u64,
+    pub packets: u64,
+    /// Payload bytes carried (excluding both headers).
+    pub payload: u64,
+    /// Ack / token-ack bytes sent on this link for traffic of the reverse link.
+    pub ack_bytes: u64,
+    /// No-token stall events: a packet ready to move this way found no
+    /// downstream tokens.
+    pub stalls: u64,
+}
+
+/// Per receiver virtual channel (node x 6 x VCs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VcCounters {
+    /// Integral of occupied bytes over time, byte-ticks.
+    pub occ_integral: u64,
+    pub last_change: Tick,
+    pub packets: u64,
+}
+
+/// Per node.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct NodeCounters {
+    /// Sum over injection FIFOs of the time each could not take a full packet, ticks.
+    pub inj_full_ticks: u64,
+    /// Sum over reception FIFOs of the time each was full, ticks.
+    pub rx_full_ticks: u64,
+}
+
+/// A log-linear histogram of latencies in ticks (8 sub-buckets per power of two).
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    pub count: u64,
+    pub sum: u128,
+    pub min: u64,
+    pub max: u64,
+}
+
+const SUB: u32 = 8;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { counts: vec![0; 64 * SUB as usize], count: 0, sum: 0, min: u64::MAX, max: 0 }
+    }
+}
+
+impl Histogram {
+    fn bucket(v: u64) -> usize {
+        if v < SUB as u64 {
+            return v as usize;
+        }
+        let e = 63 - v.leading_zeros(); // >= 3
+        let sub = (v >> (e - 3)) & (SUB as u64 - 1);
+        ((e - 2) * SUB) as usize + sub as usize
+    }
+    fn bucket_low(b: usize) -> u64 {
+        if b < SUB as usize {
+            return b as u64;
+        }
+        let e = (b / SUB as usize) as u32 + 2;
+        let sub = (b % SUB as usize) as u64;
+        (SUB as u64 + sub) << (e - 3)
+    }
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.counts[Self::bucket(v)] += 1;
+        self.count += 1;
+        self.sum += v as u128;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+    /// Approximate quantile (lower edge of the bucket, within 1/8 of the value).
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let target = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut acc = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            acc += c;
+            if acc >= target {
+                return Self::bucket_low(b).max(self.min).min(self.max);
+            }
+        }
+        self.max
+    }
+    /// (bucket lower edge, count) for non-empty buckets.
+    pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| (Self::bucket_low(b), c)).collect()
+    }
+}
+
+/// Run-wide counters of the torus.
+#[derive(Clone, Debug, Default)]
+pub struct GlobalCounters {
+    pub injected_packets: u64,
+    pub delivered_packets: u64,
+    /// Packets delivered by the deposit bit at intermediate nodes.
+    pub deposit_copies: u64,
+    pub delivered_payload: u64,
+    pub delivered_wire_bytes: u64,
+    /// Latency from creation to arrival in the reception FIFO, ticks.
+    pub latency: Histogram,
+    /// Latency from leaving the injection FIFO to arrival, ticks.
+    pub network_latency: Histogram,
+    /// Delivered packets per throughput window.
+    pub window_packets: Vec<u64>,
+    /// Delivered payload bytes per throughput window.
+    pub window_payload: Vec<u64>,
+    /// Token returns.
+    pub token_returns: u64,
+    /// Token returns that let a packet that had been stalled for lack of tokens move at once.
+    pub unblocking_returns: u64,
+    /// Packet hops (link traversals).
+    pub hops: u64,
+    /// Hops made on an escape VC.
+    pub escape_hops: u64,
+    /// Hops made on a dynamic VC.
+    pub dynamic_hops: u64,
+    /// Time of the last packet movement (for deadlock detection).
+    pub last_progress: Tick,
+}
