@@ -1,1 +1,102 @@
-fn main(){}
+//! `make bench`: the fixed torus workload of BENCHMARKS.md.
+//!
+//! Uniform random traffic of 256-byte packets at 90% of saturation load on a
+//! 16x16x16 torus with dynamic routing, for a fixed simulated time; then the
+//! memory of an idle 64x32x32 machine and a short random-traffic run on it.
+//! Prints one JSON object per measurement on stdout.
+
+use bgsim::machine::bgl;
+use bgsim::torus::Torus;
+use bgsim::workload::{run, Pattern, RoutingMode, TrafficSpec};
+use std::time::Instant;
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let only_torus = args.iter().any(|a| a == "--torus-only");
+    // 1. Throughput on 16x16x16.
+    let m = bgl(&["partition.shape=16x16x16"]).expect("machine");
+    let mut s = TrafficSpec::new(Pattern::Uniform);
+    s.routing = RoutingMode::Dynamic;
+    s.payload_bytes = 240;
+    s.load = 0.9;
+    s.warmup_ncycles = 0;
+    s.measure_ncycles = if quick { 5_000 } else { 40_000 };
+    let before = rss_kb();
+    let r = run(&m, &s, &mut |_| {}).expect("run");
+    let sim_us = m.micros(s.measure_ncycles * m.tick_byte);
+    println!(
+        "{}",
+        serde_json::json!({
+            "benchmark": "torus_uniform_16x16x16_load0.9_dynamic",
+            "simulated_ncycles": s.measure_ncycles,
+            "simulated_us": sim_us,
+            "wall_s": r.engine.wall_s,
+            "packet_hops": r.packets.hops,
+            "packet_hops_per_s": r.engine.hops_per_s,
+            "sim_us_per_wall_s": sim_us / r.engine.wall_s,
+            "events": r.engine.events,
+            "events_per_s": r.engine.events_per_s,
+            "arbitrations": r.engine.arbitrations,
+            "head_evaluations": r.engine.head_evaluations,
+            "mean_link_util_pct": r.links.mean_util_pct,
+            "mean_latency_ncycles": r.latency_ncycles.mean,
+            "rss_growth_kb": rss_kb().saturating_sub(before),
+        })
+    );
+    if only_torus {
+        return;
+    }
+    // 2. Memory per idle node: a 64x32x32 machine, constructed and idle.
+    let big = bgl(&["partition.shape=64x32x32"]).expect("machine");
+    let before = rss_kb();
+    let t0 = Instant::now();
+    let torus = Torus::new(&big, 1);
+    let cores = bgsim::node::Cores::new(&big);
+    let build_s = t0.elapsed().as_secs_f64();
+    let after = rss_kb();
+    let nodes = big.shape.nodes() as f64;
+    println!(
+        "{}",
+        serde_json::json!({
+            "benchmark": "idle_memory_64x32x32",
+            "nodes": nodes,
+            "build_s": build_s,
+            "bytes_per_idle_node": (after.saturating_sub(before) as f64 * 1024.0) / nodes,
+            "router_struct_bytes": Torus::router_bytes_per_node(),
+        })
+    );
+    drop(torus);
+    drop(cores);
+    // 3. A short random-traffic run on 65,536 nodes.
+    let mut s = TrafficSpec::new(Pattern::Uniform);
+    s.load = 0.5;
+    s.warmup_ncycles = 0;
+    s.measure_ncycles = if quick { 500 } else { 3_000 };
+    let r = run(&big, &s, &mut |_| {}).expect("run");
+    println!(
+        "{}",
+        serde_json::json!({
+            "benchmark": "uniform_64x32x32_load0.5",
+            "simulated_ncycles": s.measure_ncycles,
+            "wall_s": r.engine.wall_s,
+            "packets_delivered": r.packets.delivered,
+            "packet_hops_per_s": r.engine.hops_per_s,
+            "peak_rss_mb": peak_rss_kb() as f64 / 1024.0,
+        })
+    );
+}

@@ -62,9 +62,12 @@ pub struct EngineSummary {
     pub events_per_s: f64,
     pub hops_per_s: f64,
     pub sim_us_per_wall_s: f64,
+    pub arbitrations: u64,
+    pub head_evaluations: u64,
 }
 
 /// The result of a traffic run.
+#[allow(non_snake_case)]
 #[derive(Clone, Debug, Serialize)]
 pub struct TrafficResult {
     pub machine: String,
@@ -279,6 +282,8 @@ pub fn summarize(
             events_per_s: stats.events as f64 / wall_s.max(1e-9),
             hops_per_s: g.hops as f64 / wall_s.max(1e-9),
             sim_us_per_wall_s: sim_us / wall_s.max(1e-9),
+            arbitrations: g.arbitrations,
+            head_evaluations: g.head_evaluations,
         },
         peak_packets: t.pool.capacity_used() as u64,
     }

@@ -56,11 +56,13 @@ struct Vc {
     used: u16,
     /// The head is being transferred out.
     busy: bool,
+    /// Productive directions of the head packet (cached to spare a memory access).
+    hprod: u8,
 }
 
 impl Default for Vc {
     fn default() -> Self {
-        Vc { q: List::default(), used: 0, busy: false }
+        Vc { q: List::default(), used: 0, busy: false, hprod: 0 }
     }
 }
 
@@ -102,13 +104,15 @@ struct Fifo {
     /// Bytes reserved or held.
     used: u32,
     busy: bool,
+    /// Productive directions of the head packet.
+    hprod: u8,
     /// Since when the FIFO could not take a full packet (Tick::MAX: not full).
     full_since: Tick,
 }
 
 impl Default for Fifo {
     fn default() -> Self {
-        Fifo { q: List::default(), used: 0, busy: false, full_since: Tick::MAX }
+        Fifo { q: List::default(), used: 0, busy: false, hprod: 0, full_since: Tick::MAX }
     }
 }
 
@@ -123,6 +127,10 @@ struct Router {
     coords: [u8; 3],
     /// Tick for which an ARB event is pending (Tick::MAX: none).
     arb_at: Tick,
+    /// VC heads that may move: bit port * 8 + vc (queue non-empty, head not leaving).
+    ready: u64,
+    /// Injection FIFOs whose head may move.
+    inj_ready: u32,
 }
 
 /// Static parameters in the form the hot path wants.
@@ -216,6 +224,10 @@ struct Req {
 
 const RX: u8 = 255;
 
+impl Req {
+    const NONE: Req = Req { src: 0, src_vc: 0, dir: RX, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL };
+}
+
 /// The torus network of a partition.
 pub struct Torus {
     pub p: Params,
@@ -230,6 +242,19 @@ pub struct Torus {
     pub notices: Vec<Notice>,
     /// Time the counters were last reset.
     pub counters_since: Tick,
+}
+
+/// Productive directions of a packet at a node with coordinates `c`: the
+/// hint bits of the dimensions where it has not reached its destination.
+#[inline]
+pub fn prod_at(c: [u8; 3], pk: &Packet) -> u8 {
+    let mut prod = 0u8;
+    for k in 0..3 {
+        if c[k] != pk.dc[k] {
+            prod |= pk.hint & (3 << (2 * k));
+        }
+    }
+    prod
 }
 
 #[inline]
@@ -255,6 +280,8 @@ impl Torus {
                 rng: Rng::new(seed, i as u64),
                 coords: geo.coords(i as u32),
                 arb_at: Tick::MAX,
+                ready: 0,
+                inj_ready: 0,
             })
             .collect();
         Torus {
@@ -324,8 +351,16 @@ impl Torus {
     pub fn inj_push(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
         self.global.injected_packets += 1;
         let r = &mut self.routers[n as usize];
+        let prod = prod_at(r.coords, self.pool.get(id));
+        self.pool.get_mut(id).prod = prod;
         r.inj[f].q.push(&mut self.pool, id);
-        self.arbitrate(n, now, q, NO_DIR);
+        if r.inj[f].q.head == id {
+            r.inj[f].hprod = prod;
+        }
+        if r.inj[f].q.head == id && !r.inj[f].busy {
+            r.inj_ready |= 1 << f;
+            self.arbitrate(n, now, q, NO_DIR);
+        }
     }
 
     /// Packets waiting in reception FIFO `f` of node `n`.
@@ -412,11 +447,17 @@ impl Torus {
         let i = (n as usize * NDIR + port) * self.p.nvc + v;
         self.vcs[i].packets += 1;
         let r = &mut self.routers[n as usize];
+        let prod = prod_at(r.coords, self.pool.get(id));
+        self.pool.get_mut(id).prod = prod;
         let vc = &mut r.recv[port].vc[v];
         vc.used += charge;
         debug_assert!(vc.used <= self.p.vc_tokens, "VC overflow at node {n} port {port} vc {v}");
         vc.q.push(&mut self.pool, id);
+        if vc.q.head == id {
+            vc.hprod = prod;
+        }
         if vc.q.head == id && !vc.busy {
+            r.ready |= 1 << (port * 8 + v);
             self.arbitrate(n, now, q, NO_DIR);
         }
     }
@@ -433,6 +474,9 @@ impl Torus {
             let vc = &mut r.recv[src].vc[src_vc];
             vc.busy = false;
             vc.used -= charge;
+            if !vc.q.is_empty() {
+                r.ready |= 1 << (src * 8 + src_vc);
+            }
             r.recv[src].paths -= 1;
             self.vc_stat(n, src, src_vc, now, used_before);
             self.return_tokens(now, n, src, src_vc, charge, q);
@@ -442,6 +486,9 @@ impl Torus {
             let fifo = &mut r.inj[f];
             fifo.busy = false;
             fifo.used -= bytes;
+            if !fifo.q.is_empty() {
+                r.inj_ready |= 1 << f;
+            }
             if fifo.full_since != Tick::MAX && self.p.inj_bytes - fifo.used >= self.p.max_packet_bytes {
                 self.nodes[n as usize].inj_full_ticks += now - fifo.full_since.max(self.counters_since);
                 fifo.full_since = Tick::MAX;
@@ -482,6 +529,9 @@ impl Torus {
         let vc = &mut r.recv[port].vc[v];
         vc.busy = false;
         vc.used -= charge;
+        if !vc.q.is_empty() {
+            r.ready |= 1 << (port * 8 + v);
+        }
         r.recv[port].rx_busy = false;
         self.vc_stat(n, port, v, now, used_before);
         self.return_tokens(now, n, port, v, charge, q);
@@ -575,13 +625,7 @@ impl Torus {
     fn choose_move(&mut self, n: u32, id: u32) -> Option<(u8, u8, u8)> {
         let pk = *self.pool.get(id);
         let r = &self.routers[n as usize];
-        let c = r.coords;
-        let mut prod = 0u8;
-        for k in 0..3 {
-            if c[k] != pk.dc[k] {
-                prod |= pk.hint & (3 << (2 * k));
-            }
-        }
+        let prod = pk.prod;
         if prod == 0 {
             return Some((RX, 0, 0));
         }
@@ -650,153 +694,178 @@ impl Torus {
 
     /// Runs the three arbitration phases at node `n`. `trigger` is the
     /// direction whose tokens just came back (for the unblocking statistic).
+    ///
+    /// A receiver starts at most one transfer per round; when a receiver had
+    /// several movable VCs and something was granted, another round runs at
+    /// once (the hardware would run it on the next cycle).
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
         let ni = n as usize;
-        // Free senders.
-        let mut free: u8 = 0;
-        for d in 0..NDIR {
-            let s = &self.routers[ni].send[d];
-            if s.xfer == NIL && s.busy_until <= now {
-                free |= 1 << d;
-            }
-        }
-        let mut winners: [Option<Req>; NDIR] = [None; NDIR];
-        let mut again = false;
-        let mut stalled_waiting = false;
-        // Phase 1 + 2 for the receivers.
-        for port in 0..NDIR {
-            let rv = self.routers[ni].recv[port];
-            let can_forward = rv.paths < self.p.paths;
-            let mut cand: [Req; MAXV] = [Req { src: 0, src_vc: 0, dir: 0, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL }; MAXV];
-            let mut nc = 0usize;
-            for v in 0..self.p.nvc {
-                let vc = rv.vc[v];
-                if vc.busy || vc.q.is_empty() {
-                    continue;
-                }
-                let id = vc.q.head;
-                let pk = *self.pool.get(id);
-                let was_stalled = pk.is(flags::STALLED);
-                match self.choose_move(n, id) {
-                    None => stalled_waiting = true,
-                    Some((RX, _, _)) => {
-                        // Delivery uses the receiver's own path to its reception FIFO.
-                        let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
-                        let bytes = pk.chunks as u32 * self.p.chunk_bytes;
-                        let r = &mut self.routers[ni];
-                        if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes {
-                            self.start_delivery(now, n, port, v, id, f, bytes, q);
-                        }
+        self.global.arbitrations += 1;
+        for _round in 0..NDIR {
+            let mut free: u8 = 0;
+            let mut ackbusy: u8 = 0;
+            for d in 0..NDIR {
+                let s = &self.routers[ni].send[d];
+                if s.xfer == NIL {
+                    if s.busy_until <= now {
+                        free |= 1 << d;
+                    } else {
+                        ackbusy |= 1 << d;
                     }
-                    Some((d, tv, ch)) => {
-                        if !can_forward || free & (1 << d) == 0 {
-                            if self.routers[ni].send[d as usize].xfer == NIL && free & (1 << d) == 0 {
-                                self.wake_at(n, d as usize, q);
+                }
+            }
+            let mut reqs = [Req::NONE; NDIR + MAXF];
+            let mut nreq = 0usize;
+            let mut multi = false;
+            // Phases 1 and 2 for the receivers' VC heads.
+            let ready = self.routers[ni].ready;
+            if ready != 0 {
+                for port in 0..NDIR {
+                    let mut bits = ((ready >> (port * 8)) & 0xff) as u8;
+                    if bits == 0 {
+                        continue;
+                    }
+                    let can_forward = self.routers[ni].recv[port].paths < self.p.paths;
+                    let mut cand = [Req::NONE; MAXV];
+                    let mut nc = 0usize;
+                    while bits != 0 {
+                        let v = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        let vc = self.routers[ni].recv[port].vc[v];
+                        let id = vc.q.head;
+                        let hprod = vc.hprod;
+                        if hprod != 0 && (!can_forward || hprod & free == 0) {
+                            // No productive link is free: nothing to decide now.
+                            if can_forward && hprod & ackbusy != 0 {
+                                self.wake_mask(n, hprod & ackbusy, q);
+                            }
+                            continue;
+                        }
+                        let pk = *self.pool.get(id);
+                        self.global.head_evaluations += 1;
+                        debug_assert_eq!(pk.prod, hprod);
+                        if pk.prod == 0 {
+                            // Delivery uses the receiver's own path to its reception FIFO.
+                            let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
+                            let bytes = pk.chunks as u32 * self.p.chunk_bytes;
+                            let r = &self.routers[ni];
+                            if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes {
+                                self.start_delivery(now, n, port, v, id, f, bytes, q);
+                            }
+                            continue;
+                        }
+                        if !can_forward {
+                            continue;
+                        }
+                        if pk.prod & free == 0 {
+                            // No productive link is free: nothing to decide now.
+                            if pk.prod & ackbusy != 0 {
+                                self.wake_mask(n, pk.prod & ackbusy, q);
                             }
                             continue;
                         }
                         if pk.is(flags::DEPOSIT) && !self.deposit_ok(n, port, &pk) {
                             continue;
                         }
+                        let Some((d, tv, ch)) = self.choose_move(n, id) else { continue };
+                        if free & (1 << d) == 0 {
+                            if ackbusy & (1 << d) != 0 {
+                                self.wake_mask(n, 1 << d, q);
+                            }
+                            continue;
+                        }
                         let fill = quantize(vc.used as u32, self.p.vc_tokens as u32, self.p.ranges);
                         cand[nc] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id };
                         nc += 1;
-                        let _ = was_stalled;
+                    }
+                    if nc > 0 {
+                        let pick = self.receiver_pick(n, &cand[..nc]);
+                        reqs[nreq] = cand[pick];
+                        nreq += 1;
+                        multi |= nc > 1;
                     }
                 }
             }
-            if nc > 0 {
-                let pick = self.receiver_pick(n, &cand[..nc]);
-                winners[port] = Some(cand[pick]);
-                if nc > 1 {
-                    again = true;
+            let nnet = nreq;
+            // Phase 1 for the injection FIFO heads.
+            let mut ib = self.routers[ni].inj_ready;
+            while ib != 0 {
+                let f = ib.trailing_zeros() as usize;
+                ib &= ib - 1;
+                let fifo = self.routers[ni].inj[f];
+                let id = fifo.q.head;
+                let prod = fifo.hprod;
+                if prod & free == 0 {
+                    if prod & ackbusy != 0 {
+                        self.wake_mask(n, prod & ackbusy, q);
+                    }
+                    continue;
                 }
+                let Some((d, tv, ch)) = self.choose_move(n, id) else { continue };
+                if free & (1 << d) == 0 {
+                    if ackbusy & (1 << d) != 0 {
+                        self.wake_mask(n, 1 << d, q);
+                    }
+                    continue;
+                }
+                let fill = quantize(fifo.used, self.p.inj_bytes, self.p.ranges);
+                reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= self.p.ninj, pkt: id };
+                nreq += 1;
             }
-        }
-        // Injection FIFO requests.
-        let nfifo = self.p.ninj + self.p.nhp_inj;
-        let mut inj: [Option<Req>; MAXF] = [None; MAXF];
-        for f in 0..nfifo {
-            let fifo = self.routers[ni].inj[f];
-            if fifo.busy || fifo.q.is_empty() {
-                continue;
+            if nreq == 0 {
+                return;
             }
-            let id = fifo.q.head;
-            match self.choose_move(n, id) {
-                None => stalled_waiting = true,
-                Some((RX, _, _)) => unreachable!("packet injected to its own node"),
-                Some((d, tv, ch)) => {
-                    if free & (1 << d) == 0 {
-                        if self.routers[ni].send[d as usize].xfer == NIL {
-                            self.wake_at(n, d as usize, q);
+            // Phase 3: each free sender picks one request: packets already in
+            // the network first (on a programmable fraction of decisions),
+            // SLQ / random among equals.
+            let mut granted = false;
+            let mut m = free;
+            while m != 0 {
+                let d = m.trailing_zeros() as u8;
+                m &= m - 1;
+                let mut net_idx = [0u8; NDIR];
+                let mut nn = 0;
+                let mut fresh_idx = [0u8; MAXF];
+                let mut nf = 0;
+                for (i, r) in reqs[..nreq].iter().enumerate() {
+                    if r.dir == d {
+                        if i < nnet {
+                            net_idx[nn] = i as u8;
+                            nn += 1;
+                        } else {
+                            fresh_idx[nf] = i as u8;
+                            nf += 1;
                         }
-                        continue;
                     }
-                    let fill = quantize(fifo.used, self.p.inj_bytes, self.p.ranges);
-                    let hp = f >= self.p.ninj;
-                    inj[f] = Some(Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp, pkt: id });
                 }
+                if nn + nf == 0 {
+                    continue;
+                }
+                let slq = self.p.arbitration == Arbitration::Slq;
+                let rng = &mut self.routers[ni].rng;
+                let prefer_net = nn > 0 && (nf == 0 || rng.chance(self.p.net_priority));
+                let idx: &[u8] = if prefer_net { &net_idx[..nn] } else { &fresh_idx[..nf] };
+                let chosen = idx[pick_slq_idx(rng, &reqs, idx, slq, self.p.slq_fraction)] as usize;
+                let rq = reqs[chosen];
+                reqs[chosen].dir = RX; // used
+                if trigger == d && self.pool.get(rq.pkt).is(flags::STALLED) {
+                    self.global.unblocking_returns += 1;
+                }
+                self.start_transfer(now, n, rq, q);
+                granted = true;
+            }
+            if !(granted && multi) {
+                return;
             }
         }
-        let _ = stalled_waiting;
-        // Phase 3: each free sender picks one request.
-        let mut m = free;
-        while m != 0 {
-            let d = m.trailing_zeros() as usize;
-            m &= m - 1;
-            let mut net: [Req; NDIR] = [Req { src: 0, src_vc: 0, dir: 0, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL }; NDIR];
-            let mut nn = 0;
-            for w in winners.iter().flatten() {
-                if w.dir as usize == d {
-                    net[nn] = *w;
-                    nn += 1;
-                }
-            }
-            let mut fresh: [Req; MAXF] = [Req { src: 0, src_vc: 0, dir: 0, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL }; MAXF];
-            let mut nf = 0;
-            for r in inj.iter().take(nfifo).flatten() {
-                if r.dir as usize == d {
-                    fresh[nf] = *r;
-                    nf += 1;
-                }
-            }
-            if nn + nf == 0 {
-                continue;
-            }
-            let rng = &mut self.routers[ni].rng;
-            let prefer_net = nn > 0 && (nf == 0 || rng.chance(self.p.net_priority));
-            let chosen = if prefer_net || nf == 0 {
-                if nf > 0 || nn > 1 {
-                    again = true;
-                }
-                let i = pick_slq(rng, &net[..nn], self.p.arbitration == Arbitration::Slq, self.p.slq_fraction);
-                net[i]
-            } else {
-                if nn > 0 || nf > 1 {
-                    again = true;
-                }
-                let i = pick_slq(rng, &fresh[..nf], self.p.arbitration == Arbitration::Slq, self.p.slq_fraction);
-                fresh[i]
-            };
-            if trigger as usize == d && self.pool.get(chosen.pkt).is(flags::STALLED) {
-                self.global.unblocking_returns += 1;
-            }
-            // The chosen receiver used its request; a receiver wins at most once.
-            if (chosen.src as usize) < NDIR {
-                winners[chosen.src as usize] = None;
-            } else {
-                inj[chosen.src as usize - NDIR] = None;
-            }
-            self.start_transfer(now, n, chosen, q);
-        }
-        if again {
-            // Losers retry on the next network cycle.
-            let t = now + self.p.tick_byte;
-            let r = &mut self.routers[ni];
-            if r.arb_at > t || r.arb_at < now {
-                r.arb_at = t;
-                q.push_at(t, Event::new(ev::ARB, n));
-            }
+    }
+
+    /// Schedules ARB wake-ups for the senders in `mask` (busy only with acks).
+    fn wake_mask(&mut self, n: u32, mut mask: u8, q: &mut EventQueue) {
+        while mask != 0 {
+            let d = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            self.wake_at(n, d, q);
         }
     }
 
@@ -828,7 +897,11 @@ impl Torus {
         let r = &mut self.routers[n as usize];
         let vc = &mut r.recv[port].vc[v];
         vc.q.pop(&self.pool);
+        if vc.q.head != NIL {
+            vc.hprod = self.pool.get(vc.q.head).prod;
+        }
         vc.busy = true;
+        r.ready &= !(1 << (port * 8 + v));
         r.recv[port].rx_busy = true;
         let fifo = &mut r.rx[f];
         fifo.used += bytes;
@@ -853,13 +926,21 @@ impl Torus {
         let src_charge = if src < NDIR {
             let vc = &mut r.recv[src].vc[rq.src_vc as usize];
             vc.q.pop(&self.pool);
+            if vc.q.head != NIL {
+                vc.hprod = self.pool.get(vc.q.head).prod;
+            }
             vc.busy = true;
+            r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
             r.recv[src].paths += 1;
             pk.charge
         } else {
             let fifo = &mut r.inj[src - NDIR];
             fifo.q.pop(&self.pool);
+            if fifo.q.head != NIL {
+                fifo.hprod = self.pool.get(fifo.q.head).prod;
+            }
             fifo.busy = true;
+            r.inj_ready &= !(1 << (src - NDIR));
             0
         };
         let s = &mut r.send[d];
@@ -1032,6 +1113,29 @@ impl Torus {
     /// Bytes in the injection FIFO `f` of node `n` (reserved or held).
     pub fn inj_used(&self, n: u32, f: usize) -> u32 {
         self.routers[n as usize].inj[f].used
+    }
+}
+
+/// As [`pick_slq`], over the requests `reqs[idx[..]]`; returns a position in `idx`.
+fn pick_slq_idx(rng: &mut Rng, reqs: &[Req], idx: &[u8], slq: bool, frac: f64) -> usize {
+    if idx.len() == 1 {
+        return 0;
+    }
+    if slq && rng.chance(frac) {
+        let best = idx.iter().map(|&i| reqs[i as usize].fill).max().unwrap();
+        let n = idx.iter().filter(|&&i| reqs[i as usize].fill == best).count() as u32;
+        let mut k = rng.below(n);
+        for (p, &i) in idx.iter().enumerate() {
+            if reqs[i as usize].fill == best {
+                if k == 0 {
+                    return p;
+                }
+                k -= 1;
+            }
+        }
+        0
+    } else {
+        rng.below(idx.len() as u32) as usize
     }
 }
 

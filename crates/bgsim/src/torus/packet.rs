@@ -52,6 +52,8 @@ pub struct Packet {
     pub charge: u8,
     /// Driver byte (e.g. a colour or FIFO choice).
     pub aux: u8,
+    /// Productive directions at the node the packet is at (set on arrival).
+    pub prod: u8,
 }
 
 pub const NO_DIR: u8 = 255;
@@ -76,6 +78,7 @@ impl Packet {
             crossed: 0,
             charge: 0,
             aux: 0,
+            prod: 0,
         }
     }
     #[inline]

@@ -135,6 +135,10 @@ pub struct GlobalCounters {
     pub escape_hops: u64,
     /// Hops made on a dynamic VC.
     pub dynamic_hops: u64,
+    /// Arbitration passes run (engine cost counter).
+    pub arbitrations: u64,
+    /// VC heads fully evaluated in arbitration (engine cost counter).
+    pub head_evaluations: u64,
     /// Time of the last packet movement (for deadlock detection).
     pub last_progress: Tick,
 }
