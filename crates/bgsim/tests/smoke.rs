@@ -18,7 +18,7 @@ fn smoke() {
         s.message_bytes = 24000;
         if pat == Pattern::Pingpong { s.message_bytes = 1024; s.hops = 3; s.routing = RoutingMode::Deterministic; }
         if pat == Pattern::Alltoall { s.message_bytes = 240; }
-        let r = run(&m, &s, &mut |_| {}).unwrap();
+        let r = run(&m, &s, &mut |_| true).unwrap();
         eprintln!("{pat:?}: completed {} span {:.0} bound {:.0} pct {:.1} util {:.1} lat {:.1} hops {} ev {} wall {:.3} hops/s {:.2e} oneway {:?}",
             r.completed, r.span_ncycles, r.bound_ncycles, r.pct_peak, r.links.mean_util_pct, r.latency_ncycles.mean, r.packets.hops, r.engine.events, r.engine.wall_s, r.engine.hops_per_s, r.oneway_cycles);
     }

@@ -37,7 +37,7 @@ fn main() {
     s.warmup_ncycles = 0;
     s.measure_ncycles = if quick { 5_000 } else { 40_000 };
     let before = rss_kb();
-    let r = run(&m, &s, &mut |_| {}).expect("run");
+    let r = run(&m, &s, &mut |_| true).expect("run");
     let sim_us = m.micros(s.measure_ncycles * m.tick_byte);
     println!(
         "{}",
@@ -87,7 +87,7 @@ fn main() {
     s.load = 0.5;
     s.warmup_ncycles = 0;
     s.measure_ncycles = if quick { 500 } else { 3_000 };
-    let r = run(&big, &s, &mut |_| {}).expect("run");
+    let r = run(&big, &s, &mut |_| true).expect("run");
     println!(
         "{}",
         serde_json::json!({

@@ -91,6 +91,9 @@ pub struct TrafficResult {
     pub pct_peak: f64,
     /// Delivered packets per node per network cycle over the span.
     pub throughput_packets_per_node_ncycle: f64,
+    /// The pattern's peak injection rate (busiest link or region cut full),
+    /// packets per node per network cycle; the offered load is a fraction of it.
+    pub peak_packets_per_node_ncycle: f64,
     /// Delivered payload, 10^6 bytes/s over the span.
     #[allow(non_snake_case)]
     pub payload_MBps: f64,
@@ -149,6 +152,7 @@ pub fn summarize(
     end: Tick,
     now: Tick,
     bound: f64,
+    peak_rate: f64,
     deadlock_at: Option<Tick>,
     stats: &EngineStats,
     wall_s: f64,
@@ -240,6 +244,7 @@ pub fn summarize(
         bound_ncycles: bound / tb,
         pct_peak: if bound > 0.0 && completed { bound / span * 100.0 } else { 0.0 },
         throughput_packets_per_node_ncycle: g.delivered_packets as f64 / (counters_span / tb) / geo.nodes() as f64,
+        peak_packets_per_node_ncycle: peak_rate * tb,
         payload_MBps: g.delivered_payload as f64 / (m.micros(counters_span as Tick).max(1e-12)),
         packets: PacketCounts {
             created: d.created,

@@ -448,7 +448,9 @@ impl Torus {
         self.vcs[i].packets += 1;
         let r = &mut self.routers[n as usize];
         let prod = prod_at(r.coords, self.pool.get(id));
-        self.pool.get_mut(id).prod = prod;
+        let pk = self.pool.get_mut(id);
+        pk.prod = prod;
+        pk.arrived = now;
         let vc = &mut r.recv[port].vc[v];
         vc.used += charge;
         debug_assert!(vc.used <= self.p.vc_tokens, "VC overflow at node {n} port {port} vc {v}");
@@ -576,9 +578,13 @@ impl Torus {
         let full = self.p.full_tokens;
         match self.p.escape {
             Escape::Bubble => {
-                // Continuing on the bubble VC in the same direction needs one
-                // full packet; entering it (injection, turning into a new
-                // dimension, falling back from a dynamic VC) needs two.
+                // Continuing on the bubble VC in the same direction needs
+                // tokens for one packet; entering it (injection, turning into
+                // a new dimension, falling back from a dynamic VC) needs two.
+                // With full-size accounting every packet on the bubble VC
+                // counts (and is charged) as full-sized. The naive
+                // actual-size accounting counts real sizes, so the free space
+                // fragments into holes too small for the waiting packets.
                 let staying = pk.last_dir == d as u8 && pk.vc as usize == v;
                 let unit = match self.p.bubble {
                     BubbleAccounting::FullSize => full,
@@ -1108,6 +1114,78 @@ impl Torus {
     pub fn sender_state(&self, n: u32, d: usize) -> (Tick, u32, Vec<u16>) {
         let s = &self.routers[n as usize].send[d];
         (s.busy_until, s.xfer, s.tokens[..self.p.nvc].to_vec())
+    }
+
+    /// The earliest arrival time among VC heads that are waiting (not
+    /// leaving): after a network has stopped moving, the time the first
+    /// packet that never moved again reached its VC.
+    pub fn oldest_waiting_head(&self) -> Option<Tick> {
+        let mut best: Option<Tick> = None;
+        for r in &self.routers {
+            for rv in &r.recv {
+                for v in &rv.vc[..self.p.nvc] {
+                    if !v.busy && v.q.head != NIL {
+                        let a = self.pool.get(v.q.head).arrived;
+                        best = Some(best.map_or(a, |b: Tick| b.min(a)));
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    /// After the network stopped moving: follows the escape moves that the
+    /// waiting VC heads are blocked on until it closes a cycle of waiting
+    /// heads. Returns (time the cycle closed = latest arrival of its packets,
+    /// number of VCs in the cycle), or None when no cycle exists.
+    pub fn deadlock_cycle(&self) -> Option<(Tick, usize)> {
+        let nvc = self.p.nvc;
+        let idx = |n: u32, port: usize, v: usize| (n as usize * NDIR + port) * nvc + v;
+        let total = self.routers.len() * NDIR * nvc;
+        let mut state = vec![0u32; total]; // 0 unvisited, else walk id
+        let mut walk = 0u32;
+        for n in 0..self.routers.len() as u32 {
+            for port in 0..NDIR {
+                for v in 0..nvc {
+                    let mut cur = (n, port, v);
+                    walk += 1;
+                    let mut path: Vec<usize> = Vec::new();
+                    loop {
+                        let (cn, cp, cv) = cur;
+                        let i = idx(cn, cp, cv);
+                        let vc = &self.routers[cn as usize].recv[cp].vc[cv];
+                        if vc.busy || vc.q.head == NIL {
+                            break;
+                        }
+                        if state[i] == walk {
+                            // Closed a cycle: the part of the path from i on.
+                            let start = path.iter().position(|&x| x == i).unwrap_or(0);
+                            let members = &path[start..];
+                            let mut latest = 0;
+                            for &m in members {
+                                let (mn, rest) = (m / (NDIR * nvc), m % (NDIR * nvc));
+                                let (mp, mv) = (rest / nvc, rest % nvc);
+                                let h = self.routers[mn].recv[mp].vc[mv].q.head;
+                                latest = latest.max(self.pool.get(h).arrived);
+                            }
+                            return Some((latest, members.len()));
+                        }
+                        if state[i] != 0 {
+                            break;
+                        }
+                        state[i] = walk;
+                        path.push(i);
+                        let pk = self.pool.get(vc.q.head);
+                        if pk.prod == 0 {
+                            break;
+                        }
+                        let (d, tv) = self.escape_move(cn, pk, pk.prod);
+                        cur = (self.geo.neighbor(cn, d), d, tv);
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Bytes in the injection FIFO `f` of node `n` (reserved or held).

@@ -31,6 +31,8 @@ pub struct Packet {
     pub created: Tick,
     /// When it entered the network (left the injection FIFO).
     pub injected: Tick,
+    /// When its header arrived at the VC it occupies.
+    pub arrived: Tick,
     /// Payload bytes (excluding both headers).
     pub payload: u16,
     /// Hops taken so far.
@@ -67,6 +69,7 @@ impl Packet {
             tag: 0,
             created,
             injected: 0,
+            arrived: 0,
             payload,
             hops: 0,
             dc: [0; 3],

@@ -158,7 +158,8 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
 /// Runs a traffic pattern. `progress` is called now and then with the
 /// fraction of the run done (of simulated time for timed patterns, of packets
 /// read for finite ones).
-pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64)) -> Result<TrafficResult, String> {
+/// Returning false from `progress` stops the run with an error.
+pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrafficResult, String> {
     let wall = Instant::now();
     let mut sim = build(machine, spec)?;
     let tb = machine.tick_byte;
@@ -166,12 +167,9 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64))
     let warm = spec.warmup_ncycles * tb;
     let end_gen = warm + spec.measure_ncycles * tb;
     sim.net.torus.p.window = spec.window_ncycles * tb;
+    let peak = peak_rate(machine, spec, sim.driver.hot_nodes());
     if timed {
-        let rate = if spec.pattern == Pattern::AlltoallStream {
-            f64::INFINITY
-        } else {
-            peak_rate(machine, spec, sim.driver.hot_nodes()) * spec.load
-        };
+        let rate = if spec.pattern == Pattern::AlltoallStream { f64::INFINITY } else { peak * spec.load };
         sim.driver.set_rate(rate, end_gen);
     }
     let mut q = EventQueue::new();
@@ -184,15 +182,22 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64))
     let mut deadlock_at: Option<Tick> = None;
     let mut measured_from = 0;
     let mut last_report = Instant::now();
+    let mut draining = false;
     loop {
         let target = if timed && t < warm { warm.min(t + step) } else { t + step };
-        let target = if timed { target.min(end_gen) } else { target.min(max_t) };
+        let target = if timed && !draining { target.min(end_gen) } else { target.min(max_t) };
         t = run_until(&mut sim, &mut q, target, &mut stats);
         if timed && t == warm && measured_from == 0 && warm > 0 {
             sim.net.torus.reset_counters(t);
             measured_from = t;
         }
-        if timed && t >= end_gen {
+        if timed && t >= end_gen && !draining {
+            if !spec.drain {
+                break;
+            }
+            draining = true;
+        }
+        if draining && sim.net.torus.live_packets() == 0 {
             break;
         }
         if !timed && (sim.driver.progress.finished_at.is_some() || q.is_empty()) {
@@ -204,7 +209,8 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64))
         // Deadlock: packets are in the network and none has moved for `dl`.
         let last = sim.net.torus.global.last_progress;
         if t > last + dl && sim.net.torus.packets_in_vcs() > 0 {
-            deadlock_at = Some(last);
+            let t = &sim.net.torus;
+            deadlock_at = Some(t.deadlock_cycle().map(|(formed, _)| formed).unwrap_or(last));
             break;
         }
         if last_report.elapsed().as_secs_f64() > 0.5 {
@@ -214,13 +220,15 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64))
             } else {
                 sim.driver.progress.reads as f64 / sim.driver.progress.expected_reads.max(1) as f64
             };
-            progress(f.min(1.0));
+            if !progress(f.min(1.0)) {
+                return Err("interrupted".into());
+            }
         }
     }
-    let end = if timed { t } else { sim.driver.progress.finished_at.unwrap_or(t) };
+    let end = if timed { t.min(end_gen) } else { sim.driver.progress.finished_at.unwrap_or(t) };
     sim.net.torus.close_counters(t);
     let bound = bound_ticks(machine, spec, &sim.driver);
-    let result = crate::report::summarize(&sim, spec, measured_from, end, t, bound, deadlock_at, &stats, wall.elapsed().as_secs_f64());
+    let result = crate::report::summarize(&sim, spec, measured_from, end, t, bound, peak, deadlock_at, &stats, wall.elapsed().as_secs_f64());
     progress(1.0);
     Ok(result)
 }

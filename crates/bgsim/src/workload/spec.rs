@@ -167,6 +167,10 @@ pub struct TrafficSpec {
     /// Packets a source may hold queued in software before it stops generating.
     #[serde(default = "d_backlog")]
     pub backlog_packets: u32,
+    /// Timed patterns: after generation stops, run on until the network is
+    /// empty (or stops moving: a deadlock).
+    #[serde(default)]
+    pub drain: bool,
     /// Keep per-link counters in the result (for heat maps).
     #[serde(default)]
     pub per_link: bool,

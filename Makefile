@@ -1,0 +1,43 @@
+# bgsim: two commands on a fresh machine - `make run` and `make test`.
+# Both create the Python environment in .venv and build the Rust core first.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BGSIM  := $(VENV)/bin/bgsim
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: all env build run test test-rust test-python bench clean
+
+all: build
+
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.23" "matplotlib>=3.6" "pytest>=7"
+	touch $@
+
+env: $(VENV)/.ready
+
+# Builds the Rust core (release) and installs the bgsim package into .venv.
+build: $(VENV)/.ready
+	$(VENV)/bin/maturin develop --release --quiet
+
+# The main job: every experiment at quick scale on the default machine,
+# with a summary table of their key figures.
+run: build
+	$(BGSIM) reproduce all --scale quick --out results/
+
+test: test-rust test-python
+
+test-rust:
+	cargo test --workspace --exclude bgsim-py
+
+test-python: build
+	$(PY) -m pytest -q python/tests
+
+# Speed and memory benchmarks; results go to BENCHMARKS.md by hand with date and machine.
+bench: build
+	cargo run --release -p bgsim --bin bgsim-bench
+
+clean:
+	rm -rf target $(VENV) results

@@ -1,0 +1,219 @@
+"""The `bgsim` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+from . import __version__
+from ._core import BgsimError, MachineError, WorkloadError
+
+
+def _triple(s: str) -> list:
+    try:
+        v = [int(x) for x in s.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{s}` is not three comma-separated integers, e.g. 2,2,2") from None
+    if len(v) != 3 or min(v) < 0:
+        raise argparse.ArgumentTypeError(f"`{s}` is not three non-negative comma-separated integers, e.g. 2,2,2")
+    return v
+
+
+def _machine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--machine", default="bgl", metavar="NAME|FILE.toml",
+                   help="machine preset (bgl) or TOML file (may start with base = \"bgl\"); default bgl")
+    p.add_argument("--shape", metavar="XxYxZ", help="partition shape, e.g. 8x8x8 (default: the machine's)")
+    p.add_argument("--mesh", metavar="DIMS", help="dimensions without wrap-around links, e.g. z or xyz")
+    p.add_argument("--mode", help="node mode: coprocessor, vn or heater")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one machine parameter, e.g. --set torus.dynamic_vcs=4 (repeatable)")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bgsim", description="Simulator of Blue Gene/L-class torus machines.")
+    p.add_argument("--version", action="version", version=f"bgsim {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    t = sub.add_parser("traffic", help="run a built-in traffic pattern through the packet layer",
+                       description="Runs a built-in traffic pattern on the simulated torus and prints a summary.")
+    from .api import patterns
+    t.add_argument("--pattern", required=True, choices=patterns(), help="traffic pattern")
+    _machine_args(t)
+    t.add_argument("--routing", choices=["dynamic", "deterministic"], default="dynamic", help="default dynamic")
+    t.add_argument("--load", type=float, help="offered load, fraction of peak (timed patterns; default 0.5)")
+    t.add_argument("--packets", type=int, help="packets per source and destination (hot_spot, nearest_neighbor)")
+    t.add_argument("--message-bytes", type=int, help="message bytes (pingpong, alltoall per pair, line/plane fill)")
+    t.add_argument("--payload-bytes", type=int, help="payload bytes per packet (default 240: full packets)")
+    t.add_argument("--variable-size", action="store_true", help="packet sizes uniformly 1..8 chunks")
+    t.add_argument("--hops", type=int, help="ping-pong distance in hops")
+    t.add_argument("--iters", type=int, help="ping-pong round trips")
+    t.add_argument("--region-lo", type=_triple, metavar="X,Y,Z", help="hot region low corner")
+    t.add_argument("--region-size", type=_triple, metavar="X,Y,Z", help="hot region size")
+    t.add_argument("--hot-fraction", type=float, help="share of packets to the hot region (hot_region)")
+    t.add_argument("--warmup", type=int, dest="warmup_ncycles", help="warm-up, network cycles (timed patterns)")
+    t.add_argument("--measure", type=int, dest="measure_ncycles", help="measured span, network cycles")
+    t.add_argument("--window", type=int, dest="window_ncycles", help="throughput window, network cycles")
+    t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty")
+    t.add_argument("--seed", type=int, help="random seed (default 1)")
+    t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
+    t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/throughput CSVs and plots to DIR")
+
+    r = sub.add_parser("reproduce", help="reproduce the published experiments",
+                       description="Runs experiments of the reproduction suite (NAME, or all).")
+    r.add_argument("name", nargs="?", help="experiment name or `all`")
+    r.add_argument("--scale", choices=["quick", "paper"], default="paper", help="default paper")
+    r.add_argument("--json", action="store_true", help="print the result JSON on stdout and nothing else")
+    r.add_argument("--out", metavar="DIR", help="write NAME.json, plots and NAME.md (and index.md for all)")
+    r.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    r.add_argument("--list", action="store_true", help="list the experiments")
+
+    m = sub.add_parser("machine", help="validate a machine description and print it",
+                       description="Prints the validated machine (TOML) and its derived values.")
+    _machine_args(m)
+    return p
+
+
+def _traffic(a: argparse.Namespace) -> int:
+    from .api import Machine, run_traffic
+
+    spec = {}
+    for k in ("routing", "load", "packets", "message_bytes", "payload_bytes", "hops", "iters", "region_lo",
+              "region_size", "hot_fraction", "warmup_ncycles", "measure_ncycles", "window_ncycles", "seed"):
+        v = getattr(a, k)
+        if v is not None:
+            spec[k] = v
+    if a.variable_size:
+        spec["variable_size"] = True
+    if a.drain:
+        spec["drain"] = True
+    if a.pattern in ("hot_region", "hot_spot") and "region_size" not in spec:
+        spec["region_size"] = [1, 1, 1]
+    if a.out:
+        spec["per_link"] = True
+    machine = Machine(a.machine, [])
+
+    def progress(f: float) -> None:
+        print(f"\r[{a.pattern}] {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
+
+    r = run_traffic(a.pattern, machine, shape=a.shape, mesh=a.mesh, mode=a.mode, settings=a.settings,
+                    progress=progress if sys.stderr.isatty() else None, **spec)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if a.out:
+        _write_traffic_outputs(r, a.out)
+    if a.json:
+        print(r.to_json())
+        return 0
+    d = r.data
+    lat = d["latency_ncycles"]
+    rows = [
+        ("machine", f"{d['machine']} {d['shape']} ({d['nodes']} nodes, {d['mode']} mode)"),
+        ("pattern", f"{d['pattern']}, {d['spec']['routing']} routing"),
+        ("completed", f"{d['completed']}" + (f"  DEADLOCK at {d['ncycles_to_deadlock']:.0f} ncycles" if d["deadlock"] else "")),
+        ("simulated span", f"{d['span_ncycles']:.0f} network cycles = {d['span_us']:.2f} us"),
+        ("packets", f"{d['packets']['delivered']} delivered, {d['packets']['hops']} hops"),
+        ("latency (ncycles)", f"mean {lat['mean']:.1f}, p50 {lat['p50']:.0f}, p99 {lat['p99']:.0f}, max {lat['max']:.0f}"),
+        ("link utilization", f"mean {d['links']['mean_util_pct']:.1f}%, max {d['links']['max_util_pct']:.1f}%"),
+        ("throughput", f"{d['throughput_packets_per_node_ncycle']:.5f} packets/node/ncycle, {d['payload_MBps']:.1f} MB/s payload"),
+        ("escape VC share", f"{d['escape_pct']:.1f}% of hops"),
+        ("no-token stalls", f"{d['links']['stalls']}"),
+    ]
+    if d["bound_ncycles"] > 0:
+        rows.append(("% of peak", f"{d['pct_peak']:.1f} (bound {d['bound_ncycles']:.0f} ncycles)"))
+    if d["oneway_cycles"]:
+        ow = d["oneway_cycles"]
+        rows.append(("one-way latency", f"{sum(ow) / len(ow):.0f} cycles (mean of {len(ow)})"))
+    rows.append(("wall time", f"{d['engine']['wall_s']:.2f} s, {d['engine']['hops_per_s'] / 1e6:.2f} M hops/s"))
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{w}}  {v}")
+    if a.out:
+        print(f"{'written to':<{w}}  {a.out}")
+    return 0
+
+
+def _write_traffic_outputs(r, out: str) -> None:
+    from . import plots
+
+    os.makedirs(out, exist_ok=True)
+    files = {"result.json": r.to_json(), "links.csv": r.links_csv(), "vcs.csv": r.vcs_csv(),
+             "throughput.csv": r.throughput_csv()}
+    for fn, text in files.items():
+        tmp = os.path.join(out, fn + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(out, fn))
+    win = r.window_ncycles
+    series = {
+        "throughput": {"x": [i * win for i in range(len(r.window_packets))], "y": r.throughput_series(),
+                       "x_label": "time (network cycles)", "y_label": "packets / node / network cycle"},
+        "latency": {"x": [b for b, _ in r.latency_histogram], "y": [c for _, c in r.latency_histogram],
+                    "x_label": "latency (network cycles)", "y_label": "packets"},
+    }
+    plots.series_plot(series, ["throughput"], os.path.join(out, "throughput.png"), "throughput over time")
+    if series["latency"]["x"]:
+        plots.series_plot(series, ["latency"], os.path.join(out, "latency.png"), "latency distribution")
+    dims = r.machine.shape
+    grid = [[sum(r.link_util_pct[(x + dims[0] * y) * 6:(x + dims[0] * y) * 6 + 6]) / 6 for x in range(dims[0])]
+            for y in range(dims[1])]
+    plots.heatmap(grid, os.path.join(out, "links_z0.png"), "link utilization, plane z=0", "mean outgoing link utilization (%)")
+
+
+def _reproduce(a: argparse.Namespace) -> int:
+    from .experiments import REGISTRY
+    from .reproduce import reproduce
+
+    if a.list:
+        for n, e in REGISTRY.items():
+            print(f"{n:<24} {e.machine}  {e.title}")
+        return 0
+    if not a.name:
+        print("bgsim reproduce: error: give an experiment NAME, `all`, or --list", file=sys.stderr)
+        return 2
+    if a.name != "all" and a.name not in REGISTRY:
+        print(f"bgsim reproduce: error: unknown experiment `{a.name}`; known: {', '.join(REGISTRY)}", file=sys.stderr)
+        return 2
+    return reproduce(a.name, a.scale, a.out, a.seed, a.json)
+
+
+def _machine(a: argparse.Namespace) -> int:
+    from .api import Machine
+
+    m = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
+    print(m.toml)
+    print("# derived")
+    for k, v in m.info.items():
+        print(f"# {k} = {json.dumps(v)}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = _build_parser()
+    a = parser.parse_args(argv)
+    if a.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if a.command == "traffic":
+            return _traffic(a)
+        if a.command == "reproduce":
+            return _reproduce(a)
+        if a.command == "machine":
+            return _machine(a)
+    except (MachineError, WorkloadError) as e:
+        print(f"bgsim: error: {e}", file=sys.stderr)
+        return 2
+    except BgsimError as e:
+        print(f"bgsim: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bgsim: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""The `bgsim reproduce` suite: every published measurement or simulation
+study bgsim must reproduce, as named experiments with a quick and a paper
+scale. See `../shared/spec/experiments.md` for the contract."""
+
+from .base import REGISTRY, Context, Experiment, Outcome, get, names
+from . import torus  # noqa: F401  (registers the torus-* experiments)
+
+__all__ = ["REGISTRY", "Context", "Experiment", "Outcome", "get", "names"]

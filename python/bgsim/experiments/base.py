@@ -1,0 +1,81 @@
+"""Experiment registry and the objects experiments exchange with the runner."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+SCALES = ("quick", "paper")
+
+
+@dataclass
+class Context:
+    """What an experiment run gets: the scale, the seed, and a way to report progress."""
+
+    scale: str = "paper"
+    seed: int = 1
+    quiet: bool = False
+    name: str = ""
+    _t0: float = field(default_factory=time.time)
+
+    @property
+    def quick(self) -> bool:
+        return self.scale == "quick"
+
+    def log(self, msg: str) -> None:
+        """Progress goes to stderr, never stdout (stdout may carry --json)."""
+        if not self.quiet:
+            print(f"[{self.name} {time.time() - self._t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Outcome:
+    """What an experiment produced."""
+
+    metrics: Dict[str, float] = field(default_factory=dict)
+    series: Dict[str, dict] = field(default_factory=dict)
+    #: Plot groups: PNG name -> series names drawn together.
+    groups: Dict[str, List[str]] = field(default_factory=dict)
+    #: Extra figures: PNG name -> function(path) that draws it.
+    figures: Dict[str, Callable[[str], None]] = field(default_factory=dict)
+    #: Lines for the report: what was run, at which sizes.
+    setup: List[str] = field(default_factory=list)
+    #: Findings worth a sentence in the report.
+    notes: List[str] = field(default_factory=list)
+
+    def add_series(self, name: str, x, y, x_label: str, y_label: str, group: Optional[str] = None) -> None:
+        self.series[name] = {"x": [float(v) for v in x], "y": [float(v) for v in y], "x_label": x_label, "y_label": y_label}
+        self.groups.setdefault(group or name, []).append(name)
+
+
+@dataclass
+class Experiment:
+    name: str
+    machine: str
+    title: str
+    run: Callable[[Context], Outcome]
+    #: Published figures of bgl.md / bgp.md to show beside the results: label -> (value, metric key or None).
+    published: Dict[str, tuple] = field(default_factory=dict)
+
+
+REGISTRY: Dict[str, Experiment] = {}
+
+
+def register(name: str, machine: str, title: str, published: Optional[Dict[str, tuple]] = None):
+    def deco(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
+        REGISTRY[name] = Experiment(name, machine, title, fn, published or {})
+        return fn
+    return deco
+
+
+def names() -> List[str]:
+    return list(REGISTRY)
+
+
+def get(name: str) -> Experiment:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown experiment {name!r}; `bgsim reproduce --list` lists them: {', '.join(REGISTRY)}") from None

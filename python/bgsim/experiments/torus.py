@@ -1,0 +1,381 @@
+"""The BG/L torus studies, driven through the packet layer (no MPI):
+every experiment whose name starts with `torus-`."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Dict, List, Sequence
+
+from ..api import Machine, TrafficResult, run_traffic
+from .base import Context, Outcome, register
+
+BGL = Machine("bgl")
+#: Processor cycles per network cycle (byte-time) on the machine.
+CYCLES_PER_NCYCLE = BGL.info["ticks_per_link_byte"] / BGL.info["ticks_per_cpu_cycle"]
+
+
+def _run(ctx: Context, pattern: str, shape: str, *, mesh: str = "", settings: Sequence[str] = (), **spec) -> TrafficResult:
+    spec.setdefault("seed", ctx.seed)
+    return run_traffic(pattern, BGL, shape=shape, mesh=mesh, settings=settings, **spec)
+
+
+def _size_label(b: int) -> str:
+    if b >= 1 << 20 and b % (1 << 20) == 0:
+        return f"{b >> 20}MB"
+    if b >= 1024 and b % 1024 == 0:
+        return f"{b >> 10}KB"
+    return f"{b}B"
+
+
+def _steady(series: List[float]) -> List[float]:
+    """The windows after warm-up: all but the first quarter."""
+    k = len(series) // 4
+    return series[k:] if len(series) > k else series
+
+
+# ---------------------------------------------------------------- pingpong
+
+@register("torus-pingpong", "bgl", "Packet-layer ping-pong on a 2x2x2 mesh, 1-3 hops, 32B-16KB",
+          published={"per-hop latency, ns (bgl.md, calibration of torus.hop_latency_cycles)": (90.0, "hop_latency_ns")})
+def pingpong(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = [32, 256, 1024, 4096, 16384]
+    iters = 2 if ctx.quick else 8
+    out.setup.append(f"2x2x2 mesh; node 0 and a node 1, 2, 3 hops away; {iters} round trips per size; "
+                     "deterministic routing; each message cut into 240-byte-payload packets; cores write "
+                     "(50 cycles) and read (204 cycles) every packet.")
+    lat1 = {}
+    for h in (1, 2, 3):
+        totals, bounds = [], []
+        for b in sizes:
+            ctx.log(f"{h} hops, {_size_label(b)}")
+            r = _run(ctx, "pingpong", "2x2x2", mesh="xyz", hops=h, message_bytes=b, iters=iters, routing="deterministic")
+            total = statistics.mean(r.oneway_cycles)
+            bound = r.bound_ncycles * CYCLES_PER_NCYCLE
+            out.metrics[f"total_cycles_h{h}_{_size_label(b)}"] = round(total, 1)
+            out.metrics[f"bound_cycles_h{h}_{_size_label(b)}"] = round(bound, 1)
+            totals.append(total)
+            bounds.append(bound)
+            lat1[(h, b)] = total
+        out.add_series(f"total_h{h}", sizes, totals, "message bytes", "one-way latency (cycles)", group="latency")
+        out.add_series(f"bound_h{h}", sizes, bounds, "message bytes", "one-way latency (cycles)", group="latency")
+    slope_cycles = (lat1[(3, 32)] - lat1[(1, 32)]) / 2
+    out.metrics["hop_latency_ns"] = round(slope_cycles / BGL.info["cpu_mhz"] * 1000, 1)
+    out.notes.append(f"A further hop adds {slope_cycles:.0f} cycles to a 32-byte message "
+                     f"({out.metrics['hop_latency_ns']} ns). The gap between total and bound is the software: "
+                     "one packet write and one packet read per packet, plus the first poll.")
+    return out
+
+
+# ---------------------------------------------------------------- alltoall
+
+@register("torus-alltoall", "bgl", "All-to-all through the packet layer on 4x4x2 and 8x8x8 tori")
+def alltoall(ctx: Context) -> Outcome:
+    out = Outcome()
+    payloads = [16, 240, 2400, 24000]
+    plan = {"4x4x2": payloads, "8x8x8": payloads[:2] if ctx.quick else payloads}
+    out.setup.append("Every node sends P payload bytes to every other node (16 bytes of headers per packet, "
+                     "so P = 16 is one 32-byte packet per pair); each node walks the destinations from its own "
+                     "offset; dynamic routing; time to the last packet read; % of peak = busiest-link bound / time.")
+    if ctx.quick:
+        out.setup.append("quick scale: 8x8x8 only with P = 16 and 240.")
+    for shape, ps in plan.items():
+        ys = []
+        for p in ps:
+            ctx.log(f"{shape} P={p}")
+            r = _run(ctx, "alltoall", shape, message_bytes=p, routing="dynamic")
+            if not r.completed:
+                raise RuntimeError(f"torus-alltoall {shape} P={p} did not complete")
+            out.metrics[f"pct_peak_{shape}_{p}B"] = round(r.pct_peak, 2)
+            ys.append(r.pct_peak)
+        out.add_series(f"pct_peak_{shape}", ps, ys, "payload bytes per pair", "% of peak", group="pct_peak")
+    return out
+
+
+# ---------------------------------------------------------------- hot region
+
+@register("torus-hot-region", "bgl", "Hot region: every node outside a cube sends to every node in it (8x8x8)")
+def hot_region(ctx: Context) -> Outcome:
+    out = Outcome()
+    per_pair = {1: 8, 2: 2, 4: 1} if ctx.quick else {1: 64, 2: 16, 4: 4}
+    out.setup.append("8x8x8 torus; a centred cube of 1x1x1, 2x2x2 or 4x4x4 receivers; every node outside sends "
+                     f"{per_pair} (cube edge: packets per receiver) 256-byte packets to every receiver, dynamic "
+                     "routing; % of peak = (bytes into the cube / links into the cube) / time.")
+    xs, ys = [], []
+    for c, k in per_pair.items():
+        lo = (8 - c) // 2
+        ctx.log(f"cube {c}x{c}x{c}")
+        r = _run(ctx, "hot_spot", "8x8x8", region_lo=[lo] * 3, region_size=[c] * 3, packets=k, routing="dynamic")
+        out.metrics[f"pct_peak_{c}"] = round(r.pct_peak, 2)
+        xs.append(c)
+        ys.append(r.pct_peak)
+    out.add_series("pct_peak", xs, ys, "cube edge (nodes)", "% of peak")
+    return out
+
+
+# ---------------------------------------------------------------- line / plane fill
+
+def _bcast_bytes(ctx: Context) -> int:
+    return (64 << 10) if ctx.quick else (1 << 20)
+
+
+@register("torus-line-fill", "bgl", "Deposit-bit broadcast along an 8-node torus line, colours both ways")
+def line_fill(ctx: Context) -> Outcome:
+    out = Outcome()
+    m = _bcast_bytes(ctx)
+    out.setup.append(f"8-node torus line (8x1x1); the root sends {_size_label(m)} as full deposit-bit packets, "
+                     "alternating two colours: x+ (root's core 0) and x- (core 1), each along 7 hops; every "
+                     "node's cores read every packet; % of peak = busiest-link bound / time to the last read.")
+    ctx.log(f"{_size_label(m)}")
+    r = _run(ctx, "line_fill", "8x1x1", message_bytes=m)
+    out.metrics["pct_peak"] = round(r.pct_peak, 2)
+    out.metrics["payload_MBps"] = round(m / r.span_us, 2)
+    out.add_series("throughput", [i * r.window_ncycles for i in range(len(r.window_packets))],
+                   r.window_payload_bytes, "time (network cycles)", "payload bytes delivered per window")
+    return out
+
+
+@register("torus-plane-fill", "bgl", "Broadcast over an 8x8 torus plane: 4 colours, software corner turns")
+def plane_fill(ctx: Context) -> Outcome:
+    out = Outcome()
+    m = _bcast_bytes(ctx)
+    out.setup.append(f"8x8 torus plane (8x8x1); the root sends {_size_label(m)} in 4 colours, each leaving on one "
+                     "of its 4 links with the deposit bit; every node of that line turns the colour's packets "
+                     "into the perpendicular direction in software (read, then re-inject); the far line closes "
+                     "the root's own column/row with one hop over the wrap link. One core serves the + "
+                     "directions, the other the - directions. The 4 colours use edge-disjoint links.")
+    ctx.log(f"{_size_label(m)}")
+    r = _run(ctx, "plane_fill", "8x8x1", message_bytes=m)
+    out.metrics["pct_peak"] = round(r.pct_peak, 2)
+    out.metrics["payload_MBps"] = round(m / r.span_us, 2)
+    out.add_series("throughput", [i * r.window_ncycles for i in range(len(r.window_packets))],
+                   r.window_payload_bytes, "time (network cycles)", "payload bytes delivered per window")
+    out.notes.append(f"Each link carries at most a quarter of the message: the bound is {r.bound_ncycles:.0f} "
+                     f"network cycles; the broadcast took {r.span_ncycles:.0f}.")
+    return out
+
+
+# ---------------------------------------------------------------- random latency
+
+RANDOM_CONFIGS: Dict[str, dict] = {
+    "det": {"routing": "deterministic", "settings": []},
+    "dyn1vc1p": {"routing": "dynamic", "settings": ["torus.dynamic_vcs=1", "torus.paths_per_receiver=1"]},
+    "dyn2vc2p": {"routing": "dynamic", "settings": ["torus.dynamic_vcs=2", "torus.paths_per_receiver=2"]},
+    "dyn4vc4p": {"routing": "dynamic", "settings": ["torus.dynamic_vcs=4", "torus.paths_per_receiver=4"]},
+    "random": {"routing": "dynamic", "settings": ['torus.arbitration="random"']},
+    "jsq": {"routing": "dynamic", "settings": ['torus.arbitration="jsq"']},
+    "slq": {"routing": "dynamic", "settings": ['torus.arbitration="slq"']},
+}
+
+
+@register("torus-random-latency", "bgl", "Latency vs load, uniform random traffic: routing, VCs, paths, arbitration")
+def random_latency(ctx: Context) -> Outcome:
+    out = Outcome()
+    shape = "8x8x8" if ctx.quick else "32x32x32"
+    loads = [0.2, 0.5, 0.8, 0.95] if ctx.quick else [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
+    warm, meas = (3000, 6000) if ctx.quick else (5000, 15000)
+    out.setup.append(f"{shape} torus; uniformly random destinations, 256-byte packets, offered load as a fraction "
+                     f"of the busiest-link peak: {loads}; {warm} network cycles of warm-up, {meas} measured; "
+                     "latency from packet creation (including the source queue) to arrival. Configurations: "
+                     "det (deterministic), dynN vcN p (dynamic with N dynamic VCs and N paths), and dynamic with "
+                     "random / jsq / slq arbitration (2 VCs, 2 paths).")
+    cache: Dict[tuple, TrafficResult] = {}
+    for cfg, c in RANDOM_CONFIGS.items():
+        xs, ys = [], []
+        for load in loads:
+            key = (c["routing"], tuple(sorted(c["settings"])) or ("default",), load)
+            eff = key if c["settings"] not in ([], ['torus.arbitration="slq"'],
+                                               ["torus.dynamic_vcs=2", "torus.paths_per_receiver=2"]) \
+                else (c["routing"], ("default",), load)
+            if eff not in cache:
+                ctx.log(f"{cfg} load {load}")
+                cache[eff] = _run(ctx, "uniform", shape, settings=c["settings"], routing=c["routing"], load=load,
+                                  payload_bytes=240, warmup_ncycles=warm, measure_ncycles=meas)
+            r = cache[eff]
+            xs.append(r.links["mean_util_pct"])
+            ys.append(r.latency_ncycles["mean"])
+            pct = int(round(load * 100))
+            if pct in (50, 80, 95):
+                out.metrics[f"latency_ncycles_{cfg}_u{pct}"] = round(r.latency_ncycles["mean"], 1)
+        out.add_series(cfg, xs, ys, "link utilization (%)", "mean latency (network cycles)", group="latency_vs_load")
+    return out
+
+
+# ---------------------------------------------------------------- hot region over time
+
+def _hot_setup(ctx: Context):
+    if ctx.quick:
+        return "8x8x8", [2, 2, 2], [4, 4, 4], 40000, 4000
+    return "16x16x16", [4, 4, 4], [8, 8, 8], 200000, 10000
+
+
+def _inside(c, lo, size, dims):
+    return all(((c[k] - lo[k]) % dims[k]) < size[k] for k in range(3))
+
+
+def _hot_link_util(r: TrafficResult, dims, lo, size) -> float:
+    """Mean utilization of the links entering the hot region."""
+    steps = {0: (1, 0, 0), 1: (-1, 0, 0), 2: (0, 1, 0), 3: (0, -1, 0), 4: (0, 0, 1), 5: (0, 0, -1)}
+    vals = []
+    for i, u in enumerate(r.link_util_pct):
+        n, d = divmod(i, 6)
+        c = (n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1]))
+        s = steps[d]
+        nb = tuple((c[k] + s[k]) % dims[k] for k in range(3))
+        if not _inside(c, lo, size, dims) and _inside(nb, lo, size, dims):
+            vals.append(u)
+    return statistics.mean(vals) if vals else 0.0
+
+
+def _heatmap(r: TrafficResult, dims, z: int, title: str):
+    def draw(path: str) -> None:
+        from .. import plots
+        grid = [[0.0] * dims[0] for _ in range(dims[1])]
+        for y in range(dims[1]):
+            for x in range(dims[0]):
+                n = x + dims[0] * (y + dims[1] * z)
+                grid[y][x] = statistics.mean(r.link_util_pct[n * 6: n * 6 + 6])
+        plots.heatmap(grid, path, title=title, label="mean outgoing link utilization (%)")
+    return draw
+
+
+HOT_CONFIGS: Dict[str, List[str]] = {
+    "buf2048": ["torus.vc_buffer_bytes=2048"],
+    "buf1024": ["torus.vc_buffer_bytes=1024"],
+    "buf512": ["torus.vc_buffer_bytes=512"],
+    "random": ['torus.arbitration="random"'],
+    "jsq": ['torus.arbitration="jsq"'],
+    "slq": ['torus.arbitration="slq"', "torus.slq_fraction=0.75"],
+}
+
+
+@register("torus-hot-region-time", "bgl", "Throughput over time with a hot region: VC buffer sizes and arbitration")
+def hot_region_time(ctx: Context) -> Outcome:
+    out = Outcome()
+    shape, lo, size, meas, win = _hot_setup(ctx)
+    dims = [int(v) for v in shape.split("x")]
+    out.setup.append(f"{shape} torus; 25% of packets go to the contiguous {size[0]}x{size[1]}x{size[2]} hot submesh "
+                     f"(12.5% of the nodes), the rest uniformly; 256-byte packets, dynamic routing; offered load "
+                     f"1.0 x the peak (the region cut); throughput per {win} network cycles over {meas}; steady = "
+                     "mean of the windows after the first quarter, as % of the peak. VC buffers 2 KB / 1 KB / "
+                     "512 B (SLQ), arbitration random / JSQ / SLQ (75% SLQ decisions) with 1 KB.")
+    base = None
+    for cfg, settings in HOT_CONFIGS.items():
+        ctx.log(cfg)
+        r = _run(ctx, "hot_region", shape, settings=settings, routing="dynamic", load=1.0, hot_fraction=0.25,
+                 region_lo=lo, region_size=size, payload_bytes=240, warmup_ncycles=0, measure_ncycles=meas,
+                 window_ncycles=win, per_link=True)
+        thr = r.throughput_series()
+        peak = r.peak_packets_per_node_ncycle
+        pct = [100.0 * t / peak for t in thr]
+        out.add_series(cfg, [i * win for i in range(len(pct))], pct, "time (network cycles)", "throughput (% of peak)",
+                       group="buffers" if cfg.startswith("buf") else "arbitration")
+        out.metrics[f"steady_pct_peak_{cfg}"] = round(statistics.mean(_steady(pct)), 2)
+        if cfg == "buf1024":
+            base = r
+    out.metrics["hot_link_util_pct"] = round(_hot_link_util(base, dims, lo, size), 2)
+    out.figures["heatmap_buf1024"] = _heatmap(base, dims, lo[2] + size[2] // 2,
+                                              f"{shape}, plane z={lo[2] + size[2] // 2}: link utilization (1 KB VCs)")
+    return out
+
+
+# ---------------------------------------------------------------- alltoall simulation
+
+@register("torus-alltoall-sim", "bgl", "Continuous all-to-all: link utilization, deterministic vs 1 vs 2 dynamic VCs")
+def alltoall_sim(ctx: Context) -> Outcome:
+    out = Outcome()
+    shapes = ["8x8x8", "16x8x8"] if ctx.quick else ["16x16x16", "32x16x16", "32x32x32"]
+    warm, meas = (3000, 10000) if ctx.quick else (20000, 100000)
+    out.setup.append(f"Shapes {shapes}; every node walks through every destination from its own offset, full "
+                     f"packets as fast as its cores and FIFOs allow; utilization measured over {meas} network "
+                     f"cycles after {warm} of warm-up. Configurations: det (deterministic), dyn1 / dyn2 (dynamic "
+                     "with 1 / 2 dynamic VCs). escape_pct is the share of hops on the escape VC with 2 dynamic VCs.")
+    configs = {"det": ("deterministic", []), "dyn1": ("dynamic", ["torus.dynamic_vcs=1"]),
+               "dyn2": ("dynamic", ["torus.dynamic_vcs=2"])}
+    for shape in shapes:
+        util, pay = [], []
+        for cfg, (routing, settings) in configs.items():
+            ctx.log(f"{shape} {cfg}")
+            r = _run(ctx, "alltoall_stream", shape, settings=settings, routing=routing, payload_bytes=240,
+                     warmup_ncycles=warm, measure_ncycles=meas)
+            out.metrics[f"link_util_pct_{shape}_{cfg}"] = round(r.links["mean_util_pct"], 2)
+            out.metrics[f"payload_util_pct_{shape}_{cfg}"] = round(r.links["mean_payload_util_pct"], 2)
+            util.append(r.links["mean_util_pct"])
+            pay.append(r.links["mean_payload_util_pct"])
+            if cfg == "dyn2":
+                out.metrics[f"escape_pct_{shape}"] = round(r.escape_pct, 2)
+            if cfg == "dyn1":
+                out.notes.append(f"{shape}: with 1 dynamic VC, {r.escape_pct:.1f}% of hops used the escape VC.")
+        out.add_series(f"link_util_{shape}", [0, 1, 2], util, "configuration (0 det, 1 dyn1, 2 dyn2)",
+                       "link utilization (%)", group="utilization")
+        out.add_series(f"payload_util_{shape}", [0, 1, 2], pay, "configuration (0 det, 1 dyn1, 2 dyn2)",
+                       "payload utilization (%)", group="utilization")
+    return out
+
+
+# ---------------------------------------------------------------- escape VC schemes
+
+@register("torus-escape-vc", "bgl", "Hot-region traffic under three escape schemes: bubble, dateline pairs")
+def escape_vc(ctx: Context) -> Outcome:
+    out = Outcome()
+    shape, lo, size, meas, win = _hot_setup(ctx)
+    out.setup.append(f"{shape} torus, hot-region traffic as in torus-hot-region-time (25% to the "
+                     f"{size[0]}x{size[1]}x{size[2]} submesh, load 1.0 x peak, dynamic routing, {meas} network "
+                     "cycles). Escape schemes: bubble (one escape VC, dimension-ordered), dateline_dim and "
+                     "dateline_dir (a dateline VC pair, dimension- / direction-ordered; datelines at the wrap "
+                     "link of the maximum coordinate). throughput_cv: standard deviation / mean of the windowed "
+                     "throughput after the first quarter; unblock_prob: share of token returns after which a "
+                     "packet that had stalled for lack of tokens moved at once.")
+    for scheme in ("bubble", "dateline_dim", "dateline_dir"):
+        ctx.log(scheme)
+        r = _run(ctx, "hot_region", shape, settings=[f'torus.escape="{scheme}"'], routing="dynamic", load=1.0,
+                 hot_fraction=0.25, region_lo=lo, region_size=size, payload_bytes=240, warmup_ncycles=0,
+                 measure_ncycles=meas, window_ncycles=win)
+        thr = r.throughput_series()
+        st = _steady(thr)
+        mean = statistics.mean(st)
+        cv = statistics.pstdev(st) / mean if mean > 0 else 0.0
+        out.metrics[f"throughput_cv_{scheme}"] = round(cv, 4)
+        out.metrics[f"unblock_prob_{scheme}"] = round(r.unblock_prob, 4)
+        peak = r.peak_packets_per_node_ncycle
+        out.add_series(f"throughput_{scheme}", [i * win for i in range(len(thr))], [100 * t / peak for t in thr],
+                       "time (network cycles)", "throughput (% of peak)", group="throughput")
+        out.add_series(f"vc_share_{scheme}", list(range(len(r.vcs))), [v["share_pct"] for v in r.vcs],
+                       "VC (dynamic..., escape..., high priority)", "share of hops (%)", group="vc_share")
+    return out
+
+
+# ---------------------------------------------------------------- bubble deadlock
+
+@register("torus-bubble-deadlock", "bgl", "Variable-size packets: the bubble rule with actual vs full-size accounting")
+def bubble_deadlock(ctx: Context) -> Outcome:
+    out = Outcome()
+    meas = 20000 if ctx.quick else 100000
+    settings = ["torus.in_network_priority_fraction=0"]
+    out.setup.append(f"8x8x8 torus; uniformly random destinations, variable-size packets (1 to 8 chunks, uniformly), "
+                     "deterministic routing (every packet on the bubble VC), offered load 3 x the peak, senders "
+                     "giving injected packets the same priority as packets in the network "
+                     f"(torus.in_network_priority_fraction = 0), for {meas} network cycles; then the sources stop "
+                     "and the network must drain. A deadlock is declared when packets sit in VCs and none has "
+                     "moved for 20,000 network cycles; ncycles_to_deadlock is when the cycle of blocked VC heads "
+                     "closed (the latest arrival among its packets).")
+    for acc in ("actual_size", "full_size"):
+        ctx.log(acc)
+        r = _run(ctx, "uniform", "8x8x8", settings=settings + [f'torus.bubble_accounting="{acc}"'],
+                 routing="deterministic", variable_size=True, load=3.0, warmup_ncycles=0, measure_ncycles=meas,
+                 deadlock_ncycles=20000, drain=True)
+        out.metrics[f"deadlock_{acc}"] = 1 if r.deadlock else 0
+        if acc == "actual_size":
+            out.metrics["ncycles_to_deadlock"] = round(r.ncycles_to_deadlock, 1) if r.deadlock else -1
+        state = f"deadlocked with {r.packets['in_flight_at_end']} packets stuck in VCs" if r.deadlock else "drained"
+        out.notes.append(f"{acc}: {state}; {r.packets['delivered']} packets delivered.")
+        out.add_series(f"throughput_{acc}", [i * r.window_ncycles for i in range(len(r.window_packets))],
+                       r.window_packets, "time (network cycles)", "packets delivered per window", group="throughput")
+    ctx.log("actual_size with in-network priority 100%")
+    r = _run(ctx, "uniform", "8x8x8", settings=['torus.bubble_accounting="actual_size"'], routing="deterministic",
+             variable_size=True, load=3.0, warmup_ncycles=0, measure_ncycles=meas, deadlock_ncycles=20000, drain=True)
+    out.metrics["deadlock_actual_size_net_priority100"] = 1 if r.deadlock else 0
+    out.notes.append("With the default 100% in-network priority the sources rarely find room to enter the bubble VC, "
+                     f"which hides the fragmentation: actual-size accounting {'deadlocked' if r.deadlock else 'did not deadlock'} "
+                     "in the same run length.")
+    return out

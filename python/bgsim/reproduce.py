@@ -1,0 +1,131 @@
+"""`bgsim reproduce`: runs experiments and writes their JSON, plots and reports."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from typing import Dict, List, Optional
+
+from . import plots
+from .experiments import Context, get, names
+
+
+def _finite(metrics: Dict[str, float], name: str) -> Dict[str, float]:
+    out = {}
+    for k, v in metrics.items():
+        if isinstance(v, bool):
+            v = int(v)
+        if not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"experiment {name}: metric {k} = {v!r} is not a finite number")
+        out[k] = v
+    return out
+
+
+def _write(path: str, text: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False) -> tuple:
+    """Runs one experiment; returns (contract JSON object, Outcome)."""
+    exp = get(name)
+    ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name)
+    t0 = time.time()
+    outcome = exp.run(ctx)
+    wall = time.time() - t0
+    ctx.log(f"done in {wall:.1f}s")
+    result = {
+        "experiment": name,
+        "machine": exp.machine,
+        "scale": scale,
+        "metrics": _finite(outcome.metrics, name),
+        "series": outcome.series,
+        "wall_s": round(wall, 3),
+    }
+    return result, outcome
+
+
+def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
+    """Writes NAME.json, one PNG per series group (plus extra figures) and NAME.md."""
+    os.makedirs(out_dir, exist_ok=True)
+    name = result["experiment"]
+    exp = get(name)
+    _write(os.path.join(out_dir, f"{name}.json"), json.dumps(result, indent=1) + "\n")
+    pngs = []
+    for group, members in outcome.groups.items():
+        fn = f"{name}_{group}.png"
+        plots.series_plot(result["series"], members, os.path.join(out_dir, fn), f"{name}: {group}")
+        pngs.append(fn)
+    for fig, draw in outcome.figures.items():
+        fn = f"{name}_{fig}.png"
+        draw(os.path.join(out_dir, fn))
+        pngs.append(fn)
+    md = [f"# {name}", "", exp.title, "", f"Machine `{result['machine']}`, scale `{result['scale']}`, "
+          f"wall time {result['wall_s']:.1f} s.", "", "## What was run", ""]
+    md += [f"- {s}" for s in outcome.setup]
+    md += ["", "## Figures", "", "| metric | value |", "|---|---|"]
+    md += [f"| `{k}` | {v:g} |" for k, v in result["metrics"].items()]
+    if exp.published:
+        md += ["", "## Published figures beside the model", "", "| published | value | model |", "|---|---|---|"]
+        for label, (value, key) in exp.published.items():
+            model = result["metrics"].get(key, "") if key else ""
+            md.append(f"| {label} | {value:g} | {model} |")
+    else:
+        md += ["", "`bgl.md` gives no published calibration figure for this study; every value above is predicted "
+               "from the machine's mechanisms."]
+    if outcome.notes:
+        md += ["", "## Notes", ""] + [f"- {n}" for n in outcome.notes]
+    md += ["", "## Plots", ""] + [f"![{p}]({p})" for p in pngs]
+    _write(os.path.join(out_dir, f"{name}.md"), "\n".join(md) + "\n")
+    return pngs
+
+
+def summary_table(results: List[dict], max_metrics: int = 8) -> str:
+    lines = ["| experiment | wall s | key figures |", "|---|---|---|"]
+    for r in results:
+        items = list(r["metrics"].items())
+        shown = ", ".join(f"{k}={v:g}" for k, v in items[:max_metrics])
+        if len(items) > max_metrics:
+            shown += f", ... ({len(items)} metrics)"
+        lines.append(f"| {r['experiment']} | {r['wall_s']:.1f} | {shown} |")
+    return "\n".join(lines)
+
+
+def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_json: bool) -> int:
+    todo = names() if target == "all" else [target]
+    get(todo[0])  # unknown names fail before anything runs
+    results = []
+    failed = []
+    for name in todo:
+        try:
+            result, outcome = run_one(name, scale, seed)
+        except Exception as e:  # one failed experiment does not lose the others
+            if target != "all":
+                raise
+            print(f"[{name}] FAILED: {e}", file=sys.stderr)
+            failed.append(name)
+            continue
+        results.append(result)
+        if out_dir:
+            write_outputs(result, outcome, out_dir)
+        if as_json:
+            print(json.dumps(result))
+    if out_dir and target == "all":
+        idx = ["# bgsim reproduce", "", f"Scale `{scale}`, seed {seed}.", "", summary_table(results), "",
+               "## Reports", ""] + [f"- [{r['experiment']}]({r['experiment']}.md)" for r in results]
+        if failed:
+            idx += ["", "## Failed", ""] + [f"- {n}" for n in failed]
+        _write(os.path.join(out_dir, "index.md"), "\n".join(idx) + "\n")
+    if not as_json:
+        print(summary_table(results))
+        if out_dir:
+            print(f"\nReports, JSON and plots in {out_dir}" + (" (index.md)" if target == "all" else ""))
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
