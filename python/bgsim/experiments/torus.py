@@ -320,7 +320,7 @@ def escape_vc(ctx: Context) -> Outcome:
     out = Outcome()
     shape, lo, size, meas, win = _hot_setup(ctx)
     out.setup.append(f"{shape} torus, hot-region traffic as in torus-hot-region-time (25% to the "
-                     f"{size[0]}x{size[1]}x{size[2]} submesh, load 1.0 x peak, dynamic routing, {meas} network "
+                     f"{size[0]}x{size[1]}x{size[2]} submesh, but a heavy offered load of 1.5 x the peak, dynamic routing, {meas} network "
                      "cycles). Escape schemes: bubble (one escape VC, dimension-ordered), dateline_dim and "
                      "dateline_dir (a dateline VC pair, dimension- / direction-ordered; datelines at the wrap "
                      "link of the maximum coordinate). throughput_cv: standard deviation / mean of the windowed "
@@ -328,7 +328,7 @@ def escape_vc(ctx: Context) -> Outcome:
                      "packet that had stalled for lack of tokens moved at once.")
     for scheme in ("bubble", "dateline_dim", "dateline_dir"):
         ctx.log(scheme)
-        r = _run(ctx, "hot_region", shape, settings=[f'torus.escape="{scheme}"'], routing="dynamic", load=1.0,
+        r = _run(ctx, "hot_region", shape, settings=[f'torus.escape="{scheme}"'], routing="dynamic", load=1.5,
                  hot_fraction=0.25, region_lo=lo, region_size=size, payload_bytes=240, warmup_ncycles=0,
                  measure_ncycles=meas, window_ncycles=win)
         thr = r.throughput_series()

@@ -138,7 +138,16 @@ pub fn load(source: &MachineSource, settings: &[String]) -> Result<Machine, Mach
     for s in settings {
         merge(&mut value, parse_setting(s)?);
     }
-    let spec: MachineSpec = value.try_into().map_err(|e: toml::de::Error| parse_err(&name, e.message().to_string()))?;
+    let spec: MachineSpec = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = inner.message().replace("expected u32", "expected a non-negative integer");
+        if path.is_empty() || path == "." {
+            parse_err(&name, msg)
+        } else {
+            parse_err(&name, format!("key `{path}`: {msg}"))
+        }
+    })?;
     Machine::new(spec, &name)
 }
 

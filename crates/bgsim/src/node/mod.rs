@@ -47,8 +47,6 @@ pub struct Cores {
     /// Cores that run communication work (2 on BG/L except heater mode).
     pub comm: usize,
     pub cores: Vec<Core>,
-    /// Injection FIFOs owned by each communication core.
-    pub fifos_per_core: usize,
 }
 
 impl Cores {
@@ -56,12 +54,10 @@ impl Cores {
         let per_node = m.cores() as usize;
         let comm = m.mode.comm_cores(m.cores()) as usize;
         let nodes = m.shape.nodes() as usize;
-        let fifos_per_core = (m.torus().injection_fifos as usize / comm).max(1);
         Cores {
             per_node,
             comm,
             cores: vec![Core { idle: true, ..Default::default() }; nodes * per_node],
-            fifos_per_core,
         }
     }
     #[inline]

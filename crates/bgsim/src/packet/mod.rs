@@ -115,26 +115,38 @@ impl Net {
         p
     }
 
-    /// The injection FIFO a core uses for a packet when software does not
-    /// choose: FIFO pinning by the first direction of travel, within the
-    /// FIFOs owned by the core.
-    pub fn default_fifo(&self, core: usize, p: &Packet) -> usize {
-        let k = self.cores.fifos_per_core;
-        let base = (core % self.cores.comm) * k;
+    /// FIFO pinning: the injection FIFO of a packet when software does not
+    /// choose is the one of its first direction of travel (dimension order),
+    /// so all packets to one destination share a FIFO and, routed
+    /// deterministically, stay in order.
+    pub fn default_fifo(&self, p: &Packet) -> usize {
+        if p.is(flags::HIGH_PRIORITY) {
+            return self.machine.torus().injection_fifos as usize;
+        }
         let d = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
-        base + d % k
+        d % self.machine.torus().injection_fifos as usize
     }
 
-    /// Queues a packet for injection by `core` of `node` into FIFO `fifo`
-    /// (None: the default FIFO). The core writes it when it gets to it.
-    pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize, mut p: Packet, fifo: Option<usize>) {
-        assert!(p.dest != node || p.is(flags::DEPOSIT), "packet to its own node must not enter the torus");
-        let core = core % self.cores.comm;
-        let f = fifo.unwrap_or_else(|| self.default_fifo(core, &p));
-        p.aux = f as u8;
-        if p.is(flags::HIGH_PRIORITY) {
-            p.aux = (self.machine.torus().injection_fifos as usize + core % self.machine.torus().hp_injection_fifos.max(1) as usize) as u8;
+    /// The core that writes into injection FIFO `f`: with two communication
+    /// cores, one serves the + directions (even FIFOs) and the other the -
+    /// directions (odd FIFOs); high-priority FIFOs belong to the first core.
+    pub fn fifo_owner(&self, f: usize) -> usize {
+        if f >= self.machine.torus().injection_fifos as usize {
+            0
+        } else {
+            f % self.cores.comm
         }
+    }
+
+    /// Queues a packet for injection into FIFO `fifo` of `node` (None: the
+    /// pinned FIFO of its direction). The core that owns the FIFO writes it
+    /// when it gets to it.
+    pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, mut p: Packet, fifo: Option<usize>) {
+        assert!(p.dest != node || p.is(flags::DEPOSIT), "packet to its own node must not enter the torus");
+        let nfifo = (self.machine.torus().injection_fifos + self.machine.torus().hp_injection_fifos) as usize;
+        let f = fifo.unwrap_or_else(|| self.default_fifo(&p)).min(nfifo - 1);
+        p.aux = f as u8;
+        let core = self.fifo_owner(f);
         let id = self.torus.pool.alloc(p);
         let c = self.cores.get_mut(node, core);
         c.sendq.push(&mut self.torus.pool, id);
@@ -192,7 +204,7 @@ impl Net {
                     self.wake(q, now, node, core);
                 }
                 Notice::InjSpace { node, fifo } => {
-                    let core = (fifo as usize / self.cores.fifos_per_core).min(self.cores.comm - 1);
+                    let core = self.fifo_owner(fifo as usize);
                     let waiting = self.cores.get(node, core).waiting_fifo;
                     if waiting {
                         self.cores.get_mut(node, core).waiting_fifo = false;

@@ -258,7 +258,7 @@ impl Driver {
             left -= pl;
             let mut p = net.packet(from, to, pl, routing, now);
             p.tag = i as u64;
-            net.send(q, now, from, i as usize % 2, p, None);
+            net.send(q, now, from, p, None);
         }
     }
 
@@ -327,14 +327,12 @@ impl Software for Driver {
 
     fn on_timer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, _core: usize, _tag: u32) {
         // Timed random sources: create one packet, schedule the next.
-        let cores = net.cores.comm;
-        let core = if cores > 1 { self.rngs[node as usize].below(cores as u32) as usize } else { 0 };
-        let pending: u32 = (0..cores).map(|c| net.pending(node, c)).sum();
+        let pending: u32 = (0..net.cores.comm).map(|c| net.pending(node, c)).sum();
         if pending < self.spec.backlog_packets {
             let dest = self.random_dest(node);
             let pl = self.payload(node, net);
             let p = net.packet(node, dest, pl, self.routing(), now);
-            net.send(q, now, node, core, p, None);
+            net.send(q, now, node, p, None);
             self.progress.created += 1;
         } else {
             self.progress.throttled += 1;
@@ -362,7 +360,7 @@ impl Software for Driver {
                 let dest = self.hot[(i as usize + node as usize) % self.hot.len()];
                 let pl = self.payload(node, net);
                 let p = net.packet(node, dest, pl, self.routing(), now);
-                net.send(q, now, node, core, p, None);
+                net.send(q, now, node, p, None);
             }
             Pattern::Alltoall | Pattern::AlltoallStream => {
                 let i = self.next[node as usize];
@@ -385,7 +383,7 @@ impl Software for Driver {
                     self.payload(node, net)
                 };
                 let p = net.packet(node, dest, pl, self.routing(), now);
-                net.send(q, now, node, core, p, None);
+                net.send(q, now, node, p, None);
                 self.progress.created += 1;
             }
             Pattern::NearestNeighbor => {
@@ -406,7 +404,7 @@ impl Software for Driver {
                     if dest != node {
                         net.torus.set_line_route(&mut p, dir);
                     }
-                    net.send(q, now, node, core, p, None);
+                    net.send(q, now, node, p, None);
                     return;
                 }
             }
@@ -422,7 +420,7 @@ impl Software for Driver {
                 let maxp = net.machine.max_payload_bytes();
                 let mut p = net.line_packet(node, end, d, maxp, now);
                 p.tag = i as u64;
-                net.send(q, now, node, core, p, None);
+                net.send(q, now, node, p, None);
             }
             Pattern::PlaneFill => {
                 if node != self.root {
@@ -435,7 +433,7 @@ impl Software for Driver {
                 let maxp = net.machine.max_payload_bytes();
                 let mut p = net.line_packet(node, end, d1, maxp, now);
                 p.tag = (colour as u64) << 32 | i as u64;
-                net.send(q, now, node, core, p, None);
+                net.send(q, now, node, p, None);
             }
             _ => {}
         }
@@ -478,7 +476,7 @@ impl Software for Driver {
                         p.tag = (pkt.tag & !(3 << 40)) | (1 << 40);
                         // One core serves the + directions, the other the -
                         // directions, so each injection FIFO carries one direction.
-                        net.send(q, now, node, d2 % 2, p, None);
+                        net.send(q, now, node, p, None);
                     }
                     1 => {
                         // Nodes at the far end of the d1 line close the root's own
@@ -490,7 +488,7 @@ impl Software for Driver {
                             let mut p = net.packet(node, dest, maxp, Routing::Deterministic, now);
                             net.torus.set_line_route(&mut p, d1);
                             p.tag = (pkt.tag & !(3 << 40)) | (2 << 40);
-                            net.send(q, now, node, d1 % 2, p, None);
+                            net.send(q, now, node, p, None);
                         }
                     }
                     _ => {}

@@ -1,0 +1,327 @@
+//! Integration tests: small machines end to end - conservation, minimal
+//! routes, VC bounds, ordering, deposit bit, deadlock, determinism.
+
+use bgsim::engine::{run_until, EngineStats, EventQueue, Tick};
+use bgsim::machine::{bgl, Machine};
+use bgsim::packet::{Net, Routing, Software};
+use bgsim::torus::{flags, Packet};
+use bgsim::workload::{self, build, Pattern, RoutingMode, TrafficSpec};
+use std::collections::HashMap;
+
+/// Test software: every node sends `per_pair` packets to every other node
+/// (or a given list of sends), and records what arrives.
+struct Recorder {
+    sends: Vec<(u32, u32, Routing, u32)>, // (src, dst, routing, payload)
+    next: Vec<usize>,
+    by_src: Vec<Vec<usize>>,
+    got: Vec<Packet>,
+    at: Vec<Tick>,
+}
+
+impl Recorder {
+    fn new(nodes: u32, sends: Vec<(u32, u32, Routing, u32)>) -> Self {
+        let mut by_src = vec![vec![]; nodes as usize];
+        for (i, s) in sends.iter().enumerate() {
+            by_src[s.0 as usize].push(i);
+        }
+        Recorder { sends, next: vec![0; nodes as usize], by_src, got: vec![], at: vec![] }
+    }
+}
+
+impl Software for Recorder {
+    fn start(&mut self, net: &mut Net, q: &mut EventQueue) {
+        for n in 0..net.torus.node_count() {
+            net.compute(q, 0, n, 0, 0);
+        }
+    }
+    fn refill(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, _core: usize) {
+        let k = self.next[node as usize];
+        if let Some(&i) = self.by_src[node as usize].get(k) {
+            self.next[node as usize] += 1;
+            let (s, d, r, pl) = self.sends[i];
+            let mut p = net.packet(s, d, pl, r, now);
+            p.tag = i as u64;
+            net.send(q, now, node, p, None);
+        }
+    }
+    fn on_packet(&mut self, _net: &mut Net, _q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
+        self.got.push(*pkt);
+        self.at.push(now);
+    }
+}
+
+struct Harness<S: Software> {
+    net: Net,
+    sw: S,
+}
+
+impl<S: Software> bgsim::engine::Model for Harness<S> {
+    fn handle(&mut self, now: Tick, ev: bgsim::engine::Event, q: &mut EventQueue) {
+        self.net.handle(&mut self.sw, now, ev, q);
+    }
+}
+
+fn run_all<S: Software>(m: &Machine, sw: S) -> Harness<S> {
+    let mut h = Harness { net: Net::new(m, 7), sw };
+    let mut q = EventQueue::new();
+    let mut st = EngineStats::default();
+    h.sw.start(&mut h.net, &mut q);
+    let mut t = 0;
+    while !q.is_empty() {
+        t = run_until(&mut h, &mut q, t + 50_000, &mut st);
+        assert!(h.net.torus.max_vc_used() <= m.vc_tokens as u16, "VC holds more than its size");
+        assert!(t < 1_000_000_000, "run did not finish");
+    }
+    h
+}
+
+fn all_pairs(m: &Machine, per_pair: u32, routing: Routing, payload: u32) -> Vec<(u32, u32, Routing, u32)> {
+    let n = m.shape.nodes();
+    let mut v = vec![];
+    for r in 0..per_pair {
+        for s in 0..n {
+            for j in 1..n {
+                let _ = r;
+                v.push((s, (s + j) % n, routing, payload));
+            }
+        }
+    }
+    v
+}
+
+fn machine(shape: &str, extra: &[&str]) -> Machine {
+    let mut s = vec![format!("partition.shape={shape}")];
+    s.extend(extra.iter().map(|x| x.to_string()));
+    let refs: Vec<&str> = s.iter().map(|x| x.as_str()).collect();
+    bgl(&refs).unwrap()
+}
+
+fn check_conservation(m: &Machine, routing: Routing, payload: u32) {
+    let sends = all_pairs(m, 2, routing, payload);
+    let total = sends.len();
+    let h = run_all(m, Recorder::new(m.shape.nodes(), sends.clone()));
+    // Every packet injected is delivered exactly once, to its destination.
+    assert_eq!(h.sw.got.len(), total);
+    let mut seen = vec![false; total];
+    for p in &h.sw.got {
+        let i = p.tag as usize;
+        assert!(!seen[i], "packet {i} delivered twice");
+        seen[i] = true;
+        assert_eq!((p.src, p.dest), (sends[i].0, sends[i].1));
+        // Minimal routes.
+        assert_eq!(p.hops as u32, h.net.torus.geo.distance(p.src, p.dest), "non-minimal route {} -> {}", p.src, p.dest);
+    }
+    // Every token came back, nothing is left anywhere.
+    h.net.torus.check_tokens_quiescent().unwrap();
+    assert_eq!(h.net.torus.live_packets(), 0);
+    assert_eq!(h.net.torus.global.injected_packets, total as u64);
+    assert_eq!(h.net.torus.global.delivered_packets, total as u64);
+}
+
+#[test]
+fn conservation_dynamic_torus() {
+    check_conservation(&machine("4x4x2", &[]), Routing::Dynamic, 240);
+}
+
+#[test]
+fn conservation_deterministic_mesh_with_small_packets() {
+    check_conservation(&machine("3x4x2", &["partition.mesh=xyz"]), Routing::Deterministic, 16);
+}
+
+#[test]
+fn conservation_under_every_escape_scheme_and_vc_count() {
+    for extra in [
+        &["torus.escape=dateline_dim"][..],
+        &["torus.escape=dateline_dir", "torus.dynamic_vcs=1"][..],
+        &["torus.dynamic_vcs=4", "torus.paths_per_receiver=4"][..],
+        &["torus.arbitration=random", "torus.vc_buffer_bytes=512"][..],
+        &["torus.arbitration=jsq", "torus.in_network_priority_fraction=0"][..],
+    ] {
+        check_conservation(&machine("4x4x4", extra), Routing::Dynamic, 240);
+    }
+}
+
+#[test]
+fn dimension_of_size_one_and_odd_rings() {
+    check_conservation(&machine("5x1x3", &[]), Routing::Dynamic, 100);
+    check_conservation(&machine("1x1x6", &[]), Routing::Deterministic, 240);
+}
+
+#[test]
+fn deterministic_packets_between_a_pair_arrive_in_order() {
+    let m = machine("4x4x4", &[]);
+    // Many packets from several sources to one destination, plus background.
+    let mut sends = vec![];
+    for k in 0..40u32 {
+        for s in [0u32, 5, 21, 63] {
+            sends.push((s, 42, Routing::Deterministic, 16 + (k * 37) % 224));
+        }
+        sends.push((42, (k * 7) % 64, Routing::Dynamic, 240));
+    }
+    sends.retain(|s| s.0 != s.1);
+    let h = run_all(&m, Recorder::new(64, sends.clone()));
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    for p in h.sw.got.iter().filter(|p| !p.is(flags::DYNAMIC)) {
+        if let Some(&prev) = last.get(&p.src) {
+            assert!(p.tag > prev, "deterministic packets from {} overtook each other", p.src);
+        }
+        last.insert(p.src, p.tag);
+    }
+    assert_eq!(last.len(), 4);
+}
+
+/// Deposit bit: one line packet is delivered to every node it passes.
+struct LineCast {
+    from: u32,
+    to: u32,
+    dir: usize,
+    got: Vec<u32>,
+}
+
+impl Software for LineCast {
+    fn start(&mut self, net: &mut Net, q: &mut EventQueue) {
+        let p = net.line_packet(self.from, self.to, self.dir, 240, 0);
+        net.send(q, 0, self.from, p, None);
+    }
+    fn on_packet(&mut self, _net: &mut Net, _q: &mut EventQueue, _now: Tick, node: u32, _core: usize, _pkt: &Packet) {
+        self.got.push(node);
+    }
+}
+
+#[test]
+fn deposit_bit_reaches_every_node_of_the_line() {
+    let m = machine("8x2x2", &[]);
+    // From x=2 along x- the long way round to x=3: passes 1, 0, 7, 6, 5, 4, 3.
+    let h = run_all(&m, LineCast { from: 2, to: 3, dir: 1, got: vec![] });
+    let mut got = h.sw.got.clone();
+    got.sort();
+    assert_eq!(got, vec![0, 1, 3, 4, 5, 6, 7]);
+    h.net.torus.check_tokens_quiescent().unwrap();
+    assert_eq!(h.net.torus.live_packets(), 0);
+    // Along y in the y=0..1 ring of x=0: only the one other node.
+    let h = run_all(&m, LineCast { from: 0, to: 8, dir: 2, got: vec![] });
+    assert_eq!(h.sw.got, vec![8]);
+}
+
+fn deadlock_spec(seed: u64) -> TrafficSpec {
+    let mut s = TrafficSpec::new(Pattern::Uniform);
+    s.routing = RoutingMode::Deterministic;
+    s.variable_size = true;
+    s.load = 3.0;
+    s.warmup_ncycles = 0;
+    s.measure_ncycles = 20_000;
+    s.deadlock_ncycles = 20_000;
+    s.drain = true;
+    s.seed = seed;
+    s
+}
+
+#[test]
+fn naive_bubble_accounting_deadlocks_and_full_size_does_not() {
+    let naive = machine("8x8x8", &["torus.bubble_accounting=actual_size", "torus.in_network_priority_fraction=0"]);
+    let full = machine("8x8x8", &["torus.bubble_accounting=full_size", "torus.in_network_priority_fraction=0"]);
+    let r = workload::run(&naive, &deadlock_spec(1), &mut |_| true).unwrap();
+    assert!(r.deadlock, "actual-size accounting should deadlock");
+    assert!(r.packets.in_flight_at_end > 0);
+    let t = r.ncycles_to_deadlock.unwrap();
+    assert!(t > 0.0 && t < 20_000.0, "deadlock formed at {t}");
+    for seed in [1, 2] {
+        let r = workload::run(&full, &deadlock_spec(seed), &mut |_| true).unwrap();
+        assert!(!r.deadlock, "full-size accounting deadlocked (seed {seed})");
+        assert_eq!(r.packets.in_flight_at_end, 0);
+        assert_eq!(r.packets.injected, r.packets.delivered);
+    }
+}
+
+fn strip_wall(v: &mut serde_json::Value) {
+    if let Some(e) = v.get_mut("engine") {
+        e["wall_s"] = 0.into();
+        e["events_per_s"] = 0.into();
+        e["hops_per_s"] = 0.into();
+        e["sim_us_per_wall_s"] = 0.into();
+    }
+}
+
+#[test]
+fn same_seed_same_results_and_counters() {
+    let m = machine("4x4x4", &[]);
+    let mut s = TrafficSpec::new(Pattern::HotRegion);
+    s.region_lo = [1, 1, 1];
+    s.region_size = [2, 2, 2];
+    s.load = 0.9;
+    s.warmup_ncycles = 1000;
+    s.measure_ncycles = 5000;
+    s.per_link = true;
+    let run = |s: &TrafficSpec| {
+        let mut v = serde_json::to_value(workload::run(&m, s, &mut |_| true).unwrap()).unwrap();
+        strip_wall(&mut v);
+        v
+    };
+    let a = run(&s);
+    let b = run(&s);
+    assert_eq!(a, b);
+    s.seed = 2;
+    let c = run(&s);
+    assert_ne!(a["latency_histogram"], c["latency_histogram"]);
+}
+
+#[test]
+fn finite_patterns_complete_and_stay_within_their_bound() {
+    for (pat, shape, bytes) in [
+        (Pattern::Alltoall, "4x4x2", 480),
+        (Pattern::LineFill, "8x1x1", 24_000),
+        (Pattern::PlaneFill, "8x8x1", 24_000),
+        (Pattern::NearestNeighbor, "4x4x4", 240),
+        (Pattern::HotSpot, "4x4x4", 240),
+    ] {
+        let m = machine(shape, &[]);
+        let mut s = TrafficSpec::new(pat);
+        s.message_bytes = bytes;
+        s.packets = 4;
+        let r = workload::run(&m, &s, &mut |_| true).unwrap();
+        assert!(r.completed, "{pat:?} did not complete");
+        assert!(r.pct_peak > 10.0 && r.pct_peak <= 100.0, "{pat:?}: {}% of peak", r.pct_peak);
+    }
+}
+
+#[test]
+fn pingpong_latency_is_above_its_bound_and_grows_per_hop() {
+    let m = machine("2x2x2", &["partition.mesh=xyz"]);
+    let mut prev = 0.0;
+    for hops in 1..=3 {
+        let mut s = TrafficSpec::new(Pattern::Pingpong);
+        s.hops = hops;
+        s.message_bytes = 32;
+        s.routing = RoutingMode::Deterministic;
+        let r = workload::run(&m, &s, &mut |_| true).unwrap();
+        let one_way = r.oneway_cycles.iter().sum::<f64>() / r.oneway_cycles.len() as f64;
+        // Legs differ at most by one poll of an idle core, and lie above the network-only bound.
+        assert!(r.oneway_cycles.iter().all(|&x| (x - one_way).abs() <= 30.0));
+        assert!(one_way > r.bound_ncycles * 4.0);
+        if hops > 1 {
+            // One more hop costs the hop latency (63 cycles).
+            assert!((one_way - prev - 63.0).abs() < 2.0, "hop {hops}: {one_way} after {prev}");
+        }
+        prev = one_way;
+    }
+}
+
+#[test]
+fn traffic_spec_errors_name_the_value() {
+    let m = machine("2x2x2", &[]);
+    let mut s = TrafficSpec::new(Pattern::Pingpong);
+    s.hops = 9;
+    let e = build(&m, &s).err().unwrap();
+    assert!(e.contains("hops") && e.contains('9'), "{e}");
+    let mut s = TrafficSpec::new(Pattern::HotSpot);
+    s.region_size = [3, 1, 1];
+    let e = build(&m, &s).err().unwrap();
+    assert!(e.contains("region"), "{e}");
+    let mut s = TrafficSpec::new(Pattern::Uniform);
+    s.load = -1.0;
+    assert!(build(&m, &s).err().unwrap().contains("load"));
+    let e = serde_json::from_str::<TrafficSpec>(r#"{"pattern":"uniform","lod":0.5}"#).unwrap_err().to_string();
+    assert!(e.contains("lod"), "{e}");
+    let e = serde_json::from_str::<TrafficSpec>(r#"{"pattern":"tornado"}"#).unwrap_err().to_string();
+    assert!(e.contains("tornado"), "{e}");
+}

@@ -1,0 +1,98 @@
+import json
+
+import pytest
+
+import bgsim
+from bgsim import Machine, MachineError, WorkloadError, run_traffic
+
+
+def test_preset_machine_and_derived_values():
+    m = Machine("bgl")
+    assert m.name == "bgl"
+    assert m.shape == (8, 8, 8)
+    assert m.nodes == 512
+    assert m.info["max_payload_bytes"] == 240
+    assert m.info["ticks_per_link_byte"] == 4 * m.info["ticks_per_cpu_cycle"]
+    assert abs(m.info["link_MBps"] - 175.0) < 1e-9
+
+
+@pytest.mark.parametrize("setting,words", [
+    ("torus.dynamic_vcs=0", ["torus.dynamic_vcs", "1, 2, 3 or 4"]),
+    ("torus.nonsense=1", ["nonsense"]),
+    ('partition.shape="8x8"', ["partition.shape", "XxYxZ"]),
+    ('partition.shape="0x8x8"', ["partition.shape", "at least 1"]),
+    ("torus.slq_fraction=2", ["torus.slq_fraction", "0 to 1"]),
+    ('torus.escape="ring"', ["ring", "bubble"]),
+])
+def test_bad_machine_settings_name_key_and_allowed(setting, words):
+    with pytest.raises(MachineError) as e:
+        Machine("bgl", [setting])
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_machine_file_with_base(tmp_path):
+    f = tmp_path / "big.toml"
+    f.write_text('base = "bgl"\n[torus]\nvc_buffer_bytes = 2048\n[partition]\nshape = "4x4x2"\n')
+    m = Machine(str(f))
+    assert m.shape == (4, 4, 2)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('base = "bgl"\n[torus]\nvc_buffer_byte = 2048\n')
+    with pytest.raises(MachineError) as e:
+        Machine(str(bad))
+    assert "bad.toml" in str(e.value) and "vc_buffer_byte" in str(e.value)
+    with pytest.raises(MachineError) as e:
+        Machine(str(tmp_path / "missing.toml"))
+    assert "missing.toml" in str(e.value)
+
+
+def test_uniform_run_reports_counters():
+    r = run_traffic("uniform", shape="4x4x4", load=0.5, warmup_ncycles=1000, measure_ncycles=4000, per_link=True)
+    assert r.completed and not r.deadlock
+    assert r.packets["delivered"] > 0
+    # Half of the peak offered: mean link utilization near half (acks included).
+    assert 35 < r.links["mean_util_pct"] < 65
+    # Latency at least the zero-load bound: serialization of 262 byte-times.
+    assert r.latency_ncycles["mean"] > 262
+    assert len(r.link_util_pct) == 64 * 6
+    shares = sum(v["share_pct"] for v in r.vcs)
+    assert abs(shares - 100) < 1e-6
+    assert r.links_csv().splitlines()[0] == "node,x,y,z,dir,util_pct,stalls"
+    assert len(r.links_csv().splitlines()) == 1 + 64 * 6
+    assert r.throughput_csv().startswith("window_start_ncycles")
+    assert json.loads(r.to_json())["pattern"] == "uniform"
+
+
+def test_same_seed_same_result_different_seed_differs():
+    a = run_traffic("uniform", shape="4x4x4", load=0.7, measure_ncycles=3000, seed=3)
+    b = run_traffic("uniform", shape="4x4x4", load=0.7, measure_ncycles=3000, seed=3)
+    c = run_traffic("uniform", shape="4x4x4", load=0.7, measure_ncycles=3000, seed=4)
+    assert a.latency_histogram == b.latency_histogram and a.packets == b.packets
+    assert a.latency_histogram != c.latency_histogram
+
+
+def test_bad_traffic_spec_is_a_workload_error():
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("uniform", shape="4x4x4", lod=0.5)
+    assert "lod" in str(e.value)
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("pingpong", shape="2x2x2", hops=7)
+    assert "hops" in str(e.value)
+    with pytest.raises(WorkloadError):
+        run_traffic("tornado")
+
+
+def test_patterns_listed():
+    assert {"pingpong", "uniform", "hot_region", "alltoall", "line_fill", "plane_fill"} <= set(bgsim.patterns())
+
+
+def test_progress_callback_is_called_and_errors_propagate():
+    seen = []
+    run_traffic("uniform", shape="8x8x8", load=0.9, measure_ncycles=40000, progress=seen.append)
+    assert seen and seen[-1] == 1.0
+
+    def boom(f):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        run_traffic("uniform", shape="8x8x8", load=0.9, measure_ncycles=400000, progress=boom)

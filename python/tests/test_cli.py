@@ -1,0 +1,64 @@
+import json
+import os
+
+
+def test_traffic_prints_summary(cli):
+    p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.3", "--measure", "2000", check=True)
+    assert "link utilization" in p.stdout and "4x4x4" in p.stdout
+
+
+def test_traffic_json_and_out_dir(cli, tmp_path):
+    out = tmp_path / "run"
+    p = cli("traffic", "--pattern", "hot_spot", "--shape", "4x4x4", "--region-size", "1,1,1", "--packets", "2",
+            "--json", "--out", str(out), check=True)
+    d = json.loads(p.stdout)
+    assert d["completed"] and 0 < d["pct_peak"] <= 100
+    for f in ("result.json", "links.csv", "vcs.csv", "throughput.csv", "throughput.png", "links_z0.png"):
+        assert (out / f).exists(), f
+    assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+
+
+def test_bad_shape_is_refused_before_running(cli):
+    p = cli("traffic", "--pattern", "uniform", "--shape", "8x8")
+    assert p.returncode == 2
+    assert "partition.shape" in p.stderr and "XxYxZ" in p.stderr
+
+
+def test_bad_setting_and_mode(cli):
+    p = cli("machine", "--set", "torus.vc_buffer_bytes=-5")
+    assert p.returncode == 2 and "vc_buffer_bytes" in p.stderr
+    p = cli("machine", "--mode", "smp")
+    assert p.returncode == 2 and "partition.mode" in p.stderr
+    p = cli("traffic", "--pattern", "hot_spot", "--region-size", "1,1")
+    assert p.returncode == 2 and "region-size" in p.stderr
+
+
+def test_machine_prints_validated_toml(cli):
+    p = cli("machine", "--shape", "4x4x2", "--set", "torus.dynamic_vcs=4", check=True)
+    assert 'shape = "4x4x2"' in p.stdout and "dynamic_vcs = 4" in p.stdout
+    assert "# vcs_per_receiver = 6" in p.stdout  # 4 dynamic + escape + high priority
+
+
+def test_reproduce_list_and_unknown(cli):
+    p = cli("reproduce", "--list", check=True)
+    names = [l.split()[0] for l in p.stdout.splitlines()]
+    assert len([n for n in names if n.startswith("torus-")]) == 10
+    p = cli("reproduce", "torus-nonsense")
+    assert p.returncode == 2 and "unknown experiment" in p.stderr
+
+
+def test_reproduce_json_contract(cli):
+    p = cli("reproduce", "torus-line-fill", "--scale", "quick", "--json", check=True)
+    d = json.loads(p.stdout)  # stdout holds exactly one JSON object
+    assert set(d) == {"experiment", "machine", "scale", "metrics", "series", "wall_s"}
+    assert d["experiment"] == "torus-line-fill" and d["machine"] == "bgl" and d["scale"] == "quick"
+    assert 50 < d["metrics"]["pct_peak"] <= 100
+    for s in d["series"].values():
+        assert set(s) == {"x", "y", "x_label", "y_label"} and len(s["x"]) == len(s["y"])
+    assert "[torus-line-fill" in p.stderr  # progress went to stderr
+
+
+def test_help_texts(cli):
+    for args in (["--help"], ["traffic", "--help"], ["reproduce", "--help"], ["machine", "--help"]):
+        p = cli(*args, check=True)
+        assert "usage: bgsim" in p.stdout
