@@ -460,6 +460,17 @@ impl Torus {
         }
         if vc.q.head == id && !vc.busy {
             r.ready |= 1 << (port * 8 + v);
+            // Fast path: a new head none of whose productive links is free
+            // cannot move now; the sender that frees will arbitrate.
+            if prod != 0 {
+                let (free, ackbusy) = self.sender_masks(n, now);
+                if prod & free == 0 {
+                    if prod & ackbusy != 0 {
+                        self.wake_mask(n, prod & ackbusy, q);
+                    }
+                    return;
+                }
+            }
             self.arbitrate(n, now, q, NO_DIR);
         }
     }
@@ -708,18 +719,7 @@ impl Torus {
         let ni = n as usize;
         self.global.arbitrations += 1;
         for _round in 0..NDIR {
-            let mut free: u8 = 0;
-            let mut ackbusy: u8 = 0;
-            for d in 0..NDIR {
-                let s = &self.routers[ni].send[d];
-                if s.xfer == NIL {
-                    if s.busy_until <= now {
-                        free |= 1 << d;
-                    } else {
-                        ackbusy |= 1 << d;
-                    }
-                }
-            }
+            let (free, ackbusy) = self.sender_masks(n, now);
             let mut reqs = [Req::NONE; NDIR + MAXF];
             let mut nreq = 0usize;
             let mut multi = false;
@@ -864,6 +864,23 @@ impl Torus {
                 return;
             }
         }
+    }
+
+    /// Senders free now, and senders busy only with acks (no packet in transfer).
+    #[inline]
+    fn sender_masks(&self, n: u32, now: Tick) -> (u8, u8) {
+        let mut free: u8 = 0;
+        let mut ackbusy: u8 = 0;
+        for (d, s) in self.routers[n as usize].send.iter().enumerate() {
+            if s.xfer == NIL {
+                if s.busy_until <= now {
+                    free |= 1 << d;
+                } else {
+                    ackbusy |= 1 << d;
+                }
+            }
+        }
+        (free, ackbusy)
     }
 
     /// Schedules ARB wake-ups for the senders in `mask` (busy only with acks).
