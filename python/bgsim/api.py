@@ -107,9 +107,21 @@ class TrafficResult:
         """Per virtual channel: mean occupancy, share of traffic."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(["vc", "mean_occupancy_bytes", "share_pct", "packets"])
+        w.writerow(["vc", "mean_occupancy_bytes", "share_pct", "packets", "stalls"])
         for v in self.data["vcs"]:
-            w.writerow([v["name"], f"{v['mean_occupancy_bytes']:.3f}", f"{v['share_pct']:.3f}", v["packets"]])
+            w.writerow([v["name"], f"{v['mean_occupancy_bytes']:.3f}", f"{v['share_pct']:.3f}", v["packets"], v["stalls"]])
+        return buf.getvalue()
+
+    def nodes_csv(self) -> str:
+        """Per node: coordinates, injection and reception FIFO full time (network cycles)."""
+        dims = self.machine.shape
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["node", "x", "y", "z", "inj_fifo_full_ncycles", "rx_fifo_full_ncycles"])
+        rx = self.data.get("node_rx_full_ncycles") or []
+        for n, inj in enumerate(self.data.get("node_inj_full_ncycles") or []):
+            x, y, z = n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1])
+            w.writerow([n, x, y, z, f"{inj:.1f}", f"{rx[n]:.1f}" if n < len(rx) else ""])
         return buf.getvalue()
 
     def throughput_series(self, skip_windows: int = 0) -> list:

@@ -59,7 +59,7 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty")
     t.add_argument("--seed", type=int, help="random seed (default 1)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
-    t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/throughput CSVs and plots to DIR")
+    t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/nodes/throughput CSVs and plots to DIR")
 
     r = sub.add_parser("reproduce", help="reproduce the published experiments",
                        description="Runs experiments of the reproduction suite (NAME, or all).")
@@ -140,7 +140,7 @@ def _write_traffic_outputs(r, out: str) -> None:
 
     os.makedirs(out, exist_ok=True)
     files = {"result.json": r.to_json(), "links.csv": r.links_csv(), "vcs.csv": r.vcs_csv(),
-             "throughput.csv": r.throughput_csv()}
+             "nodes.csv": r.nodes_csv(), "throughput.csv": r.throughput_csv()}
     for fn, text in files.items():
         tmp = os.path.join(out, fn + ".tmp")
         with open(tmp, "w") as f:

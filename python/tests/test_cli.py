@@ -13,9 +13,10 @@ def test_traffic_json_and_out_dir(cli, tmp_path):
             "--json", "--out", str(out), check=True)
     d = json.loads(p.stdout)
     assert d["completed"] and 0 < d["pct_peak"] <= 100
-    for f in ("result.json", "links.csv", "vcs.csv", "throughput.csv", "throughput.png", "links_z0.png"):
+    for f in ("result.json", "links.csv", "vcs.csv", "nodes.csv", "throughput.csv", "throughput.png", "links_z0.png"):
         assert (out / f).exists(), f
     assert not [f for f in os.listdir(out) if f.endswith(".tmp")]
+    assert len((out / "nodes.csv").read_text().splitlines()) == 1 + 64
 
 
 def test_bad_shape_is_refused_before_running(cli):

@@ -1,10 +1,9 @@
 //! Layer 9: counters and results as data. A run's result serializes to JSON;
-//! tables (per link, per VC, throughput over time) also come out as CSV.
-//! Plots and reports are drawn by the Python package from this data.
+//! the Python package turns it into CSV tables, plots and reports.
 
 use crate::engine::{EngineStats, Tick};
 use crate::node::CoreCounters;
-use crate::torus::{DIR_NAMES, NDIR};
+use crate::torus::NDIR;
 use crate::workload::{Sim, TrafficSpec};
 use serde::Serialize;
 
@@ -28,6 +27,8 @@ pub struct VcSummary {
     /// Share of all packet hops that used this VC, %.
     pub share_pct: f64,
     pub packets: u64,
+    /// No-token stall events of packets that found this VC without tokens.
+    pub stalls: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -112,6 +113,10 @@ pub struct TrafficResult {
     pub link_util_pct: Vec<f64>,
     /// Per link direction no-token stall events, when asked.
     pub link_stalls: Vec<u64>,
+    /// Per node injection / reception FIFO full time (summed over the node's
+    /// FIFOs), network cycles, when asked.
+    pub node_inj_full_ncycles: Vec<f64>,
+    pub node_rx_full_ncycles: Vec<f64>,
     pub vcs: Vec<VcSummary>,
     /// Share of hops on the escape VC(s), %.
     pub escape_pct: f64,
@@ -212,6 +217,7 @@ pub fn summarize(
             mean_occupancy_bytes: vc_occ[v] / counters_span / receivers,
             share_pct: if total_vc == 0 { 0.0 } else { vc_packets[v] as f64 * 100.0 / total_vc as f64 },
             packets: vc_packets[v],
+            stalls: g.stalls_by_vc[v],
         })
         .collect();
     let cores = sim.net.cores.totals();
@@ -272,6 +278,8 @@ pub fn summarize(
         },
         link_util_pct: per_link,
         link_stalls: per_stall,
+        node_inj_full_ncycles: if spec.per_link { t.nodes.iter().map(|c| c.inj_full_ticks as f64 / tb).collect() } else { vec![] },
+        node_rx_full_ncycles: if spec.per_link { t.nodes.iter().map(|c| c.rx_full_ticks as f64 / tb).collect() } else { vec![] },
         vcs,
         escape_pct: if g.hops == 0 { 0.0 } else { g.escape_hops as f64 * 100.0 / g.hops as f64 },
         token_returns: g.token_returns,
@@ -292,36 +300,4 @@ pub fn summarize(
         },
         peak_packets: t.pool.capacity_used() as u64,
     }
-}
-
-/// Per-link counters of a result as CSV (node, x, y, z, dir, util_pct, stalls).
-pub fn links_csv(r: &TrafficResult, dims: [u32; 3]) -> String {
-    let mut s = String::from("node,x,y,z,dir,util_pct,stalls\n");
-    for (i, u) in r.link_util_pct.iter().enumerate() {
-        let n = (i / NDIR) as u32;
-        let d = i % NDIR;
-        let x = n % dims[0];
-        let y = (n / dims[0]) % dims[1];
-        let z = n / (dims[0] * dims[1]);
-        s += &format!("{n},{x},{y},{z},{},{u:.3},{}\n", DIR_NAMES[d], r.link_stalls.get(i).copied().unwrap_or(0));
-    }
-    s
-}
-
-/// Throughput over time as CSV (window start in network cycles, packets, payload bytes).
-pub fn throughput_csv(r: &TrafficResult) -> String {
-    let mut s = String::from("window_start_ncycles,packets,payload_bytes\n");
-    for (i, (p, b)) in r.window_packets.iter().zip(&r.window_payload_bytes).enumerate() {
-        s += &format!("{},{p},{b}\n", i as u64 * r.window_ncycles);
-    }
-    s
-}
-
-/// Per-VC counters as CSV.
-pub fn vcs_csv(r: &TrafficResult) -> String {
-    let mut s = String::from("vc,mean_occupancy_bytes,share_pct,packets\n");
-    for v in &r.vcs {
-        s += &format!("{},{:.3},{:.3},{}\n", v.name, v.mean_occupancy_bytes, v.share_pct, v.packets);
-    }
-    s
 }

@@ -697,6 +697,7 @@ impl Torus {
             if !pk.is(flags::STALLED) {
                 self.pool.get_mut(id).flags |= flags::STALLED;
                 self.links[n as usize * NDIR + d].stalls += 1;
+                self.global.stalls_by_vc[v] += 1;
             }
             None
         }

@@ -135,6 +135,8 @@ pub struct GlobalCounters {
     pub escape_hops: u64,
     /// Hops made on a dynamic VC.
     pub dynamic_hops: u64,
+    /// No-token stall events by the VC whose tokens were missing.
+    pub stalls_by_vc: [u64; 8],
     /// Arbitration passes run (engine cost counter).
     pub arbitrations: u64,
     /// VC heads fully evaluated in arbitration (engine cost counter).

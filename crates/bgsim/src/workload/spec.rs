@@ -171,7 +171,7 @@ pub struct TrafficSpec {
     /// empty (or stops moving: a deadlock).
     #[serde(default)]
     pub drain: bool,
-    /// Keep per-link counters in the result (for heat maps).
+    /// Keep per-link and per-node counters in the result (heat maps, CSV).
     #[serde(default)]
     pub per_link: bool,
 }
