@@ -375,7 +375,8 @@ def bubble_deadlock(ctx: Context) -> Outcome:
     r = _run(ctx, "uniform", "8x8x8", settings=['torus.bubble_accounting="actual_size"'], routing="deterministic",
              variable_size=True, load=3.0, warmup_ncycles=0, measure_ncycles=meas, deadlock_ncycles=20000, drain=True)
     out.metrics["deadlock_actual_size_net_priority100"] = 1 if r.deadlock else 0
-    out.notes.append("With the default 100% in-network priority the sources rarely find room to enter the bubble VC, "
-                     f"which hides the fragmentation: actual-size accounting {'deadlocked' if r.deadlock else 'did not deadlock'} "
+    out.notes.append("With the default 100% in-network priority (sources enter the bubble VC only when no packet "
+                     "in the network wants the link), actual-size accounting "
+                     f"{'also deadlocked, with the cycle closing at ' + format(r.ncycles_to_deadlock, '.0f') + ' network cycles' if r.deadlock else 'did not deadlock'} "
                      "in the same run length.")
     return out

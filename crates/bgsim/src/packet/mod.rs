@@ -71,6 +71,8 @@ pub struct Net {
     pub costs: Costs,
     /// Writes come from main memory (true) or cache (false).
     pub write_from_memory: bool,
+    /// Per node: where the round-robin over injection FIFOs stands.
+    rr_fifo: Vec<u8>,
 }
 
 /// Software running on the cores (a traffic driver, the message layer ...).
@@ -94,6 +96,7 @@ impl Net {
             costs: Costs::from_machine(machine),
             machine: machine.clone(),
             write_from_memory: false,
+            rr_fifo: vec![0; machine.shape.nodes() as usize],
         }
     }
 
@@ -115,16 +118,31 @@ impl Net {
         p
     }
 
-    /// FIFO pinning: the injection FIFO of a packet when software does not
-    /// choose is the one of its first direction of travel (dimension order),
-    /// so all packets to one destination share a FIFO and, routed
-    /// deterministically, stay in order.
-    pub fn default_fifo(&self, p: &Packet) -> usize {
+    /// The injection FIFO of a packet when software does not choose: FIFOs
+    /// are pinned to directions of travel (FIFO d serves direction d).
+    /// Deterministic packets use the FIFO of their first direction, so all
+    /// packets to one destination share a FIFO and stay in order. Dynamic
+    /// packets take the emptiest FIFO among their productive directions
+    /// (ties round-robin): every head can leave by its FIFO's direction, and
+    /// a node injects on several links at once.
+    pub fn default_fifo(&mut self, node: u32, p: &Packet) -> usize {
+        let nf = self.machine.torus().injection_fifos as usize;
         if p.is(flags::HIGH_PRIORITY) {
-            return self.machine.torus().injection_fifos as usize;
+            return nf;
         }
-        let d = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
-        d % self.machine.torus().injection_fifos as usize
+        let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
+        if !p.is(flags::DYNAMIC) || p.hint.count_ones() < 2 {
+            return first % nf;
+        }
+        let start = self.rr_fifo[node as usize] as usize;
+        let f = (0..6)
+            .map(|i| (start + i) % 6)
+            .filter(|&d| p.hint & (1 << d) != 0)
+            .map(|d| d % nf)
+            .min_by_key(|&f| self.torus.inj_used(node, f))
+            .unwrap_or(first % nf);
+        self.rr_fifo[node as usize] = ((f + 1) % 6) as u8;
+        f
     }
 
     /// The core that writes into injection FIFO `f`: with two communication
@@ -144,7 +162,7 @@ impl Net {
     pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, mut p: Packet, fifo: Option<usize>) {
         assert!(p.dest != node || p.is(flags::DEPOSIT), "packet to its own node must not enter the torus");
         let nfifo = (self.machine.torus().injection_fifos + self.machine.torus().hp_injection_fifos) as usize;
-        let f = fifo.unwrap_or_else(|| self.default_fifo(&p)).min(nfifo - 1);
+        let f = fifo.unwrap_or_else(|| self.default_fifo(node, &p)).min(nfifo - 1);
         p.aux = f as u8;
         let core = self.fifo_owner(f);
         let id = self.torus.pool.alloc(p);

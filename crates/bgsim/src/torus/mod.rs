@@ -1153,15 +1153,17 @@ impl Torus {
     }
 
     /// After the network stopped moving: follows the escape moves that the
-    /// waiting VC heads are blocked on until it closes a cycle of waiting
-    /// heads. Returns (time the cycle closed = latest arrival of its packets,
-    /// number of VCs in the cycle), or None when no cycle exists.
+    /// waiting VC heads are blocked on until they close cycles of waiting
+    /// heads. Returns, for the cycle that closed first, (the time it closed =
+    /// the latest arrival among its packets, the number of VCs in it), or
+    /// None when no cycle exists.
     pub fn deadlock_cycle(&self) -> Option<(Tick, usize)> {
         let nvc = self.p.nvc;
         let idx = |n: u32, port: usize, v: usize| (n as usize * NDIR + port) * nvc + v;
         let total = self.routers.len() * NDIR * nvc;
         let mut state = vec![0u32; total]; // 0 unvisited, else walk id
         let mut walk = 0u32;
+        let mut best: Option<(Tick, usize)> = None;
         for n in 0..self.routers.len() as u32 {
             for port in 0..NDIR {
                 for v in 0..nvc {
@@ -1186,7 +1188,11 @@ impl Torus {
                                 let h = self.routers[mn].recv[mp].vc[mv].q.head;
                                 latest = latest.max(self.pool.get(h).arrived);
                             }
-                            return Some((latest, members.len()));
+                            // Several cycles may exist by now: keep the one that closed first.
+                            if best.map_or(true, |(t, _)| latest < t) {
+                                best = Some((latest, members.len()));
+                            }
+                            break;
                         }
                         if state[i] != 0 {
                             break;
@@ -1203,7 +1209,7 @@ impl Torus {
                 }
             }
         }
-        None
+        best
     }
 
     /// Bytes in the injection FIFO `f` of node `n` (reserved or held).
