@@ -35,9 +35,11 @@ test-rust:
 test-python: build
 	$(PY) -m pytest -q python/tests
 
-# Speed and memory benchmarks; results go to BENCHMARKS.md by hand with date and machine.
-bench: build
-	cargo run --release -p bgsim --bin bgsim-bench
+# Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
+# with its date, machine and command.
+bench: env
+	cargo build --release -p bgsim --bin bgsim-bench
+	./target/release/bgsim-bench | $(PY) scripts/bench_report.py
 
 clean:
 	rm -rf target $(VENV) results

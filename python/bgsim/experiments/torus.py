@@ -119,6 +119,19 @@ def _bcast_bytes(ctx: Context) -> int:
     return (64 << 10) if ctx.quick else (1 << 20)
 
 
+def _broadcast(ctx: Context, out: Outcome, pattern: str, shape: str, m: int) -> TrafficResult:
+    """Runs a broadcast pattern and records % of peak, bandwidth and throughput over time."""
+    ctx.log(f"{_size_label(m)}")
+    r = _run(ctx, pattern, shape, message_bytes=m)
+    if not r.completed:
+        raise RuntimeError(f"{pattern} of {_size_label(m)} on {shape} did not complete")
+    out.metrics["pct_peak"] = round(r.pct_peak, 2)
+    out.metrics["payload_MBps"] = round(m / r.span_us, 2)
+    out.add_series("throughput", [i * r.window_ncycles for i in range(len(r.window_packets))],
+                   r.window_payload_bytes, "time (network cycles)", "payload bytes delivered per window")
+    return r
+
+
 @register("torus-line-fill", "bgl", "Deposit-bit broadcast along an 8-node torus line, colours both ways")
 def line_fill(ctx: Context) -> Outcome:
     out = Outcome()
@@ -126,12 +139,7 @@ def line_fill(ctx: Context) -> Outcome:
     out.setup.append(f"8-node torus line (8x1x1); the root sends {_size_label(m)} as full deposit-bit packets, "
                      "alternating two colours: x+ (root's core 0) and x- (core 1), each along 7 hops; every "
                      "node's cores read every packet; % of peak = busiest-link bound / time to the last read.")
-    ctx.log(f"{_size_label(m)}")
-    r = _run(ctx, "line_fill", "8x1x1", message_bytes=m)
-    out.metrics["pct_peak"] = round(r.pct_peak, 2)
-    out.metrics["payload_MBps"] = round(m / r.span_us, 2)
-    out.add_series("throughput", [i * r.window_ncycles for i in range(len(r.window_packets))],
-                   r.window_payload_bytes, "time (network cycles)", "payload bytes delivered per window")
+    _broadcast(ctx, out, "line_fill", "8x1x1", m)
     return out
 
 
@@ -144,12 +152,7 @@ def plane_fill(ctx: Context) -> Outcome:
                      "into the perpendicular direction in software (read, then re-inject); the far line closes "
                      "the root's own column/row with one hop over the wrap link. One core serves the + "
                      "directions, the other the - directions. The 4 colours use edge-disjoint links.")
-    ctx.log(f"{_size_label(m)}")
-    r = _run(ctx, "plane_fill", "8x8x1", message_bytes=m)
-    out.metrics["pct_peak"] = round(r.pct_peak, 2)
-    out.metrics["payload_MBps"] = round(m / r.span_us, 2)
-    out.add_series("throughput", [i * r.window_ncycles for i in range(len(r.window_packets))],
-                   r.window_payload_bytes, "time (network cycles)", "payload bytes delivered per window")
+    r = _broadcast(ctx, out, "plane_fill", "8x8x1", m)
     out.notes.append(f"Each link carries at most a quarter of the message: the bound is {r.bound_ncycles:.0f} "
                      f"network cycles; the broadcast took {r.span_ncycles:.0f}.")
     return out

@@ -165,6 +165,10 @@ pub struct Params {
     pub hw_header: u32,
     /// Ticks per throughput window.
     pub window: Tick,
+    /// Tokens per chunk.
+    pub tokens_per_chunk: u16,
+    /// Range (0..token_ranges) of a token count or VC occupancy, by count.
+    pub token_range: Vec<u8>,
 }
 
 impl Params {
@@ -201,6 +205,8 @@ impl Params {
             sw_header: t.sw_header_bytes,
             hw_header: t.hw_header_bytes,
             window: 10_000 * m.tick_byte,
+            tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
+            token_range: (0..=m.vc_tokens).map(|v| quantize(v, m.vc_tokens, t.token_ranges)).collect(),
         }
     }
 }
@@ -224,9 +230,7 @@ struct Req {
 
 const RX: u8 = 255;
 
-impl Req {
-    const NONE: Req = Req { src: 0, src_vc: 0, dir: RX, vc: 0, charge: 0, fill: 0, hp: false, pkt: NIL };
-}
+
 
 /// The torus network of a partition.
 pub struct Torus {
@@ -242,6 +246,8 @@ pub struct Torus {
     pub notices: Vec<Notice>,
     /// Time the counters were last reset.
     pub counters_since: Tick,
+    scratch_reqs: Vec<Req>,
+    scratch_cand: Vec<Req>,
 }
 
 /// Productive directions of a packet at a node with coordinates `c`: the
@@ -292,6 +298,8 @@ impl Torus {
             pool: Pool::with_capacity(1024),
             notices: Vec::with_capacity(64),
             counters_since: 0,
+            scratch_reqs: Vec::with_capacity(NDIR + MAXF),
+            scratch_cand: Vec::with_capacity(MAXV),
             routers,
             geo,
             p,
@@ -585,7 +593,7 @@ impl Torus {
     /// node `n` in direction `d` onto VC `v`.
     #[inline]
     fn escape_need(&self, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
-        let actual = (pk.chunks as u32 * self.p.chunk_bytes / self.p.token_bytes) as u16;
+        let actual = pk.chunks as u16 * self.p.tokens_per_chunk;
         let full = self.p.full_tokens;
         match self.p.escape {
             Escape::Bubble => {
@@ -648,7 +656,7 @@ impl Torus {
         }
         let full = self.p.full_tokens;
         if pk.is(flags::DYNAMIC) && !pk.is(flags::HIGH_PRIORITY) {
-            let actual = (pk.chunks as u32 * self.p.chunk_bytes / self.p.token_bytes) as u8;
+            let actual = (pk.chunks as u16 * self.p.tokens_per_chunk) as u8;
             let mut best: Option<(u8, u8)> = None;
             let mut best_q = 0u8;
             let mut ties = 0u32;
@@ -663,7 +671,7 @@ impl Torus {
                 for v in 0..self.p.ndyn {
                     let t = s.tokens[v];
                     if t >= full {
-                        let qv = if random { 0 } else { quantize(t as u32, self.p.vc_tokens as u32, self.p.ranges) };
+                        let qv = if random { 0 } else { self.p.token_range[t as usize] };
                         if best.is_none() || qv > best_q {
                             best_q = qv;
                             nopt = 0;
@@ -717,12 +725,20 @@ impl Torus {
     /// several movable VCs and something was granted, another round runs at
     /// once (the hardware would run it on the next cycle).
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
-        let ni = n as usize;
         self.global.arbitrations += 1;
+        // Request lists live in reusable buffers: no per-call initialisation.
+        let mut reqs = std::mem::take(&mut self.scratch_reqs);
+        let mut cand = std::mem::take(&mut self.scratch_cand);
+        self.arbitrate_rounds(n, now, q, trigger, &mut reqs, &mut cand);
+        self.scratch_reqs = reqs;
+        self.scratch_cand = cand;
+    }
+
+    fn arbitrate_rounds(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8, reqs: &mut Vec<Req>, cand: &mut Vec<Req>) {
+        let ni = n as usize;
         for _round in 0..NDIR {
             let (free, ackbusy) = self.sender_masks(n, now);
-            let mut reqs = [Req::NONE; NDIR + MAXF];
-            let mut nreq = 0usize;
+            reqs.clear();
             let mut multi = false;
             // Phases 1 and 2 for the receivers' VC heads.
             let ready = self.routers[ni].ready;
@@ -733,8 +749,7 @@ impl Torus {
                         continue;
                     }
                     let can_forward = self.routers[ni].recv[port].paths < self.p.paths;
-                    let mut cand = [Req::NONE; MAXV];
-                    let mut nc = 0usize;
+                    cand.clear();
                     while bits != 0 {
                         let v = bits.trailing_zeros() as usize;
                         bits &= bits - 1;
@@ -764,36 +779,21 @@ impl Torus {
                         if !can_forward {
                             continue;
                         }
-                        if pk.prod & free == 0 {
-                            // No productive link is free: nothing to decide now.
-                            if pk.prod & ackbusy != 0 {
-                                self.wake_mask(n, pk.prod & ackbusy, q);
-                            }
+                        if pk.is(flags::DEPOSIT) && pk.prod & free != 0 && !self.deposit_ok(n, port, &pk) {
                             continue;
                         }
-                        if pk.is(flags::DEPOSIT) && !self.deposit_ok(n, port, &pk) {
-                            continue;
-                        }
-                        let Some((d, tv, ch)) = self.choose_move(n, id) else { continue };
-                        if free & (1 << d) == 0 {
-                            if ackbusy & (1 << d) != 0 {
-                                self.wake_mask(n, 1 << d, q);
-                            }
-                            continue;
-                        }
-                        let fill = quantize(vc.used as u32, self.p.vc_tokens as u32, self.p.ranges);
-                        cand[nc] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id };
-                        nc += 1;
+                        let Some((d, tv, ch)) = self.movable(n, id, pk.prod, free, ackbusy, q) else { continue };
+                        let fill = self.p.token_range[vc.used as usize];
+                        cand.push(Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id });
                     }
-                    if nc > 0 {
-                        let pick = self.receiver_pick(n, &cand[..nc]);
-                        reqs[nreq] = cand[pick];
-                        nreq += 1;
-                        multi |= nc > 1;
+                    if !cand.is_empty() {
+                        let pick = self.receiver_pick(n, cand);
+                        reqs.push(cand[pick]);
+                        multi |= cand.len() > 1;
                     }
                 }
             }
-            let nnet = nreq;
+            let nnet = reqs.len();
             // Phase 1 for the injection FIFO heads.
             let mut ib = self.routers[ni].inj_ready;
             while ib != 0 {
@@ -801,25 +801,11 @@ impl Torus {
                 ib &= ib - 1;
                 let fifo = self.routers[ni].inj[f];
                 let id = fifo.q.head;
-                let prod = fifo.hprod;
-                if prod & free == 0 {
-                    if prod & ackbusy != 0 {
-                        self.wake_mask(n, prod & ackbusy, q);
-                    }
-                    continue;
-                }
-                let Some((d, tv, ch)) = self.choose_move(n, id) else { continue };
-                if free & (1 << d) == 0 {
-                    if ackbusy & (1 << d) != 0 {
-                        self.wake_mask(n, 1 << d, q);
-                    }
-                    continue;
-                }
+                let Some((d, tv, ch)) = self.movable(n, id, fifo.hprod, free, ackbusy, q) else { continue };
                 let fill = quantize(fifo.used, self.p.inj_bytes, self.p.ranges);
-                reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= self.p.ninj, pkt: id };
-                nreq += 1;
+                reqs.push(Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= self.p.ninj, pkt: id });
             }
-            if nreq == 0 {
+            if reqs.is_empty() {
                 return;
             }
             // Phase 3: each free sender picks one request: packets already in
@@ -834,7 +820,7 @@ impl Torus {
                 let mut nn = 0;
                 let mut fresh_idx = [0u8; MAXF];
                 let mut nf = 0;
-                for (i, r) in reqs[..nreq].iter().enumerate() {
+                for (i, r) in reqs.iter().enumerate() {
                     if r.dir == d {
                         if i < nnet {
                             net_idx[nn] = i as u8;
@@ -852,7 +838,7 @@ impl Torus {
                 let rng = &mut self.routers[ni].rng;
                 let prefer_net = nn > 0 && (nf == 0 || rng.chance(self.p.net_priority));
                 let idx: &[u8] = if prefer_net { &net_idx[..nn] } else { &fresh_idx[..nf] };
-                let chosen = idx[pick_slq_idx(rng, &reqs, idx, slq, self.p.slq_fraction)] as usize;
+                let chosen = idx[pick_slq_idx(rng, reqs, idx, slq, self.p.slq_fraction)] as usize;
                 let rq = reqs[chosen];
                 reqs[chosen].dir = RX; // used
                 if trigger == d && self.pool.get(rq.pkt).is(flags::STALLED) {
@@ -865,6 +851,28 @@ impl Torus {
                 return;
             }
         }
+    }
+
+    /// Phase 1 for a head with productive directions `prod`: its chosen move
+    /// if the chosen link is free now. A head none of whose productive links
+    /// is free has nothing to decide; links busy only with acks get a
+    /// wake-up for when they free.
+    #[inline]
+    fn movable(&mut self, n: u32, id: u32, prod: u8, free: u8, ackbusy: u8, q: &mut EventQueue) -> Option<(u8, u8, u8)> {
+        if prod & free == 0 {
+            if prod & ackbusy != 0 {
+                self.wake_mask(n, prod & ackbusy, q);
+            }
+            return None;
+        }
+        let (d, tv, ch) = self.choose_move(n, id)?;
+        if free & (1 << d) == 0 {
+            if ackbusy & (1 << d) != 0 {
+                self.wake_mask(n, 1 << d, q);
+            }
+            return None;
+        }
+        Some((d, tv, ch))
     }
 
     /// Senders free now, and senders busy only with acks (no packet in transfer).

@@ -1,0 +1,93 @@
+"""Renders the output of `bgsim-bench` (JSON lines on stdin) into BENCHMARKS.md.
+
+The file keeps a history: the newest run goes on top, with its date, the
+machine it ran on and the command that produced it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+
+PATH = "BENCHMARKS.md"
+HEADER = """# Benchmarks
+
+Produced by `make bench` (the `bgsim-bench` binary, release build, one core).
+Targets of the torus issue: at least 5 million packet-hops per second on one
+core, under 4 KB per idle simulated node, and a 64x32x32 machine (65,536
+nodes) that builds and runs within 24 GiB.
+
+"""
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+            mem = f", {kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}"
+
+
+def render(rows: list) -> str:
+    by = {r["benchmark"]: r for r in rows}
+    out = [f"## {datetime.date.today().isoformat()}", "",
+           f"Machine: {machine()}. Command: `make bench`.", ""]
+    t = by.get("torus_uniform_16x16x16_load0.9_dynamic")
+    if t:
+        out += ["Uniform random traffic, 256-byte packets, 90% of the busiest-link peak, 16x16x16 torus, dynamic "
+                f"routing, {t['simulated_ncycles']} network cycles ({t['simulated_us']:.1f} simulated us):", "",
+                "| measure | value |", "|---|---|",
+                f"| packet-hops per wall second | {t['packet_hops_per_s'] / 1e6:.2f} M |",
+                f"| simulated us per wall second | {t['sim_us_per_wall_s']:.1f} |",
+                f"| events per wall second | {t['events_per_s'] / 1e6:.2f} M |",
+                f"| wall time | {t['wall_s']:.2f} s |",
+                f"| packet-hops | {t['packet_hops']} |",
+                f"| events | {t['events']} (arbitration passes {t.get('arbitrations', 0)}) |",
+                f"| mean link utilization | {t['mean_link_util_pct']:.1f}% |", ""]
+    m = by.get("idle_memory_64x32x32")
+    if m:
+        out += [f"Idle 64x32x32 machine ({int(m['nodes'])} nodes): {m['bytes_per_idle_node']:.0f} bytes per node "
+                f"(resident memory growth / nodes; router state {m['router_struct_bytes']} bytes), built in "
+                f"{m['build_s']:.2f} s.", ""]
+    b = by.get("uniform_64x32x32_load0.5")
+    if b:
+        out += [f"Uniform random traffic at 50% load on 64x32x32 for {b['simulated_ncycles']} network cycles: "
+                f"{b['wall_s']:.1f} s wall, {b['packets_delivered']} packets delivered, "
+                f"{b['packet_hops_per_s'] / 1e6:.2f} M packet-hops/s, peak resident memory {b['peak_rss_mb']:.0f} MB.", ""]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    rows = [json.loads(l) for l in sys.stdin if l.strip().startswith("{")]
+    if not rows:
+        sys.exit("bench_report: no benchmark results on stdin")
+    section = render(rows)
+    old = ""
+    if os.path.exists(PATH):
+        with open(PATH) as f:
+            old = f.read()
+        old = old[len(HEADER):] if old.startswith(HEADER) else ""
+    tmp = PATH + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(HEADER + section + ("\n" + old if old else ""))
+    os.replace(tmp, PATH)
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
