@@ -57,6 +57,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--measure", type=int, dest="measure_ncycles", help="measured span, network cycles")
     t.add_argument("--window", type=int, dest="window_ncycles", help="throughput window, network cycles")
     t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty")
+    t.add_argument("--random-start", action="store_true",
+                   help="all-to-all: start each node's walk over the destinations at a random node")
     t.add_argument("--seed", type=int, help="random seed (default 1)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
     t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/nodes/throughput CSVs and plots to DIR")
@@ -89,6 +91,8 @@ def _traffic(a: argparse.Namespace) -> int:
         spec["variable_size"] = True
     if a.drain:
         spec["drain"] = True
+    if a.random_start:
+        spec["random_start"] = True
     if a.pattern in ("hot_region", "hot_spot") and "region_size" not in spec:
         spec["region_size"] = [1, 1, 1]
     if a.out:

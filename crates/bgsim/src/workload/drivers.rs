@@ -32,6 +32,8 @@ pub struct Driver {
     rngs: Vec<Rng>,
     /// Per node: next item index of a finite source.
     next: Vec<u32>,
+    /// Per node: where its walk over the destinations starts (all-to-all).
+    start: Vec<u32>,
     /// Per node: packets read (finite patterns that count per node).
     pub reads: Vec<u32>,
     /// Mean interarrival, ticks (timed patterns).
@@ -72,6 +74,7 @@ impl Driver {
             progress: Progress::default(),
             rngs: (0..n).map(|i| Rng::new(spec.seed, RNG_STREAM_BASE + i as u64)).collect(),
             next: vec![0; n as usize],
+            start: vec![],
             reads: vec![0; n as usize],
             interarrival: f64::INFINITY,
             gen_until: Tick::MAX,
@@ -102,6 +105,9 @@ impl Driver {
                 if spec.pattern == Pattern::HotRegion {
                     d.set_region(spec)?;
                 }
+                if spec.pattern == Pattern::AlltoallStream {
+                    d.set_starts(spec.random_start);
+                }
             }
             Pattern::HotSpot => {
                 d.set_region(spec)?;
@@ -115,6 +121,7 @@ impl Driver {
                 if n < 2 {
                     return Err("alltoall needs at least 2 nodes".into());
                 }
+                d.set_starts(spec.random_start);
                 let per_pair = spec.message_bytes.div_ceil(max_payload);
                 d.items_per_node = per_pair * (n - 1);
                 d.progress.expected_reads = n as u64 * d.items_per_node as u64;
@@ -154,6 +161,13 @@ impl Driver {
             }
         }
         Ok(d)
+    }
+
+    fn set_starts(&mut self, random: bool) {
+        let n = self.geo.nodes();
+        self.start = (0..n)
+            .map(|v| if random && n > 1 { self.rngs[v as usize].below(n - 1) } else { v % (n - 1).max(1) })
+            .collect();
     }
 
     fn split_root_items(&mut self, npk: u32, cores: usize, core_of: impl Fn(u32) -> usize) {
@@ -372,8 +386,12 @@ impl Software for Driver {
                     return;
                 }
                 self.next[node as usize] += 1;
+                // Walk the other nodes in index order from an offset: this
+                // node's own index (the next node first), or a random one
+                // with `random_start`.
                 let j = i % (n - 1);
-                let dest = (node + 1 + j) % n;
+                let k = (self.start[node as usize] + j) % (n - 1);
+                let dest = if k < node { k } else { k + 1 };
                 let pl = if finite {
                     // Packet r of the pair's message.
                     let r = i / (n - 1);

@@ -167,6 +167,10 @@ pub struct TrafficSpec {
     /// Packets a source may hold queued in software before it stops generating.
     #[serde(default = "d_backlog")]
     pub backlog_packets: u32,
+    /// All-to-all patterns: start each node's walk over the destinations at a
+    /// random node instead of right after itself.
+    #[serde(default)]
+    pub random_start: bool,
     /// Timed patterns: after generation stops, run on until the network is
     /// empty (or stops moving: a deadlock).
     #[serde(default)]
