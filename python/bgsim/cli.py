@@ -22,6 +22,16 @@ def _triple(s: str) -> list:
     return v
 
 
+def _count(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{s}` is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"`{s}`: must be at least 1")
+    return v
+
+
 def _machine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machine", default="bgl", metavar="NAME|FILE.toml",
                    help="machine preset (bgl) or TOML file (may start with base = \"bgl\"); default bgl")
@@ -44,18 +54,18 @@ def _build_parser() -> argparse.ArgumentParser:
     _machine_args(t)
     t.add_argument("--routing", choices=["dynamic", "deterministic"], default="dynamic", help="default dynamic")
     t.add_argument("--load", type=float, help="offered load, fraction of peak (timed patterns; default 0.5)")
-    t.add_argument("--packets", type=int, help="packets per source and destination (hot_spot, nearest_neighbor)")
-    t.add_argument("--message-bytes", type=int, help="message bytes (pingpong, alltoall per pair, line/plane fill)")
-    t.add_argument("--payload-bytes", type=int, help="payload bytes per packet (default 240: full packets)")
+    t.add_argument("--packets", type=_count, help="packets per source and destination (hot_spot, nearest_neighbor)")
+    t.add_argument("--message-bytes", type=_count, help="message bytes (pingpong, alltoall per pair, line/plane fill)")
+    t.add_argument("--payload-bytes", type=_count, help="payload bytes per packet (default 240: full packets)")
     t.add_argument("--variable-size", action="store_true", help="packet sizes uniformly 1..8 chunks")
-    t.add_argument("--hops", type=int, help="ping-pong distance in hops")
-    t.add_argument("--iters", type=int, help="ping-pong round trips")
+    t.add_argument("--hops", type=_count, help="ping-pong distance in hops")
+    t.add_argument("--iters", type=_count, help="ping-pong round trips")
     t.add_argument("--region-lo", type=_triple, metavar="X,Y,Z", help="hot region low corner")
     t.add_argument("--region-size", type=_triple, metavar="X,Y,Z", help="hot region size")
     t.add_argument("--hot-fraction", type=float, help="share of packets to the hot region (hot_region)")
     t.add_argument("--warmup", type=int, dest="warmup_ncycles", help="warm-up, network cycles (timed patterns)")
-    t.add_argument("--measure", type=int, dest="measure_ncycles", help="measured span, network cycles")
-    t.add_argument("--window", type=int, dest="window_ncycles", help="throughput window, network cycles")
+    t.add_argument("--measure", type=_count, dest="measure_ncycles", help="measured span, network cycles")
+    t.add_argument("--window", type=_count, dest="window_ncycles", help="throughput window, network cycles")
     t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty")
     t.add_argument("--random-start", action="store_true",
                    help="all-to-all: start each node's walk over the destinations at a random node")

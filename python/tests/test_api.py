@@ -80,6 +80,9 @@ def test_bad_traffic_spec_is_a_workload_error():
     assert "hops" in str(e.value)
     with pytest.raises(WorkloadError):
         run_traffic("tornado")
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("hot_spot", shape="4x4x4", packets=-3)
+    assert "packets" in str(e.value) and "non-negative" in str(e.value)
 
 
 def test_patterns_listed():

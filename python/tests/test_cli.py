@@ -32,6 +32,8 @@ def test_bad_setting_and_mode(cli):
     assert p.returncode == 2 and "partition.mode" in p.stderr
     p = cli("traffic", "--pattern", "hot_spot", "--region-size", "1,1")
     assert p.returncode == 2 and "region-size" in p.stderr
+    p = cli("traffic", "--pattern", "hot_spot", "--packets", "-1")
+    assert p.returncode == 2 and "--packets" in p.stderr and "at least 1" in p.stderr
 
 
 def test_machine_prints_validated_toml(cli):

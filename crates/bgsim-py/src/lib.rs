@@ -53,7 +53,17 @@ fn patterns() -> Vec<&'static str> {
 #[pyo3(signature = (machine, settings, spec_json, progress=None))]
 fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: &str, progress: Option<PyObject>) -> PyResult<String> {
     let m = load_machine(machine, settings)?;
-    let spec: TrafficSpec = serde_json::from_str(spec_json).map_err(|e| WorkloadError::new_err(format!("traffic spec: {e}")))?;
+    let de = &mut serde_json::Deserializer::from_str(spec_json);
+    let spec: TrafficSpec = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.into_inner().to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).replace("expected u32", "expected a non-negative integer");
+        if path.is_empty() || path == "." {
+            WorkloadError::new_err(format!("traffic spec: {msg}"))
+        } else {
+            WorkloadError::new_err(format!("traffic `{path}`: {msg}"))
+        }
+    })?;
     let mut interrupted = false;
     let mut callback_error: Option<PyErr> = None;
     let result = py.allow_threads(|| {
