@@ -31,6 +31,10 @@ def _write(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
+#: Key figures of the last runs, by experiment, for the summary table.
+_KEYS: Dict[str, List[str]] = {}
+
+
 def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False) -> tuple:
     """Runs one experiment; returns (contract JSON object, Outcome)."""
     exp = get(name)
@@ -39,6 +43,7 @@ def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False)
     outcome = exp.run(ctx)
     wall = time.time() - t0
     ctx.log(f"done in {wall:.1f}s")
+    _KEYS[name] = [k for k in outcome.key_metrics if k in outcome.metrics]
     result = {
         "experiment": name,
         "machine": exp.machine,
@@ -85,13 +90,13 @@ def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
     return pngs
 
 
-def summary_table(results: List[dict], max_metrics: int = 8) -> str:
+def summary_table(results: List[dict], max_metrics: int = 12) -> str:
     lines = ["| experiment | wall s | key figures |", "|---|---|---|"]
     for r in results:
-        items = list(r["metrics"].items())
-        shown = ", ".join(f"{k}={v:g}" for k, v in items[:max_metrics])
-        if len(items) > max_metrics:
-            shown += f", ... ({len(items)} metrics)"
+        keys = _KEYS.get(r["experiment"]) or list(r["metrics"])[:max_metrics]
+        shown = ", ".join(f"{k}={r['metrics'][k]:g}" for k in keys)
+        if len(keys) < len(r["metrics"]):
+            shown += f" (of {len(r['metrics'])} metrics)"
         lines.append(f"| {r['experiment']} | {r['wall_s']:.1f} | {shown} |")
     return "\n".join(lines)
 

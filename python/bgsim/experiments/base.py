@@ -44,6 +44,8 @@ class Outcome:
     setup: List[str] = field(default_factory=list)
     #: Findings worth a sentence in the report.
     notes: List[str] = field(default_factory=list)
+    #: The metrics the summary table shows (all when empty).
+    key_metrics: List[str] = field(default_factory=list)
 
     def add_series(self, name: str, x, y, x_label: str, y_label: str, group: Optional[str] = None) -> None:
         self.series[name] = {"x": [float(v) for v in x], "y": [float(v) for v in y], "x_label": x_label, "y_label": y_label}

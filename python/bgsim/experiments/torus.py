@@ -39,6 +39,7 @@ def _steady(series: List[float]) -> List[float]:
           published={"per-hop latency, ns (bgl.md, calibration of torus.hop_latency_cycles)": (90.0, "hop_latency_ns")})
 def pingpong(ctx: Context) -> Outcome:
     out = Outcome()
+    out.key_metrics = ["total_cycles_h1_32B", "total_cycles_h3_32B", "total_cycles_h1_16KB", "bound_cycles_h1_16KB", "hop_latency_ns"]
     sizes = [32, 256, 1024, 4096, 16384]
     iters = 2 if ctx.quick else 8
     out.setup.append(f"2x2x2 mesh; node 0 and a node 1, 2, 3 hops away; {iters} round trips per size; "
@@ -174,6 +175,7 @@ RANDOM_CONFIGS: Dict[str, dict] = {
 @register("torus-random-latency", "bgl", "Latency vs load, uniform random traffic: routing, VCs, paths, arbitration")
 def random_latency(ctx: Context) -> Outcome:
     out = Outcome()
+    out.key_metrics = [f"latency_ncycles_{c}_u80" for c in RANDOM_CONFIGS]
     shape = "8x8x8" if ctx.quick else "32x32x32"
     loads = [0.2, 0.5, 0.8, 0.95] if ctx.quick else [0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
     warm, meas = (3000, 6000) if ctx.quick else (5000, 15000)
@@ -287,6 +289,7 @@ def hot_region_time(ctx: Context) -> Outcome:
 @register("torus-alltoall-sim", "bgl", "Continuous all-to-all: link utilization, deterministic vs 1 vs 2 dynamic VCs")
 def alltoall_sim(ctx: Context) -> Outcome:
     out = Outcome()
+    out.key_metrics = [k for sh in (["8x8x8", "16x8x8"] if ctx.quick else ["16x16x16", "32x16x16", "32x32x32"]) for k in (f"link_util_pct_{sh}_det", f"link_util_pct_{sh}_dyn2", f"link_util_pct_{sh}_dyn2_random_start", f"escape_pct_{sh}")]
     shapes = ["8x8x8", "16x8x8"] if ctx.quick else ["16x16x16", "32x16x16", "32x32x32"]
     warm, meas = (3000, 10000) if ctx.quick else (20000, 100000)
     out.setup.append(f"Shapes {shapes}; every node walks through every destination from its own offset, full "
