@@ -125,8 +125,6 @@ struct Router {
     rx: [Fifo; NRX],
     rng: Rng,
     coords: [u8; 3],
-    /// Tick for which an ARB event is pending (Tick::MAX: none).
-    arb_at: Tick,
     /// VC heads that may move: bit port * 8 + vc (queue non-empty, head not leaving).
     ready: u64,
     /// Injection FIFOs whose head may move.
@@ -285,7 +283,6 @@ impl Torus {
                 rx: [Fifo::default(); NRX],
                 rng: Rng::new(seed, i as u64),
                 coords: geo.coords(i as u32),
-                arb_at: Tick::MAX,
                 ready: 0,
                 inj_ready: 0,
             })
@@ -428,13 +425,7 @@ impl Torus {
             ev::RX_DONE => self.on_rx_done(now, e.node, e.a as usize, e.b as usize, e.data, q),
             ev::COPY_DONE => self.on_copy_done(now, e.node, e.a as usize, e.data),
             ev::TOKEN => self.on_token(now, e.node, e.a as usize, e.b as usize, e.data as u16, q),
-            ev::ARB => {
-                let r = &mut self.routers[e.node as usize];
-                if r.arb_at == now {
-                    r.arb_at = Tick::MAX;
-                }
-                self.arbitrate(e.node, now, q, NO_DIR)
-            }
+            ev::ARB => self.arbitrate(e.node, now, q, NO_DIR),
             _ => unreachable!("not a torus event: {}", e.kind),
         }
     }
@@ -1140,24 +1131,6 @@ impl Torus {
     pub fn sender_state(&self, n: u32, d: usize) -> (Tick, u32, Vec<u16>) {
         let s = &self.routers[n as usize].send[d];
         (s.busy_until, s.xfer, s.tokens[..self.p.nvc].to_vec())
-    }
-
-    /// The earliest arrival time among VC heads that are waiting (not
-    /// leaving): after a network has stopped moving, the time the first
-    /// packet that never moved again reached its VC.
-    pub fn oldest_waiting_head(&self) -> Option<Tick> {
-        let mut best: Option<Tick> = None;
-        for r in &self.routers {
-            for rv in &r.recv {
-                for v in &rv.vc[..self.p.nvc] {
-                    if !v.busy && v.q.head != NIL {
-                        let a = self.pool.get(v.q.head).arrived;
-                        best = Some(best.map_or(a, |b: Tick| b.min(a)));
-                    }
-                }
-            }
-        }
-        best
     }
 
     /// After the network stopped moving: follows the escape moves that the
