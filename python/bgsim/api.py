@@ -5,12 +5,26 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _core
 
 DIR_NAMES = ["x+", "x-", "y+", "y-", "z+", "z-"]
+
+
+def coords(n: int, dims) -> tuple:
+    """Coordinates of dense node index n = x + X * (y + Y * z)."""
+    return n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1])
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Writes a file whole or not at all (through a temporary and a rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def _settings(shape: Optional[str], mesh: Optional[str], mode: Optional[str], settings: Iterable[str]) -> list:
@@ -89,7 +103,7 @@ class TrafficResult:
         stalls = self.data.get("link_stalls") or []
         for i, u in enumerate(self.data.get("link_util_pct") or []):
             n, d = divmod(i, 6)
-            x, y, z = n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1])
+            x, y, z = coords(n, dims)
             w.writerow([n, x, y, z, DIR_NAMES[d], f"{u:.3f}", stalls[i] if i < len(stalls) else 0])
         return buf.getvalue()
 
@@ -120,9 +134,20 @@ class TrafficResult:
         w.writerow(["node", "x", "y", "z", "inj_fifo_full_ncycles", "rx_fifo_full_ncycles"])
         rx = self.data.get("node_rx_full_ncycles") or []
         for n, inj in enumerate(self.data.get("node_inj_full_ncycles") or []):
-            x, y, z = n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1])
+            x, y, z = coords(n, dims)
             w.writerow([n, x, y, z, f"{inj:.1f}", f"{rx[n]:.1f}" if n < len(rx) else ""])
         return buf.getvalue()
+
+    def plane_link_util(self, z: int) -> list:
+        """Mean utilization (%) of each node's outgoing links in plane z, as rows y of columns x
+        (needs a run with per_link=True)."""
+        dims = self.machine.shape
+        u = self.data["link_util_pct"]
+        rows = []
+        for y in range(dims[1]):
+            base = dims[0] * (y + dims[1] * z)
+            rows.append([sum(u[(base + x) * 6:(base + x) * 6 + 6]) / 6 for x in range(dims[0])])
+        return rows
 
     def throughput_series(self, skip_windows: int = 0) -> list:
         """Delivered packets per node per network cycle, per window."""

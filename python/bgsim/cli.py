@@ -151,15 +151,13 @@ def _traffic(a: argparse.Namespace) -> int:
 
 def _write_traffic_outputs(r, out: str) -> None:
     from . import plots
+    from .api import write_atomic
 
     os.makedirs(out, exist_ok=True)
     files = {"result.json": r.to_json(), "links.csv": r.links_csv(), "vcs.csv": r.vcs_csv(),
              "nodes.csv": r.nodes_csv(), "throughput.csv": r.throughput_csv()}
     for fn, text in files.items():
-        tmp = os.path.join(out, fn + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, os.path.join(out, fn))
+        write_atomic(os.path.join(out, fn), text)
     win = r.window_ncycles
     series = {
         "throughput": {"x": [i * win for i in range(len(r.window_packets))], "y": r.throughput_series(),
@@ -170,10 +168,7 @@ def _write_traffic_outputs(r, out: str) -> None:
     plots.series_plot(series, ["throughput"], os.path.join(out, "throughput.png"), "throughput over time")
     if series["latency"]["x"]:
         plots.series_plot(series, ["latency"], os.path.join(out, "latency.png"), "latency distribution")
-    dims = r.machine.shape
-    grid = [[sum(r.link_util_pct[(x + dims[0] * y) * 6:(x + dims[0] * y) * 6 + 6]) / 6 for x in range(dims[0])]
-            for y in range(dims[1])]
-    plots.heatmap(grid, os.path.join(out, "links_z0.png"), "link utilization, plane z=0", "mean outgoing link utilization (%)")
+    plots.heatmap(r.plane_link_util(0), os.path.join(out, "links_z0.png"), "link utilization, plane z=0", "mean outgoing link utilization (%)")
 
 
 def _reproduce(a: argparse.Namespace) -> int:

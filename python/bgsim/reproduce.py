@@ -10,6 +10,7 @@ import time
 from typing import Dict, List, Optional
 
 from . import plots
+from .api import write_atomic
 from .experiments import Context, get, names
 
 
@@ -22,13 +23,6 @@ def _finite(metrics: Dict[str, float], name: str) -> Dict[str, float]:
             raise ValueError(f"experiment {name}: metric {k} = {v!r} is not a finite number")
         out[k] = v
     return out
-
-
-def _write(path: str, text: str) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 #: Key figures of the last runs, by experiment, for the summary table.
@@ -60,7 +54,7 @@ def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
     os.makedirs(out_dir, exist_ok=True)
     name = result["experiment"]
     exp = get(name)
-    _write(os.path.join(out_dir, f"{name}.json"), json.dumps(result, indent=1) + "\n")
+    write_atomic(os.path.join(out_dir, f"{name}.json"), json.dumps(result, indent=1) + "\n")
     pngs = []
     for group, members in outcome.groups.items():
         fn = f"{name}_{group}.png"
@@ -86,7 +80,7 @@ def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
     if outcome.notes:
         md += ["", "## Notes", ""] + [f"- {n}" for n in outcome.notes]
     md += ["", "## Plots", ""] + [f"![{p}]({p})" for p in pngs]
-    _write(os.path.join(out_dir, f"{name}.md"), "\n".join(md) + "\n")
+    write_atomic(os.path.join(out_dir, f"{name}.md"), "\n".join(md) + "\n")
     return pngs
 
 
@@ -125,7 +119,7 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
                "## Reports", ""] + [f"- [{r['experiment']}]({r['experiment']}.md)" for r in results]
         if failed:
             idx += ["", "## Failed", ""] + [f"- {n}" for n in failed]
-        _write(os.path.join(out_dir, "index.md"), "\n".join(idx) + "\n")
+        write_atomic(os.path.join(out_dir, "index.md"), "\n".join(idx) + "\n")
     if not as_json:
         print(summary_table(results))
         if out_dir:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Dict, List, Sequence
 
-from ..api import Machine, TrafficResult, run_traffic
+from ..api import Machine, TrafficResult, coords, run_traffic
 from .base import Context, Outcome, register
 
 BGL = Machine("bgl")
@@ -224,7 +224,7 @@ def _hot_link_util(r: TrafficResult, dims, lo, size) -> float:
     vals = []
     for i, u in enumerate(r.link_util_pct):
         n, d = divmod(i, 6)
-        c = (n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1]))
+        c = coords(n, dims)
         s = steps[d]
         nb = tuple((c[k] + s[k]) % dims[k] for k in range(3))
         if not _inside(c, lo, size, dims) and _inside(nb, lo, size, dims):
@@ -232,15 +232,10 @@ def _hot_link_util(r: TrafficResult, dims, lo, size) -> float:
     return statistics.mean(vals) if vals else 0.0
 
 
-def _heatmap(r: TrafficResult, dims, z: int, title: str):
+def _heatmap(r: TrafficResult, z: int, title: str):
     def draw(path: str) -> None:
         from .. import plots
-        grid = [[0.0] * dims[0] for _ in range(dims[1])]
-        for y in range(dims[1]):
-            for x in range(dims[0]):
-                n = x + dims[0] * (y + dims[1] * z)
-                grid[y][x] = statistics.mean(r.link_util_pct[n * 6: n * 6 + 6])
-        plots.heatmap(grid, path, title=title, label="mean outgoing link utilization (%)")
+        plots.heatmap(r.plane_link_util(z), path, title=title, label="mean outgoing link utilization (%)")
     return draw
 
 
@@ -279,7 +274,7 @@ def hot_region_time(ctx: Context) -> Outcome:
         if cfg == "buf1024":
             base = r
     out.metrics["hot_link_util_pct"] = round(_hot_link_util(base, dims, lo, size), 2)
-    out.figures["heatmap_buf1024"] = _heatmap(base, dims, lo[2] + size[2] // 2,
+    out.figures["heatmap_buf1024"] = _heatmap(base, lo[2] + size[2] // 2,
                                               f"{shape}, plane z={lo[2] + size[2] // 2}: link utilization (1 KB VCs)")
     return out
 

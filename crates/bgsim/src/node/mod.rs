@@ -41,11 +41,22 @@ pub struct Core {
     pub counters: CoreCounters,
 }
 
+/// The core (of `comm` communication cores) that reads reception FIFO `f`.
+fn reader_core(f: usize, comm: usize) -> usize {
+    if f >= 6 {
+        0
+    } else {
+        f % comm
+    }
+}
+
 /// The cores of all nodes.
 pub struct Cores {
     pub per_node: usize,
     /// Cores that run communication work (2 on BG/L except heater mode).
     pub comm: usize,
+    /// Per core: the reception FIFOs it reads (see `reader_of`).
+    group_masks: Vec<u8>,
     pub cores: Vec<Core>,
 }
 
@@ -54,9 +65,11 @@ impl Cores {
         let per_node = m.cores() as usize;
         let comm = m.mode.comm_cores(m.cores()) as usize;
         let nodes = m.shape.nodes() as usize;
+        let group_masks = (0..per_node).map(|c| (0..7).filter(|&f| reader_core(f, comm) == c).fold(0u8, |m, f| m | (1 << f))).collect();
         Cores {
             per_node,
             comm,
+            group_masks,
             cores: vec![Core { idle: true, ..Default::default() }; nodes * per_node],
         }
     }
@@ -78,15 +91,12 @@ impl Cores {
     /// and the high-priority FIFO, the other the - directions).
     #[inline]
     pub fn reader_of(&self, f: usize) -> usize {
-        if f >= 6 {
-            0
-        } else {
-            f % self.comm
-        }
+        reader_core(f, self.comm)
     }
     /// Reception FIFO mask read by `core`.
+    #[inline]
     pub fn group_mask(&self, core: usize) -> u8 {
-        (0..7).filter(|&f| self.reader_of(f) == core).fold(0u8, |m, f| m | (1 << f))
+        self.group_masks[core]
     }
     /// Sum of all cores' counters.
     pub fn totals(&self) -> CoreCounters {

@@ -648,13 +648,13 @@ impl Torus {
         let full = self.p.full_tokens;
         if pk.is(flags::DYNAMIC) && !pk.is(flags::HIGH_PRIORITY) {
             let actual = (pk.chunks as u16 * self.p.tokens_per_chunk) as u8;
-            let mut best: Option<(u8, u8)> = None;
-            let mut best_q = 0u8;
-            let mut ties = 0u32;
+            // The (direction, dynamic VC) options in the best token range;
+            // one of them at random when several tie.
             let random = self.p.arbitration == Arbitration::Random;
-            let mut m = prod;
-            let mut rng_draws: [(u8, u8, u8); 24] = [(0, 0, 0); 24];
+            let mut best_q = 0u8;
+            let mut opts = [(0u8, 0u8); 6 * MAXV];
             let mut nopt = 0usize;
+            let mut m = prod;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
                 m &= m - 1;
@@ -663,28 +663,20 @@ impl Torus {
                     let t = s.tokens[v];
                     if t >= full {
                         let qv = if random { 0 } else { self.p.token_range[t as usize] };
-                        if best.is_none() || qv > best_q {
+                        if nopt == 0 || qv > best_q {
                             best_q = qv;
                             nopt = 0;
-                            ties = 0;
                         }
-                        if best.is_none() || qv == best_q {
-                            best = Some((d as u8, v as u8));
-                            rng_draws[nopt] = (d as u8, v as u8, qv);
+                        if qv == best_q {
+                            opts[nopt] = (d as u8, v as u8);
                             nopt += 1;
-                            ties += 1;
                         }
                     }
                 }
             }
-            if let Some(b) = best {
-                let pick = if ties > 1 {
-                    let i = self.routers[n as usize].rng.below(ties) as usize;
-                    (rng_draws[i].0, rng_draws[i].1)
-                } else {
-                    b
-                };
-                return Some((pick.0, pick.1, actual));
+            if nopt > 0 {
+                let i = if nopt > 1 { self.routers[n as usize].rng.below(nopt as u32) as usize } else { 0 };
+                return Some((opts[i].0, opts[i].1, actual));
             }
         }
         let (d, v) = self.escape_move(n, &pk, prod);

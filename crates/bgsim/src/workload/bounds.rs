@@ -5,7 +5,7 @@
 //! the reverse link.
 
 use crate::machine::Machine;
-use crate::torus::{dim_of, opposite, Geometry, NDIR};
+use crate::torus::{opposite, Geometry, NDIR};
 
 /// Per link direction loads of a set of fixed routes, in byte-times.
 pub struct PathLoad {
@@ -111,7 +111,6 @@ pub fn links_into_region(geo: &Geometry, lo: [u32; 3], size: [u32; 3]) -> u64 {
             }
         }
     }
-    let _ = dim_of;
     links
 }
 

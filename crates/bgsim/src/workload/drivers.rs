@@ -4,7 +4,7 @@
 use super::spec::{Pattern, RoutingMode, TrafficSpec};
 use crate::engine::{EventQueue, Rng, Tick};
 use crate::packet::{Net, Routing, Software};
-use crate::torus::{dim_of, flags, Geometry, Packet};
+use crate::torus::{dim_of, Geometry, Packet};
 
 /// Where a run stands, as the drivers report it.
 #[derive(Clone, Debug, Default)]
@@ -34,8 +34,6 @@ pub struct Driver {
     next: Vec<u32>,
     /// Per node: where its walk over the destinations starts (all-to-all).
     start: Vec<u32>,
-    /// Per node: packets read (finite patterns that count per node).
-    pub reads: Vec<u32>,
     /// Mean interarrival, ticks (timed patterns).
     interarrival: f64,
     /// Stop generating at this time (timed patterns).
@@ -75,7 +73,6 @@ impl Driver {
             rngs: (0..n).map(|i| Rng::new(spec.seed, RNG_STREAM_BASE + i as u64)).collect(),
             next: vec![0; n as usize],
             start: vec![],
-            reads: vec![0; n as usize],
             interarrival: f64::INFINITY,
             gen_until: Tick::MAX,
             hot: vec![],
@@ -247,10 +244,11 @@ impl Driver {
         if self.spec.pattern == Pattern::HotRegion && rng.chance(self.spec.hot_fraction) {
             loop {
                 let d = self.hot[rng.below(self.hot.len() as u32) as usize];
-                if d != node || self.hot.len() == 1 && n == 1 {
+                if d != node {
                     return d;
                 }
                 if self.hot.len() == 1 {
+                    // The region is this node alone: a uniform destination instead.
                     break;
                 }
             }
@@ -473,12 +471,7 @@ impl Software for Driver {
                     }
                 }
             }
-            Pattern::LineFill => {
-                self.reads[node as usize] += 1;
-                self.count_read(now);
-            }
             Pattern::PlaneFill => {
-                self.reads[node as usize] += 1;
                 self.count_read(now);
                 let colour = (pkt.tag >> 32) as usize & 3;
                 let stage = (pkt.tag >> 40) & 3;
@@ -514,6 +507,5 @@ impl Software for Driver {
             }
             _ => self.count_read(now),
         }
-        let _ = flags::COPY;
     }
 }
