@@ -5,10 +5,14 @@
 //! on those above it in this list: `engine` (time, events, random streams,
 //! partitions), `machine` (the validated machine description), `torus` (the
 //! network hardware), `node` (cores as resources), `packet` (the packet layer
-//! and the core loop), `workload` (what drives a run), `report` (results).
+//! and the core loop), `msglayer` (the active-message layer and its
+//! protocols), `mpi` (MPI point-to-point over it, ranks driven from outside),
+//! `workload` (what drives a run), `report` (results).
 
 pub mod engine;
 pub mod machine;
+pub mod mpi;
+pub mod msglayer;
 pub mod node;
 pub mod packet;
 pub mod report;

@@ -6,8 +6,11 @@
 //! unknown keys, values out of range and malformed shapes stop with a message
 //! naming the key, the value and what is allowed.
 
+mod mapping;
 mod shape;
 mod spec;
+
+pub use mapping::{Mapping, MappingError, Slot};
 
 pub use shape::{NodeMode, Shape};
 pub use spec::*;

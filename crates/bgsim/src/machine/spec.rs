@@ -119,6 +119,91 @@ pub struct CpuSpec {
     pub network_alignment_bytes: u32,
 }
 
+/// A point-to-point protocol of the message layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    OnePacket,
+    Eager,
+    AdaptiveEager,
+    Rendezvous,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 4] = [Protocol::OnePacket, Protocol::Eager, Protocol::AdaptiveEager, Protocol::Rendezvous];
+    pub fn name(&self) -> &'static str {
+        match self {
+            Protocol::OnePacket => "one_packet",
+            Protocol::Eager => "eager",
+            Protocol::AdaptiveEager => "adaptive_eager",
+            Protocol::Rendezvous => "rendezvous",
+        }
+    }
+    pub fn index(&self) -> usize {
+        *self as usize
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Protocol::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| format!("unknown protocol `{s}` (allowed: one_packet, eager, adaptive_eager, rendezvous)"))
+    }
+}
+
+/// Software costs of the message layer, processor cycles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MsgLayerSpec {
+    /// Metadata block of a message (source, tag, context, size), bytes.
+    pub metadata_bytes: u32,
+    /// Sender's work per message (send queue, state), by protocol
+    /// [one_packet, eager, adaptive_eager, rendezvous].
+    pub send_message_cycles: [u32; 4],
+    /// Receiver's work per message (dispatch, `recvnew`, `recvdone`), by protocol.
+    pub recv_message_cycles: [u32; 4],
+    /// Handler dispatch per packet read beyond the first, all protocols.
+    pub packet_handler_cycles: u32,
+    /// Sending or handling one control packet (confirmation, rendezvous ack).
+    pub control_cycles: u32,
+    /// Handing a receive to the coprocessor as a work unit (cache flush and
+    /// invalidate of the buffer, notification), on the main core.
+    pub coprocessor_workunit_cycles: u32,
+    /// Receive rendezvous data on the second core in coprocessor mode.
+    pub coprocessor_rendezvous: bool,
+    /// Per-message work of the VN-mode intra-node protocol on each side.
+    pub intranode_message_cycles: u32,
+    /// Progress by interrupts instead of polling (each packet arrival
+    /// costs `cpu.interrupt_cycles`).
+    pub interrupts: bool,
+}
+
+/// MPI on the message layer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MpiSpec {
+    /// Largest message sent with the one-packet protocol, bytes.
+    pub one_packet_max_bytes: u32,
+    /// Largest message sent eagerly; larger ones use rendezvous, bytes.
+    pub eager_max_bytes: u32,
+    /// Force one protocol for every message ("auto": choose by size).
+    pub protocol: String,
+    /// MPI's own work per message (matching, requests, envelope), by
+    /// protocol, split evenly between sender and receiver.
+    pub message_cycles: [u32; 4],
+}
+
+impl MpiSpec {
+    /// The forced protocol, if any.
+    pub fn forced(&self) -> Option<Protocol> {
+        self.protocol.parse().ok()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PartitionSpec {
@@ -137,6 +222,8 @@ pub struct MachineSpec {
     pub node: NodeSpec,
     pub torus: TorusSpec,
     pub cpu: CpuSpec,
+    pub msglayer: MsgLayerSpec,
+    pub mpi: MpiSpec,
     pub partition: PartitionSpec,
 }
 
@@ -209,6 +296,17 @@ impl Machine {
         check(cpu.packet_write_cycles_memory >= cpu.packet_write_cycles_cached, src, "cpu.packet_write_cycles_memory", cpu.packet_write_cycles_memory, "at least cpu.packet_write_cycles_cached")?;
         check(cpu.poll_cycles >= 1, src, "cpu.poll_cycles", cpu.poll_cycles, "at least 1")?;
         check(cpu.network_alignment_bytes.is_power_of_two(), src, "cpu.network_alignment_bytes", cpu.network_alignment_bytes, "a power of two")?;
+        let ml = &spec.msglayer;
+        let maxp = max_bytes - t.hw_header_bytes - t.sw_header_bytes;
+        check(ml.metadata_bytes < maxp, src, "msglayer.metadata_bytes", ml.metadata_bytes, &format!("less than a packet's payload ({maxp})"))?;
+        for (key, v) in [("msglayer.send_message_cycles", &ml.send_message_cycles), ("msglayer.recv_message_cycles", &ml.recv_message_cycles), ("mpi.message_cycles", &spec.mpi.message_cycles)] {
+            check(v.iter().all(|&c| c <= 10_000_000), src, key, format!("{v:?}"), "four cycle counts (one_packet, eager, adaptive_eager, rendezvous) of at most 10,000,000")?;
+        }
+        let mp = &spec.mpi;
+        check(mp.one_packet_max_bytes + ml.metadata_bytes <= maxp, src, "mpi.one_packet_max_bytes", mp.one_packet_max_bytes,
+            &format!("at most one packet's payload minus msglayer.metadata_bytes ({})", maxp - ml.metadata_bytes))?;
+        check(mp.eager_max_bytes >= mp.one_packet_max_bytes, src, "mpi.eager_max_bytes", mp.eager_max_bytes, "at least mpi.one_packet_max_bytes")?;
+        check(mp.protocol == "auto" || mp.forced().is_some(), src, "mpi.protocol", format!("{:?}", mp.protocol), "auto, one_packet, eager, adaptive_eager or rendezvous")?;
         let p = &spec.partition;
         let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| MachineError::Invalid {
             source_name: src.into(),

@@ -7,7 +7,7 @@
 
 use crate::engine::Tick;
 use crate::machine::Machine;
-use crate::torus::List;
+use crate::torus::{List, NRX, RX_GROUP, RX_HP};
 use serde::Serialize;
 
 /// Time a core spent per category, ticks.
@@ -17,6 +17,12 @@ pub struct CoreCounters {
     pub read_ticks: u64,
     pub poll_ticks: u64,
     pub compute_ticks: u64,
+    /// Message-layer and MPI protocol work (per message, per handler).
+    pub protocol_ticks: u64,
+    /// Memory copies (unexpected-message buffers, realignment, intra-node).
+    pub copy_ticks: u64,
+    /// Interrupt overhead (interrupt-driven progress).
+    pub interrupt_ticks: u64,
     pub packets_written: u64,
     pub packets_read: u64,
 }
@@ -41,9 +47,23 @@ pub struct Core {
     pub counters: CoreCounters,
 }
 
-/// The core (of `comm` communication cores) that reads reception FIFO `f`.
+/// What a core is busy with, for the per-core time counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    Protocol,
+    Copy,
+    Compute,
+    Interrupt,
+}
+
+/// The default reader of reception FIFO `f` (of `comm` communication cores):
+/// with two, one core serves the + directions and the high-priority FIFO of
+/// the first group, the other the - directions; the second group belongs to
+/// the second core.
 fn reader_core(f: usize, comm: usize) -> usize {
-    if f >= 6 {
+    if f >= RX_GROUP {
+        usize::from(comm > 1)
+    } else if f == RX_HP {
         0
     } else {
         f % comm
@@ -56,7 +76,12 @@ pub struct Cores {
     /// Cores that run communication work (2 on BG/L except heater mode).
     pub comm: usize,
     /// Per core: the reception FIFOs it reads (see `reader_of`).
-    group_masks: Vec<u8>,
+    group_masks: Vec<u16>,
+    /// Per reception FIFO: the core that reads it.
+    readers: [u8; NRX],
+    /// Per injection FIFO: the core that writes it (None: the default
+    /// split, see `Net::fifo_owner`).
+    pub owners: Option<Vec<u8>>,
     pub cores: Vec<Core>,
 }
 
@@ -65,13 +90,32 @@ impl Cores {
         let per_node = m.cores() as usize;
         let comm = m.mode.comm_cores(m.cores()) as usize;
         let nodes = m.shape.nodes() as usize;
-        let group_masks = (0..per_node).map(|c| (0..7).filter(|&f| reader_core(f, comm) == c).fold(0u8, |m, f| m | (1 << f))).collect();
-        Cores {
+        let mut readers = [0u8; NRX];
+        for (f, r) in readers.iter_mut().enumerate() {
+            *r = reader_core(f, comm).min(per_node - 1) as u8;
+        }
+        let mut c = Cores {
             per_node,
             comm,
-            group_masks,
+            group_masks: Vec::new(),
+            readers,
+            owners: None,
             cores: vec![Core { idle: true, ..Default::default() }; nodes * per_node],
-        }
+        };
+        c.set_readers(readers, comm);
+        c
+    }
+
+    /// Assigns each reception FIFO to the core that reads it, and sets how
+    /// many cores inject (software with its own division of work: one task
+    /// per core in virtual node mode, a main core and a helper in
+    /// coprocessor mode).
+    pub fn set_readers(&mut self, readers: [u8; NRX], comm: usize) {
+        self.readers = readers;
+        self.comm = comm;
+        self.group_masks = (0..self.per_node)
+            .map(|c| (0..NRX).filter(|&f| readers[f] as usize == c).fold(0u16, |m, f| m | (1 << f)))
+            .collect();
     }
     #[inline]
     pub fn idx(&self, node: u32, core: usize) -> usize {
@@ -91,11 +135,11 @@ impl Cores {
     /// and the high-priority FIFO, the other the - directions).
     #[inline]
     pub fn reader_of(&self, f: usize) -> usize {
-        reader_core(f, self.comm)
+        self.readers[f] as usize
     }
     /// Reception FIFO mask read by `core`.
     #[inline]
-    pub fn group_mask(&self, core: usize) -> u8 {
+    pub fn group_mask(&self, core: usize) -> u16 {
         self.group_masks[core]
     }
     /// Sum of all cores' counters.
@@ -106,6 +150,9 @@ impl Cores {
             t.read_ticks += c.counters.read_ticks;
             t.poll_ticks += c.counters.poll_ticks;
             t.compute_ticks += c.counters.compute_ticks;
+            t.protocol_ticks += c.counters.protocol_ticks;
+            t.copy_ticks += c.counters.copy_ticks;
+            t.interrupt_ticks += c.counters.interrupt_ticks;
             t.packets_written += c.counters.packets_written;
             t.packets_read += c.counters.packets_read;
         }

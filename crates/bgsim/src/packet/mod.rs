@@ -86,6 +86,10 @@ pub trait Software {
     /// The core has nothing queued to send: software may queue more now
     /// (sources that inject as fast as they can pull work here).
     fn refill(&mut self, _net: &mut Net, _q: &mut EventQueue, _now: Tick, _node: u32, _core: usize) {}
+    /// A core finished writing `pkt` into an injection FIFO at `now` (the
+    /// send buffer behind it may be reused).
+    #[inline]
+    fn on_written(&mut self, _net: &mut Net, _q: &mut EventQueue, _now: Tick, _node: u32, _core: usize, _pkt: &Packet) {}
 }
 
 impl Net {
@@ -149,6 +153,9 @@ impl Net {
     /// cores, one serves the + directions (even FIFOs) and the other the -
     /// directions (odd FIFOs); high-priority FIFOs belong to the first core.
     pub fn fifo_owner(&self, f: usize) -> usize {
+        if let Some(o) = &self.cores.owners {
+            return o[f] as usize;
+        }
         if f >= self.machine.torus().injection_fifos as usize {
             0
         } else {
@@ -191,8 +198,26 @@ impl Net {
         self.wake(q, now, node, core);
     }
 
+    /// Charges `ticks` of work of kind `what` to a core, after what it is
+    /// already busy with; returns when the work is done.
+    pub fn charge(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize, ticks: Tick, what: crate::node::Work) -> Tick {
+        use crate::node::Work;
+        let c = self.cores.get_mut(node, core);
+        let start = c.busy_until.max(now);
+        c.busy_until = start + ticks;
+        match what {
+            Work::Protocol => c.counters.protocol_ticks += ticks,
+            Work::Copy => c.counters.copy_ticks += ticks,
+            Work::Compute => c.counters.compute_ticks += ticks,
+            Work::Interrupt => c.counters.interrupt_ticks += ticks,
+        }
+        let done = c.busy_until;
+        self.wake(q, now, node, core);
+        done
+    }
+
     /// Polls the reception FIFOs of a node: mask of non-empty FIFOs.
-    pub fn poll(&self, node: u32) -> u8 {
+    pub fn poll(&self, node: u32) -> u16 {
         self.torus.rx_mask(node)
     }
 
@@ -305,6 +330,8 @@ impl Net {
                 c.counters.packets_written += 1;
                 q.push_at(done, Event { kind: ev::FIFO_PUSH, a: f as u8, b: 0, c: 0, node, data: id });
                 q.push_at(done, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+                let pkt = *self.torus.pool.get(id);
+                sw.on_written(self, q, done, node, core, &pkt);
                 return;
             }
             self.cores.cores[ci].waiting_fifo = true;

@@ -24,9 +24,19 @@ pub const MAXV: usize = 7;
 /// Most injection FIFOs per node.
 pub const MAXF: usize = 24;
 /// Reception FIFOs per node: one per arrival direction plus high priority.
-pub const NRX: usize = 7;
+pub const NRX: usize = 14;
 /// Index of the high-priority reception FIFO.
 pub const RX_HP: usize = 6;
+/// Reception FIFOs per group (6 directions + high priority).
+pub const RX_GROUP: usize = 7;
+
+/// The reception FIFO a packet arriving through `port` goes to: its
+/// direction's FIFO (or the high-priority one) in the group the sender chose.
+#[inline]
+pub fn rx_index(pk: &Packet, port: usize) -> usize {
+    let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
+    if pk.is(flags::GROUP1) { f + RX_GROUP } else { f }
+}
 
 /// Event kinds owned by the torus (the dispatcher routes kinds < 16 here).
 pub mod ev {
@@ -398,7 +408,7 @@ impl Torus {
     }
 
     /// Mask of reception FIFOs holding packets.
-    pub fn rx_mask(&self, n: u32) -> u8 {
+    pub fn rx_mask(&self, n: u32) -> u16 {
         let r = &self.routers[n as usize];
         let mut m = 0;
         for f in 0..NRX {
@@ -559,7 +569,7 @@ impl Torus {
 
     fn deliver(&mut self, now: Tick, n: u32, port: usize, id: u32) {
         let pk = *self.pool.get(id);
-        let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
+        let f = rx_index(&pk, port);
         self.routers[n as usize].rx[f].q.push(&mut self.pool, id);
         let g = &mut self.global;
         g.delivered_packets += 1;
@@ -698,7 +708,7 @@ impl Torus {
     #[inline]
     fn deposit_ok(&self, n: u32, port: usize, pk: &Packet) -> bool {
         let r = &self.routers[n as usize];
-        !r.recv[port].rx_busy && r.rx[port].used + pk.chunks as u32 * self.p.chunk_bytes <= self.p.rx_bytes
+        !r.recv[port].rx_busy && r.rx[rx_index(pk, port)].used + pk.chunks as u32 * self.p.chunk_bytes <= self.p.rx_bytes
     }
 
     /// Runs the three arbitration phases at node `n`. `trigger` is the
@@ -751,7 +761,7 @@ impl Torus {
                         debug_assert_eq!(pk.prod, hprod);
                         if pk.prod == 0 {
                             // Delivery uses the receiver's own path to its reception FIFO.
-                            let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
+                            let f = rx_index(&pk, port);
                             let bytes = pk.chunks as u32 * self.p.chunk_bytes;
                             let r = &self.routers[ni];
                             if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes {
@@ -978,7 +988,7 @@ impl Torus {
             let port = src;
             let r = &mut self.routers[ni];
             r.recv[port].rx_busy = true;
-            r.rx[port].used += bytes;
+            r.rx[rx_index(&copy, port)].used += bytes;
             q.push_at(now + bytes as Tick * self.p.tick_byte, Event { kind: ev::COPY_DONE, a: port as u8, b: 0, c: 0, node: n, data: cid });
         }
         // Update the packet for its next hop.

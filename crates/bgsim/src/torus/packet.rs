@@ -17,6 +17,9 @@ pub mod flags {
     pub const STALLED: u8 = 8;
     /// A copy made by the deposit bit at an intermediate node.
     pub const COPY: u8 = 16;
+    /// Deliver into the second reception FIFO group (the second core's or
+    /// the second task's); otherwise the first.
+    pub const GROUP1: u8 = 32;
 }
 
 /// One torus packet. `next` links it into exactly one queue at a time.

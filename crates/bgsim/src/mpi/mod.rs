@@ -1,0 +1,339 @@
+//! Layer 7: MPI point-to-point on the message layer, as a world of ranks
+//! driven from outside (the Python rank programs, or Rust tests).
+//!
+//! The driver posts operations for a rank at the current simulated time
+//! ([`World::isend`], [`World::irecv`], [`World::probe`], [`World::compute`]),
+//! then blocks the rank on some of its requests ([`World::block`]). When
+//! every running rank is blocked, [`World::run`] advances the simulation
+//! until some blocked rank's requests are satisfied and returns those
+//! ranks, or reports that no rank can ever go on (every blocked rank with
+//! what it waits for).
+//!
+//! Matching (posted order, ANY_SOURCE / ANY_TAG, the unexpected queue) and
+//! the protocols live in the message layer; MPI adds the protocol choice by
+//! size, its per-message costs, send modes and the blocking discipline.
+//! Communicators reach this layer as context ids and world ranks.
+
+use crate::engine::{EngineStats, EventQueue, Model, Tick};
+use crate::machine::{Machine, Mapping, Protocol, Slot};
+use crate::msglayer::{MsgLayer, RankStats, ReqId, ReqKind, SendMode, Status};
+use crate::node::{CoreCounters, Work};
+use crate::packet::Net;
+use thiserror::Error;
+
+/// Errors of the MPI layer.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum MpiError {
+    #[error("{0}")]
+    Mapping(#[from] crate::machine::MappingError),
+    #[error("rank {0} is out of range (the world has {1} ranks)")]
+    Rank(i64, u32),
+    /// No rank can make progress.
+    #[error("{}", blocked_message(.0))]
+    Blocked(Vec<BlockedRank>),
+}
+
+/// A rank that waits forever, and for what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockedRank {
+    pub rank: u32,
+    pub waiting_for: Vec<String>,
+}
+
+fn blocked_message(b: &[BlockedRank]) -> String {
+    let mut s = format!("deadlock: {} rank(s) are blocked and no message is in flight that could release them", b.len());
+    for r in b.iter().take(64) {
+        s.push_str(&format!("\n  rank {}: waits for {}", r.rank, r.waiting_for.join(" and ")));
+    }
+    if b.len() > 64 {
+        s.push_str(&format!("\n  ... and {} more", b.len() - 64));
+    }
+    s
+}
+
+/// What a blocked rank waits for: `need` of `reqs` complete.
+#[derive(Clone, Debug)]
+struct Wait {
+    reqs: Vec<ReqId>,
+    need: usize,
+}
+
+struct Stack {
+    net: Net,
+    ml: MsgLayer,
+}
+
+impl Model for Stack {
+    #[inline]
+    fn handle(&mut self, now: Tick, ev: crate::engine::Event, q: &mut EventQueue) {
+        self.net.handle(&mut self.ml, now, ev, q);
+    }
+}
+
+/// A simulated machine running a set of ranks.
+pub struct World {
+    stack: Stack,
+    q: EventQueue,
+    stats: EngineStats,
+    waits: Vec<Option<Wait>>,
+    ready: Vec<u32>,
+    nranks: u32,
+    eager_max: u32,
+    one_packet_max: u32,
+    forced: Option<Protocol>,
+}
+
+impl World {
+    /// `nranks` ranks placed by `mapping` on `machine`; `mpi`: charge MPI's
+    /// per-message costs (false: the bare message layer).
+    pub fn new(machine: &Machine, nranks: u32, mapping: &Mapping, seed: u64, mpi: bool) -> Result<World, MpiError> {
+        let slots: Vec<Slot> = mapping.slots(&machine.shape, machine.tasks_per_node(), nranks)?;
+        let mut net = Net::new(machine, seed);
+        let ml = MsgLayer::new(&mut net, &slots, mpi);
+        let m = &machine.spec.mpi;
+        Ok(World {
+            stack: Stack { net, ml },
+            q: EventQueue::new(),
+            stats: EngineStats::default(),
+            waits: vec![None; nranks as usize],
+            ready: Vec::new(),
+            nranks,
+            eager_max: m.eager_max_bytes,
+            one_packet_max: m.one_packet_max_bytes,
+            forced: m.forced(),
+        })
+    }
+
+    pub fn nranks(&self) -> u32 {
+        self.nranks
+    }
+    pub fn machine(&self) -> &Machine {
+        &self.stack.net.machine
+    }
+    /// Current simulated time, ticks.
+    pub fn now(&self) -> Tick {
+        self.q.now()
+    }
+    /// The time of `rank`: now, or later if its core is still busy with
+    /// work it has been given.
+    pub fn rank_time(&self, rank: u32) -> Tick {
+        let (node, core) = self.stack.ml.place(rank);
+        self.q.now().max(self.stack.net.cores.get(node, core).busy_until)
+    }
+    /// Node index and task of a rank.
+    pub fn place(&self, rank: u32) -> (u32, u32) {
+        (self.stack.ml.place(rank).0, self.stack.ml.task(rank))
+    }
+    pub fn coords(&self, rank: u32) -> [u32; 4] {
+        let (node, t) = self.place(rank);
+        let c = self.stack.net.torus.geo.coords32(node);
+        [c[0], c[1], c[2], t]
+    }
+    pub fn rank_stats(&self, rank: u32) -> RankStats {
+        self.stack.ml.stats(rank)
+    }
+    pub fn core_counters(&self, rank: u32) -> CoreCounters {
+        let (node, core) = self.stack.ml.place(rank);
+        self.stack.net.cores.get(node, core).counters
+    }
+    pub fn net(&self) -> &Net {
+        &self.stack.net
+    }
+    pub fn events(&self) -> u64 {
+        self.stats.events
+    }
+    pub fn packets_sent(&self) -> u64 {
+        self.stack.ml.packets_sent
+    }
+    /// Data packets that arrived after a later packet of their message.
+    pub fn out_of_order_packets(&self) -> u64 {
+        self.stack.ml.out_of_order
+    }
+    pub fn messages_done(&self) -> u64 {
+        self.stack.ml.messages_done
+    }
+
+    fn check_rank(&self, r: i64) -> Result<u32, MpiError> {
+        if r < 0 || r >= self.nranks as i64 {
+            Err(MpiError::Rank(r, self.nranks))
+        } else {
+            Ok(r as u32)
+        }
+    }
+
+    /// The protocol MPI uses for `bytes` (forced by the machine or the call).
+    pub fn protocol_for(&self, bytes: u32, force: Option<Protocol>) -> Protocol {
+        force.or(self.forced).unwrap_or(if bytes <= self.one_packet_max {
+            Protocol::OnePacket
+        } else if bytes <= self.eager_max {
+            Protocol::Eager
+        } else {
+            Protocol::Rendezvous
+        })
+    }
+
+    /// Posts a send.
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
+        let dest = self.check_rank(dest)?;
+        let proto = self.protocol_for(data.len() as u32, force);
+        let now = self.q.now();
+        let Stack { net, ml } = &mut self.stack;
+        let r = ml.isend(net, &mut self.q, now, rank, dest, ctx, tag, data, proto, mode);
+        self.collect();
+        Ok(r)
+    }
+
+    /// Posts a receive (`src` < 0: any source; `tag` < 0: any tag).
+    pub fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> Result<ReqId, MpiError> {
+        let src = if src < 0 { crate::msglayer::ANY } else { self.check_rank(src)? as i32 };
+        let now = self.q.now();
+        let Stack { net, ml } = &mut self.stack;
+        let r = ml.irecv(net, &mut self.q, now, rank, src, ctx, tag.max(-1), capacity);
+        self.collect();
+        Ok(r)
+    }
+
+    /// Posts a probe request.
+    pub fn probe(&mut self, rank: u32, src: i64, ctx: u32, tag: i32) -> Result<ReqId, MpiError> {
+        let src = if src < 0 { crate::msglayer::ANY } else { self.check_rank(src)? as i32 };
+        let now = self.q.now();
+        let r = self.stack.ml.probe(now, rank, src, ctx, tag.max(-1));
+        self.collect();
+        Ok(r)
+    }
+
+    /// Charges `ticks` of application compute to the rank's core; the
+    /// returned request completes when it is done.
+    pub fn compute(&mut self, rank: u32, ticks: Tick) -> ReqId {
+        let now = self.q.now();
+        let Stack { net, ml } = &mut self.stack;
+        let (node, core) = ml.place(rank);
+        let done = net.charge(&mut self.q, now, node, core, ticks, Work::Compute);
+        ml.timer_req(net, &mut self.q, rank, done)
+    }
+
+    /// Cancels a pending receive or probe.
+    pub fn cancel(&mut self, req: ReqId) -> bool {
+        let now = self.q.now();
+        let r = self.stack.ml.cancel(now, req);
+        self.collect();
+        r
+    }
+
+    pub fn is_done(&self, req: ReqId) -> bool {
+        self.stack.ml.reqs[req as usize].done
+    }
+    pub fn kind(&self, req: ReqId) -> ReqKind {
+        self.stack.ml.reqs[req as usize].kind
+    }
+    pub fn status(&self, req: ReqId) -> Status {
+        self.stack.ml.reqs[req as usize].status
+    }
+    /// Takes the received data of a completed receive.
+    pub fn take_data(&mut self, req: ReqId) -> Option<Vec<u8>> {
+        self.stack.ml.reqs[req as usize].data.take()
+    }
+    /// Frees a request slot (after completion, or when abandoned).
+    pub fn release(&mut self, req: ReqId) {
+        self.stack.ml.release(req)
+    }
+
+    /// Blocks `rank` until `need` of `reqs` are complete; false if they
+    /// already are (the rank goes on at once).
+    pub fn block(&mut self, rank: u32, reqs: Vec<ReqId>, need: usize) -> bool {
+        let done = reqs.iter().filter(|&&r| self.is_done(r)).count();
+        if done >= need.min(reqs.len()) {
+            return false;
+        }
+        self.waits[rank as usize] = Some(Wait { need: need.min(reqs.len()), reqs });
+        true
+    }
+
+    /// Marks newly completed requests; ranks whose wait is satisfied become ready.
+    fn collect(&mut self) {
+        let done = std::mem::take(&mut self.stack.ml.completed);
+        for req in &done {
+            let rank = self.stack.ml.reqs[*req as usize].rank as usize;
+            if let Some(w) = &self.waits[rank] {
+                if w.reqs.contains(req) {
+                    let n = w.reqs.iter().filter(|&&r| self.stack.ml.reqs[r as usize].done).count();
+                    if n >= w.need {
+                        self.waits[rank] = None;
+                        self.ready.push(rank as u32);
+                    }
+                }
+            }
+        }
+        let mut v = done;
+        v.clear();
+        self.stack.ml.completed = v;
+    }
+
+    /// Advances simulated time until at least one blocked rank may go on;
+    /// returns those ranks (in a deterministic order). Every event of the
+    /// tick at which the first one became ready is processed first.
+    pub fn run(&mut self) -> Result<Vec<u32>, MpiError> {
+        self.collect();
+        if self.ready.is_empty() {
+            loop {
+                let Some((t, ev)) = self.q.pop_before(Tick::MAX) else {
+                    return Err(MpiError::Blocked(self.blocked()));
+                };
+                self.stats.events += 1;
+                self.stack.handle(t, ev, &mut self.q);
+                if !self.stack.ml.completed.is_empty() {
+                    self.collect();
+                    if !self.ready.is_empty() {
+                        // Finish this tick.
+                        while let Some((t2, ev)) = self.q.pop_before(t + 1) {
+                            self.stats.events += 1;
+                            self.stack.handle(t2, ev, &mut self.q);
+                        }
+                        self.q.advance_to(t);
+                        self.collect();
+                        break;
+                    }
+                }
+            }
+        }
+        let mut r = std::mem::take(&mut self.ready);
+        r.sort_unstable();
+        Ok(r)
+    }
+
+    /// Runs until nothing is left to do (packets of completed sends still
+    /// in flight, coprocessor work); returns the time it ends.
+    pub fn drain(&mut self) -> Tick {
+        while let Some((t, ev)) = self.q.pop_before(Tick::MAX) {
+            self.stats.events += 1;
+            self.stack.handle(t, ev, &mut self.q);
+        }
+        self.collect();
+        self.q.now()
+    }
+
+    /// Every blocked rank and what it waits for.
+    pub fn blocked(&self) -> Vec<BlockedRank> {
+        self.waits
+            .iter()
+            .enumerate()
+            .filter_map(|(rank, w)| {
+                w.as_ref().map(|w| BlockedRank {
+                    rank: rank as u32,
+                    waiting_for: w.reqs.iter().filter(|&&r| !self.is_done(r)).map(|&r| self.stack.ml.describe(r)).collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// Whether a rank is blocked.
+    pub fn is_blocked(&self, rank: u32) -> bool {
+        self.waits[rank as usize].is_some()
+    }
+
+    /// Converts a time to microseconds / cycles.
+    pub fn micros(&self, t: Tick) -> f64 {
+        self.stack.net.machine.micros(t)
+    }
+}

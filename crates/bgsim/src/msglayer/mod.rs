@@ -1,0 +1,921 @@
+//! Layer 6: the active-message layer.
+//!
+//! Ranks are COMM_WORLD ranks placed on task slots. Per rank the layer keeps
+//! a send queue per peer, posted receives and unexpected messages (the
+//! `recvnew` decision: which receive buffer a new message lands in), and
+//! drives the point-to-point protocols over the packet layer:
+//!
+//! - *one-packet*: metadata and data in one deterministic packet;
+//! - *eager*: deterministic packets, in order thanks to FIFO pinning; the
+//!   first carries the metadata block;
+//! - *adaptive eager*: dynamic packets in any order; the receiver confirms
+//!   the first packet, and nothing more goes to that peer before the
+//!   confirmation is back;
+//! - *rendezvous*: a deterministic scout, an ack carrying the buffer
+//!   address once a receive matches, then dynamic data packets addressed by
+//!   offset, counted by the receiver (in coprocessor mode optionally read by
+//!   the second core);
+//! - *intra-node* (VN mode, or a rank sending to itself): the receiver
+//!   copies from the sender's buffer, then tells it the buffer is free.
+//!
+//! Every step costs time on the core that does it (`machine.msglayer`), and
+//! the per-message MPI cost (`machine.mpi`) when the layer runs under MPI.
+//! Completion (`senddone`, `recvdone`) is recorded on requests, which the
+//! MPI layer above hands out and waits on.
+
+use crate::engine::{EventQueue, Tick};
+use crate::machine::{NodeMode, Protocol, Slot};
+use crate::node::Work;
+use crate::packet::{Net, Routing, Software};
+use crate::torus::{flags, Packet, NRX, RX_GROUP};
+use std::collections::{HashMap, VecDeque};
+
+/// Dense ids of messages and requests.
+pub type MsgId = u32;
+pub type ReqId = u32;
+pub const NONE: u32 = u32::MAX;
+/// ANY_SOURCE / ANY_TAG in receive criteria.
+pub const ANY: i32 = -1;
+
+/// Packet kinds (top bits of the packet tag).
+mod pk {
+    pub const ONE: u64 = 1;
+    pub const EAGER: u64 = 2;
+    pub const ADAPT: u64 = 3;
+    pub const SCOUT: u64 = 4;
+    pub const RACK: u64 = 5;
+    pub const RDATA: u64 = 6;
+    pub const CONFIRM: u64 = 7;
+    pub const SYNCACK: u64 = 8;
+}
+
+/// Timer kinds (top bits of a timer tag).
+mod tk {
+    pub const INTRA_ARRIVE: u32 = 1;
+    pub const INTRA_FREE: u32 = 2;
+    pub const REQ_DONE: u32 = 3;
+    pub const RECV_COPIED: u32 = 4;
+}
+
+fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
+    (kind << 60) | ((msg as u64) << 30) | offset as u64
+}
+fn untag(t: u64) -> (u64, MsgId, u32) {
+    (t >> 60, ((t >> 30) & ((1 << 30) - 1)) as MsgId, (t & ((1 << 30) - 1)) as u32)
+}
+fn timer_tag(kind: u32, id: u32) -> u32 {
+    debug_assert!(id < 1 << 28);
+    (kind << 28) | id
+}
+
+/// Send modes of MPI point-to-point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    Standard,
+    Synchronous,
+    Ready,
+    Buffered,
+}
+
+/// What a request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqKind {
+    Send,
+    Recv,
+    Probe,
+    Timer,
+}
+
+/// Completion status of a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub count: u32,
+    pub cancelled: bool,
+    /// The message was longer than the receive buffer (MPI_ERR_TRUNCATE).
+    pub truncated: bool,
+}
+
+/// One request (a send, a receive, a probe, a compute timer).
+#[derive(Clone, Debug)]
+pub struct Req {
+    pub kind: ReqKind,
+    pub rank: u32,
+    pub done: bool,
+    pub done_at: Tick,
+    pub status: Status,
+    pub msg: MsgId,
+    /// Receive / probe criteria.
+    pub src: i32,
+    pub ctx: u32,
+    pub tag: i32,
+    pub capacity: u32,
+    /// Received data, until taken.
+    pub data: Option<Vec<u8>>,
+    pub live: bool,
+}
+
+/// One message in flight.
+#[derive(Clone, Debug, Default)]
+struct Msg {
+    src: u32,
+    dst: u32,
+    ctx: u32,
+    tag: i32,
+    bytes: u32,
+    proto: Option<Protocol>,
+    intranode: bool,
+    sync: bool,
+    data: Vec<u8>,
+    send_req: ReqId,
+    recv_req: ReqId,
+    /// Sender: data bytes put into packets; scout sent.
+    queued: u32,
+    scout_sent: bool,
+    /// Sender: data packets written into FIFOs, of `packets`.
+    written: u32,
+    packets: u32,
+    /// Sender: confirmation / rendezvous ack / sync ack received.
+    acked: bool,
+    /// Receiver: envelope seen, receive matched, data bytes counted.
+    envelope: bool,
+    matched: bool,
+    unexpected: bool,
+    arrived: u32,
+    /// Receiver: offset the next in-order packet would have.
+    rx_next: u32,
+    send_done: bool,
+    recv_done: bool,
+    /// Receiver: completion scheduled for when the core's work is done.
+    finishing: bool,
+    /// Data goes to the second core (coprocessor mode rendezvous).
+    coproc: bool,
+}
+
+/// Per-rank counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RankStats {
+    pub sends: u64,
+    pub recvs: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub unexpected: u64,
+    pub by_protocol: [u64; 5],
+}
+
+struct RankState {
+    node: u32,
+    task: u8,
+    core: u8,
+    /// Posted receives in post order.
+    posted: Vec<ReqId>,
+    /// Messages whose envelope arrived unmatched, in arrival order.
+    unexpected: Vec<MsgId>,
+    probes: Vec<ReqId>,
+    /// Per destination: messages not yet started (head may be in progress).
+    peers: HashMap<u32, VecDeque<MsgId>>,
+    stats: RankStats,
+}
+
+/// Costs in ticks.
+#[derive(Clone, Copy, Debug)]
+struct Costs {
+    send_msg: [Tick; 4],
+    recv_msg: [Tick; 4],
+    mpi_half: [Tick; 4],
+    packet: Tick,
+    control: Tick,
+    workunit: Tick,
+    intranode: Tick,
+    interrupt: Tick,
+    tick_cycle: Tick,
+    copy_bytes_per_cycle: f64,
+}
+
+/// The message layer (and the matching MPI builds on), as software on the cores.
+pub struct MsgLayer {
+    ranks: Vec<RankState>,
+    msgs: Vec<Msg>,
+    free_msgs: Vec<MsgId>,
+    pub reqs: Vec<Req>,
+    free_reqs: Vec<ReqId>,
+    /// Per core (node * cores + core): messages with packets to emit.
+    streams: Vec<VecDeque<MsgId>>,
+    costs: Costs,
+    maxp: u32,
+    meta: u32,
+    coproc_rendezvous: bool,
+    mode: NodeMode,
+    /// Injection FIFOs per task, and the first normal FIFO index beyond them.
+    fifos_per_task: usize,
+    /// Requests that completed since the owner last looked.
+    pub completed: Vec<ReqId>,
+    /// Packets and messages handled, for reports.
+    pub messages_done: u64,
+    pub packets_sent: u64,
+    /// Data packets that arrived before a packet sent earlier in the same message.
+    pub out_of_order: u64,
+}
+
+impl MsgLayer {
+    /// The layer on `net` for ranks placed on `slots`; `mpi` adds MPI's own
+    /// per-message costs.
+    pub fn new(net: &mut Net, slots: &[Slot], mpi: bool) -> Self {
+        let m = net.machine.clone();
+        let geo = &net.torus.geo;
+        let tpn = m.tasks_per_node() as usize;
+        let cores = m.cores() as usize;
+        let t = m.tick_cycle;
+        let ml = &m.spec.msglayer;
+        let ticks = |v: &[u32; 4]| v.map(|c| c as Tick * t);
+        let mpi_half = if mpi { m.spec.mpi.message_cycles.map(|c| c as Tick * t / 2) } else { [0; 4] };
+        // Division of work between the cores: in VN mode each task owns a
+        // core, half the injection FIFOs and a reception group; otherwise the
+        // main core does everything, the second reception group belonging to
+        // the coprocessor (only rendezvous data with coprocessor help goes there).
+        let nf = m.torus().injection_fifos as usize;
+        let nhp = m.torus().hp_injection_fifos as usize;
+        let fifos_per_task = (nf / tpn).max(1);
+        let mut owners = vec![0u8; nf + nhp];
+        for (f, o) in owners.iter_mut().enumerate() {
+            *o = if f < nf { (f / fifos_per_task).min(tpn - 1) as u8 } else { ((f - nf) % tpn) as u8 };
+        }
+        let mut readers = [0u8; NRX];
+        for (f, r) in readers.iter_mut().enumerate() {
+            *r = if f >= RX_GROUP && cores > 1 && m.mode != NodeMode::Heater { 1 } else { 0 };
+        }
+        net.cores.set_readers(readers, tpn.min(cores));
+        net.cores.owners = Some(owners);
+        let ranks = slots
+            .iter()
+            .map(|s| {
+                let node = geo.index([s[0], s[1], s[2]]);
+                RankState {
+                    node,
+                    task: s[3] as u8,
+                    core: if tpn > 1 { s[3] as u8 } else { 0 },
+                    posted: Vec::new(),
+                    unexpected: Vec::new(),
+                    probes: Vec::new(),
+                    peers: HashMap::new(),
+                    stats: RankStats::default(),
+                }
+            })
+            .collect();
+        MsgLayer {
+            ranks,
+            msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            streams: (0..net.cores.cores.len()).map(|_| VecDeque::new()).collect(),
+            costs: Costs {
+                send_msg: ticks(&ml.send_message_cycles),
+                recv_msg: ticks(&ml.recv_message_cycles),
+                mpi_half,
+                packet: ml.packet_handler_cycles as Tick * t,
+                control: ml.control_cycles as Tick * t,
+                workunit: ml.coprocessor_workunit_cycles as Tick * t,
+                intranode: ml.intranode_message_cycles as Tick * t,
+                interrupt: if ml.interrupts { m.spec.cpu.interrupt_cycles as Tick * t } else { 0 },
+                tick_cycle: t,
+                copy_bytes_per_cycle: m.spec.node.copy_bytes_per_cycle,
+            },
+            maxp: m.max_payload_bytes(),
+            meta: ml.metadata_bytes,
+            coproc_rendezvous: ml.coprocessor_rendezvous && m.mode == NodeMode::Coprocessor && cores > 1,
+            mode: m.mode,
+            fifos_per_task,
+            completed: Vec::new(),
+            messages_done: 0,
+            packets_sent: 0,
+            out_of_order: 0,
+        }
+    }
+
+    pub fn nranks(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+    /// Node and core a rank runs on.
+    pub fn place(&self, rank: u32) -> (u32, usize) {
+        let r = &self.ranks[rank as usize];
+        (r.node, r.core as usize)
+    }
+    pub fn task(&self, rank: u32) -> u32 {
+        self.ranks[rank as usize].task as u32
+    }
+    pub fn stats(&self, rank: u32) -> RankStats {
+        self.ranks[rank as usize].stats
+    }
+    pub fn mode(&self) -> NodeMode {
+        self.mode
+    }
+
+    fn copy_ticks(&self, bytes: u32) -> Tick {
+        ((bytes as f64 / self.costs.copy_bytes_per_cycle).ceil() as Tick) * self.costs.tick_cycle
+    }
+
+    // ----- requests -----
+
+    fn new_req(&mut self, kind: ReqKind, rank: u32) -> ReqId {
+        let r = Req {
+            kind,
+            rank,
+            done: false,
+            done_at: 0,
+            status: Status::default(),
+            msg: NONE,
+            src: ANY,
+            ctx: 0,
+            tag: ANY,
+            capacity: 0,
+            data: None,
+            live: true,
+        };
+        match self.free_reqs.pop() {
+            Some(id) => {
+                self.reqs[id as usize] = r;
+                id
+            }
+            None => {
+                self.reqs.push(r);
+                (self.reqs.len() - 1) as ReqId
+            }
+        }
+    }
+
+    /// Frees a completed (or abandoned) request's slot.
+    pub fn release(&mut self, id: ReqId) {
+        let r = &mut self.reqs[id as usize];
+        if r.live {
+            r.live = false;
+            r.data = None;
+            self.free_reqs.push(id);
+        }
+    }
+
+    fn complete(&mut self, id: ReqId, now: Tick) {
+        let r = &mut self.reqs[id as usize];
+        if !r.done {
+            r.done = true;
+            r.done_at = now;
+            self.completed.push(id);
+        }
+    }
+
+    // ----- messages -----
+
+    fn new_msg(&mut self, m: Msg) -> MsgId {
+        match self.free_msgs.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = m;
+                id
+            }
+            None => {
+                self.msgs.push(m);
+                assert!(self.msgs.len() < (1 << 28), "more than 2^28 messages in flight");
+                (self.msgs.len() - 1) as MsgId
+            }
+        }
+    }
+
+    fn maybe_free_msg(&mut self, id: MsgId) {
+        let m = &mut self.msgs[id as usize];
+        // An adaptive-eager confirmation may still be on its way back.
+        let settled = m.proto != Some(Protocol::AdaptiveEager) || m.acked;
+        if m.send_done && m.recv_done && settled {
+            m.data = Vec::new();
+            m.send_done = false;
+            self.free_msgs.push(id);
+            self.messages_done += 1;
+        }
+    }
+
+    /// Data packets a message takes under its protocol.
+    fn data_packets(&self, proto: Protocol, bytes: u32) -> u32 {
+        match proto {
+            Protocol::OnePacket => 1,
+            Protocol::Eager | Protocol::AdaptiveEager => {
+                let first = self.maxp - self.meta;
+                1 + bytes.saturating_sub(first).div_ceil(self.maxp)
+            }
+            Protocol::Rendezvous => bytes.div_ceil(self.maxp),
+        }
+    }
+
+    /// Posts a send of `data` from `rank` to `dest` with the MPI envelope
+    /// (`ctx`, `tag`). The protocol is chosen by the caller; messages to a
+    /// rank on the same node use the intra-node protocol.
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, proto: Protocol, mode: SendMode) -> ReqId {
+        let req = self.new_req(ReqKind::Send, rank);
+        let bytes = data.len() as u32;
+        assert!(bytes < 1 << 30, "messages are limited to 1 GiB");
+        let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
+        let proto = if proto == Protocol::OnePacket && bytes + self.meta > self.maxp { Protocol::Eager } else { proto };
+        let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
+        let msg = self.new_msg(Msg {
+            src: rank,
+            dst: dest,
+            ctx,
+            tag,
+            bytes,
+            proto: if intranode { None } else { Some(proto) },
+            intranode,
+            sync: mode == SendMode::Synchronous,
+            data,
+            send_req: req,
+            recv_req: NONE,
+            packets,
+            ..Default::default()
+        });
+        self.reqs[req as usize].msg = msg;
+        let st = &mut self.ranks[rank as usize].stats;
+        st.sends += 1;
+        st.bytes_sent += bytes as u64;
+        st.by_protocol[if intranode { 4 } else { proto.index() }] += 1;
+        if mode == SendMode::Buffered {
+            // The data is copied into the attached buffer: the request is
+            // complete after the copy, the message goes on by itself.
+            let (node, core) = self.place(rank);
+            let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
+            self.msgs[msg as usize].send_req = NONE;
+            net.timer(q, done, node, core, timer_tag(tk::REQ_DONE, req));
+        }
+        let queue = self.ranks[rank as usize].peers.entry(dest).or_default();
+        queue.push_back(msg);
+        if queue.len() == 1 {
+            self.start(net, q, now, msg);
+        }
+        req
+    }
+
+    /// Starts the head message of a peer queue.
+    fn start(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
+        let m = &self.msgs[id as usize];
+        let (node, core) = self.place(m.src);
+        if m.intranode {
+            let (dnode, dcore) = self.place(m.dst);
+            let cost = self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()];
+            let done = net.charge(q, now, node, core, cost, Work::Protocol);
+            net.timer(q, done, dnode, dcore, timer_tag(tk::INTRA_ARRIVE, id));
+            let (src, dst) = (m.src, m.dst);
+            self.advance_peer(net, q, now, src, dst);
+            return;
+        }
+        let p = m.proto.expect("network message").index();
+        let cost = self.costs.send_msg[p] + self.costs.mpi_half[p];
+        net.charge(q, now, node, core, cost, Work::Protocol);
+        self.stream(net, q, now, id);
+    }
+
+    /// Puts a message on its sender's core's list of streams.
+    fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
+        let (node, core) = self.place(self.msgs[id as usize].src);
+        let ci = net.cores.idx(node, core);
+        self.streams[ci].push_back(id);
+        if net.pending(node, core) == 0 {
+            self.emit(net, q, now, node, core);
+        }
+    }
+
+    /// The next message of a peer queue may start.
+    fn advance_peer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, src: u32, dst: u32) {
+        let queue = self.ranks[src as usize].peers.get_mut(&dst).expect("peer queue");
+        queue.pop_front();
+        if let Some(&next) = queue.front() {
+            self.start(net, q, now, next);
+        } else {
+            self.ranks[src as usize].peers.remove(&dst);
+        }
+    }
+
+    /// The injection FIFO of a packet from a task: FIFOs are pinned to
+    /// directions; in VN mode each task has its own share of them.
+    fn fifo(&self, net: &Net, node: u32, task: usize, p: &Packet) -> usize {
+        let k = self.fifos_per_task;
+        let base = if self.mode == NodeMode::Vn { task * k } else { 0 };
+        let fifo_of = |d: usize| base + d * k / 6;
+        let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
+        if !p.is(flags::DYNAMIC) || p.hint.count_ones() < 2 {
+            return fifo_of(first);
+        }
+        (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.torus.inj_used(node, f)).unwrap_or(fifo_of(first))
+    }
+
+    fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32, kind: u64, msg: MsgId, offset: u32, payload: u32, routing: Routing, group1: bool) {
+        let (node, _) = self.place(from);
+        let (dnode, _) = self.place(to);
+        let mut p = net.packet(node, dnode, payload, routing, now);
+        p.tag = tag(kind, msg, offset);
+        if group1 {
+            p.flags |= flags::GROUP1;
+        }
+        let f = self.fifo(net, node, self.ranks[from as usize].task as usize, &p);
+        self.packets_sent += 1;
+        net.send(q, now, node, p, Some(f));
+    }
+
+    /// Emits the next packet of the core's streams (round-robin between messages).
+    fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        let ci = net.cores.idx(node, core);
+        let Some(id) = self.streams[ci].pop_front() else { return };
+        let m = &self.msgs[id as usize];
+        let proto = m.proto.expect("network message");
+        let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);
+        let group1 = self.mode == NodeMode::Vn && self.ranks[dst as usize].task == 1;
+        let more;
+        match proto {
+            Protocol::Rendezvous if !m.scout_sent => {
+                self.msgs[id as usize].scout_sent = true;
+                self.send_packet(net, q, now, src, dst, pk::SCOUT, id, 0, self.meta, Routing::Deterministic, group1);
+                self.advance_peer(net, q, now, src, dst);
+                more = false;
+            }
+            Protocol::Rendezvous => {
+                let len = (bytes - queued).min(self.maxp);
+                let g1 = group1 || m.coproc;
+                self.msgs[id as usize].queued += len;
+                self.send_packet(net, q, now, src, dst, pk::RDATA, id, queued, len, Routing::Dynamic, g1);
+                more = queued + len < bytes;
+            }
+            Protocol::OnePacket => {
+                self.msgs[id as usize].queued = bytes;
+                self.send_packet(net, q, now, src, dst, pk::ONE, id, 0, self.meta + bytes, Routing::Deterministic, group1);
+                more = false;
+                self.advance_peer(net, q, now, src, dst);
+            }
+            Protocol::Eager | Protocol::AdaptiveEager => {
+                let (kind, routing) = if proto == Protocol::Eager { (pk::EAGER, Routing::Deterministic) } else { (pk::ADAPT, Routing::Dynamic) };
+                let (len, payload) = if queued == 0 {
+                    let l = bytes.min(self.maxp - self.meta);
+                    (l, l + self.meta)
+                } else {
+                    let l = (bytes - queued).min(self.maxp);
+                    (l, l)
+                };
+                self.msgs[id as usize].queued += len;
+                // A zero-byte message still sends its first packet.
+                self.msgs[id as usize].scout_sent = true;
+                self.send_packet(net, q, now, src, dst, kind, id, queued, payload, routing, group1);
+                more = queued + len < bytes;
+                if !more && (proto == Protocol::Eager || self.msgs[id as usize].acked) {
+                    self.advance_peer(net, q, now, src, dst);
+                }
+            }
+        }
+        if more {
+            self.streams[ci].push_back(id);
+        }
+    }
+
+    /// Data bytes in a packet of `kind` with `payload` at `offset`.
+    fn data_len(&self, kind: u64, offset: u32, payload: u32) -> u32 {
+        match kind {
+            pk::ONE => payload - self.meta,
+            pk::EAGER | pk::ADAPT if offset == 0 => payload - self.meta,
+            pk::EAGER | pk::ADAPT | pk::RDATA => payload,
+            _ => 0,
+        }
+    }
+
+    // ----- receiving -----
+
+    /// Posts a receive for `rank`: source (or ANY), context, tag (or ANY),
+    /// room for `capacity` bytes. Matches the oldest unexpected message first.
+    pub fn irecv(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32, capacity: u32) -> ReqId {
+        let req = self.new_req(ReqKind::Recv, rank);
+        {
+            let r = &mut self.reqs[req as usize];
+            r.src = src;
+            r.ctx = ctx;
+            r.tag = tag;
+            r.capacity = capacity;
+        }
+        let found = self.ranks[rank as usize].unexpected.iter().position(|&m| self.matches(req, m));
+        match found {
+            Some(i) => {
+                let msg = self.ranks[rank as usize].unexpected.remove(i);
+                self.bind(net, q, now, msg, req);
+            }
+            None => self.ranks[rank as usize].posted.push(req),
+        }
+        req
+    }
+
+    fn matches(&self, req: ReqId, msg: MsgId) -> bool {
+        let r = &self.reqs[req as usize];
+        let m = &self.msgs[msg as usize];
+        r.ctx == m.ctx && (r.src == ANY || r.src as u32 == m.src) && (r.tag == ANY || r.tag == m.tag)
+    }
+
+    /// Posts a probe: completes when a matching message is (or becomes)
+    /// visible, without receiving it.
+    pub fn probe(&mut self, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32) -> ReqId {
+        let req = self.new_req(ReqKind::Probe, rank);
+        {
+            let r = &mut self.reqs[req as usize];
+            r.src = src;
+            r.ctx = ctx;
+            r.tag = tag;
+        }
+        if let Some(&m) = self.ranks[rank as usize].unexpected.iter().find(|&&m| self.matches(req, m)) {
+            self.finish_probe(req, m, now);
+        } else {
+            self.ranks[rank as usize].probes.push(req);
+        }
+        req
+    }
+
+    fn finish_probe(&mut self, req: ReqId, msg: MsgId, now: Tick) {
+        let m = &self.msgs[msg as usize];
+        self.reqs[req as usize].status = Status { source: m.src as i32, tag: m.tag, count: m.bytes, ..Default::default() };
+        self.complete(req, now);
+    }
+
+    /// Cancels a pending receive or probe; true if it was still pending.
+    pub fn cancel(&mut self, now: Tick, req: ReqId) -> bool {
+        let r = &self.reqs[req as usize];
+        if r.done {
+            return false;
+        }
+        let rank = r.rank as usize;
+        let list = match r.kind {
+            ReqKind::Recv => &mut self.ranks[rank].posted,
+            ReqKind::Probe => &mut self.ranks[rank].probes,
+            _ => return false,
+        };
+        if let Some(i) = list.iter().position(|&x| x == req) {
+            list.remove(i);
+            self.reqs[req as usize].status.cancelled = true;
+            self.complete(req, now);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A message's envelope reached its receiver: charge `recvnew`, match.
+    fn envelope(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, core: usize) {
+        self.msgs[id as usize].envelope = true;
+        let m = &self.msgs[id as usize];
+        let (dst, src) = (m.dst, m.src);
+        let (node, _) = self.place(dst);
+        let cost = match m.proto {
+            Some(p) => self.costs.recv_msg[p.index()] + self.costs.mpi_half[p.index()],
+            None => self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()],
+        };
+        net.charge(q, now, node, core, cost, Work::Protocol);
+        if m.proto == Some(Protocol::AdaptiveEager) {
+            net.charge(q, now, node, core, self.costs.control, Work::Protocol);
+            self.send_packet(net, q, now, dst, src, pk::CONFIRM, id, 0, 8, Routing::Deterministic, false);
+        }
+        let rs = &self.ranks[dst as usize];
+        match rs.posted.iter().position(|&r| self.matches(r, id)) {
+            Some(i) => {
+                let req = self.ranks[dst as usize].posted.remove(i);
+                self.bind(net, q, now, id, req);
+            }
+            None => {
+                self.msgs[id as usize].unexpected = true;
+                let rs = &mut self.ranks[dst as usize];
+                rs.unexpected.push(id);
+                rs.stats.unexpected += 1;
+                if let Some(i) = rs.probes.iter().position(|&p| {
+                    let r = &self.reqs[p as usize];
+                    let m = &self.msgs[id as usize];
+                    r.ctx == m.ctx && (r.src == ANY || r.src as u32 == m.src) && (r.tag == ANY || r.tag == m.tag)
+                }) {
+                    let p = self.ranks[dst as usize].probes.remove(i);
+                    self.finish_probe(p, id, now);
+                }
+            }
+        }
+    }
+
+    /// A receive request takes a message whose envelope has arrived.
+    fn bind(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, req: ReqId) {
+        let m = &mut self.msgs[id as usize];
+        m.matched = true;
+        m.recv_req = req;
+        let (src, dst, proto, sync, bytes, intranode) = (m.src, m.dst, m.proto, m.sync, m.bytes, m.intranode);
+        self.reqs[req as usize].msg = id;
+        let (node, core) = self.place(dst);
+        if intranode {
+            // Copy straight from the sender's buffer, then free it.
+            let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
+            self.msgs[id as usize].arrived = bytes;
+            let (snode, score) = self.place(src);
+            net.timer(q, done, node, core, timer_tag(tk::RECV_COPIED, id));
+            net.timer(q, done, snode, score, timer_tag(tk::INTRA_FREE, id));
+            return;
+        }
+        match proto {
+            Some(Protocol::Rendezvous) => {
+                // Ack with the buffer address; the data may now come.
+                let mut cost = self.costs.control;
+                if self.coproc_rendezvous {
+                    self.msgs[id as usize].coproc = true;
+                    cost += self.costs.workunit;
+                }
+                net.charge(q, now, node, core, cost, Work::Protocol);
+                self.send_packet(net, q, now, dst, src, pk::RACK, id, 0, 16, Routing::Deterministic, false);
+            }
+            _ if sync => {
+                self.send_packet(net, q, now, dst, src, pk::SYNCACK, id, 0, 8, Routing::Deterministic, false);
+            }
+            _ => {}
+        }
+        self.check_recv(net, q, now, id);
+    }
+
+    /// Completes the receive of a message once matched and all its data is in.
+    fn check_recv(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
+        let m = &self.msgs[id as usize];
+        if !m.matched || !m.envelope || m.arrived < m.bytes || m.recv_done || m.finishing {
+            return;
+        }
+        if m.unexpected {
+            // The data waited in a temporary buffer: copy it out.
+            let (node, core) = self.place(m.dst);
+            let done = net.charge(q, now, node, core, self.copy_ticks(m.bytes), Work::Copy);
+            self.msgs[id as usize].unexpected = false;
+            self.msgs[id as usize].finishing = true;
+            net.timer(q, done, node, core, timer_tag(tk::RECV_COPIED, id));
+            return;
+        }
+        // `recvdone` runs when the receiving rank's core has finished the
+        // work charged for this message so far.
+        let (node, core) = self.place(m.dst);
+        let busy = net.cores.get(node, core).busy_until;
+        if busy > now {
+            self.msgs[id as usize].finishing = true;
+            net.timer(q, busy, node, core, timer_tag(tk::RECV_COPIED, id));
+        } else {
+            self.recv_complete(now, id);
+        }
+    }
+
+    fn recv_complete(&mut self, now: Tick, id: MsgId) {
+        let m = &mut self.msgs[id as usize];
+        m.recv_done = true;
+        let req = m.recv_req;
+        let cap = self.reqs[req as usize].capacity;
+        let mut data = std::mem::take(&mut m.data);
+        let truncated = m.bytes > cap;
+        if truncated {
+            data.truncate(cap as usize);
+        }
+        let status = Status { source: m.src as i32, tag: m.tag, count: m.bytes.min(cap), cancelled: false, truncated };
+        let dst = m.dst;
+        let st = &mut self.ranks[dst as usize].stats;
+        st.recvs += 1;
+        st.bytes_received += status.count as u64;
+        let r = &mut self.reqs[req as usize];
+        r.status = status;
+        r.data = Some(data);
+        self.complete(req, now);
+        // The sender may still be writing packets: keep the slot until then.
+        let m = &mut self.msgs[id as usize];
+        if m.send_done {
+            self.maybe_free_msg(id);
+        }
+    }
+
+    fn send_complete(&mut self, now: Tick, id: MsgId) {
+        let m = &mut self.msgs[id as usize];
+        if m.send_done {
+            return;
+        }
+        m.send_done = true;
+        let req = m.send_req;
+        if req != NONE {
+            self.complete(req, now);
+        }
+        self.maybe_free_msg(id);
+    }
+
+    /// The sender's side is done when every data packet is written (and, for
+    /// a synchronous send, the receiver has matched).
+    fn check_send(&mut self, now: Tick, id: MsgId) {
+        let m = &self.msgs[id as usize];
+        let synced = !m.sync || m.acked || m.proto == Some(Protocol::Rendezvous);
+        let written = m.written >= m.packets && (m.proto != Some(Protocol::Rendezvous) || m.acked);
+        if synced && written {
+            self.send_complete(now, id);
+        }
+    }
+
+    /// Pending requests of a rank, for the blocked-rank report.
+    pub fn describe(&self, req: ReqId) -> String {
+        let r = &self.reqs[req as usize];
+        let who = |s: i32| if s == ANY { "any source".to_string() } else { format!("rank {s}") };
+        let tagname = |t: i32| if t == ANY { "any tag".to_string() } else { format!("tag {t}") };
+        match r.kind {
+            ReqKind::Recv => format!("a message from {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
+            ReqKind::Probe => format!("a probe for {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
+            ReqKind::Timer => "compute".to_string(),
+            ReqKind::Send => {
+                let m = &self.msgs[r.msg as usize];
+                let what = match (m.proto, m.matched || m.acked) {
+                    (Some(Protocol::Rendezvous), false) => "; rendezvous: no matching receive has been posted",
+                    (None, false) => "; intra-node: no matching receive has been posted",
+                    (_, false) if m.sync => "; synchronous: no matching receive has been posted",
+                    _ => "",
+                };
+                format!("a send of {} bytes to rank {} with tag {} (context {}){what}", m.bytes, m.dst, m.tag, m.ctx)
+            }
+        }
+    }
+
+    /// A timer request (compute) completing at `at`.
+    pub fn timer_req(&mut self, net: &mut Net, q: &mut EventQueue, rank: u32, at: Tick) -> ReqId {
+        let req = self.new_req(ReqKind::Timer, rank);
+        let (node, core) = self.place(rank);
+        net.timer(q, at, node, core, timer_tag(tk::REQ_DONE, req));
+        req
+    }
+}
+
+impl Software for MsgLayer {
+    fn start(&mut self, _net: &mut Net, _q: &mut EventQueue) {}
+
+    fn on_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
+        let (kind, id, offset) = untag(pkt.tag);
+        if self.costs.interrupt > 0 {
+            net.charge(q, now, node, core, self.costs.interrupt, Work::Interrupt);
+        }
+        match kind {
+            pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA => {
+                let len = self.data_len(kind, offset, pkt.payload as u32);
+                let first = kind != pk::RDATA && offset == 0;
+                if !first {
+                    net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
+                }
+                let m = &mut self.msgs[id as usize];
+                m.arrived += len;
+                if offset < m.rx_next {
+                    self.out_of_order += 1;
+                }
+                m.rx_next = m.rx_next.max(offset + len);
+                if first {
+                    self.envelope(net, q, now, id, core);
+                }
+                self.check_recv(net, q, now, id);
+            }
+            pk::SCOUT => self.envelope(net, q, now, id, core),
+            pk::RACK => {
+                net.charge(q, now, node, core, self.costs.control, Work::Protocol);
+                let m = &mut self.msgs[id as usize];
+                m.acked = true;
+                if m.bytes == 0 {
+                    self.check_send(now, id);
+                } else {
+                    self.stream(net, q, now, id);
+                }
+            }
+            pk::CONFIRM => {
+                net.charge(q, now, node, core, self.costs.control, Work::Protocol);
+                let m = &mut self.msgs[id as usize];
+                m.acked = true;
+                let (src, dst, all_queued) = (m.src, m.dst, m.scout_sent && m.queued >= m.bytes);
+                if all_queued {
+                    self.advance_peer(net, q, now, src, dst);
+                }
+                self.maybe_free_msg(id);
+            }
+            pk::SYNCACK => {
+                self.msgs[id as usize].acked = true;
+                self.check_send(now, id);
+            }
+            k => unreachable!("unknown message-layer packet kind {k}"),
+        }
+    }
+
+    fn on_written(&mut self, _net: &mut Net, _q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
+        let (kind, id, _) = untag(pkt.tag);
+        if matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA) {
+            self.msgs[id as usize].written += 1;
+            self.check_send(now, id);
+        }
+    }
+
+    fn refill(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        self.emit(net, q, now, node, core);
+    }
+
+    fn on_timer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, _node: u32, core: usize, t: u32) {
+        let (kind, id) = (t >> 28, t & ((1 << 28) - 1));
+        match kind {
+            tk::INTRA_ARRIVE => {
+                self.msgs[id as usize].arrived = 0;
+                self.envelope(net, q, now, id, core);
+            }
+            tk::INTRA_FREE => self.send_complete(now, id),
+            tk::REQ_DONE => self.complete(id, now),
+            tk::RECV_COPIED => self.recv_complete(now, id),
+            k => unreachable!("unknown message-layer timer kind {k}"),
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The message layer and MPI point-to-point, driven from Rust: protocol
+//! choice, matching order, out-of-order rendezvous reassembly, eager
+//! ordering, data integrity, the blocked-rank report.
+
+use bgsim::machine::{self, Machine, Mapping, Protocol};
+use bgsim::mpi::{MpiError, World};
+use bgsim::msglayer::SendMode;
+
+fn machine(shape: &str, extra: &[&str]) -> Machine {
+    let mut s = vec![format!("partition.shape={shape}")];
+    s.extend(extra.iter().map(|x| x.to_string()));
+    let refs: Vec<&str> = s.iter().map(|x| x.as_str()).collect();
+    machine::bgl(&refs).unwrap()
+}
+
+fn world(shape: &str, n: u32, extra: &[&str]) -> World {
+    World::new(&machine(shape, extra), n, &Mapping::default(), 1, true).unwrap()
+}
+
+/// Runs until `rank` is ready (others may become ready too; they stay
+/// blocked from the driver's point of view and are returned).
+fn wait(w: &mut World, rank: u32, reqs: Vec<u32>) {
+    if !w.block(rank, reqs, usize::MAX) {
+        return;
+    }
+    loop {
+        let ready = w.run().unwrap();
+        if ready.contains(&rank) {
+            return;
+        }
+    }
+}
+
+/// Half round trip of a ping-pong between ranks 0 and `peer`, ticks (last of `iters`).
+fn pingpong(w: &mut World, peer: u32, bytes: usize, proto: Option<Protocol>, iters: usize) -> u64 {
+    let mut half = 0;
+    for _ in 0..iters {
+        let t0 = w.now();
+        let s = w.isend(0, peer as i64, 0, 1, vec![7u8; bytes], SendMode::Standard, proto).unwrap();
+        let r0 = w.irecv(0, peer as i64, 0, 2, bytes as u32).unwrap();
+        let r1 = w.irecv(peer, 0, 0, 1, bytes as u32).unwrap();
+        // Rank 0 blocks on both; the peer on its receive, then answers.
+        w.block(0, vec![s, r0], 2);
+        wait(w, peer, vec![r1]);
+        let echo = w.take_data(r1).unwrap();
+        let s1 = w.isend(peer, 0, 0, 2, echo, SendMode::Standard, proto).unwrap();
+        w.block(peer, vec![s1], 1);
+        let mut done0 = false;
+        while !done0 {
+            let ready = w.run().unwrap();
+            done0 = ready.contains(&0);
+        }
+        half = (w.now() - t0) / 2;
+        assert_eq!(w.take_data(r0).unwrap(), vec![7u8; bytes]);
+        for r in [s, r0, r1, s1] {
+            w.release(r);
+        }
+        w.drain();
+    }
+    half
+}
+
+#[test]
+fn protocol_choice_by_size_and_forced() {
+    let w = world("2x1x1", 2, &[]);
+    assert_eq!(w.protocol_for(1, None), Protocol::OnePacket);
+    assert_eq!(w.protocol_for(224, None), Protocol::OnePacket);
+    assert_eq!(w.protocol_for(225, None), Protocol::Eager);
+    assert_eq!(w.protocol_for(1000, None), Protocol::Eager);
+    assert_eq!(w.protocol_for(1001, None), Protocol::Rendezvous);
+    assert_eq!(w.protocol_for(1, Some(Protocol::Rendezvous)), Protocol::Rendezvous);
+    let w = world("2x1x1", 2, &["mpi.protocol=\"adaptive_eager\""]);
+    assert_eq!(w.protocol_for(5000, None), Protocol::AdaptiveEager);
+}
+
+#[test]
+fn every_protocol_delivers_the_data() {
+    for proto in Protocol::ALL {
+        for bytes in [0usize, 1, 223, 224, 225, 1000, 4097, 100_000] {
+            if proto == Protocol::OnePacket && bytes > 224 {
+                continue;
+            }
+            let mut w = world("4x2x2", 16, &[]);
+            let data: Vec<u8> = (0..bytes).map(|i| (i * 31 % 251) as u8).collect();
+            let s = w.isend(0, 13, 0, 5, data.clone(), SendMode::Standard, Some(proto)).unwrap();
+            let r = w.irecv(13, 0, 0, 5, bytes as u32).unwrap();
+            w.block(0, vec![s], 1);
+            wait(&mut w, 13, vec![r]);
+            let st = w.status(r);
+            assert_eq!((st.source, st.tag, st.count as usize), (0, 5, bytes), "{proto:?} {bytes}");
+            assert_eq!(w.take_data(r).unwrap(), data, "{proto:?} {bytes}");
+            w.drain();
+            assert!(w.is_done(s));
+            assert_eq!(w.net().torus.live_packets(), 0);
+        }
+    }
+}
+
+#[test]
+fn matching_follows_posted_order_and_wildcards() {
+    let mut w = world("2x2x1", 4, &[]);
+    // Two receives posted: ANY_SOURCE first, then a specific one; the first
+    // message matches the oldest receive that fits.
+    let ra = w.irecv(0, -1, 0, -1, 16).unwrap();
+    let rb = w.irecv(0, 2, 0, 9, 16).unwrap();
+    let s1 = w.isend(2, 0, 0, 9, b"first".to_vec(), SendMode::Standard, None).unwrap();
+    wait(&mut w, 0, vec![ra]);
+    assert_eq!(w.take_data(ra).unwrap(), b"first");
+    assert!(!w.is_done(rb));
+    let s2 = w.isend(2, 0, 0, 9, b"second".to_vec(), SendMode::Standard, None).unwrap();
+    wait(&mut w, 0, vec![rb]);
+    assert_eq!(w.take_data(rb).unwrap(), b"second");
+    // Unexpected messages are matched in arrival order, by tag and context.
+    let a = w.isend(1, 3, 0, 1, b"t1".to_vec(), SendMode::Standard, None).unwrap();
+    let b = w.isend(1, 3, 0, 2, b"t2".to_vec(), SendMode::Standard, None).unwrap();
+    let c = w.isend(1, 3, 7, 1, b"ctx7".to_vec(), SendMode::Standard, None).unwrap();
+    wait(&mut w, 1, vec![a, b, c]);
+    w.drain();
+    let r2 = w.irecv(3, 1, 0, 2, 16).unwrap();
+    let rc = w.irecv(3, 1, 7, -1, 16).unwrap();
+    let r1 = w.irecv(3, -1, 0, -1, 16).unwrap();
+    wait(&mut w, 3, vec![r2, rc, r1]);
+    assert_eq!(w.take_data(r2).unwrap(), b"t2");
+    assert_eq!(w.take_data(rc).unwrap(), b"ctx7");
+    assert_eq!(w.take_data(r1).unwrap(), b"t1");
+    for s in [s1, s2] {
+        assert!(w.is_done(s));
+    }
+}
+
+#[test]
+fn eager_messages_between_a_pair_arrive_in_order() {
+    for proto in [Protocol::Eager, Protocol::AdaptiveEager, Protocol::OnePacket, Protocol::Rendezvous] {
+        let mut w = world("4x4x4", 64, &[]);
+        let n = 40;
+        let sends: Vec<u32> = (0..n).map(|i| w.isend(0, 42, 0, 3, vec![i as u8; 200 + i * 13], SendMode::Standard, Some(proto)).unwrap()).collect();
+        let recvs: Vec<u32> = (0..n).map(|_| w.irecv(42, 0, 0, 3, 4096).unwrap()).collect();
+        w.block(0, sends, usize::MAX);
+        wait(&mut w, 42, recvs.clone());
+        for (i, r) in recvs.iter().enumerate() {
+            let d = w.take_data(*r).unwrap();
+            assert_eq!(d.len(), 200 + i * 13, "{proto:?}: message {i} overtaken");
+            assert!(d.iter().all(|&b| b == i as u8));
+        }
+    }
+}
+
+#[test]
+fn rendezvous_data_arrives_out_of_order_and_is_reassembled() {
+    // Dynamic routing over a 4x4x4 torus with many paths: packets of one
+    // large message overtake each other; the receiver counts bytes.
+    let mut w = world("4x4x4", 64, &[]);
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    // Background traffic to disturb the paths.
+    let mut bg = Vec::new();
+    for r in 1..64u32 {
+        if r != 21 {
+            bg.push(w.isend(r, ((r * 7) % 64) as i64, 1, 0, vec![0; 20_000], SendMode::Standard, None).unwrap());
+            bg.push(w.irecv(((r * 7) % 64) as u32, -1, 1, -1, 20_000).unwrap());
+        }
+    }
+    let s = w.isend(0, 21, 0, 0, data.clone(), SendMode::Standard, Some(Protocol::Rendezvous)).unwrap();
+    let r = w.irecv(21, 0, 0, 0, data.len() as u32).unwrap();
+    wait(&mut w, 21, vec![r]);
+    assert_eq!(w.take_data(r).unwrap(), data);
+    w.drain();
+    assert!(w.is_done(s));
+    let ooo = w.out_of_order_packets();
+    assert!(ooo > 0, "expected dynamic packets to arrive out of order");
+}
+
+#[test]
+fn synchronous_send_waits_for_the_receive() {
+    let mut w = world("2x1x1", 2, &[]);
+    let s = w.isend(0, 1, 0, 0, vec![1; 10], SendMode::Synchronous, None).unwrap();
+    w.block(0, vec![s], 1);
+    // Only the sender is blocked and no receive exists: deadlock report.
+    let err = w.run().unwrap_err();
+    let MpiError::Blocked(b) = &err else { panic!("{err}") };
+    assert_eq!(b[0].rank, 0);
+    assert!(b[0].waiting_for[0].contains("synchronous"), "{err}");
+    assert!(err.to_string().contains("rank 0: waits for a send of 10 bytes to rank 1"), "{err}");
+    // Standard-mode small sends complete locally.
+    let mut w = world("2x1x1", 2, &[]);
+    let s = w.isend(0, 1, 0, 0, vec![1; 10], SendMode::Standard, None).unwrap();
+    wait(&mut w, 0, vec![s]);
+}
+
+#[test]
+fn blocked_receive_is_reported() {
+    let mut w = world("2x1x1", 2, &[]);
+    let r = w.irecv(1, 0, 0, 4, 8).unwrap();
+    w.block(1, vec![r], 1);
+    let err = w.run().unwrap_err().to_string();
+    assert!(err.contains("rank 1: waits for a message from rank 0 with tag 4"), "{err}");
+}
+
+#[test]
+fn truncation_and_cancel_and_probe() {
+    let mut w = world("2x1x1", 2, &[]);
+    let s = w.isend(0, 1, 0, 0, vec![1; 100], SendMode::Standard, None).unwrap();
+    let p = w.probe(1, -1, 0, -1).unwrap();
+    wait(&mut w, 1, vec![p]);
+    assert_eq!(w.status(p).count, 100);
+    let r = w.irecv(1, 0, 0, 0, 10).unwrap();
+    wait(&mut w, 1, vec![r, s]);
+    assert!(w.status(r).truncated);
+    let r2 = w.irecv(1, 0, 0, 0, 10).unwrap();
+    assert!(w.cancel(r2));
+    assert!(w.is_done(r2) && w.status(r2).cancelled);
+}
+
+#[test]
+fn vn_mode_intranode_and_network() {
+    let mut w = world("2x1x1", 4, &["partition.mode=\"vn\""]);
+    // XYZT: ranks 0,1 are task 0 of nodes 0,1; ranks 2,3 task 1.
+    assert_eq!(w.place(2), (0, 1));
+    for (a, b) in [(0u32, 2u32), (2, 3), (3, 0)] {
+        let data: Vec<u8> = (0..5000).map(|i| (i % 7) as u8 + a as u8).collect();
+        let s = w.isend(a, b as i64, 0, 0, data.clone(), SendMode::Standard, None).unwrap();
+        let r = w.irecv(b, a as i64, 0, 0, 5000).unwrap();
+        w.block(a, vec![s], 1);
+        wait(&mut w, b, vec![r]);
+        assert_eq!(w.take_data(r).unwrap(), data);
+        w.drain();
+    }
+    assert_eq!(w.rank_stats(0).by_protocol[4], 1, "0 -> 2 is intra-node");
+}
+
+#[test]
+fn latency_grows_with_protocol_and_hops() {
+    let mut w = world("8x8x8", 512, &[]);
+    let one = pingpong(&mut w, 1, 1, Some(Protocol::OnePacket), 3);
+    let eager = pingpong(&mut w, 1, 1, Some(Protocol::Eager), 3);
+    let rdv = pingpong(&mut w, 1, 1, Some(Protocol::Rendezvous), 3);
+    assert!(one <= eager && eager < rdv, "{one} {eager} {rdv}");
+    let far = pingpong(&mut w, 2, 1, None, 3);
+    let near = pingpong(&mut w, 1, 1, None, 3);
+    assert!(far > near);
+}
+
+#[test]
+fn same_seed_same_times() {
+    let run = || {
+        let mut w = world("4x4x2", 32, &[]);
+        let mut v = Vec::new();
+        for p in [1u32, 5, 31] {
+            v.push(pingpong(&mut w, p, 3000, None, 2));
+        }
+        v
+    };
+    assert_eq!(run(), run());
+}
+
