@@ -2,7 +2,11 @@
 //! No model logic lives here.
 
 use bgsim::machine::{self, MachineSource};
+use bgsim::machine::{Mapping, Protocol};
+use bgsim::mpi;
+use bgsim::msglayer::SendMode;
 use bgsim::workload::{self, Pattern, TrafficSpec};
+use pyo3::types::{PyBytes, PyDict};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -10,6 +14,8 @@ use pyo3::prelude::*;
 create_exception!(_core, BgsimError, pyo3::exceptions::PyException, "Base class of bgsim errors.");
 create_exception!(_core, MachineError, PyValueError, "The machine description is invalid.");
 create_exception!(_core, WorkloadError, PyValueError, "The workload description is invalid.");
+create_exception!(_core, MappingError, PyValueError, "The rank mapping (name or mapfile) is invalid.");
+create_exception!(_core, DeadlockError, BgsimError, "No rank of an MPI program can ever go on.");
 
 fn load_machine(machine: &str, settings: Vec<String>) -> PyResult<machine::Machine> {
     let src = MachineSource::from_arg(machine).map_err(|e| MachineError::new_err(e.to_string()))?;
@@ -91,12 +97,203 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
     serde_json::to_string(&r).map_err(|e| BgsimError::new_err(e.to_string()))
 }
 
+/// A simulated machine running MPI ranks, driven by the Python runtime.
+/// Each call acts at the current simulated time; `run` advances it.
+#[pyclass(unsendable, module = "bgsim._core")]
+struct World {
+    w: mpi::World,
+}
+
+fn send_mode(m: u8) -> PyResult<SendMode> {
+    Ok(match m {
+        0 => SendMode::Standard,
+        1 => SendMode::Synchronous,
+        2 => SendMode::Ready,
+        3 => SendMode::Buffered,
+        _ => return Err(PyValueError::new_err(format!("send mode {m}: allowed 0..3"))),
+    })
+}
+
+fn mpi_err(e: mpi::MpiError) -> PyErr {
+    match e {
+        mpi::MpiError::Mapping(m) => MappingError::new_err(m.to_string()),
+        mpi::MpiError::Rank(..) => PyValueError::new_err(e.to_string()),
+        mpi::MpiError::Blocked(_) => DeadlockError::new_err(e.to_string()),
+    }
+}
+
+#[pymethods]
+impl World {
+    /// `mapping`: a permutation name such as "XYZT"; or `mapfile` =
+    /// (file name, text); `nranks` None: every task slot (or the mapfile's lines).
+    #[new]
+    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true))]
+    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool) -> PyResult<Self> {
+        let m = load_machine(machine, settings)?;
+        let tasks = m.tasks_per_node();
+        let (map, n) = match mapfile {
+            Some((file, text)) => {
+                let map = Mapping::mapfile(&text, &file, &m.shape, tasks, nranks).map_err(|e| MappingError::new_err(e.to_string()))?;
+                let n = match &map {
+                    Mapping::Slots(s) => s.len() as u32,
+                    _ => unreachable!(),
+                };
+                (map, n)
+            }
+            None => (Mapping::order(mapping).map_err(|e| MappingError::new_err(e.to_string()))?, nranks.unwrap_or(m.shape.nodes() * tasks)),
+        };
+        if n == 0 {
+            return Err(PyValueError::new_err("the number of ranks must be at least 1"));
+        }
+        let w = mpi::World::new(&m, n, &map, seed, mpi).map_err(mpi_err)?;
+        Ok(World { w })
+    }
+    #[getter]
+    fn nranks(&self) -> u32 {
+        self.w.nranks()
+    }
+    #[getter]
+    fn tasks_per_node(&self) -> u32 {
+        self.w.machine().tasks_per_node()
+    }
+    #[getter]
+    fn shape(&self) -> (u32, u32, u32) {
+        let d = self.w.machine().shape.dims;
+        (d[0], d[1], d[2])
+    }
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.w.machine().mode.name()
+    }
+    #[getter]
+    fn ticks_per_second(&self) -> f64 {
+        self.w.machine().spec.clock.cpu_mhz * 1e6 * self.w.machine().tick_cycle as f64
+    }
+    #[getter]
+    fn ticks_per_cycle(&self) -> u64 {
+        self.w.machine().tick_cycle
+    }
+    fn machine_toml(&self) -> String {
+        self.w.machine().to_toml()
+    }
+    fn now(&self) -> u64 {
+        self.w.now()
+    }
+    fn rank_time(&self, rank: u32) -> u64 {
+        self.w.rank_time(rank)
+    }
+    fn coords(&self, rank: u32) -> (u32, u32, u32, u32) {
+        let c = self.w.coords(rank);
+        (c[0], c[1], c[2], c[3])
+    }
+    fn node_of(&self, rank: u32) -> u32 {
+        self.w.place(rank).0
+    }
+    /// Protocol MPI would use for a message of `nbytes`.
+    fn protocol_for(&self, nbytes: u32) -> &'static str {
+        self.w.protocol_for(nbytes, None).name()
+    }
+    #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None))]
+    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>) -> PyResult<u32> {
+        let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(PyValueError::new_err)?;
+        self.w.isend(rank, dest, ctx, tag, data.to_vec(), send_mode(mode)?, force).map_err(mpi_err)
+    }
+    fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> PyResult<u32> {
+        self.w.irecv(rank, src, ctx, tag, capacity).map_err(mpi_err)
+    }
+    fn probe(&mut self, rank: u32, src: i64, ctx: u32, tag: i32) -> PyResult<u32> {
+        self.w.probe(rank, src, ctx, tag).map_err(mpi_err)
+    }
+    fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
+        self.w.compute(rank, ticks)
+    }
+    fn cancel(&mut self, req: u32) -> bool {
+        self.w.cancel(req)
+    }
+    fn done(&self, req: u32) -> bool {
+        self.w.is_done(req)
+    }
+    /// (source, tag, count, cancelled, truncated)
+    fn status(&self, req: u32) -> (i32, i32, u32, bool, bool) {
+        let s = self.w.status(req);
+        (s.source, s.tag, s.count, s.cancelled, s.truncated)
+    }
+    fn take<'py>(&mut self, py: Python<'py>, req: u32) -> Option<Bound<'py, PyBytes>> {
+        self.w.take_data(req).map(|d| PyBytes::new_bound(py, &d))
+    }
+    fn release(&mut self, req: u32) {
+        self.w.release(req)
+    }
+    fn block(&mut self, rank: u32, reqs: Vec<u32>, need: usize) -> bool {
+        self.w.block(rank, reqs, need)
+    }
+    /// Advances until some blocked ranks may go on; returns them. Raises
+    /// DeadlockError (args: message, [(rank, [what it waits for])]).
+    fn run(&mut self) -> PyResult<Vec<u32>> {
+        match self.w.run() {
+            Ok(v) => Ok(v),
+            Err(mpi::MpiError::Blocked(b)) => {
+                let msg = mpi::MpiError::Blocked(b.clone()).to_string();
+                let list: Vec<(u32, Vec<String>)> = b.into_iter().map(|r| (r.rank, r.waiting_for)).collect();
+                Err(DeadlockError::new_err((msg, list)))
+            }
+            Err(e) => Err(mpi_err(e)),
+        }
+    }
+    fn drain(&mut self) -> u64 {
+        self.w.drain()
+    }
+    /// Per-rank counters as a dict.
+    fn rank_stats<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.w.rank_stats(rank);
+        let c = self.w.core_counters(rank);
+        let t = self.w.machine().tick_cycle as f64;
+        let d = PyDict::new_bound(py);
+        d.set_item("sends", s.sends)?;
+        d.set_item("recvs", s.recvs)?;
+        d.set_item("bytes_sent", s.bytes_sent)?;
+        d.set_item("bytes_received", s.bytes_received)?;
+        d.set_item("unexpected", s.unexpected)?;
+        for (i, p) in ["one_packet", "eager", "adaptive_eager", "rendezvous", "intranode"].iter().enumerate() {
+            d.set_item(format!("msgs_{p}"), s.by_protocol[i])?;
+        }
+        d.set_item("core_inject_cycles", c.inject_ticks as f64 / t)?;
+        d.set_item("core_read_cycles", c.read_ticks as f64 / t)?;
+        d.set_item("core_poll_cycles", c.poll_ticks as f64 / t)?;
+        d.set_item("core_protocol_cycles", c.protocol_ticks as f64 / t)?;
+        d.set_item("core_copy_cycles", c.copy_ticks as f64 / t)?;
+        d.set_item("core_compute_cycles", c.compute_ticks as f64 / t)?;
+        d.set_item("core_interrupt_cycles", c.interrupt_ticks as f64 / t)?;
+        d.set_item("packets_written", c.packets_written)?;
+        d.set_item("packets_read", c.packets_read)?;
+        Ok(d)
+    }
+    /// Network-wide counters as a dict.
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let net = self.w.net();
+        let g = &net.torus.global;
+        let d = PyDict::new_bound(py);
+        d.set_item("events", self.w.events())?;
+        d.set_item("packets_sent", self.w.packets_sent())?;
+        d.set_item("packets_delivered", g.delivered_packets)?;
+        d.set_item("payload_bytes_delivered", g.delivered_payload)?;
+        d.set_item("wire_bytes_delivered", g.delivered_wire_bytes)?;
+        d.set_item("packet_hops", g.hops)?;
+        d.set_item("messages_completed", self.w.messages_done())?;
+        d.set_item("out_of_order_packets", self.w.out_of_order_packets())?;
+        d.set_item("packets_in_network", net.torus.live_packets())?;
+        Ok(d)
+    }
+}
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BgsimError", m.py().get_type_bound::<BgsimError>())?;
     m.add("MachineError", m.py().get_type_bound::<MachineError>())?;
     m.add("WorkloadError", m.py().get_type_bound::<WorkloadError>())?;
+    m.add("MappingError", m.py().get_type_bound::<MappingError>())?;
+    m.add("DeadlockError", m.py().get_type_bound::<DeadlockError>())?;
+    m.add_class::<World>()?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
     m.add_function(wrap_pyfunction!(patterns, m)?)?;
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;

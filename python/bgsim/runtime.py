@@ -1,0 +1,405 @@
+"""Running MPI rank programs on a simulated machine.
+
+Every rank is a greenlet. A rank runs Python code in zero simulated time
+until an MPI call has to wait; it then blocks on its requests in the core
+(``_core.World.block``) and switches to the scheduler. When every started
+rank is blocked or finished, the scheduler lets the core advance simulated
+time until some blocked ranks may go on (``World.run``) and resumes them in
+rank order. Runs are deterministic: the same program, machine and seed give
+the same simulated times and the same output.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import runpy
+import sys
+import time
+import traceback
+import types
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import greenlet
+
+from . import _core
+from .api import Machine, _settings
+
+DeadlockError = _core.DeadlockError
+
+
+class RankError(_core.BgsimError):
+    """An exception escaped one rank's program; the run stopped.
+
+    ``rank`` is the failing rank, ``traceback`` its formatted traceback
+    (the original exception is chained as ``__cause__``)."""
+
+    def __init__(self, rank: int, tb: str):
+        super().__init__(f"rank {rank} raised an exception; the run stopped.\n{tb}")
+        self.rank = rank
+        self.traceback = tb
+
+
+class _RankGreenlet(greenlet.greenlet):
+    __slots__ = ("rank", "ctx")
+
+
+@dataclass
+class RankContext:
+    """What the MPI shim knows about the rank running now."""
+
+    rank: int
+    runtime: "Runtime"
+    call: str = ""
+    # MPI state the shim keeps per rank (communicator sequence numbers, the
+    # attached buffer, the world communicator objects ...).
+    state: Dict[str, Any] = field(default_factory=dict)
+    finished_at: Optional[int] = None
+    cpu_mark: float = 0.0
+    result: Any = None
+
+
+_current_runtime: Optional["Runtime"] = None
+
+
+def current() -> RankContext:
+    """The context of the calling rank (raises outside a simulated program)."""
+    g = greenlet.getcurrent()
+    ctx = getattr(g, "ctx", None)
+    if ctx is None:
+        raise RuntimeError("bgsim: MPI called outside a simulated rank (run the program with `bgsim run` or bgsim.run)")
+    return ctx
+
+
+class Runtime:
+    """The scheduler of one run."""
+
+    def __init__(self, world: "_core.World", cpu_factor: Optional[float] = None, progress: bool = False):
+        self.world = world
+        self.nranks = world.nranks
+        self.cpu_factor = cpu_factor
+        self.ctxs = [RankContext(r, self) for r in range(self.nranks)]
+        self.greenlets: List[_RankGreenlet] = []
+        self.hub: Optional[greenlet.greenlet] = None
+        self.contexts_next = 3  # 0/1: COMM_WORLD (pt2pt, collectives); 2: COMM_SELF
+        self.context_table: Dict[Any, int] = {}
+        self.progress = progress
+        self.ticks_per_second = world.ticks_per_second
+        self.mpi_calls = 0
+        self.python_wall = 0.0
+
+    # -- used by the shim --
+
+    def new_context(self, key: Any) -> int:
+        """A context id pair (pt2pt, collective) for a communicator that the
+        ranks creating it all name by the same `key`."""
+        c = self.context_table.get(key)
+        if c is None:
+            c = self.contexts_next
+            self.contexts_next += 2
+            self.context_table[key] = c
+        return c
+
+    def wait(self, ctx: RankContext, reqs: Sequence[int], need: int) -> None:
+        """Blocks the calling rank until `need` of `reqs` are done."""
+        if self.world.block(ctx.rank, list(reqs), need):
+            self.hub.switch()
+
+    def charge_host_cpu(self, ctx: RankContext) -> None:
+        """With a CPU factor: charge the host CPU time the rank used since
+        its last MPI call as simulated compute."""
+        if self.cpu_factor:
+            now = time.process_time()
+            spent = (now - ctx.cpu_mark) * self.cpu_factor
+            if spent > 0:
+                req = self.world.compute(ctx.rank, int(spent * self.ticks_per_second))
+                self.wait(ctx, [req], 1)
+                self.world.release(req)
+            ctx.cpu_mark = time.process_time()
+
+    def seconds(self, ticks: int) -> float:
+        return ticks / self.ticks_per_second
+
+    # -- the run --
+
+    def run(self, main: Callable[[], Any]) -> None:
+        global _current_runtime
+        if _current_runtime is not None:
+            raise RuntimeError("bgsim: a simulated run is already in progress in this process")
+        _current_runtime = self
+        try:
+            self._run(main)
+        finally:
+            _current_runtime = None
+
+    def _run(self, main: Callable[[], Any]) -> None:
+        self.hub = greenlet.getcurrent()
+        for r in range(self.nranks):
+            g = _RankGreenlet(self._body(main, self.ctxs[r]), parent=self.hub)
+            g.rank = r
+            g.ctx = self.ctxs[r]
+            self.greenlets.append(g)
+        runnable = deque(range(self.nranks))
+        finished = 0
+        last_report = time.monotonic()
+        while True:
+            t0 = time.perf_counter()
+            while runnable:
+                r = runnable.popleft()
+                g = self.greenlets[r]
+                self.ctxs[r].cpu_mark = time.process_time()
+                try:
+                    g.switch()
+                except BaseException as e:  # the rank's exception, re-raised in the hub
+                    self._abort()
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+                    raise RankError(r, tb) from e
+                if g.dead:
+                    finished += 1
+                    self.ctxs[r].finished_at = self.world.rank_time(r)
+            self.python_wall += time.perf_counter() - t0
+            if finished == self.nranks:
+                break
+            try:
+                ready = self.world.run()
+            except DeadlockError as e:
+                self._abort()
+                raise DeadlockError(self._deadlock_message(e)) from None
+            runnable.extend(ready)
+            if self.progress and time.monotonic() - last_report > 1.0:
+                last_report = time.monotonic()
+                print(f"bgsim: {self.seconds(self.world.now()) * 1e6:,.1f} us simulated, "
+                      f"{finished}/{self.nranks} ranks finished", file=sys.stderr)
+        self.world.drain()
+
+    def _body(self, main: Callable[[], Any], ctx: RankContext) -> Callable[[], None]:
+        def body() -> None:
+            ctx.result = main()
+        return body
+
+    def _abort(self) -> None:
+        for g in self.greenlets:
+            if not g.dead:
+                # Drop the rank without running its cleanup code in the hub.
+                g.ctx = None
+        self.greenlets = []
+
+    def _deadlock_message(self, e: DeadlockError) -> str:
+        msg, blocked = e.args[0], e.args[1]
+        lines = [f"deadlock: {len(blocked)} rank(s) are blocked and nothing in flight can release them"]
+        for rank, waits in blocked[:64]:
+            call = self.ctxs[rank].call or "an MPI call"
+            lines.append(f"  rank {rank}: in {call}, waiting for {' and '.join(waits)}")
+        if len(blocked) > 64:
+            lines.append(f"  ... and {len(blocked) - 64} more")
+        done = [c.rank for c in self.ctxs if c.finished_at is not None]
+        if done:
+            lines.append(f"  ({len(done)} rank(s) had already finished)")
+        return "\n".join(lines)
+
+
+def where(depth: int = 2) -> str:
+    """`file:line` of the user's code that made the current MPI call."""
+    f = sys._getframe(depth)
+    here = os.path.dirname(__file__)
+    while f is not None and os.path.dirname(f.f_code.co_filename) == here:
+        f = f.f_back
+    if f is None:
+        return "?"
+    return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
+
+
+@dataclass
+class RunResult:
+    """The outcome of a simulated MPI run.
+
+    ``time_s``: simulated time from the start to the last rank's end;
+    ``ranks``: per-rank statistics (coordinates, end time, messages, bytes,
+    per-protocol counts, core time by category); ``counters``: network-wide
+    counters; ``results``: what each rank's main returned (API runs)."""
+
+    nranks: int
+    shape: tuple
+    mode: str
+    time_s: float
+    ranks: List[dict]
+    counters: dict
+    results: List[Any]
+    wall_s: float
+    python_wall_s: float
+    machine_toml: str
+
+    @property
+    def time_us(self) -> float:
+        return self.time_s * 1e6
+
+    def to_dict(self) -> dict:
+        return {
+            "nranks": self.nranks,
+            "shape": list(self.shape),
+            "mode": self.mode,
+            "time_s": self.time_s,
+            "ranks": self.ranks,
+            "counters": self.counters,
+            "wall_s": self.wall_s,
+            "python_wall_s": self.python_wall_s,
+        }
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dataframe(self):
+        """Per-rank statistics as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("RunResult.to_dataframe needs pandas (pip install pandas); "
+                              "RunResult.ranks has the same data as a list of dicts") from e
+        return pd.DataFrame(self.ranks).set_index("rank")
+
+    def summary(self) -> str:
+        c = self.counters
+        return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}): "
+                f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
+                f"{c['packets_delivered']:,} packets; wall {self.wall_s:.2f} s")
+
+
+def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
+               mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
+               settings: Sequence[str] = (), seed: int = 1, mpi: bool = True) -> "_core.World":
+    """A simulated world: machine, partition, node mode, ranks and mapping.
+    `mapping` is a permutation of XYZT or the path of a mapfile."""
+    if isinstance(machine, str):
+        machine = Machine(machine)
+    sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
+    if nranks is not None and (not isinstance(nranks, int) or nranks < 1):
+        raise ValueError(f"nranks = {nranks!r}: must be a positive integer")
+    mapping = mapping or "XYZT"
+    if _is_order(mapping):
+        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi)
+    if not os.path.exists(mapping):
+        raise _core.MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
+    with open(mapping) as f:
+        text = f.read()
+    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi)
+
+
+def _is_order(s: str) -> bool:
+    return len(s) == 4 and sorted(s.upper()) == ["T", "X", "Y", "Z"]
+
+
+def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Optional[int] = None,
+        shape: Optional[str] = None, mesh: Optional[str] = None, mode: Optional[str] = None,
+        mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
+        cpu_factor: Optional[float] = None, progress: bool = False) -> RunResult:
+    """Runs `main()` once per rank on a simulated machine and returns the
+    RunResult. Inside `main`, ``from mpi4py import MPI`` (or
+    ``from bgsim import MPI``) is the simulated MPI."""
+    world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
+                       settings=settings, seed=seed)
+    with _mpi4py_installed():
+        return _execute(world, main, cpu_factor, progress)
+
+
+def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
+    """Runs the program at `path` once per rank, each rank in its own
+    ``__main__`` namespace, with ``sys.argv = [path, *argv]``."""
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        raise FileNotFoundError(f"bgsim run: cannot read program `{path}`: {e.strerror}") from None
+    code = compile(source, path, "exec")
+
+    def main() -> Any:
+        ns = {"__name__": "__main__", "__file__": path, "__builtins__": builtins, "__package__": None}
+        exec(code, ns)
+        return None
+
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        world = make_world(kw.pop("machine", "bgl"), **{k: kw.pop(k) for k in list(kw) if k in (
+            "shape", "mesh", "mode", "nranks", "mapping", "settings", "seed")})
+        with _mpi4py_installed():
+            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False))
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
+
+
+def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool) -> RunResult:
+    from . import MPI as shim
+
+    t0 = time.perf_counter()
+    rt = Runtime(world, cpu_factor, progress)
+    shim._reset()
+    rt.run(main)
+    wall = time.perf_counter() - t0
+    end = max((c.finished_at or 0) for c in rt.ctxs)
+    ranks = []
+    for c in rt.ctxs:
+        d = {"rank": c.rank}
+        x, y, z, t = world.coords(c.rank)
+        d.update({"x": x, "y": y, "z": z, "t": t, "end_s": rt.seconds(c.finished_at or 0)})
+        d.update(world.rank_stats(c.rank))
+        ranks.append(d)
+    return RunResult(
+        nranks=world.nranks, shape=world.shape, mode=world.mode, time_s=rt.seconds(end), ranks=ranks,
+        counters=dict(world.counters()), results=[c.result for c in rt.ctxs], wall_s=wall,
+        python_wall_s=rt.python_wall, machine_toml=world.machine_toml())
+
+
+class _mpi4py_installed:
+    """Makes ``import mpi4py`` / ``from mpi4py import MPI`` give the
+    simulated MPI for the duration of a run."""
+
+    def __enter__(self):
+        from . import MPI as shim
+
+        self.saved = {k: sys.modules.get(k) for k in ("mpi4py", "mpi4py.MPI")}
+        pkg = types.ModuleType("mpi4py")
+        pkg.__doc__ = "bgsim's simulated mpi4py"
+        pkg.MPI = shim
+        pkg.__version__ = shim._MPI4PY_VERSION
+        pkg.__path__ = []  # a package, so `import mpi4py.MPI` works
+        pkg.rc = types.SimpleNamespace(initialize=True, finalize=True, threads=False, thread_level="single")
+        sys.modules["mpi4py"] = pkg
+        sys.modules["mpi4py.MPI"] = shim
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        return False
+
+
+def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> None:
+    """Charges application compute to the calling rank's core: `seconds` of
+    simulated time or `cycles` processor cycles."""
+    if (seconds is None) == (cycles is None):
+        raise TypeError("bgsim.compute: give exactly one of seconds= or cycles=")
+    ctx = current()
+    rt = ctx.runtime
+    if seconds is not None:
+        if seconds < 0:
+            raise ValueError(f"bgsim.compute: seconds = {seconds} must be >= 0")
+        ticks = int(round(seconds * rt.ticks_per_second))
+    else:
+        if cycles < 0:
+            raise ValueError(f"bgsim.compute: cycles = {cycles} must be >= 0")
+        ticks = int(round(cycles * rt.world.ticks_per_cycle))
+    rt.charge_host_cpu(ctx)
+    req = rt.world.compute(ctx.rank, ticks)
+    ctx.call = f"bgsim.compute() at {where()}"
+    rt.wait(ctx, [req], 1)
+    rt.world.release(req)
+    ctx.cpu_mark = time.process_time()
