@@ -560,7 +560,7 @@ class Request:
         data = w.take(self._id)
         w.release(self._id)
         self._done = True
-        if self._finish is not None:
+        if self._finish is not None and not st[3] and not st[4]:  # not cancelled, not truncated
             try:
                 self._obj = self._finish(st, data)
             except BaseException as e:  # raised again from Wait/Test
@@ -1791,8 +1791,6 @@ class _WorldComm(Intracomm):
 
     def _me(self):
         ctx = _ctx()
-        if len(self._group._ranks) != ctx.runtime.nranks:
-            self._group = Group(range(ctx.runtime.nranks))
         ctx.runtime.charge_host_cpu(ctx)
         return ctx, ctx.rank
 
@@ -1809,14 +1807,20 @@ class _SelfComm(Intracomm):
         ctx.runtime.charge_host_cpu(ctx)
         return ctx, 0
 
+    def Get_size(self) -> int:
+        return 1
+
+    def Get_group(self) -> Group:
+        return Group([_ctx().rank])
+
 
 COMM_WORLD = _WorldComm()
 COMM_SELF = _SelfComm()
 
 
-def _reset() -> None:
-    """Prepares the module for a new run."""
-    COMM_WORLD._group = Group()
+def _reset(nranks: int) -> None:
+    """Prepares the module for a new run of `nranks` ranks."""
+    COMM_WORLD._group = Group(range(nranks))
     _state.update(initialized=True, finalized=False, buffer=None)
 
 

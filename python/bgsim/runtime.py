@@ -157,8 +157,12 @@ class Runtime:
                     self._abort()
                     if isinstance(e, KeyboardInterrupt):
                         raise
-                    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-                    raise RankError(r, tb) from e
+                    tb = e.__traceback__
+                    # Start the traceback at the rank's own code.
+                    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+                        tb = tb.tb_next
+                    text = "".join(traceback.format_exception(type(e), e, tb))
+                    raise RankError(r, text) from e
                 if g.dead:
                     finished += 1
                     self.ctxs[r].finished_at = self.world.rank_time(r)
@@ -191,7 +195,8 @@ class Runtime:
 
     def _deadlock_message(self, e: DeadlockError) -> str:
         msg, blocked = e.args[0], e.args[1]
-        lines = [f"deadlock: {len(blocked)} rank(s) are blocked and nothing in flight can release them"]
+        lines = [f"deadlock: {len(blocked)} rank(s) are blocked and nothing in flight can release them "
+                 f"(ranks are COMM_WORLD ranks)"]
         for rank, waits in blocked[:64]:
             call = self.ctxs[rank].call or "an MPI call"
             lines.append(f"  rank {rank}: in {call}, waiting for {' and '.join(waits)}")
@@ -338,7 +343,7 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
 
     t0 = time.perf_counter()
     rt = Runtime(world, cpu_factor, progress)
-    shim._reset()
+    shim._reset(world.nranks)
     rt.run(main)
     wall = time.perf_counter() - t0
     end = max((c.finished_at or 0) for c in rt.ctxs)

@@ -1,0 +1,362 @@
+"""The simulated MPI through the Python API: data that really moves,
+mpi4py semantics, errors, determinism."""
+
+import array
+import mmap
+import pickle
+
+import numpy as np
+import pytest
+
+import bgsim
+from bgsim import MPI
+
+
+def run(main, **kw):
+    kw.setdefault("shape", "2x2x2")
+    return bgsim.run(main, **kw)
+
+
+def test_buffer_api_moves_real_data_in_many_buffer_kinds():
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        if r == 0:
+            comm.Send(np.arange(100, dtype="d"), dest=1, tag=1)
+            comm.Send(bytearray(b"abc" * 10), dest=1, tag=2)
+            comm.Send(array.array("i", range(50)), dest=1, tag=3)
+            m = mmap.mmap(-1, 64)
+            m.write(bytes(range(64)))
+            comm.Send(m, dest=1, tag=4)
+            comm.Send([np.arange(10, dtype="i"), 4, MPI.INT], dest=1, tag=5)
+            comm.Send([np.arange(10, dtype="i"), (3, 5), MPI.INT], dest=1, tag=6)
+            comm.Send(np.arange(5000, dtype="i8"), dest=1, tag=7)  # rendezvous
+            return None
+        if r == 1:
+            a = np.empty(100, dtype="d")
+            st = MPI.Status()
+            comm.Recv(a, source=0, tag=1, status=st)
+            b = bytearray(30)
+            comm.Recv(b, source=0, tag=2)
+            c = array.array("i", [0] * 50)
+            comm.Recv(c, source=MPI.ANY_SOURCE, tag=3)
+            m = mmap.mmap(-1, 64)
+            comm.Recv(m, source=0, tag=4)
+            d = np.zeros(10, dtype="i")
+            comm.Recv([d, 4, MPI.INT], source=0, tag=5)
+            e = np.zeros(10, dtype="i")
+            comm.Recv([e, (3, 2), MPI.INT], source=0, tag=6)
+            f = np.empty(5000, dtype="i8")
+            comm.Recv(f, source=0, tag=7)
+            return (a.tolist(), st.Get_count(MPI.DOUBLE), st.Get_source(), st.Get_tag(), bytes(b), list(c),
+                    bytes(m[:]), d.tolist(), e.tolist(), bool((f == np.arange(5000)).all()))
+    res = run(main).results[1]
+    assert res[0] == list(np.arange(100.0))
+    assert res[1:4] == (100, 0, 1)
+    assert res[4] == b"abc" * 10
+    assert res[5] == list(range(50))
+    assert res[6] == bytes(range(64))
+    assert res[7] == [0, 1, 2, 3, 0, 0, 0, 0, 0, 0]
+    assert res[8] == [0, 0, 5, 6, 7, 0, 0, 0, 0, 0]
+    assert res[9] is True
+
+
+def test_pickle_api_and_nonblocking_requests():
+    def main():
+        comm = MPI.COMM_WORLD
+        r, n = comm.rank, comm.size
+        reqs = [comm.isend({"from": r, "data": list(range(r))}, dest=d, tag=r) for d in range(n) if d != r]
+        got = [comm.irecv(source=s, tag=s) for s in range(n) if s != r]
+        objs = MPI.Request.waitall(got)
+        MPI.Request.Waitall(reqs)
+        # waitany / testall
+        rq = [comm.irecv(source=MPI.ANY_SOURCE, tag=99)]
+        comm.send(r * 10, dest=(r + 1) % n, tag=99)
+        idx, val = MPI.Request.waitany(rq)
+        flag, _ = MPI.Request.testall([])
+        return sorted(o["from"] for o in objs), objs[0]["data"], idx, val, flag
+    res = run(main).results
+    for r, (froms, data0, idx, val, flag) in enumerate(res):
+        assert froms == [s for s in range(8) if s != r]
+        assert idx == 0 and val == ((r - 1) % 8) * 10 and flag is True
+
+
+def test_status_probe_any_source_and_cancel():
+    def main():
+        comm = MPI.COMM_WORLD
+        if comm.rank == 3:
+            comm.send("x" * 500, dest=0, tag=42)
+        if comm.rank == 0:
+            st = MPI.Status()
+            comm.Probe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+            probed = (st.Get_source(), st.Get_tag(), st.Get_count() == len(pickle.dumps("x" * 500, pickle.HIGHEST_PROTOCOL)))
+            msg = comm.recv(source=st.Get_source(), tag=st.Get_tag())
+            req = comm.irecv(source=5, tag=1)
+            req.Cancel()
+            cst = MPI.Status()
+            req.Wait(cst)
+            return probed, len(msg), cst.Is_cancelled(), comm.iprobe(source=1)
+    res = run(main).results[0]
+    assert res == ((3, 42, True), 500, True, False)
+
+
+def test_communicators_split_dup_create_compare_and_groups():
+    def main():
+        w = MPI.COMM_WORLD
+        r = w.rank
+        half = w.Split(color=r % 2, key=-r)
+        dup = w.Dup()
+        g = w.Get_group().Incl([0, 2, 4])
+        sub = w.Create(g)
+        out = {"half": (half.Get_size(), half.Get_rank()), "cmp_dup": w.Compare(dup), "cmp_self": w.Compare(w)}
+        # Messages on different communicators never match each other.
+        if r == 0:
+            dup.send("dup", dest=2, tag=0)
+            w.send("world", dest=2, tag=0)
+        if r == 2:
+            out["order"] = (w.recv(source=0, tag=0), dup.recv(source=0, tag=0))
+        out["sub"] = None if sub == MPI.COMM_NULL else (sub.Get_size(), sub.Get_rank())
+        out["half_sum"] = half.allreduce(r)
+        out["translate"] = MPI.Group.Translate_ranks(g, [0, 1, 2], w.Get_group())
+        out["self"] = (MPI.COMM_SELF.Get_size(), MPI.COMM_SELF.Get_rank())
+        return out
+    res = run(main).results
+    # key = -rank reverses the order inside each half.
+    assert res[0]["half"] == (4, 3) and res[6]["half"] == (4, 0)
+    assert res[1]["half_sum"] == 1 + 3 + 5 + 7 and res[0]["half_sum"] == 12
+    assert res[0]["cmp_dup"] == MPI.CONGRUENT and res[0]["cmp_self"] == MPI.IDENT
+    assert res[2]["order"] == ("world", "dup")
+    assert res[4]["sub"] == (3, 2) and res[1]["sub"] is None
+    assert res[0]["translate"] == [0, 2, 4]
+    assert res[5]["self"] == (1, 0)
+
+
+def test_cartesian_topology():
+    def main():
+        w = MPI.COMM_WORLD
+        dims = MPI.Compute_dims(w.size, [0, 0])
+        cart = w.Create_cart(dims, periods=[True, False])
+        row = cart.Sub([False, True])
+        return dims, cart.Get_coords(cart.rank), cart.Shift(0, 1), cart.Shift(1, 1), row.size, cart.Get_topo()[1]
+    res = run(main, shape="4x2x1").results
+    assert res[0][0] == [4, 2]
+    assert res[3][1] == [1, 1]
+    assert res[0][2] == (6, 2)          # periodic: wraps
+    assert res[1][3] == (0, MPI.PROC_NULL)  # non-periodic edge
+    assert res[0][4] == 2 and res[0][5] == [1, 0]
+    assert MPI.Compute_dims(12, 3) == [3, 2, 2]
+
+
+def test_collectives_compute_what_mpi_computes():
+    def main():
+        w = MPI.COMM_WORLD
+        r, n = w.rank, w.size
+        out = {}
+        out["bcast"] = w.bcast({"k": 7} if r == 2 else None, root=2)
+        out["gather"] = w.gather(r * r, root=1)
+        out["scatter"] = w.scatter([i + 100 for i in range(n)] if r == 0 else None, root=0)
+        out["allgather"] = w.allgather(r)
+        out["alltoall"] = w.alltoall([(r, i) for i in range(n)])
+        out["reduce"] = w.reduce(r, op=MPI.MAX, root=3)
+        out["scan"] = w.scan(r)
+        out["exscan"] = w.exscan(r)
+        out["maxloc"] = w.allreduce((r % 3, r), op=MPI.MAXLOC)
+        a = np.arange(4, dtype="i") + r
+        b = np.zeros(4, dtype="i")
+        w.Allreduce(a, b, op=MPI.SUM)
+        out["Allreduce"] = b.tolist()
+        rb = np.zeros(n, dtype="d")
+        w.Allgather(np.array([r * 1.5]), rb)
+        out["Allgather"] = rb.tolist()
+        sb = np.arange(n, dtype="i") + 10 * r
+        ab = np.zeros(n, dtype="i")
+        w.Alltoall(sb, ab)
+        out["Alltoall"] = ab.tolist()
+        buf = np.array([r], dtype="i") if r == 0 else np.zeros(1, dtype="i")
+        if r == 0:
+            buf[0] = 99
+        w.Bcast(buf, root=0)
+        out["Bcast"] = int(buf[0])
+        cnt = [1, 2, 1, 2, 1, 2, 1, 2]
+        gv = np.zeros(sum(cnt), dtype="i") if r == 0 else None
+        w.Gatherv(np.full(cnt[r], r, dtype="i"), [gv, cnt, MPI.INT] if r == 0 else None, root=0)
+        out["Gatherv"] = gv.tolist() if r == 0 else None
+        user = MPI.Op.Create(lambda x, y, dt=None: np.maximum(x, y) if dt is not None else max(x, y), commute=True)
+        out["user"] = w.allreduce(r * 2, op=user)
+        sc = np.zeros(1, dtype="i")
+        w.Scan(np.array([r], dtype="i"), sc)
+        out["Scan"] = int(sc[0])
+        w.Barrier()
+        return out
+    res = run(main).results
+    n = 8
+    for r, o in enumerate(res):
+        assert o["bcast"] == {"k": 7}
+        assert o["gather"] == ([i * i for i in range(n)] if r == 1 else None)
+        assert o["scatter"] == r + 100
+        assert o["allgather"] == list(range(n))
+        assert o["alltoall"] == [(i, r) for i in range(n)]
+        assert o["reduce"] == (n - 1 if r == 3 else None)
+        assert o["scan"] == sum(range(r + 1))
+        assert o["exscan"] == (None if r == 0 else sum(range(r)))
+        assert o["maxloc"] == (2, 2)
+        assert o["Allreduce"] == [sum(range(n)) + 4 * 0 + k * n for k in range(4)]
+        assert o["Allgather"] == [i * 1.5 for i in range(n)]
+        assert o["Alltoall"] == [r + 10 * i for i in range(n)]
+        assert o["Bcast"] == 99
+        assert o["user"] == 14
+        assert o["Scan"] == sum(range(r + 1))
+    assert res[0]["Gatherv"] == [0, 1, 1, 2, 3, 3, 4, 5, 5, 6, 7, 7]
+
+
+def test_errors_are_mpi4py_errors():
+    def main():
+        w = MPI.COMM_WORLD
+        errs = []
+        for f in (lambda: w.send(1, dest=8), lambda: w.Send(np.zeros(2), dest=-5), lambda: w.send(1, dest=0, tag=-3)):
+            try:
+                f()
+            except MPI.Exception as e:
+                errs.append(e.Get_error_class())
+        try:
+            w.Send([np.zeros(2), 5, MPI.DOUBLE], dest=1)
+        except ValueError as e:
+            errs.append("too small" in str(e))
+        try:
+            w.Send([np.zeros(2), -1, MPI.DOUBLE], dest=1)
+        except ValueError as e:
+            errs.append("negative count" in str(e))
+        if w.rank == 0:
+            w.Send(np.zeros(10), dest=1)
+        if w.rank == 1:
+            try:
+                w.Recv(np.zeros(5), source=0)
+            except MPI.Exception as e:
+                errs.append(e.Get_error_class() == MPI.ERR_TRUNCATE)
+        return errs
+    res = run(main, shape="2x1x1").results
+    assert res[0] == [MPI.ERR_RANK, MPI.ERR_RANK, MPI.ERR_TAG, True, True]
+    assert res[1] == [MPI.ERR_RANK, MPI.ERR_RANK, MPI.ERR_TAG, True, True, True]
+
+
+def test_deadlock_names_every_blocked_rank_and_call():
+    def main():
+        w = MPI.COMM_WORLD
+        if w.rank < 2:
+            w.recv(source=1 - w.rank, tag=5)
+    with pytest.raises(bgsim.DeadlockError) as e:
+        run(main, shape="2x2x1")
+    msg = str(e.value)
+    assert "rank 0: in MPI.Comm.recv(source=1, tag=5) at test_mpi.py" in msg
+    assert "waiting for a message from rank 1 with tag 5" in msg
+    assert "rank 1: in MPI.Comm.recv(source=0, tag=5)" in msg
+    assert "2 rank(s) had already finished" in msg
+
+
+def test_rendezvous_send_without_receive_is_a_deadlock_not_a_hang():
+    def main():
+        if MPI.COMM_WORLD.rank == 0:
+            MPI.COMM_WORLD.Send(np.zeros(10000), dest=1)
+    with pytest.raises(bgsim.DeadlockError, match="rendezvous: no matching receive"):
+        run(main, shape="2x1x1")
+
+
+def test_exception_in_one_rank_stops_the_run_with_its_traceback():
+    def main():
+        MPI.COMM_WORLD.barrier()
+        if MPI.COMM_WORLD.rank == 3:
+            raise KeyError("boom in rank three")
+        MPI.COMM_WORLD.barrier()
+    with pytest.raises(bgsim.RankError) as e:
+        run(main)
+    assert e.value.rank == 3
+    assert "KeyError: 'boom in rank three'" in e.value.traceback
+    assert "test_mpi.py" in e.value.traceback
+
+
+def test_wtime_compute_and_result_statistics():
+    def main():
+        t0 = MPI.Wtime()
+        bgsim.compute(seconds=1e-3)
+        t1 = MPI.Wtime()
+        bgsim.compute(cycles=700)
+        return t1 - t0, MPI.Wtime() - t1
+    r = run(main, shape="2x1x1")
+    assert r.results[0][0] == pytest.approx(1e-3)
+    assert r.results[0][1] == pytest.approx(1e-6)
+    assert r.time_s == pytest.approx(1.001e-3)
+    assert r.ranks[0]["core_compute_cycles"] == pytest.approx(700_700)
+    assert r.nranks == 2 and r.mode == "coprocessor"
+
+
+def test_vn_mode_ranks_and_intranode_messages():
+    def main():
+        w = MPI.COMM_WORLD
+        r = w.rank
+        other = (r + 2) % 4  # XYZT on 2 nodes: rank r and r+2 share a node
+        data = w.sendrecv(np.full(3000, r, dtype="u1").tobytes(), dest=other, source=other)
+        return MPI.Get_processor_name(), data == bytes([other]) * 3000
+    r = run(main, shape="2x1x1", mode="vn")
+    assert r.nranks == 4
+    assert r.results[0][0] == r.results[2][0] != r.results[1][0]
+    assert all(ok for _, ok in r.results)
+    assert r.ranks[0]["msgs_intranode"] == 1
+
+
+def test_mapping_places_ranks_and_mapfile_errors_name_the_line(tmp_path):
+    def main():
+        return MPI.Get_processor_name()
+    r = run(main, shape="2x2x1", mode="vn", mapping="TXYZ")
+    assert r.results[0] == r.results[1] != r.results[2]
+    assert (r.ranks[1]["x"], r.ranks[1]["t"]) == (0, 1)
+    f = tmp_path / "map.txt"
+    f.write_text("# rank placement\n1 1 0 0\n\n0 0 0 0  # rank 1\n")
+    r = run(main, shape="2x2x1", mapping=str(f))
+    assert r.nranks == 2 and (r.ranks[0]["x"], r.ranks[0]["y"]) == (1, 1)
+    for text, n, msg in [
+        ("0 0 0 0\n0 0 0 0\n", None, "map.txt:2: slot 0 0 0 0 is already taken by rank 0"),
+        ("0 0 0 0\n5 0 0 0\n", None, "map.txt:2: x = 5 is outside the shape 2x2x1"),
+        ("0 0 0 1\n", None, "map.txt:1: t = 1 is beyond the 1 task(s) per node"),
+        ("0 0 zero 0\n", None, "map.txt:1: `zero` is not a non-negative integer"),
+        ("0 0 0 0\n", 2, "has 1 rank lines, but the run has 2 ranks"),
+    ]:
+        f.write_text(text)
+        with pytest.raises(bgsim.MappingError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+            run(main, shape="2x2x1", mapping=str(f), nranks=n)
+    with pytest.raises(bgsim.MappingError, match="neither a permutation"):
+        run(main, mapping="XYZ")
+
+
+def test_runs_are_deterministic():
+    def main():
+        w = MPI.COMM_WORLD
+        x = w.allgather(w.rank)
+        w.Alltoall(np.arange(8 * 300, dtype="i"), np.zeros(8 * 300, dtype="i"))
+        return MPI.Wtime(), x
+    a, b = run(main), run(main)
+    assert [x[0] for x in a.results] == [x[0] for x in b.results]
+    assert a.counters == b.counters
+
+
+def test_mpi4py_import_is_the_simulated_module_only_during_a_run():
+    import sys
+
+    def main():
+        from mpi4py import MPI as M
+        return M is MPI, M.get_vendor()[0], M.Get_version()
+    res = run(main, shape="1x1x1").results[0]
+    assert res == (True, "bgsim", (1, 2))
+    assert "mpi4py.MPI" not in sys.modules or sys.modules["mpi4py.MPI"] is not MPI
+
+
+def test_to_dataframe_or_clear_error():
+    r = run(lambda: MPI.COMM_WORLD.barrier(), shape="2x1x1")
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="needs pandas"):
+            r.to_dataframe()
+    else:
+        df = r.to_dataframe()
+        assert list(df.index) == [0, 1] and "sends" in df.columns
+    assert '"nranks": 2' in r.to_json()
