@@ -301,12 +301,18 @@ def _is_order(s: str) -> bool:
 def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Optional[int] = None,
         shape: Optional[str] = None, mesh: Optional[str] = None, mode: Optional[str] = None,
         mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
-        cpu_factor: Optional[float] = None, progress: bool = False) -> RunResult:
+        cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi") -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
-    ``from bgsim import MPI``) is the simulated MPI."""
+    ``from bgsim import MPI``) is the simulated MPI.
+
+    `layer="msglayer"` leaves out MPI's own per-message costs: the program
+    then measures the message layer below MPI (same protocols, matching as
+    the message layer's `recvnew` callback does it)."""
+    if layer not in ("mpi", "msglayer"):
+        raise ValueError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
-                       settings=settings, seed=seed)
+                       settings=settings, seed=seed, mpi=layer == "mpi")
     with _mpi4py_installed():
         return _execute(world, main, cpu_factor, progress)
 

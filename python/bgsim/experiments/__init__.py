@@ -4,5 +4,6 @@ scale. See `../shared/spec/experiments.md` for the contract."""
 
 from .base import REGISTRY, Context, Experiment, Outcome, get, names
 from . import torus  # noqa: F401  (registers the torus-* experiments)
+from . import mpi  # noqa: F401  (registers the mpi-* experiments)
 
 __all__ = ["REGISTRY", "Context", "Experiment", "Outcome", "get", "names"]

@@ -743,6 +743,9 @@ impl Torus {
                     }
                     let can_forward = self.routers[ni].recv[port].paths < self.p.paths;
                     cand.clear();
+                    // The receiver's path to its reception FIFOs serves the VC
+                    // heads waiting for it first come, first served.
+                    let mut delivery: Option<(usize, u32, usize, u32, Tick)> = None;
                     while bits != 0 {
                         let v = bits.trailing_zeros() as usize;
                         bits &= bits - 1;
@@ -764,8 +767,8 @@ impl Torus {
                             let f = rx_index(&pk, port);
                             let bytes = pk.chunks as u32 * self.p.chunk_bytes;
                             let r = &self.routers[ni];
-                            if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes {
-                                self.start_delivery(now, n, port, v, id, f, bytes, q);
+                            if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes && delivery.map_or(true, |d| pk.arrived < d.4) {
+                                delivery = Some((v, id, f, bytes, pk.arrived));
                             }
                             continue;
                         }
@@ -778,6 +781,9 @@ impl Torus {
                         let Some((d, tv, ch)) = self.movable(n, id, pk.prod, free, ackbusy, q) else { continue };
                         let fill = self.p.token_range[vc.used as usize];
                         cand.push(Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id });
+                    }
+                    if let Some((v, id, f, bytes, _)) = delivery {
+                        self.start_delivery(now, n, port, v, id, f, bytes, q);
                     }
                     if !cand.is_empty() {
                         let pick = self.receiver_pick(n, cand);

@@ -1,0 +1,222 @@
+"""MPI point-to-point on the simulated BG/L: latency by protocol and by
+distance, bandwidth of one link and of several links at once. Every program
+here is an ordinary mpi4py program run by `bgsim.run`."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from .. import MPI
+from ..api import Machine
+from ..runtime import run
+from .base import Context, Outcome, register
+
+BGL = Machine("bgl")
+MHZ = BGL.info["cpu_mhz"]
+PROTOCOLS = ["one_packet", "eager", "adaptive_eager", "rendezvous"]
+
+
+def _label(b: int) -> str:
+    if b >= 1 << 20 and b % (1 << 20) == 0:
+        return f"{b >> 20}MB"
+    if b >= 1024 and b % 1024 == 0:
+        return f"{b >> 10}KB"
+    return f"{b}B"
+
+
+def _pingpong(peer: int, nbytes: int, iters: int, warmup: int):
+    """rank 0 <-> `peer`: mean half round trip (seconds) over `iters` after `warmup`."""
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        if r not in (0, peer):
+            return None
+        other = peer if r == 0 else 0
+        buf = bytearray(nbytes)
+        t0 = 0.0
+        for i in range(warmup + iters):
+            if i == warmup:
+                t0 = MPI.Wtime()
+            if r == 0:
+                comm.Send(buf, dest=other, tag=1)
+                comm.Recv(buf, source=other, tag=1)
+            else:
+                comm.Recv(buf, source=other, tag=1)
+                comm.Send(buf, dest=other, tag=1)
+        return (MPI.Wtime() - t0) / iters / 2
+    return main
+
+
+# ---------------------------------------------------------------- latency by protocol
+
+@register("mpi-latency-protocols", "bgl", "1-byte half round trip between neighbours, per protocol, message layer and MPI",
+          published={f"{lvl} {p}, cycles (bgl.md calibration)": (v, f"{key}_cycles_{p}")
+                     for lvl, key, vals in [("message layer", "msglayer", [1600, 2700, 3300, 12000]),
+                                            ("MPI", "mpi", [2350, 4000, 11000, 17500])]
+                     for p, v in zip(PROTOCOLS, vals)})
+def latency_protocols(ctx: Context) -> Outcome:
+    out = Outcome()
+    iters = 5 if ctx.quick else 50
+    out.setup.append(f"2 nodes, nearest neighbours (2x1x1 mesh); 1-byte ping-pong with Send/Recv, {iters} round trips "
+                     "after 2 warm-up ones; each protocol forced with --set mpi.protocol=...; message-layer level = "
+                     "the same program with MPI's own per-message costs left out.")
+    out.key_metrics = [f"{lvl}_cycles_{p}" for lvl in ("msglayer", "mpi") for p in PROTOCOLS]
+    for level in ("msglayer", "mpi"):
+        ys = []
+        for p in PROTOCOLS:
+            ctx.log(f"{level} {p}")
+            r = run(_pingpong(1, 1, iters, 2), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed,
+                    settings=[f'mpi.protocol="{p}"'], layer=level)
+            cycles = r.results[0] * MHZ * 1e6
+            out.metrics[f"{level}_cycles_{p}"] = round(cycles, 1)
+            ys.append(cycles)
+        out.add_series(level, range(len(PROTOCOLS)), ys, "protocol (0 one-packet, 1 eager, 2 adaptive eager, 3 rendezvous)",
+                       "half round trip (cycles)", group="latency")
+    out.notes.append("These eight figures are calibration targets: msglayer.send/recv_message_cycles and "
+                     "mpi.message_cycles of the bgl preset were set so that this ping-pong reproduces them; the "
+                     "network part (hop latency, packet read/write) comes from the model.")
+    return out
+
+
+# ---------------------------------------------------------------- latency by distance
+
+def _node_at_hops(h: int, dims: Sequence[int]) -> List[int]:
+    """Coordinates h hops from the origin on a torus: fill x, then y, then z."""
+    c = []
+    for d in dims:
+        step = min(h, d // 2)
+        c.append(step)
+        h -= step
+    if h:
+        raise ValueError("too many hops for this torus")
+    return c
+
+
+@register("mpi-latency-hops", "bgl", "MPI 1-byte half round trip from rank 0 to nodes 1..12 hops away (8x8x8)",
+          published={"latency at 1 hop, us (bgl.md calibration)": (3.35, "latency_us_h1"),
+                     "slope, ns per hop (bgl.md calibration)": (90.0, "slope_ns_per_hop")})
+def latency_hops(ctx: Context) -> Outcome:
+    out = Outcome()
+    shape = (4, 4, 4) if ctx.quick else (8, 8, 8)
+    iters = 5 if ctx.quick else 20
+    maxh = sum(d // 2 for d in shape)
+    out.setup.append(f"{'x'.join(map(str, shape))} torus, one rank per node (XYZT); rank 0 ping-pongs 1 byte with "
+                     f"the node h hops away (x first, then y, then z), {iters} round trips each, default protocol "
+                     "(one-packet), deterministic routing.")
+    hs, lat = list(range(1, maxh + 1)), []
+    for h in hs:
+        x, y, z = _node_at_hops(h, shape)
+        peer = x + shape[0] * (y + shape[1] * z)
+        ctx.log(f"{h} hops (rank {peer})")
+        r = run(_pingpong(peer, 1, iters, 2), BGL, shape="x".join(map(str, shape)), seed=ctx.seed)
+        us = r.results[0] * 1e6
+        out.metrics[f"latency_us_h{h}"] = round(us, 4)
+        lat.append(us)
+    slope, intercept = np.polyfit(hs, lat, 1)
+    out.metrics["slope_ns_per_hop"] = round(slope * 1000, 2)
+    out.metrics["intercept_us"] = round(intercept, 4)
+    out.add_series("latency", hs, lat, "hops", "half round trip (us)")
+    out.key_metrics = ["latency_us_h1", f"latency_us_h{maxh}", "slope_ns_per_hop", "intercept_us"]
+    out.notes.append("The per-hop slope is the torus's hop latency (calibrated on the packet layer); the intercept "
+                     "is software plus one packet's serialisation.")
+    return out
+
+
+# ---------------------------------------------------------------- one link, both ways
+
+def _exchange(peers: Sequence[int], nbytes: int, iters: int, center: int = 0):
+    """`center` exchanges `nbytes` with every peer at once (Isend + Irecv, Waitall),
+    `iters` times; returns the mean time per exchange (seconds) at the centre."""
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        comm.Barrier()
+        if r != center and r not in peers:
+            return None
+        partners = list(peers) if r == center else [center]
+        sbuf = np.zeros(nbytes, dtype="u1")
+        rbufs = [np.empty(nbytes, dtype="u1") for _ in partners]
+        t0 = MPI.Wtime()
+        for _ in range(iters):
+            reqs = [comm.Irecv(b, source=p, tag=7) for b, p in zip(rbufs, partners)]
+            reqs += [comm.Isend(sbuf, dest=p, tag=7) for p in partners]
+            MPI.Request.Waitall(reqs)
+        return (MPI.Wtime() - t0) / iters
+    return main
+
+
+@register("mpi-bandwidth-link", "bgl", "MPI bandwidth of one link used both ways at once, 1 B..1 MB",
+          published={"raw limit, MB/s (bgl.md: 2 x 175)": (350.0, None),
+                     "payload limit, MB/s (bgl.md: 0.89 x 2 x 175)": (310.0, "peak_MBps")})
+def bandwidth_link(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = [1 << k for k in range(0, 21, 2 if ctx.quick else 1)]
+    if ctx.quick:
+        sizes = [s for s in sizes if s <= 1 << 16] + [1 << 20]
+    out.setup.append("2 neighbouring nodes (2x1x1 mesh: one link); both send a message to each other at once "
+                     "(Irecv + Isend + Waitall), repeated; bandwidth = bytes sent both ways / time; default "
+                     "protocol choice by size.")
+    ys = []
+    for s in sizes:
+        iters = max(2, min(20, (1 << 22) // max(s, 1) // (8 if ctx.quick else 1))) if s < (1 << 20) else 2
+        ctx.log(f"{_label(s)} x {iters}")
+        r = run(_exchange([1], s, iters), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed)
+        mbps = 2 * s / r.results[0] / 1e6
+        ys.append(mbps)
+        if _label(s) in ("64B", "1KB", "16KB", "1MB"):
+            out.metrics[f"MBps_{_label(s)}"] = round(mbps, 2)
+    peak = max(ys)
+    out.metrics["peak_MBps"] = round(peak, 2)
+    out.metrics["half_bw_B"] = float(next(s for s, y in zip(sizes, ys) if y >= peak / 2))
+    out.add_series("bandwidth", sizes, ys, "message bytes", "MB/s (both directions)")
+    out.key_metrics = ["MBps_64B", "MBps_1KB", "MBps_16KB", "MBps_1MB", "peak_MBps", "half_bw_B"]
+    out.notes.append("Each 256-byte packet carries 240 payload bytes and costs 262 byte-times on its link plus an "
+                     "8-byte ack on the reverse link, so both directions together move at most 2 x 175 x 240/270 "
+                     "= 311 MB/s of payload; the cores (one 204-cycle read and one write per packet) must keep up "
+                     "with both directions at once.")
+    return out
+
+
+# ---------------------------------------------------------------- several links
+
+MULTI = {
+    "eager": ['mpi.protocol="eager"'],
+    "adaptive_eager": ['mpi.protocol="adaptive_eager"'],
+    "rendezvous": ['mpi.protocol="rendezvous"'],
+    "rendezvous_coproc": ['mpi.protocol="rendezvous"', "msglayer.coprocessor_rendezvous=true"],
+}
+
+
+@register("mpi-multilink", "bgl", "One node exchanging with 1..6 neighbours at once, per protocol")
+def multilink(ctx: Context) -> Outcome:
+    out = Outcome()
+    nbytes = (64 << 10) if ctx.quick else (1 << 20)
+    iters = 1 if ctx.quick else 2
+    dims = (3, 3, 3)
+    center = 1 + 3 * (1 + 3 * 1)
+    # Neighbours of (1,1,1) in the order x+, x-, y+, y-, z+, z-.
+    nbrs = []
+    for k, d in ((0, 1), (0, -1), (1, 1), (1, -1), (2, 1), (2, -1)):
+        c = [1, 1, 1]
+        c[k] += d
+        nbrs.append(c[0] + 3 * (c[1] + 3 * c[2]))
+    out.setup.append(f"3x3x3 torus; the centre node exchanges {_label(nbytes)} both ways with 1..6 of its "
+                     f"neighbours at once (x+, x-, y+, y-, z+, z-), {iters} time(s); protocol forced; "
+                     "aggregate = bytes sent + received by the centre / time. rendezvous_coproc: the second "
+                     "core receives the rendezvous data (coprocessor mode).")
+    for name, sets in MULTI.items():
+        ys = []
+        for k in range(1, 7):
+            ctx.log(f"{name}, {k} link(s)")
+            r = run(_exchange(nbrs[:k], nbytes, iters, center), BGL, shape="3x3x3", seed=ctx.seed, settings=sets)
+            agg = 2 * k * nbytes / r.results[center] / 1e6
+            out.metrics[f"agg_MBps_{name}_l{k}"] = round(agg, 1)
+            ys.append(agg)
+        out.add_series(name, range(1, 7), ys, "links used at once", "aggregate MB/s (in + out)", group="aggregate")
+    out.key_metrics = [f"agg_MBps_{n}_l{k}" for n in MULTI for k in (1, 6)]
+    out.notes.append("Link limit: 2 x 155 MB/s of payload per link used both ways. The centre's main core reads "
+                     "every arriving packet (204 cycles) and writes every departing one, so with several links the "
+                     "core, not the network, sets the pace - unless the coprocessor receives.")
+    return out
