@@ -36,10 +36,12 @@ test-python: build
 	$(PY) -m pytest -q python/tests
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
-# with its date, machine and command.
-bench: env
+# with its date, machine and command. MPI_ITERS sets the rounds of the MPI
+# halo benchmark (1,000: about 25 million messages).
+MPI_ITERS ?= 1000
+bench: build
 	cargo build --release -p bgsim --bin bgsim-bench
-	./target/release/bgsim-bench | $(PY) scripts/bench_report.py
+	{ ./target/release/bgsim-bench && $(PY) scripts/bench_mpi.py $(MPI_ITERS); } | $(PY) scripts/bench_report.py
 
 clean:
 	rm -rf target $(VENV) results

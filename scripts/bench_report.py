@@ -18,7 +18,9 @@ HEADER = """# Benchmarks
 Produced by `make bench` (the `bgsim-bench` binary, release build, one core).
 Targets of the torus issue: at least 5 million packet-hops per second on one
 core, under 4 KB per idle simulated node, and a 64x32x32 machine (65,536
-nodes) that builds and runs within 24 GiB.
+nodes) that builds and runs within 24 GiB. Target of the MPI issue: at least
+100,000 simulated MPI messages per wall second for 4,096 Python ranks doing a
+1 KB halo exchange (`scripts/bench_mpi.py`).
 
 """
 
@@ -69,6 +71,19 @@ def render(rows: list) -> str:
         out += [f"Uniform random traffic at 50% load on 64x32x32 for {b['simulated_ncycles']} network cycles: "
                 f"{b['wall_s']:.1f} s wall, {b['packets_delivered']} packets delivered, "
                 f"{b['packet_hops_per_s'] / 1e6:.2f} M packet-hops/s, peak resident memory {b['peak_rss_mb']:.0f} MB.", ""]
+    h = next((r for r in rows if r["benchmark"].startswith("mpi_halo_")), None)
+    if h:
+        out += [f"MPI halo exchange from Python (`scripts/bench_mpi.py {h['iters']}`): {h['ranks']} ranks on "
+                f"{h['benchmark'].split('_')[2]}, coprocessor mode, each exchanging 1 KB (rendezvous) with its six "
+                f"neighbours {h['iters']} times:", "",
+                "| measure | value |", "|---|---|",
+                f"| simulated MPI messages per wall second | {h['messages_per_s']:,.0f} |",
+                f"| messages | {h['messages']:,} |",
+                f"| wall time | {h['wall_s']:.1f} s |",
+                f"| share of wall time in Python (rank code, MPI module, calls into the core) | {100 * h['python_share']:.0f}% |",
+                f"| share in the core's event loop | {100 * (1 - h['python_share']):.0f}% |",
+                f"| simulated time | {h['simulated_us']:,.0f} us |",
+                f"| packets, events | {h['packets']:,}, {h['events']:,} |", ""]
     return "\n".join(out) + "\n"
 
 

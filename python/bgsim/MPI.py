@@ -15,8 +15,11 @@ import sys as _sys
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as _np
+from greenlet import getcurrent as _getcurrent
 
 from . import runtime as _rt
+
+_ndarray = _np.ndarray
 
 _MPI4PY_VERSION = "3.1.6"
 
@@ -413,6 +416,9 @@ class _Msg:
         return self.count * self.dt.size
 
 
+_FMT_CACHE: dict = {}
+
+
 def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
     try:
         mv = memoryview(obj)
@@ -420,7 +426,12 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
         raise TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
     if not readonly_ok and mv.readonly:
         raise TypeError("message: the receive buffer is read-only")
-    dt = _format_datatype(mv.format, mv.itemsize)
+    key = (mv.format, mv.itemsize)
+    dt = _FMT_CACHE.get(key)
+    if dt is None:
+        dt = _FMT_CACHE[key] = _format_datatype(mv.format, mv.itemsize)
+    if mv.ndim == 1 and mv.format == "B":
+        return mv, dt
     if not mv.contiguous:
         raise ValueError("message: the buffer is not contiguous")
     return mv.cast("B") if (mv.format != "B" or mv.ndim != 1) else mv, dt
@@ -524,18 +535,28 @@ def _ctx() -> "_rt.RankContext":
 class Request:
     """A non-blocking operation (``mpi4py.MPI.Request``)."""
 
+    # Defaults as class attributes: a request sets only what it needs (this
+    # object is made for every message, so it is kept cheap).
+    _group: Optional["Group"] = None  # translates world ranks in the status
+    _into: Optional[memoryview] = None  # receive buffer (buffer API)
+    _finish: Any = None  # called with the status and data once; may return an object
+    _status: Optional[tuple] = None
+    _obj: Any = None
+    _error: Optional[BaseException] = None
+    _desc = ""
+
     def __init__(self, rid: int = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
                  group: Optional["Group"] = None):
         self._id = rid
-        self._group = group
         self._kind = kind
-        self._finish = finish  # called with the core status once; may return an object
         self._ctx = ctx
         self._done = rid < 0
-        self._status = (PROC_NULL, ANY_TAG, 0, False, False) if rid < 0 else None
-        self._obj = None
-        self._desc = desc
-        self._error: Optional[BaseException] = None
+        if rid < 0:
+            self._status = (PROC_NULL, ANY_TAG, 0, False, False)
+        if finish is not None:
+            self._finish = finish
+        if group is not None:
+            self._group = group
 
     def __bool__(self) -> bool:
         return self._id >= 0 and not self._done
@@ -551,15 +572,15 @@ class Request:
         """Collects a finished core request (data, status) exactly once."""
         if self._done:
             return
-        w = self._ctx.runtime.world
-        st = w.status(self._id)
-        if self._group is not None and st[0] >= 0:
+        src, tag, count, cancelled, truncated, data = self._ctx.runtime.world.finish(self._id)
+        if self._group is not None and src >= 0:
             # World rank -> rank in the receiving communicator.
-            st = (self._group._index.get(st[0], st[0]),) + tuple(st[1:])
-        self._status = st
-        data = w.take(self._id)
-        w.release(self._id)
+            src = self._group._index.get(src, src)
+        st = self._status = (src, tag, count, cancelled, truncated)
         self._done = True
+        if self._into is not None and data and not truncated:
+            self._into[: len(data)] = data
+            return
         if self._finish is not None and not st[3] and not st[4]:  # not cancelled, not truncated
             try:
                 self._obj = self._finish(st, data)
@@ -587,7 +608,7 @@ class Request:
             raise Exception(ERR_TRUNCATE, f"a message of more bytes than the receive buffer holds from rank {self._status[0]}")
 
     def Wait(self, status: Optional[Status] = None) -> bool:
-        _wait_all([self], "Request.Wait")
+        _wait_all([self], "MPI.Request.Wait()")
         self._fill(status)
         self._raise()
         return True
@@ -630,7 +651,7 @@ class Request:
 
     @staticmethod
     def Waitall(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> bool:
-        _wait_all(list(requests), "Request.Waitall")
+        _wait_all(list(requests), "MPI.Request.Waitall()")
         for i, r in enumerate(requests):
             if statuses is not None:
                 while len(statuses) <= i:
@@ -751,6 +772,7 @@ class Prequest(Request):
         self._active = self._start()
         self._id, self._ctx, self._finish = self._active._id, self._active._ctx, self._active._finish
         self._group = self._active._group
+        self._into = self._active._into
         self._done = self._active._done
         self._status = self._active._status
         self._kind = "persistent-active"
@@ -763,11 +785,12 @@ REQUEST_NULL = Request()
 
 
 def _wait_all(reqs: List[Request], call: str) -> None:
-    pending = [r for r in reqs if not r._poll()]
+    pending = [r for r in reqs if not r._done]
     if pending:
-        ctx = _ctx()
-        ctx.call = f"MPI.{call}() at {_rt.where(3)}"
-        ctx.runtime.wait(ctx, [r._id for r in pending], len(pending))
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
+        ctx.call, ctx.frame = call, _sys._getframe(2)
+        ids = [r._id for r in pending]
+        ctx.runtime.wait(ctx, ids, len(ids))
         for r in pending:
             r._complete()
 
@@ -779,7 +802,7 @@ def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
     done = [i for i in active if reqs[i]._poll()]
     if not done:
         ctx = _ctx()
-        ctx.call = f"MPI.{call}() at {_rt.where(3)}"
+        ctx.call, ctx.frame = f"MPI.{call}()", _sys._getframe(2)
         ctx.runtime.wait(ctx, [reqs[i]._id for i in active], 1)
         done = [i for i in active if reqs[i]._poll()]
     return done[:1] if any_one else done
@@ -885,6 +908,8 @@ GROUP_NULL = Group()
 
 
 def _check_tag(tag: int, recv: bool) -> int:
+    if tag.__class__ is int and 0 <= tag <= TAG_UB:
+        return tag
     if not isinstance(tag, (int, _np.integer)):
         raise TypeError(f"tag must be an integer, got {type(tag).__name__}")
     if (recv and tag == ANY_TAG) or 0 <= tag <= TAG_UB:
@@ -904,11 +929,12 @@ class Comm:
     # -- identity --
 
     def _me(self) -> "Tuple[_rt.RankContext, int]":
-        ctx = _ctx()
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
         r = self._group._index.get(ctx.rank)
         if r is None or self._freed:
             raise Exception(ERR_COMM, "the calling rank is not a member of this communicator" if r is None else "freed communicator")
-        ctx.runtime.charge_host_cpu(ctx)
+        if ctx.runtime.cpu_factor:
+            ctx.runtime.charge_host_cpu(ctx)
         return ctx, r
 
     def Get_rank(self) -> int:
@@ -982,6 +1008,8 @@ class Comm:
         return self._context >= 0
 
     def _world_rank(self, r: int, what: str, allow_null: bool = True, allow_any: bool = False) -> int:
+        if r.__class__ is int and 0 <= r < len(self._group._ranks):
+            return self._group._ranks[r]
         if allow_null and r == PROC_NULL:
             return PROC_NULL
         if allow_any and r == ANY_SOURCE:
@@ -1015,24 +1043,34 @@ class Comm:
         return Request(rid, "recv", finish, ctx, group=self._group)
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
-        m = _msg(buf, recv=False)
-        return self._isend_bytes(m.mv.tobytes(), dest, tag, mode, call)
+        cls = buf.__class__
+        if cls is _ndarray:
+            data = buf.tobytes()  # C order, also for a non-contiguous view
+        elif cls is bytes:
+            data = buf
+        else:
+            data = _msg(buf, recv=False).mv.tobytes()
+        return self._isend_bytes(data, dest, tag, mode, call)
 
     def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
-        m = _msg(buf, recv=True)
-        mv = m.mv
-
-        def finish(st, data):
-            if data:
-                mv[: len(data)] = data
-            return None
-
-        return self._irecv_into(m.nbytes, source, tag, finish)
+        mv = None
+        if buf.__class__ is _ndarray:
+            try:
+                mv = memoryview(buf).cast("B")
+                nbytes = len(mv)
+            except TypeError:  # not contiguous: the general path explains
+                mv = None
+        if mv is None or mv.readonly:
+            m = _msg(buf, recv=True)
+            mv, nbytes = m.mv, m.nbytes
+        req = self._irecv_into(nbytes, source, tag, None)
+        req._into = mv
+        return req
 
     def _wait(self, req: Request, status: Optional[Status], call: str) -> Any:
         if not req._poll():
             ctx = _ctx()
-            ctx.call = f"{call} at {_rt.where(3)}"
+            ctx.call, ctx.frame = call, _sys._getframe(2)
             ctx.runtime.wait(ctx, [req._id], 1)
             req._complete()
         req._fill(status)
@@ -1042,16 +1080,16 @@ class Comm:
     # -- buffer API --
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._send_buf(buf, dest, tag, 0, "Send"), None, f"MPI.Comm.Send(dest={dest}, tag={tag})")
+        self._wait(self._send_buf(buf, dest, tag, 0, "Send"), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._send_buf(buf, dest, tag, 1, "Ssend"), None, f"MPI.Comm.Ssend(dest={dest}, tag={tag})")
+        self._wait(self._send_buf(buf, dest, tag, 1, "Ssend"), None, lambda: f"MPI.Comm.Ssend(dest={dest}, tag={tag})")
 
     def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._send_buf(buf, dest, tag, 2, "Rsend"), None, f"MPI.Comm.Rsend(dest={dest}, tag={tag})")
+        self._wait(self._send_buf(buf, dest, tag, 2, "Rsend"), None, lambda: f"MPI.Comm.Rsend(dest={dest}, tag={tag})")
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._send_buf(buf, dest, tag, 3, "Bsend"), None, f"MPI.Comm.Bsend(dest={dest}, tag={tag})")
+        self._wait(self._send_buf(buf, dest, tag, 3, "Bsend"), None, lambda: f"MPI.Comm.Bsend(dest={dest}, tag={tag})")
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
         return self._send_buf(buf, dest, tag, 0, "Isend")
@@ -1066,7 +1104,7 @@ class Comm:
         return self._send_buf(buf, dest, tag, 3, "Ibsend")
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        self._wait(self._recv_buf(buf, source, tag), status, f"MPI.Comm.Recv(source={source}, tag={tag})")
+        self._wait(self._recv_buf(buf, source, tag), status, lambda: f"MPI.Comm.Recv(source={source}, tag={tag})")
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         return self._recv_buf(buf, source, tag)
@@ -1081,7 +1119,7 @@ class Comm:
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         r = self._recv_buf(recvbuf, source, recvtag)
         s = self._send_buf(sendbuf, dest, sendtag, 0, "Sendrecv")
-        _wait_all([s, r], "Comm.Sendrecv")
+        _wait_all([s, r], "MPI.Comm.Sendrecv()")
         r._fill(status)
         r._raise()
 
@@ -1091,7 +1129,7 @@ class Comm:
         data = m.mv.tobytes()
         r = self._recv_buf(buf, source, recvtag)
         s = self._isend_bytes(data, dest, sendtag, 0, "Sendrecv_replace")
-        _wait_all([s, r], "Comm.Sendrecv_replace")
+        _wait_all([s, r], "MPI.Comm.Sendrecv_replace()")
         r._fill(status)
         r._raise()
 
@@ -1105,7 +1143,7 @@ class Comm:
         return Request(rid, "probe", None, ctx, group=self._group)
 
     def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
-        self._wait(self._probe_req(source, tag), status, f"MPI.Comm.Probe(source={source}, tag={tag})")
+        self._wait(self._probe_req(source, tag), status, lambda: f"MPI.Comm.Probe(source={source}, tag={tag})")
         return True
 
     def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
@@ -1121,13 +1159,13 @@ class Comm:
     # -- pickle API --
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._isend_bytes(_dump(obj), dest, tag, 0, "send"), None, f"MPI.Comm.send(dest={dest}, tag={tag})")
+        self._wait(self._isend_bytes(_dump(obj), dest, tag, 0, "send"), None, lambda: f"MPI.Comm.send(dest={dest}, tag={tag})")
 
     def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._isend_bytes(_dump(obj), dest, tag, 1, "ssend"), None, f"MPI.Comm.ssend(dest={dest}, tag={tag})")
+        self._wait(self._isend_bytes(_dump(obj), dest, tag, 1, "ssend"), None, lambda: f"MPI.Comm.ssend(dest={dest}, tag={tag})")
 
     def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._isend_bytes(_dump(obj), dest, tag, 3, "bsend"), None, f"MPI.Comm.bsend(dest={dest}, tag={tag})")
+        self._wait(self._isend_bytes(_dump(obj), dest, tag, 3, "bsend"), None, lambda: f"MPI.Comm.bsend(dest={dest}, tag={tag})")
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
         return self._isend_bytes(_dump(obj), dest, tag, 0, "isend")
@@ -1143,7 +1181,7 @@ class Comm:
         return self._irecv_into(cap, source, tag, lambda st, data: None if st[0] == PROC_NULL else _load(data))
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> Any:
-        return self._wait(self._irecv_obj(buf, source, tag), status, f"MPI.Comm.recv(source={source}, tag={tag})")
+        return self._wait(self._irecv_obj(buf, source, tag), status, lambda: f"MPI.Comm.recv(source={source}, tag={tag})")
 
     def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         return self._irecv_obj(buf, source, tag)
@@ -1152,7 +1190,7 @@ class Comm:
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> Any:
         r = self._irecv_obj(recvbuf, source, recvtag)
         s = self._isend_bytes(_dump(sendobj), dest, sendtag, 0, "sendrecv")
-        _wait_all([s, r], "Comm.sendrecv")
+        _wait_all([s, r], "MPI.Comm.sendrecv()")
         r._fill(status)
         r._raise()
         return r._obj
@@ -1513,7 +1551,7 @@ class _Coll:
         return self.comm._irecv_into(_BIG, src, self.tag, lambda st, d: d, ctx_off=1)
 
     def _wait(self, reqs: List[Request], what: str) -> None:
-        _wait_all(reqs, f"Comm.{what}")
+        _wait_all(reqs, f"MPI.Comm.{what}()")
         for r in reqs:
             r._raise()
 

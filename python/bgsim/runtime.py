@@ -53,7 +53,10 @@ class RankContext:
 
     rank: int
     runtime: "Runtime"
-    call: str = ""
+    #: The MPI call the rank is in (a string, or a function making one) and
+    #: the caller's frame; formatted only for a deadlock report.
+    call: Any = ""
+    frame: Any = None
     # MPI state the shim keeps per rank (communicator sequence numbers, the
     # attached buffer, the world communicator objects ...).
     state: Dict[str, Any] = field(default_factory=dict)
@@ -145,12 +148,14 @@ class Runtime:
         runnable = deque(range(self.nranks))
         finished = 0
         last_report = time.monotonic()
+        cpu = bool(self.cpu_factor)
         while True:
             t0 = time.perf_counter()
             while runnable:
                 r = runnable.popleft()
                 g = self.greenlets[r]
-                self.ctxs[r].cpu_mark = time.process_time()
+                if cpu:
+                    self.ctxs[r].cpu_mark = time.process_time()
                 try:
                     g.switch()
                 except BaseException as e:  # the rank's exception, re-raised in the hub
@@ -198,7 +203,10 @@ class Runtime:
         lines = [f"deadlock: {len(blocked)} rank(s) are blocked and nothing in flight can release them "
                  f"(ranks are COMM_WORLD ranks)"]
         for rank, waits in blocked[:64]:
-            call = self.ctxs[rank].call or "an MPI call"
+            c = self.ctxs[rank]
+            call = (c.call() if callable(c.call) else c.call) or "an MPI call"
+            if c.frame is not None:
+                call += f" at {where_frame(c.frame)}"
             lines.append(f"  rank {rank}: in {call}, waiting for {' and '.join(waits)}")
         if len(blocked) > 64:
             lines.append(f"  ... and {len(blocked) - 64} more")
@@ -210,7 +218,11 @@ class Runtime:
 
 def where(depth: int = 2) -> str:
     """`file:line` of the user's code that made the current MPI call."""
-    f = sys._getframe(depth)
+    return where_frame(sys._getframe(depth))
+
+
+def where_frame(f: Any) -> str:
+    """`file:line` of the first frame at or above `f` outside bgsim."""
     here = os.path.dirname(__file__)
     while f is not None and os.path.dirname(f.f_code.co_filename) == here:
         f = f.f_back
@@ -410,7 +422,8 @@ def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> 
         ticks = int(round(cycles * rt.world.ticks_per_cycle))
     rt.charge_host_cpu(ctx)
     req = rt.world.compute(ctx.rank, ticks)
-    ctx.call = f"bgsim.compute() at {where()}"
+    ctx.call, ctx.frame = "bgsim.compute()", sys._getframe(1)
     rt.wait(ctx, [req], 1)
     rt.world.release(req)
-    ctx.cpu_mark = time.process_time()
+    if rt.cpu_factor:
+        ctx.cpu_mark = time.process_time()

@@ -193,10 +193,19 @@ impl World {
     fn protocol_for(&self, nbytes: u32) -> &'static str {
         self.w.protocol_for(nbytes, None).name()
     }
+    /// Posts a send of `data` (bytes).
     #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None))]
     fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>) -> PyResult<u32> {
         let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(PyValueError::new_err)?;
         self.w.isend(rank, dest, ctx, tag, data.to_vec(), send_mode(mode)?, force).map_err(mpi_err)
+    }
+    /// Status and data of a completed request, and frees it:
+    /// (source, tag, count, cancelled, truncated, data or None).
+    fn finish<'py>(&mut self, py: Python<'py>, req: u32) -> (i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>) {
+        let s = self.w.status(req);
+        let data = self.w.take_data(req).map(|d| PyBytes::new_bound(py, &d));
+        self.w.release(req);
+        (s.source, s.tag, s.count, s.cancelled, s.truncated, data)
     }
     fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> PyResult<u32> {
         self.w.irecv(rank, src, ctx, tag, capacity).map_err(mpi_err)
