@@ -17,6 +17,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as _np
 from greenlet import getcurrent as _getcurrent
 
+from . import coll as _coll
 from . import runtime as _rt
 
 _ndarray = _np.ndarray
@@ -1210,8 +1211,12 @@ class Comm:
         seqs[self._context] = n + 1
         return (self._context, kind, n)
 
+    def _sync(self, what: str) -> None:
+        """The synchronisation a communicator constructor does (a barrier)."""
+        _coll.barrier_dissemination(_coll.Call(self, what))
+
     def Dup(self, info: Any = None) -> "Comm":
-        self._coll().barrier()
+        self._sync("Dup")
         key = self._next_key("dup")
         c = self._clone(Group(self._group._ranks), _ctx().runtime.new_context(key))
         c._name = self._name
@@ -1227,7 +1232,10 @@ class Comm:
         if color != UNDEFINED and (not isinstance(color, (int, _np.integer)) or color < 0):
             raise Exception(ERR_ARG, f"color {color} (must be >= 0 or MPI.UNDEFINED)")
         seqkey = self._next_key("split")
-        pairs = self._coll().allgather((int(color), int(key)))
+        c = _coll.Call(self, "Split")
+        mine = _dump((int(color), int(key)))
+        parts = (_coll.allgather_recursive_doubling(c, mine) if c.n & (c.n - 1) == 0 else _coll.allgather_ring(c, mine))
+        pairs = [_load(p) for p in parts]
         if color == UNDEFINED:
             return COMM_NULL
         members = sorted((k, i) for i, (c, k) in enumerate(pairs) if c == color)
@@ -1242,7 +1250,7 @@ class Comm:
     def Create(self, group: Group) -> "Comm":
         ctx, me = self._me()
         seqkey = self._next_key("create")
-        self._coll().barrier()
+        self._sync("Create")
         if ctx.rank not in group._index:
             return COMM_NULL
         return Intracomm(Group(group._ranks), ctx.runtime.new_context(seqkey + (group._ranks,)))
@@ -1257,7 +1265,7 @@ class Comm:
         n = seqs.get(k, 0)
         seqs[k] = n + 1
         sub._context = ctx.runtime.new_context(("create_group",) + k + (n,))
-        sub._coll().barrier()
+        sub._sync("Create_group")
         return sub
 
     def Free(self) -> None:
@@ -1283,57 +1291,77 @@ class Comm:
         if n > self.Get_size():
             raise Exception(ERR_DIMS, f"a grid of {n} processes does not fit in a communicator of {self.Get_size()}")
         seqkey = self._next_key("cart")
-        self._coll().barrier()
+        self._sync("Create_cart")
         if me >= n:
             return COMM_NULL
         return Cartcomm(Group(self._group._ranks[:n]), ctx.runtime.new_context(seqkey), dims, periods)
 
-    # -- collectives (generic point-to-point algorithms on the collective context) --
-
-    def _coll(self) -> "_Coll":
-        return _Coll(self)
+    # -- collectives (algorithm families in bgsim.coll) --
 
     def Barrier(self) -> None:
-        self._coll().barrier()
+        _barrier(self)
 
     def barrier(self) -> None:
-        self._coll().barrier()
+        _barrier(self)
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
-        return self._coll().bcast_obj(obj, root)
+        c = _coll.Call(self, "bcast", root)
+        # As mpi4py does: the size first, then the pickled object.
+        data = _dump(obj) if c.me == root else None
+        size = _coll.bcast_binomial(c, len(data).to_bytes(8, "little") if c.me == root else None, root)
+        out = _bcast_bytes(c, data, root, int.from_bytes(size, "little"))
+        return obj if c.me == root else _load(out)
 
     def Bcast(self, buf: Any, root: int = 0) -> None:
         m = _msg(buf, recv=True)
-        data = self._coll().bcast_bytes(m.mv.tobytes() if self.Get_rank() == root else None, root)
-        if self.Get_rank() != root:
-            if len(data) != m.nbytes:
-                raise Exception(ERR_TRUNCATE, f"Bcast: the root sent {len(data)} bytes, this rank expects {m.nbytes}")
+        c = _coll.Call(self, "bcast", root, check=m.nbytes)
+        data = _bcast_bytes(c, m.mv.tobytes() if c.me == root else None, root, m.nbytes)
+        if c.me != root:
             m.mv[:] = data
 
     def gather(self, sendobj: Any, root: int = 0) -> Optional[List[Any]]:
-        return self._coll().gather_obj(sendobj, root)
+        c = _coll.Call(self, "gather", root)
+        _coll.choose(c, "gather", 0)
+        parts = _coll.gather_binomial(c, _dump(sendobj), root)
+        return None if parts is None else [_load(p) for p in parts]
 
     def scatter(self, sendobj: Optional[Sequence[Any]] = None, root: int = 0) -> Any:
-        return self._coll().scatter_obj(sendobj, root)
+        c = _coll.Call(self, "scatter", root)
+        parts = None
+        if c.me == root:
+            if sendobj is None or len(sendobj) != c.n:
+                raise ValueError(f"scatter: the root needs a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
+            parts = [_dump(o) for o in sendobj]
+        _coll.choose(c, "scatter", 0)
+        return _load(_coll.scatter_binomial(c, parts, root))
 
     def allgather(self, sendobj: Any) -> List[Any]:
-        return self._coll().allgather(sendobj)
+        c = _coll.Call(self, "allgather")
+        return [_load(p) for p in _allgather_bytes(c, _dump(sendobj))]
 
     def alltoall(self, sendobj: Sequence[Any]) -> List[Any]:
-        return self._coll().alltoall_obj(sendobj)
+        c = _coll.Call(self, "alltoall")
+        if sendobj is None or len(sendobj) != c.n:
+            raise ValueError(f"alltoall: expecting a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
+        parts = [_dump(o) for o in sendobj]
+        algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
+        return [_load(p) for p in _coll.alltoall(c, parts, algo)]
 
     def reduce(self, sendobj: Any, op: Op = SUM, root: int = 0) -> Any:
-        return self._coll().reduce_obj(sendobj, op, root)
+        c = _coll.Call(self, "reduce", root, check=op.name)
+        _coll.choose(c, "reduce", 0, hw_ok=False)
+        return _coll.reduce_binomial(c, sendobj, _obj_reducer(op), root)
 
     def allreduce(self, sendobj: Any, op: Op = SUM) -> Any:
-        c = self._coll()
-        return c.bcast_obj(c.reduce_obj(sendobj, op, 0), 0)
+        c = _coll.Call(self, "allreduce", check=op.name)
+        _coll.choose(c, "allreduce", 0, hw_ok=False, pow2_only=("reduce_scatter_allgather",))
+        return _coll.allreduce_recursive_doubling(c, sendobj, _obj_reducer(op))
 
     def scan(self, sendobj: Any, op: Op = SUM) -> Any:
-        return self._coll().scan_obj(sendobj, op, exclusive=False)
+        return _scan(self, sendobj, _obj_reducer(op), exclusive=False)
 
     def exscan(self, sendobj: Any, op: Op = SUM) -> Any:
-        return self._coll().scan_obj(sendobj, op, exclusive=True)
+        return _scan(self, sendobj, _obj_reducer(op), exclusive=True)
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
         _buffer_collective(self, "gather", sendbuf, recvbuf, root=root)
@@ -1358,6 +1386,11 @@ class Comm:
 
     def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
         _buffer_collective(self, "alltoall", sendbuf, recvbuf)
+
+    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
+        """sendbuf / recvbuf: [buf, (counts, displs), datatypes] with counts
+        in elements of each peer's datatype and displacements in bytes."""
+        _alltoallw(self, sendbuf, recvbuf)
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
         _reduce_buffers(self, sendbuf, recvbuf, op, root)
@@ -1529,169 +1562,59 @@ TAG_UB_KEYVAL = 1001
 # ---------------------------------------------------------------- collectives
 
 
-class _Coll:
-    """Generic point-to-point collective algorithms over a communicator's
-    collective context (context + 1); ranks are communicator ranks."""
+def _barrier(comm: Comm) -> None:
+    c = _coll.Call(comm, "barrier")
+    if _coll.choose(c, "barrier", 0) == "gi":
+        _coll.hw_join(c, "barrier")
+    else:
+        _coll.barrier_dissemination(c)
 
-    def __init__(self, comm: Comm):
-        self.comm = comm
-        self.ctx, self.me = comm._me()
-        self.n = comm.Get_size()
-        ctx = self.ctx
-        # Every collective call on a communicator gets its own tag, so that
-        # consecutive collectives never mix their messages.
-        seqs = ctx.state.setdefault("coll_seq", {})
-        self.tag = seqs.get(comm._context, 0) % TAG_UB
-        seqs[comm._context] = self.tag + 1
 
-    def _isend(self, data: bytes, dest: int) -> Request:
-        return self.comm._isend_bytes(data, dest, self.tag, 0, "collective", ctx_off=1)
+def _bcast_bytes(c: "_coll.Call", data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    algo = _coll.choose(c, "bcast", nbytes)
+    if algo == "tree":
+        rec = _coll.hw_join(c, "bcast", root, nbytes, contribution=data if c.me == root else None)
+        return rec["parts"][root]
+    if algo == "scatter_allgather" and c.n > 1:
+        return _coll.bcast_scatter_allgather(c, data, root, nbytes)
+    if algo == "torus_p2p":
+        return _coll.bcast_torus_p2p(c, data, root, nbytes)
+    if algo == "torus_deposit":
+        return _coll.bcast_deposit(c, data, root, nbytes)
+    return _coll.bcast_binomial(c, data, root)
 
-    def _irecv(self, src: int) -> Request:
-        return self.comm._irecv_into(_BIG, src, self.tag, lambda st, d: d, ctx_off=1)
 
-    def _wait(self, reqs: List[Request], what: str) -> None:
-        _wait_all(reqs, f"MPI.Comm.{what}()")
-        for r in reqs:
-            r._raise()
+def _allgather_bytes(c: "_coll.Call", data: bytes) -> List[bytes]:
+    algo = _coll.choose(c, "allgather", len(data), pow2_only=("recursive_doubling",))
+    if algo == "recursive_doubling":
+        return _coll.allgather_recursive_doubling(c, data)
+    return _coll.allgather_ring(c, data)
 
-    def _check_root(self, root: int) -> None:
-        if not isinstance(root, (int, _np.integer)) or not 0 <= root < self.n:
-            raise Exception(ERR_ROOT, f"root {root} in a communicator of size {self.n}")
 
-    def barrier(self) -> None:
-        k = 1
-        while k < self.n:
-            r = self._irecv((self.me - k) % self.n)
-            s = self._isend(b"", (self.me + k) % self.n)
-            self._wait([s, r], "Barrier")
-            k *= 2
+def _obj_reducer(op: Op) -> "_coll.Reducer":
+    return _coll.Reducer(op, _dump, _load, op.is_commutative, array=False)
 
-    def bcast_bytes(self, data: Optional[bytes], root: int) -> bytes:
-        """Binomial tree broadcast."""
-        self._check_root(root)
-        n, rel = self.n, (self.me - root) % self.n
-        mask = 1
-        while mask < n:
-            if rel & mask:
-                r = self._irecv((self.me - mask) % n)
-                self._wait([r], "Bcast")
-                data = r._obj
-                break
-            mask <<= 1
-        mask >>= 1
-        sends = []
-        while mask > 0:
-            if rel + mask < n:
-                sends.append(self._isend(data, (self.me + mask) % n))
-            mask >>= 1
-        self._wait(sends, "Bcast")
-        return data
 
-    def bcast_obj(self, obj: Any, root: int) -> Any:
-        data = self.bcast_bytes(_dump(obj) if self.me == root else None, root)
-        return obj if self.me == root else _load(data)
+def _array_reducer(op: Op, dt: Datatype) -> "_coll.Reducer":
+    return _coll.Reducer(lambda a, b: op._arrays(a, b, dt), lambda a: a.tobytes(), lambda b: _as_array(b, dt),
+                         op.is_commutative, array=True)
 
-    def gather_bytes(self, data: bytes, root: int) -> Optional[List[bytes]]:
-        self._check_root(root)
-        if self.me != root:
-            self._wait([self._isend(data, root)], "Gather")
-            return None
-        reqs = [self._irecv(i) for i in range(self.n) if i != root]
-        self._wait(reqs, "Gather")
-        out, it = [], iter(reqs)
-        for i in range(self.n):
-            out.append(data if i == root else next(it)._obj)
-        return out
 
-    def gather_obj(self, obj: Any, root: int) -> Optional[List[Any]]:
-        parts = self.gather_bytes(_dump(obj), root)
-        return None if parts is None else [_load(p) for p in parts]
-
-    def scatter_bytes(self, parts: Optional[List[bytes]], root: int) -> bytes:
-        self._check_root(root)
-        if self.me == root:
-            if parts is None or len(parts) != self.n:
-                raise ValueError(f"scatter: the root needs a sequence of {self.n} items, got {None if parts is None else len(parts)}")
-            self._wait([self._isend(parts[i], i) for i in range(self.n) if i != root], "Scatter")
-            return parts[root]
-        r = self._irecv(root)
-        self._wait([r], "Scatter")
-        return r._obj
-
-    def scatter_obj(self, objs: Optional[Sequence[Any]], root: int) -> Any:
-        parts = None
-        if self.me == root:
-            if objs is None or len(objs) != self.n:
-                raise ValueError(f"scatter: the root needs a sequence of {self.n} items, got {None if objs is None else len(objs)}")
-            parts = [_dump(o) for o in objs]
-        return _load(self.scatter_bytes(parts, root))
-
-    def allgather_bytes(self, data: bytes) -> List[bytes]:
-        parts = self.gather_bytes(data, 0)
-        blob = self.bcast_bytes(_dump(parts) if self.me == 0 else None, 0)
-        return parts if self.me == 0 else _load(blob)
-
-    def allgather(self, obj: Any) -> List[Any]:
-        return [_load(p) for p in self.allgather_bytes(_dump(obj))]
-
-    def alltoall_bytes(self, parts: List[bytes]) -> List[bytes]:
-        """Post every receive and send, then wait for all."""
-        n = self.n
-        recvs = {i: self._irecv(i) for i in range(n) if i != self.me}
-        sends = [self._isend(parts[(self.me + k) % n], (self.me + k) % n) for k in range(1, n)]
-        self._wait(list(recvs.values()) + sends, "Alltoall")
-        return [parts[i] if i == self.me else recvs[i]._obj for i in range(n)]
-
-    def alltoall_obj(self, objs: Sequence[Any]) -> List[Any]:
-        if objs is None or len(objs) != self.n:
-            raise ValueError(f"alltoall: expecting a sequence of {self.n} items, got {None if objs is None else len(objs)}")
-        return [_load(p) for p in self.alltoall_bytes([_dump(o) for o in objs])]
-
-    def reduce_generic(self, value: Any, combine: Any, dump: Any, load: Any, root: int, commute: bool) -> Any:
-        """Binomial-tree reduction in rank order (valid for non-commutative
-        operations too: every combine is lower-ranks op higher-ranks)."""
-        self._check_root(root)
-        n, me = self.n, self.me
-        if not commute or root != 0:
-            # Reduce to rank 0 in rank order, then pass the result to the root.
-            pass
-        acc = value
-        mask = 1
-        while mask < n:
-            if me & mask:
-                self._wait([self._isend(dump(acc), me - mask)], "Reduce")
-                acc = None
-                break
-            if me + mask < n:
-                r = self._irecv(me + mask)
-                self._wait([r], "Reduce")
-                acc = combine(acc, load(r._obj))
-            mask <<= 1
-        if root != 0:
-            if me == 0:
-                self._wait([self._isend(dump(acc), root)], "Reduce")
-                acc = None
-            elif me == root:
-                r = self._irecv(0)
-                self._wait([r], "Reduce")
-                acc = load(r._obj)
-        return acc if me == root else None
-
-    def reduce_obj(self, obj: Any, op: Op, root: int) -> Any:
-        return self.reduce_generic(obj, op, _dump, _load, root, op.is_commutative)
-
-    def scan_obj(self, obj: Any, op: Op, exclusive: bool) -> Any:
-        """Linear chain: rank i receives the prefix of 0..i-1."""
-        prefix = None
-        if self.me > 0:
-            r = self._irecv(self.me - 1)
-            self._wait([r], "Scan")
-            prefix = _load(r._obj)
-        mine = obj if prefix is None else op(prefix, obj)
-        if self.me + 1 < self.n:
-            self._wait([self._isend(_dump(mine), self.me + 1)], "Scan")
-        return prefix if exclusive else mine
+def _scan(comm: Comm, value: Any, red: "_coll.Reducer", exclusive: bool) -> Any:
+    """Linear chain: rank i gets the prefix of ranks 0..i-1 from rank i-1."""
+    c = _coll.Call(comm, "exscan" if exclusive else "scan")
+    if c.me == 0:
+        stats = c.rt.coll_stats.setdefault(c.op, {})
+        stats["linear"] = stats.get("linear", 0) + 1
+    prefix = None
+    if c.me > 0:
+        r = c.irecv(c.me - 1)
+        c.wait([r])
+        prefix = red.load(r._obj)
+    mine = value if prefix is None else red.combine(prefix, value)
+    if c.me + 1 < c.n:
+        c.wait([c.isend(red.dump(mine), c.me + 1)])
+    return prefix if exclusive else mine
 
 
 def _as_array(data: bytes, dt: Datatype) -> "_np.ndarray":
@@ -1699,25 +1622,36 @@ def _as_array(data: bytes, dt: Datatype) -> "_np.ndarray":
 
 
 def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Optional[int]) -> None:
-    c = comm._coll()
-    me = c.me
-    is_root = root is None or me == root
+    kind = "allreduce" if root is None else "reduce"
     if sendbuf is IN_PLACE:
         m = _msg(recvbuf, recv=True)
-        data, dt, count = m.mv.tobytes(), m.dt, m.count
+        data, dt = m.mv.tobytes(), m.dt
     else:
         s = _msg(sendbuf, recv=False)
-        data, dt, count = s.mv.tobytes(), s.dt, s.count
+        data, dt = s.mv.tobytes(), s.dt
+    c = _coll.Call(comm, kind, root, check=(op.name, len(data)))
     mine = _as_array(data, dt)
-    combine = lambda a, b: op._arrays(a, b, dt)  # noqa: E731
-    dump = lambda a: a.tobytes()  # noqa: E731
-    load = lambda b: _as_array(b, dt)  # noqa: E731
-    res = c.reduce_generic(mine, combine, dump, load, 0 if root is None else root, op.is_commutative)
-    if root is None:
-        out = c.bcast_bytes(res.tobytes() if me == 0 else None, 0)
+    hw_ok = _coll.tree_ok(op, dt.np)
+    algo = _coll.choose(c, kind, len(data), hw_ok=hw_ok, pow2_only=())
+    red = _array_reducer(op, dt)
+    if algo == "tree":
+        two = dt.np.kind == "f"
+        rec = _coll.hw_join(c, kind, 0 if root is None else root, len(data), two, contribution=mine)
+        if root is None or c.me == root:
+            if "result" not in rec:
+                rec["result"] = _coll.tree_combine([rec["parts"][i] for i in range(c.n)], op)
+            out = rec["result"].tobytes()
+        else:
+            out = None
+    elif root is None:
+        if algo == "reduce_scatter_allgather" and len(mine) >= c.n:
+            out = _coll.allreduce_rabenseifner(c, mine, red).tobytes()
+        else:
+            out = _coll.allreduce_recursive_doubling(c, mine, red).tobytes()
     else:
-        out = res.tobytes() if is_root else None
-    if is_root:
+        res = _coll.reduce_binomial(c, mine, red, root)
+        out = res.tobytes() if c.me == root else None
+    if out is not None:
         m = _msg(recvbuf, recv=True)
         if m.nbytes < len(out):
             raise Exception(ERR_TRUNCATE, f"the receive buffer holds {m.nbytes} bytes, the result has {len(out)}")
@@ -1728,35 +1662,27 @@ def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Opti
     n = comm.Get_size()
     src = recvbuf if sendbuf is IN_PLACE else sendbuf
     s = _msg(src, recv=False)
-    total = bytearray(s.mv.tobytes())
-    full = bytearray(len(total))
-    _reduce_buffers(comm, [total, s.count, s.dt], [full, s.count, s.dt], op, 0)
-    c = comm._coll()
+    full = bytearray(s.nbytes)
+    _reduce_buffers(comm, [bytearray(s.mv.tobytes()), s.count, s.dt], [full, s.count, s.dt], op, 0)
+    c = _coll.Call(comm, "scatter", 0)
     if counts is None:
         counts = [s.count // n] * n
+    if sum(counts) > s.count:
+        raise ValueError(f"Reduce_scatter: counts {list(counts)} add up to more than the {s.count} elements sent")
     parts, off = [], 0
     for k in counts:
         parts.append(bytes(full[off * s.dt.size:(off + k) * s.dt.size]))
         off += k
-    mine = c.scatter_bytes(parts if c.me == 0 else None, 0)
+    _coll.choose(c, "scatter", 0)
+    mine = _coll.scatter_binomial(c, parts if c.me == 0 else None, 0)
     m = _msg(recvbuf, recv=True)
     m.mv[: len(mine)] = mine
 
 
 def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: bool) -> None:
-    c = comm._coll()
     src = recvbuf if sendbuf is IN_PLACE else sendbuf
     s = _msg(src, recv=False)
-    mine = _as_array(s.mv.tobytes(), s.dt)
-    prefix = None
-    if c.me > 0:
-        r = c._irecv(c.me - 1)
-        c._wait([r], "Scan")
-        prefix = _as_array(r._obj, s.dt)
-    acc = mine if prefix is None else op._arrays(prefix, mine, s.dt)
-    if c.me + 1 < c.n:
-        c._wait([c._isend(acc.tobytes(), c.me + 1)], "Scan")
-    out = prefix if exclusive else acc
+    out = _scan(comm, _as_array(s.mv.tobytes(), s.dt), _array_reducer(op, s.dt), exclusive)
     if out is not None:
         m = _msg(recvbuf, recv=True)
         m.mv[: out.nbytes] = out.tobytes()
@@ -1764,27 +1690,27 @@ def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: boo
 
 def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
     """Gather(v) / Scatter(v) / Allgather(v) / Alltoall(v) on buffers."""
-    c = comm._coll()
+    c = _coll.Call(comm, kind, root if kind in ("gather", "scatter") else None)
     n, me = c.n, c.me
     if kind == "gather":
-        c._check_root(root)
         if me == root:
             rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
             mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
                     if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
         else:
             mine = _msg(sendbuf, recv=False).mv.tobytes()
-        parts = c.gather_bytes(mine, root)
+        _coll.choose(c, "gather", len(mine))
+        parts = _coll.gather_binomial(c, mine, root)
         if me == root:
             for i, p in enumerate(parts):
                 _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
     elif kind == "scatter":
-        c._check_root(root)
         parts = None
         if me == root:
             smv, sdt, counts, displs = _vmsg(sendbuf, n, recv=False)
             parts = [smv[displs[i] * sdt.size:(displs[i] + counts[i]) * sdt.size].tobytes() for i in range(n)]
-        mine = c.scatter_bytes(parts, root)
+        _coll.choose(c, "scatter", 0)
+        mine = _coll.scatter_binomial(c, parts, root)
         if not (me == root and recvbuf is IN_PLACE):
             m = _msg(recvbuf, recv=True)
             if len(mine) > m.nbytes:
@@ -1794,7 +1720,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
         mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
                 if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
-        parts = c.allgather_bytes(mine)
+        parts = _allgather_bytes(c, mine)
         for i, p in enumerate(parts):
             _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
     elif kind == "alltoall":
@@ -1804,9 +1730,31 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         else:
             smv, sdt, scounts, sdispls = _vmsg(sendbuf, n, recv=False)
         parts = [smv[sdispls[i] * sdt.size:(sdispls[i] + scounts[i]) * sdt.size].tobytes() for i in range(n)]
-        got = c.alltoall_bytes(parts)
+        algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
+        got = _coll.alltoall(c, parts, algo)
         for i, p in enumerate(got):
             _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
+
+
+def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
+    c = _coll.Call(comm, "alltoall")
+    n = c.n
+
+    def spec(b: Any, recv: bool):
+        data, (counts, displs), types = b
+        mv, _ = _bytes_view(data, not recv)
+        types = list(types) if isinstance(types, (list, tuple)) else [types] * n
+        return mv, list(counts), list(displs), types
+
+    smv, sc, sd, st = spec(sendbuf, False)
+    rmv, rc, rd, rtyp = spec(recvbuf, True)
+    parts = [smv[sd[i]:sd[i] + sc[i] * st[i].size].tobytes() for i in range(n)]
+    algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
+    got = _coll.alltoall(c, parts, algo)
+    for i, p in enumerate(got):
+        if len(p) > rc[i] * rtyp[i].size:
+            raise Exception(ERR_TRUNCATE, f"rank {i} sent {len(p)} bytes for a slot of {rc[i]} x {rtyp[i].name}")
+        rmv[rd[i]:rd[i] + len(p)] = p
 
 
 def _place(mv: memoryview, dt: Datatype, count: int, displ: int, data: bytes, who: str) -> None:

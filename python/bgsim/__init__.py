@@ -9,7 +9,7 @@ experiment suite and plots.
 
 from ._core import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError, __version__
 from .api import Machine, TrafficResult, patterns, run_traffic
-from .runtime import RankError, RunResult, compute, run, run_file
+from .runtime import RankError, RunResult, collective_algorithms, compute, run, run_file
 
 __all__ = [
     "BgsimError",
@@ -17,6 +17,7 @@ __all__ = [
     "MappingError",
     "RankError",
     "RunResult",
+    "collective_algorithms",
     "compute",
     "run",
     "run_file",

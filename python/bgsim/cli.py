@@ -86,6 +86,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="rank mapping: a permutation of X, Y, Z, T (first letter fastest; default XYZT) "
                           "or a mapfile with one `x y z t` line per rank")
     run.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
+                     help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
+                          "`bgsim machine` lists them under [collectives])")
     run.add_argument("--cpu-factor", type=float, metavar="F",
                      help="charge the host CPU time of the Python code between MPI calls, times F, as compute")
     run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
@@ -221,7 +224,7 @@ def _run(a: argparse.Namespace) -> int:
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     try:
         r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
-                     cpu_factor=a.cpu_factor, progress=not a.quiet)
+                     cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll)
     except RankError as e:
         sys.stdout.flush()
         print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
@@ -235,6 +238,9 @@ def _run(a: argparse.Namespace) -> int:
         write_atomic(a.json, r.to_json())
     if not a.quiet:
         print(f"bgsim: {r.summary()}", file=sys.stderr)
+        if r.collectives:
+            used = "; ".join(f"{op}: " + ", ".join(f"{k} x{v}" for k, v in algos.items()) for op, algos in r.collectives.items())
+            print(f"bgsim: collectives: {used}", file=sys.stderr)
     return 0
 
 

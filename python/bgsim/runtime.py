@@ -80,8 +80,20 @@ def current() -> RankContext:
 class Runtime:
     """The scheduler of one run."""
 
-    def __init__(self, world: "_core.World", cpu_factor: Optional[float] = None, progress: bool = False):
+    def __init__(self, world: "_core.World", cpu_factor: Optional[float] = None, progress: bool = False,
+                 seed: int = 1):
         self.world = world
+        self.seed = seed
+        self.torus_dims = world.torus
+        # Collectives: the algorithm per operation ("auto" or a name), what
+        # each call used, argument checks across ranks, hardware operations.
+        self.coll_choice: Dict[str, str] = dict(world.collectives())
+        self.coll_stats: Dict[str, Dict[str, int]] = {}
+        self.coll_warned: set = set()
+        self.coll_checks: Dict[Any, list] = {}
+        self.hw_data: Dict[Any, dict] = {}
+        self._hw_keys: Dict[Any, int] = {}
+        self.deposit_ids: Dict[Any, int] = {}
         self.nranks = world.nranks
         self.cpu_factor = cpu_factor
         self.ctxs = [RankContext(r, self) for r in range(self.nranks)]
@@ -105,6 +117,13 @@ class Runtime:
             self.contexts_next += 2
             self.context_table[key] = c
         return c
+
+    def hw_key(self, key: Any) -> int:
+        """A dense integer naming a hardware collective operation."""
+        k = self._hw_keys.get(key)
+        if k is None:
+            k = self._hw_keys[key] = len(self._hw_keys)
+        return k
 
     def wait(self, ctx: RankContext, reqs: Sequence[int], need: int) -> None:
         """Blocks the calling rank until `need` of `reqs` are done."""
@@ -250,6 +269,8 @@ class RunResult:
     wall_s: float
     python_wall_s: float
     machine_toml: str
+    #: The algorithm of every collective call: {op: {algorithm: calls}}.
+    collectives: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
     @property
     def time_us(self) -> float:
@@ -263,6 +284,7 @@ class RunResult:
             "time_s": self.time_s,
             "ranks": self.ranks,
             "counters": self.counters,
+            "collectives": self.collectives,
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
         }
@@ -313,20 +335,45 @@ def _is_order(s: str) -> bool:
 def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Optional[int] = None,
         shape: Optional[str] = None, mesh: Optional[str] = None, mode: Optional[str] = None,
         mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
-        cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi") -> RunResult:
+        cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
+        coll: Optional[Dict[str, str]] = None) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
 
     `layer="msglayer"` leaves out MPI's own per-message costs: the program
     then measures the message layer below MPI (same protocols, matching as
-    the message layer's `recvnew` callback does it)."""
+    the message layer's `recvnew` callback does it).
+
+    `coll` chooses collective algorithms, e.g. ``{"bcast": "torus_p2p"}``
+    (the names of `bgsim.collective_algorithms()`; same as ``--coll``)."""
     if layer not in ("mpi", "msglayer"):
         raise ValueError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
-                       settings=settings, seed=seed, mpi=layer == "mpi")
+                       settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi")
     with _mpi4py_installed():
-        return _execute(world, main, cpu_factor, progress)
+        return _execute(world, main, cpu_factor, progress, seed)
+
+
+def coll_settings(coll: Optional[Any]) -> List[str]:
+    """Machine settings choosing collective algorithms: from a dict
+    {op: name} or strings "op=name"."""
+    if not coll:
+        return []
+    items = coll.items() if isinstance(coll, dict) else (c.split("=", 1) if "=" in c else (c, "") for c in coll)
+    out = []
+    known = dict(_core.collective_algorithms())
+    for op, name in items:
+        op, name = op.strip(), name.strip()
+        if op not in known:
+            raise _core.MachineError(f"--coll {op}={name}: unknown operation `{op}` (allowed: {', '.join(known)})")
+        out.append(f'collectives.{op}="{name}"')
+    return out
+
+
+def collective_algorithms() -> Dict[str, List[str]]:
+    """Every selectable collective algorithm, by operation."""
+    return {op: list(names) for op, names in _core.collective_algorithms()}
 
 
 def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
@@ -348,19 +395,22 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
     sys.argv = [path, *argv]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        world = make_world(kw.pop("machine", "bgl"), **{k: kw.pop(k) for k in list(kw) if k in (
-            "shape", "mesh", "mode", "nranks", "mapping", "settings", "seed")})
+        seed = kw.get("seed", 1)
+        settings = list(kw.pop("settings", [])) + coll_settings(kw.pop("coll", None))
+        world = make_world(kw.pop("machine", "bgl"), settings=settings, **{k: kw.pop(k) for k in list(kw) if k in (
+            "shape", "mesh", "mode", "nranks", "mapping", "seed")})
         with _mpi4py_installed():
-            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False))
+            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed)
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
 
 
-def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool) -> RunResult:
+def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
+             seed: int = 1) -> RunResult:
     from . import MPI as shim
 
     t0 = time.perf_counter()
-    rt = Runtime(world, cpu_factor, progress)
+    rt = Runtime(world, cpu_factor, progress, seed)
     shim._reset(world.nranks)
     rt.run(main)
     wall = time.perf_counter() - t0
@@ -375,6 +425,7 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
     return RunResult(
         nranks=world.nranks, shape=world.shape, mode=world.mode, time_s=rt.seconds(end), ranks=ranks,
         counters=dict(world.counters()), results=[c.result for c in rt.ctxs], wall_s=wall,
+        collectives=rt.coll_stats,
         python_wall_s=rt.python_wall, machine_toml=world.machine_toml())
 
 

@@ -47,6 +47,12 @@ fn machine_info(machine: &str, settings: Vec<String>) -> PyResult<(String, Strin
 }
 
 /// Names of the built-in traffic patterns.
+/// Every selectable collective algorithm: [(op, [names])].
+#[pyfunction]
+fn collective_algorithms() -> Vec<(&'static str, Vec<&'static str>)> {
+    bgsim::machine::COLLECTIVE_ALGORITHMS.iter().map(|(op, names)| (*op, names.to_vec())).collect()
+}
+
 #[pyfunction]
 fn patterns() -> Vec<&'static str> {
     Pattern::ALL.iter().map(|p| p.name()).collect()
@@ -110,7 +116,8 @@ fn send_mode(m: u8) -> PyResult<SendMode> {
         1 => SendMode::Synchronous,
         2 => SendMode::Ready,
         3 => SendMode::Buffered,
-        _ => return Err(PyValueError::new_err(format!("send mode {m}: allowed 0..3"))),
+        4 => SendMode::Direct,
+        _ => return Err(PyValueError::new_err(format!("send mode {m}: allowed 0..4"))),
     })
 }
 
@@ -161,6 +168,12 @@ impl World {
         let d = self.w.machine().shape.dims;
         (d[0], d[1], d[2])
     }
+    /// Whether each dimension is a torus (true) or a mesh.
+    #[getter]
+    fn torus(&self) -> (bool, bool, bool) {
+        let t = self.w.machine().shape.torus;
+        (t[0], t[1], t[2])
+    }
     #[getter]
     fn mode(&self) -> &'static str {
         self.w.machine().mode.name()
@@ -172,6 +185,13 @@ impl World {
     #[getter]
     fn ticks_per_cycle(&self) -> u64 {
         self.w.machine().tick_cycle
+    }
+    /// The machine's collective algorithm choices, op -> name ("auto" or an algorithm).
+    fn collectives(&self) -> Vec<(String, String)> {
+        bgsim::machine::COLLECTIVE_ALGORITHMS
+            .iter()
+            .map(|(op, _)| (op.to_string(), self.w.machine().spec.collectives.get(op).unwrap_or("auto").to_string()))
+            .collect()
     }
     fn machine_toml(&self) -> String {
         self.w.machine().to_toml()
@@ -212,6 +232,29 @@ impl World {
     }
     fn probe(&mut self, rank: u32, src: i64, ctx: u32, tag: i32) -> PyResult<u32> {
         self.w.probe(rank, src, ctx, tag).map_err(mpi_err)
+    }
+    /// Joins a hardware collective: `kind` is "barrier", "bcast", "reduce"
+    /// or "allreduce" (tree network); `key` names the operation (the same on
+    /// every participant), `expected` the number of participants.
+    #[pyo3(signature = (rank, key, expected, kind, root=0, nbytes=0, two_pass=false))]
+    fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, kind: &str, root: u32, nbytes: u64, two_pass: bool) -> PyResult<u32> {
+        let what = match kind {
+            "barrier" => mpi::HwOp::Barrier,
+            "bcast" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Bcast { root }, bytes: nbytes, two_pass },
+            "reduce" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Reduce { root }, bytes: nbytes, two_pass },
+            "allreduce" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Allreduce, bytes: nbytes, two_pass },
+            _ => return Err(PyValueError::new_err(format!("hardware collective `{kind}`: allowed barrier, bcast, reduce, allreduce"))),
+        };
+        self.w.hw_collective(rank, key, expected, what).map_err(PyValueError::new_err)
+    }
+    /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0).
+    fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> u32 {
+        self.w.line_bcast(rank, id, root, nbytes)
+    }
+    /// (operations, link packets, link busy seconds) of the collective network.
+    fn tree_counters(&self) -> (u64, u64, f64) {
+        let (o, p, t) = self.w.tree_counters();
+        (o, p, t as f64 / self.ticks_per_second())
     }
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)
@@ -305,6 +348,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<World>()?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
     m.add_function(wrap_pyfunction!(patterns, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -182,6 +182,77 @@ pub struct MsgLayerSpec {
     pub interrupts: bool,
 }
 
+/// The collective (tree) network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveSpec {
+    /// Packet size, bytes (all payload).
+    pub packet_bytes: u32,
+    /// Wire overhead per packet, bytes.
+    pub overhead_bytes: u32,
+    /// Processor cycles per byte on a tree link.
+    pub cycles_per_byte: f64,
+    /// Latency of one tree hop, processor cycles.
+    pub hop_latency_cycles: u32,
+    /// Coordinates of the tree's root node.
+    pub root_node: [u32; 3],
+}
+
+/// The global-interrupt barrier network.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BarrierSpec {
+    /// From the last node's entry to every node seeing the barrier done, ns.
+    pub latency_ns: f64,
+    /// Software cost of entering and of leaving the barrier, cycles.
+    pub entry_cycles: u32,
+    pub exit_cycles: u32,
+}
+
+/// Collective algorithms, by operation: "auto" (the default selection) or
+/// an algorithm name (see `COLLECTIVE_ALGORITHMS`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectivesSpec {
+    pub barrier: String,
+    pub bcast: String,
+    pub reduce: String,
+    pub allreduce: String,
+    pub allgather: String,
+    pub alltoall: String,
+    pub gather: String,
+    pub scatter: String,
+}
+
+/// Every selectable collective algorithm, by operation (stable names: the
+/// same in machine TOML, `--coll OP=NAME` and Python).
+pub const COLLECTIVE_ALGORITHMS: &[(&str, &[&str])] = &[
+    ("barrier", &["auto", "dissemination", "gi"]),
+    ("bcast", &["auto", "binomial", "scatter_allgather", "torus_p2p", "torus_deposit", "tree"]),
+    ("reduce", &["auto", "binomial", "tree"]),
+    ("allreduce", &["auto", "recursive_doubling", "reduce_scatter_allgather", "tree"]),
+    ("allgather", &["auto", "ring", "recursive_doubling"]),
+    ("alltoall", &["auto", "generic", "postall", "pairwise", "torus_spread", "msglayer"]),
+    ("gather", &["auto", "binomial"]),
+    ("scatter", &["auto", "binomial"]),
+];
+
+impl CollectivesSpec {
+    pub fn get(&self, op: &str) -> Option<&str> {
+        Some(match op {
+            "barrier" => &self.barrier,
+            "bcast" => &self.bcast,
+            "reduce" => &self.reduce,
+            "allreduce" => &self.allreduce,
+            "allgather" => &self.allgather,
+            "alltoall" => &self.alltoall,
+            "gather" => &self.gather,
+            "scatter" => &self.scatter,
+            _ => return None,
+        })
+    }
+}
+
 /// MPI on the message layer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -224,6 +295,9 @@ pub struct MachineSpec {
     pub cpu: CpuSpec,
     pub msglayer: MsgLayerSpec,
     pub mpi: MpiSpec,
+    pub collective: CollectiveSpec,
+    pub barrier: BarrierSpec,
+    pub collectives: CollectivesSpec,
     pub partition: PartitionSpec,
 }
 
@@ -307,6 +381,17 @@ impl Machine {
             &format!("at most one packet's payload minus msglayer.metadata_bytes ({})", maxp - ml.metadata_bytes))?;
         check(mp.eager_max_bytes >= mp.one_packet_max_bytes, src, "mpi.eager_max_bytes", mp.eager_max_bytes, "at least mpi.one_packet_max_bytes")?;
         check(mp.protocol == "auto" || mp.forced().is_some(), src, "mpi.protocol", format!("{:?}", mp.protocol), "auto, one_packet, eager, adaptive_eager or rendezvous")?;
+        let co = &spec.collective;
+        check(co.packet_bytes >= 8 && co.packet_bytes <= 4096, src, "collective.packet_bytes", co.packet_bytes, "8 to 4096")?;
+        check(co.overhead_bytes <= 1024, src, "collective.overhead_bytes", co.overhead_bytes, "0 to 1024")?;
+        check(co.cycles_per_byte > 0.0 && co.cycles_per_byte.is_finite(), src, "collective.cycles_per_byte", co.cycles_per_byte, "a positive number")?;
+        check(co.hop_latency_cycles >= 1, src, "collective.hop_latency_cycles", co.hop_latency_cycles, "at least 1 cycle")?;
+        let b = &spec.barrier;
+        check(b.latency_ns >= 0.0 && b.latency_ns.is_finite(), src, "barrier.latency_ns", b.latency_ns, "a non-negative number of ns")?;
+        for (op, names) in COLLECTIVE_ALGORITHMS {
+            let v = spec.collectives.get(op).unwrap_or("");
+            check(names.contains(&v), src, &format!("collectives.{op}"), format!("{v:?}"), &format!("one of {}", names.join(", ")))?;
+        }
         let p = &spec.partition;
         let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| MachineError::Invalid {
             source_name: src.into(),

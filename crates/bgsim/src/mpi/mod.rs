@@ -14,7 +14,9 @@
 //! size, its per-message costs, send modes and the blocking discipline.
 //! Communicators reach this layer as context ids and world ranks.
 
+use crate::collective::{Barrier, Tree, TreeOp};
 use crate::engine::{EngineStats, EventQueue, Model, Tick};
+use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
 use crate::msglayer::{MsgLayer, RankStats, ReqId, ReqKind, SendMode, Status};
 use crate::node::{CoreCounters, Work};
@@ -51,6 +53,30 @@ fn blocked_message(b: &[BlockedRank]) -> String {
     s
 }
 
+/// A hardware collective operation waiting for its participants.
+struct Joining {
+    /// (rank, request, time it joined).
+    ranks: Vec<(u32, ReqId, Tick)>,
+    expected: u32,
+    what: HwOp,
+}
+
+/// A hardware collective: on the tree (with the packets it takes and
+/// whether floating point needs two passes) or the global-interrupt barrier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HwOp {
+    Tree { op: TreeOpRanks, bytes: u64, two_pass: bool },
+    Barrier,
+}
+
+/// A tree operation in terms of world ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeOpRanks {
+    Bcast { root: u32 },
+    Reduce { root: u32 },
+    Allreduce,
+}
+
 /// What a blocked rank waits for: `need` of `reqs` complete.
 #[derive(Clone, Debug)]
 struct Wait {
@@ -81,6 +107,9 @@ pub struct World {
     eager_max: u32,
     one_packet_max: u32,
     forced: Option<Protocol>,
+    tree: Tree,
+    gi: Barrier,
+    joining: HashMap<u64, Joining>,
 }
 
 impl World {
@@ -101,6 +130,9 @@ impl World {
             eager_max: m.eager_max_bytes,
             one_packet_max: m.one_packet_max_bytes,
             forced: m.forced(),
+            tree: Tree::new(machine),
+            gi: Barrier::new(machine),
+            joining: HashMap::new(),
         })
     }
 
@@ -213,6 +245,78 @@ impl World {
         ml.timer_req(net, &mut self.q, rank, done)
     }
 
+    /// Joins hardware collective `key` (the same for every participant) with
+    /// `expected` participants; the returned request completes when this
+    /// rank is done. Every participant must pass the same `what`.
+    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, String> {
+        let now = self.rank_time(rank);
+        let req = self.stack.ml.pending_req(rank);
+        let j = self.joining.entry(key).or_insert_with(|| Joining { ranks: Vec::new(), expected, what });
+        if j.what != what || j.expected != expected {
+            return Err(format!("collective arguments differ between ranks: rank {rank} calls {what:?} with {expected} participants, rank {} called {:?} with {}",
+                j.ranks.first().map(|r| r.0).unwrap_or(0), j.what, j.expected));
+        }
+        j.ranks.push((rank, req, now));
+        if j.ranks.len() as u32 == j.expected {
+            let j = self.joining.remove(&key).expect("joining");
+            self.release_joined(j);
+        }
+        Ok(req)
+    }
+
+    fn release_joined(&mut self, j: Joining) {
+        let nodes = self.stack.net.machine.shape.nodes() as usize;
+        let done_at: Vec<Tick> = match j.what {
+            HwOp::Barrier => {
+                let t = self.gi.release(j.ranks.iter().map(|r| r.2));
+                vec![t; nodes]
+            }
+            HwOp::Tree { op, bytes, two_pass } => {
+                let mut join: Vec<Option<Tick>> = vec![None; nodes];
+                for &(rank, _, t) in &j.ranks {
+                    let n = self.stack.ml.place(rank).0 as usize;
+                    join[n] = Some(join[n].map_or(t, |x: Tick| x.max(t)));
+                }
+                let node = |r: u32| self.stack.ml.place(r).0;
+                let op = match op {
+                    TreeOpRanks::Bcast { root } => TreeOp::Bcast { source: node(root) },
+                    TreeOpRanks::Reduce { root } => TreeOp::Reduce { dest: node(root) },
+                    TreeOpRanks::Allreduce => TreeOp::Allreduce,
+                };
+                let packets = self.tree.packets(bytes);
+                if two_pass {
+                    // Pass 1: the maximum exponent (2 bytes per 8-byte value);
+                    // pass 2: the mantissas aligned to it, summed as integers.
+                    let first = self.tree.run(TreeOp::Allreduce, &join, self.tree.packets(bytes.div_ceil(4)));
+                    let join2: Vec<Option<Tick>> = join.iter().zip(&first).map(|(j, &f)| j.map(|_| f)).collect();
+                    self.tree.run(op, &join2, packets)
+                } else {
+                    self.tree.run(op, &join, packets)
+                }
+            }
+        };
+        let Stack { net, ml } = &mut self.stack;
+        for &(rank, req, t) in &j.ranks {
+            let n = ml.place(rank).0 as usize;
+            ml.complete_at(net, &mut self.q, req, done_at[n].max(t));
+        }
+    }
+
+    /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0, the
+    /// same on every rank) of `bytes` from `root` (one rank per node).
+    pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
+        let now = self.rank_time(rank);
+        let Stack { net, ml } = &mut self.stack;
+        let r = ml.line_bcast(net, &mut self.q, now, rank, id, root, bytes);
+        self.collect();
+        r
+    }
+
+    /// Counters of the collective network: (operations, link packets, link busy ticks).
+    pub fn tree_counters(&self) -> (u64, u64, u64) {
+        (self.tree.operations, self.tree.link_packets, self.tree.link_busy_ticks)
+    }
+
     /// Cancels a pending receive or probe.
     pub fn cancel(&mut self, req: ReqId) -> bool {
         let now = self.q.now();
@@ -321,10 +425,23 @@ impl World {
             .filter_map(|(rank, w)| {
                 w.as_ref().map(|w| BlockedRank {
                     rank: rank as u32,
-                    waiting_for: w.reqs.iter().filter(|&&r| !self.is_done(r)).map(|&r| self.stack.ml.describe(r)).collect(),
+                    waiting_for: w.reqs.iter().filter(|&&r| !self.is_done(r)).map(|&r| self.describe(r)).collect(),
                 })
             })
             .collect()
+    }
+
+    fn describe(&self, req: ReqId) -> String {
+        for j in self.joining.values() {
+            if j.ranks.iter().any(|r| r.1 == req) {
+                let what = match j.what {
+                    HwOp::Barrier => "the global-interrupt barrier".to_string(),
+                    HwOp::Tree { op, bytes, .. } => format!("a collective-network {op:?} of {bytes} bytes"),
+                };
+                return format!("{what} ({} of {} ranks have joined)", j.ranks.len(), j.expected);
+            }
+        }
+        self.stack.ml.describe(req)
     }
 
     /// Whether a rank is blocked.

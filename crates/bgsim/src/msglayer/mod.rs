@@ -47,6 +47,7 @@ mod pk {
     pub const RDATA: u64 = 6;
     pub const CONFIRM: u64 = 7;
     pub const SYNCACK: u64 = 8;
+    pub const DEPOSIT: u64 = 9;
 }
 
 /// Timer kinds (top bits of a timer tag).
@@ -75,6 +76,10 @@ pub enum SendMode {
     Synchronous,
     Ready,
     Buffered,
+    /// Message-layer collective traffic: packets injected directly, dynamically
+    /// routed in any order, no per-message protocol or MPI work, no ordering
+    /// with other messages to the same peer.
+    Direct,
 }
 
 /// What a request is for.
@@ -151,6 +156,24 @@ struct Msg {
     finishing: bool,
     /// Data goes to the second core (coprocessor mode rendezvous).
     coproc: bool,
+    /// Message-layer collective traffic (see `SendMode::Direct`).
+    direct: bool,
+}
+
+/// A message-layer broadcast with deposit-bit line packets (three colours,
+/// each spread along its own dimension order, forwarded per packet).
+struct LineBcast {
+    root: u32,
+    packets: u32,
+    /// Per node: packets read; the rank's request once it joined; done.
+    got: Vec<u32>,
+    waiting: Vec<Vec<ReqId>>,
+    done: Vec<bool>,
+    /// Line packets the root writes, and how many it has written.
+    root_expected: u32,
+    root_written: u32,
+    root_done: bool,
+    started: bool,
 }
 
 /// Per-rank counters.
@@ -216,6 +239,9 @@ pub struct MsgLayer {
     pub packets_sent: u64,
     /// Data packets that arrived before a packet sent earlier in the same message.
     pub out_of_order: u64,
+    bcasts: Vec<LineBcast>,
+    dims: [u32; 3],
+    torus: [bool; 3],
 }
 
 impl MsgLayer {
@@ -291,6 +317,9 @@ impl MsgLayer {
             messages_done: 0,
             packets_sent: 0,
             out_of_order: 0,
+            bcasts: Vec::new(),
+            dims: m.shape.dims,
+            torus: m.shape.torus,
         }
     }
 
@@ -413,7 +442,8 @@ impl MsgLayer {
         let bytes = data.len() as u32;
         assert!(bytes < 1 << 30, "messages are limited to 1 GiB");
         let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
-        let proto = if proto == Protocol::OnePacket && bytes + self.meta > self.maxp { Protocol::Eager } else { proto };
+        let direct = mode == SendMode::Direct;
+        let proto = if direct || (proto == Protocol::OnePacket && bytes + self.meta > self.maxp) { Protocol::Eager } else { proto };
         let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
         let msg = self.new_msg(Msg {
             src: rank,
@@ -428,6 +458,7 @@ impl MsgLayer {
             send_req: req,
             recv_req: NONE,
             packets,
+            direct: direct && !intranode,
             ..Default::default()
         });
         self.reqs[req as usize].msg = msg;
@@ -442,6 +473,10 @@ impl MsgLayer {
             let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
             self.msgs[msg as usize].send_req = NONE;
             net.timer(q, done, node, core, timer_tag(tk::REQ_DONE, req));
+        }
+        if self.msgs[msg as usize].direct {
+            self.stream(net, q, now, msg);
+            return req;
         }
         let queue = self.ranks[rank as usize].peers.entry(dest).or_default();
         queue.push_back(msg);
@@ -547,7 +582,13 @@ impl MsgLayer {
                 self.advance_peer(net, q, now, src, dst);
             }
             Protocol::Eager | Protocol::AdaptiveEager => {
-                let (kind, routing) = if proto == Protocol::Eager { (pk::EAGER, Routing::Deterministic) } else { (pk::ADAPT, Routing::Dynamic) };
+                let (kind, routing) = if m.direct {
+                    (pk::EAGER, Routing::Dynamic)
+                } else if proto == Protocol::Eager {
+                    (pk::EAGER, Routing::Deterministic)
+                } else {
+                    (pk::ADAPT, Routing::Dynamic)
+                };
                 let (len, payload) = if queued == 0 {
                     let l = bytes.min(self.maxp - self.meta);
                     (l, l + self.meta)
@@ -560,7 +601,7 @@ impl MsgLayer {
                 self.msgs[id as usize].scout_sent = true;
                 self.send_packet(net, q, now, src, dst, kind, id, queued, payload, routing, group1);
                 more = queued + len < bytes;
-                if !more && (proto == Protocol::Eager || self.msgs[id as usize].acked) {
+                if !more && !self.msgs[id as usize].direct && (proto == Protocol::Eager || self.msgs[id as usize].acked) {
                     self.advance_peer(net, q, now, src, dst);
                 }
             }
@@ -663,6 +704,7 @@ impl MsgLayer {
         let (dst, src) = (m.dst, m.src);
         let (node, _) = self.place(dst);
         let cost = match m.proto {
+            _ if m.direct => 0,
             Some(p) => self.costs.recv_msg[p.index()] + self.costs.mpi_half[p.index()],
             None => self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()],
         };
@@ -829,6 +871,116 @@ impl MsgLayer {
         }
     }
 
+    /// A request completed later by [`MsgLayer::complete_at`] (collective
+    /// network operations, barriers).
+    pub fn pending_req(&mut self, rank: u32) -> ReqId {
+        self.new_req(ReqKind::Timer, rank)
+    }
+
+    /// Completes `req` at time `at`.
+    pub fn complete_at(&mut self, net: &mut Net, q: &mut EventQueue, req: ReqId, at: Tick) {
+        let (node, core) = self.place(self.reqs[req as usize].rank);
+        net.timer(q, at, node, core, timer_tag(tk::REQ_DONE, req));
+    }
+
+    /// Joins message-layer broadcast `id` (dense, the same on every rank,
+    /// ids from 0 in the order of first use) of `bytes` from `root`; one rank
+    /// per node. The root starts sending when it joins; every other node
+    /// forwards each packet into the next dimensions as soon as it has read
+    /// it, whether or not its rank has joined yet.
+    pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
+        let req = self.new_req(ReqKind::Timer, rank);
+        let nodes = net.machine.shape.nodes() as usize;
+        while self.bcasts.len() <= id as usize {
+            let packets = bytes.div_ceil(self.maxp as u64) as u32;
+            self.bcasts.push(LineBcast {
+                root: self.place(root).0,
+                packets,
+                got: vec![0; nodes],
+                waiting: vec![Vec::new(); nodes],
+                done: vec![false; nodes],
+                root_expected: 0,
+                root_written: 0,
+                root_done: false,
+                started: false,
+            });
+        }
+        let node = self.place(rank).0;
+        let b = &mut self.bcasts[id as usize];
+        if node == b.root {
+            b.started = true;
+            let (rnode, packets) = (b.root, b.packets);
+            let mut n = 0;
+            for k in 0..packets {
+                n += self.spread(net, q, now, id, rnode, k, 0);
+            }
+            let b = &mut self.bcasts[id as usize];
+            b.root_expected = n;
+            if n == 0 {
+                b.root_done = true;
+            }
+            if b.root_done {
+                self.complete(req, now);
+            } else {
+                b.waiting[node as usize].push(req);
+            }
+        } else if b.done[node as usize] || b.packets == 0 {
+            self.complete(req, now);
+        } else {
+            b.waiting[node as usize].push(req);
+        }
+        req
+    }
+
+    /// Sends packet `k` of broadcast `id` from `node` along the dimensions of
+    /// its colour from stage `from` on; returns the line packets sent.
+    fn spread(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: u32, node: u32, k: u32, from: usize) -> u32 {
+        let colour = (k % 3) as usize;
+        let order = [colour, (colour + 1) % 3, (colour + 2) % 3];
+        let geo = &net.torus.geo;
+        let c = geo.coords32(node);
+        let len = (self.maxp as u64).min(self.bcasts[id as usize].packets as u64 * self.maxp as u64 - k as u64 * self.maxp as u64) as u32;
+        let mut sent = 0;
+        for (stage, &d) in order.iter().enumerate().skip(from) {
+            let size = self.dims[d];
+            if size < 2 {
+                continue;
+            }
+            // The two halves of the line (a mesh: to both ends).
+            let (ahead, behind) = if self.torus[d] { (size / 2, (size - 1) / 2) } else { (size - 1 - c[d], c[d]) };
+            for (dir, dist) in [(2 * d, ahead), (2 * d + 1, behind)] {
+                if dist == 0 {
+                    continue;
+                }
+                let mut t = c;
+                t[d] = if dir % 2 == 0 { (c[d] + dist) % size } else { (c[d] + size - dist) % size };
+                let dest = net.torus.geo.index(t);
+                let mut p = net.line_packet(node, dest, dir, len, now);
+                p.tag = tag(pk::DEPOSIT, id, ((stage as u32) << 26) | k);
+                let f = self.fifo(net, node, 0, &p);
+                self.packets_sent += 1;
+                net.send(q, now, node, p, Some(f));
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    fn line_bcast_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, id: u32, offset: u32) {
+        let (stage, k) = ((offset >> 26) as usize, offset & ((1 << 26) - 1));
+        net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
+        self.spread(net, q, now, id, node, k, stage + 1);
+        let b = &mut self.bcasts[id as usize];
+        b.got[node as usize] += 1;
+        if b.got[node as usize] == b.packets {
+            b.done[node as usize] = true;
+            let busy = net.cores.get(node, core).busy_until.max(now);
+            for r in std::mem::take(&mut b.waiting[node as usize]) {
+                self.complete_at(net, q, r, busy);
+            }
+        }
+    }
+
     /// A timer request (compute) completing at `at`.
     pub fn timer_req(&mut self, net: &mut Net, q: &mut EventQueue, rank: u32, at: Tick) -> ReqId {
         let req = self.new_req(ReqKind::Timer, rank);
@@ -885,6 +1037,7 @@ impl Software for MsgLayer {
                 }
                 self.maybe_free_msg(id);
             }
+            pk::DEPOSIT => self.line_bcast_packet(net, q, now, node, core, id, offset),
             pk::SYNCACK => {
                 self.msgs[id as usize].acked = true;
                 self.check_send(now, id);
@@ -895,6 +1048,20 @@ impl Software for MsgLayer {
 
     fn on_written(&mut self, _net: &mut Net, _q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
+        if kind == pk::DEPOSIT {
+            let b = &mut self.bcasts[id as usize];
+            if pkt.src == b.root {
+                b.root_written += 1;
+                if b.root_written == b.root_expected {
+                    b.root_done = true;
+                    let root = b.root as usize;
+                    for r in std::mem::take(&mut b.waiting[root]) {
+                        self.complete(r, now);
+                    }
+                }
+            }
+            return;
+        }
         if matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA) {
             self.msgs[id as usize].written += 1;
             self.check_send(now, id);

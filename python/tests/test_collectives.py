@@ -1,0 +1,233 @@
+"""Every MPI collective x every algorithm x communicator kinds (world, dup,
+split halves, odd sizes, size 1), checked against references computed in
+plain numpy; hardware variants on sub-communicators; the tree's two-pass
+float sum; mismatched collective arguments."""
+
+import numpy as np
+import pytest
+
+import bgsim
+from bgsim import MPI
+from bgsim.coll import tree_float_sum
+
+ALGOS = bgsim.collective_algorithms()
+K = 40          # elements per rank in reductions
+BIG = 20000     # bytes of the large broadcast
+
+
+def exercise(comm):
+    """Runs every collective on `comm`; returns what this rank got."""
+    r, n = comm.Get_rank(), comm.Get_size()
+    root = n - 1
+    out = {}
+    comm.Barrier()
+    out["bcast_obj"] = comm.bcast({"from": "root", "n": n} if r == root else None, root=root)
+    big = np.arange(BIG, dtype="u1") if r == root else np.zeros(BIG, dtype="u1")
+    comm.Bcast(big, root=root)
+    out["Bcast_ok"] = bool((big == np.arange(BIG, dtype="u1")).all())
+    a = np.arange(K, dtype="i4") * (r + 1)
+    red = np.zeros(K, dtype="i4")
+    comm.Reduce(a, red, op=MPI.SUM, root=root)
+    out["Reduce"] = red.tolist() if r == root else None
+    f = r + 0.5 * np.arange(K)
+    fs = np.zeros(K)
+    comm.Allreduce(f, fs, op=MPI.SUM)
+    out["Allreduce_f"] = fs.tolist()
+    mx = np.zeros(K, dtype="i8")
+    comm.Allreduce((np.arange(K) * 7 + r * 13) % 29, mx, op=MPI.MAX)
+    out["Allreduce_max"] = mx.tolist()
+    xo = np.zeros(4, dtype="u4")
+    comm.Allreduce(np.full(4, 1 << (r % 30), dtype="u4"), xo, op=MPI.BXOR)
+    out["Allreduce_xor"] = xo.tolist()
+    big_red = np.zeros(3000)
+    comm.Allreduce(np.full(3000, float(r)), big_red, op=MPI.SUM)
+    out["Allreduce_big"] = float(big_red[0]), float(big_red[-1])
+    out["allreduce_obj"] = comm.allreduce(r * 2 + 1)
+    out["reduce_obj"] = comm.reduce([r], op=MPI.SUM, root=0)
+    ag = np.zeros(3 * n, dtype="i4")
+    comm.Allgather(np.full(3, r, dtype="i4"), ag)
+    out["Allgather"] = ag.tolist()
+    out["allgather_obj"] = comm.allgather(("r", r))
+    counts = [1 + (i % 3) for i in range(n)]
+    agv = np.zeros(sum(counts), dtype="i4")
+    comm.Allgatherv(np.full(counts[r], r, dtype="i4"), [agv, counts, MPI.INT])
+    out["Allgatherv"] = agv.tolist()
+    k = 5
+    s = np.concatenate([np.full(k, r * 100 + i, dtype="i4") for i in range(n)])
+    t = np.zeros(k * n, dtype="i4")
+    comm.Alltoall(s, t)
+    out["Alltoall"] = t.tolist()
+    out["alltoall_obj"] = comm.alltoall([(r, i) for i in range(n)])
+    g = np.zeros(2 * n, dtype="f8") if r == 1 % n else None
+    comm.Gather(np.array([r, -r], dtype="f8"), g, root=1 % n)
+    out["Gather"] = g.tolist() if r == 1 % n else None
+    out["gather_obj"] = comm.gather(r * r, root=0)
+    sc = np.zeros(2, dtype="i4")
+    comm.Scatter(np.arange(2 * n, dtype="i4") * 3 if r == 0 else None, sc, root=0)
+    out["Scatter"] = sc.tolist()
+    out["scatter_obj"] = comm.scatter([i * 11 for i in range(n)] if r == root else None, root=root)
+    rs = np.zeros(2, dtype="i4")
+    comm.Reduce_scatter_block(np.arange(2 * n, dtype="i4") + r, rs, op=MPI.SUM)
+    out["Reduce_scatter_block"] = rs.tolist()
+    sc2 = np.zeros(1, dtype="i4")
+    comm.Scan(np.array([r + 1], dtype="i4"), sc2, op=MPI.PROD)
+    out["Scan"] = int(sc2[0])
+    out["exscan_obj"] = comm.exscan(r + 1)
+    return out
+
+
+def reference(r, n):
+    root = n - 1
+    counts = [1 + (i % 3) for i in range(n)]
+    return {
+        "bcast_obj": {"from": "root", "n": n},
+        "Bcast_ok": True,
+        "Reduce": (np.arange(K) * sum(i + 1 for i in range(n))).tolist() if r == root else None,
+        "Allreduce_f": (sum(range(n)) + n * 0.5 * np.arange(K)).tolist(),
+        "Allreduce_max": np.max([(np.arange(K) * 7 + i * 13) % 29 for i in range(n)], axis=0).tolist(),
+        "Allreduce_xor": [int(np.bitwise_xor.reduce([1 << (i % 30) for i in range(n)]))] * 4,
+        "Allreduce_big": (float(sum(range(n))), float(sum(range(n)))),
+        "allreduce_obj": sum(i * 2 + 1 for i in range(n)),
+        "reduce_obj": list(range(n)) if r == 0 else None,
+        "Allgather": [i for i in range(n) for _ in range(3)],
+        "allgather_obj": [("r", i) for i in range(n)],
+        "Allgatherv": [i for i in range(n) for _ in range(counts[i])],
+        "Alltoall": [i * 100 + r for i in range(n) for _ in range(5)],
+        "alltoall_obj": [(i, r) for i in range(n)],
+        "Gather": [v for i in range(n) for v in (i, -i)] if r == 1 % n else None,
+        "gather_obj": [i * i for i in range(n)] if r == 0 else None,
+        "Scatter": [6 * r, 6 * r + 3],
+        "scatter_obj": r * 11,
+        "Reduce_scatter_block": [sum(2 * r + j + i for i in range(n)) for j in range(2)],
+        "Scan": int(np.prod(range(1, r + 2))),
+        "exscan_obj": None if r == 0 else sum(range(1, r + 1)),
+    }
+
+
+def main():
+    w = MPI.COMM_WORLD
+    res = {"world": exercise(w)}
+    res["dup"] = exercise(w.Dup())
+    half = w.Split(w.Get_rank() % 2, w.Get_rank())
+    res["half"] = (half.Get_rank(), half.Get_size(), exercise(half))
+    single = w.Split(w.Get_rank(), 0)
+    res["single"] = exercise(single)
+    return res
+
+
+def check(got, r, n, where):
+    ref = reference(r, n)
+    for key, want in ref.items():
+        v = got[key]
+        if key == "Allreduce_f":
+            np.testing.assert_allclose(v, want, rtol=1e-12, err_msg=f"{where} {key}")
+        else:
+            assert v == want, f"{where}: {key} = {v!r}, expected {want!r}"
+
+
+def configs():
+    """Configuration i takes the i-th algorithm of every operation (cycling),
+    so that every algorithm of every operation runs."""
+    width = max(len(v) for v in ALGOS.values())
+    for i in range(width):
+        yield {op: names[i % len(names)] for op, names in ALGOS.items()}
+
+
+@pytest.mark.parametrize("coll", list(configs()), ids=lambda c: "-".join(sorted(set(c.values())))[:60])
+@pytest.mark.parametrize("shape,nranks", [("2x2x2", None), ("2x2x2", 7)])
+def test_every_collective_algorithm_on_every_communicator_kind(coll, shape, nranks):
+    res = bgsim.run(main, shape=shape, nranks=nranks, coll=coll)
+    n = res.nranks
+    for r, got in enumerate(res.results):
+        check(got["world"], r, n, f"world rank {r}")
+        check(got["dup"], r, n, f"dup rank {r}")
+        hr, hn, hgot = got["half"]
+        assert hn == (n + 1 - r % 2) // 2
+        check(hgot, hr, hn, f"half rank {r}")
+        check(got["single"], 0, 1, f"single rank {r}")
+    # The run records what every collective used.
+    assert set(res.collectives) >= {"barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall"}
+    for op, name in coll.items():
+        if name != "auto" and op in res.collectives:
+            assert any(k.startswith(name) or f"fallback from {name}" in k for k in res.collectives[op]), (op, name, res.collectives[op])
+
+
+def test_hardware_collectives_only_on_the_whole_partition():
+    def main():
+        w = MPI.COMM_WORLD
+        x = np.zeros(4)
+        w.Allreduce(np.ones(4), x)
+        half = w.Split(w.Get_rank() % 2)
+        y = np.zeros(4)
+        half.Allreduce(np.ones(4), y)
+        return x.tolist(), y.tolist()
+    res = bgsim.run(main, shape="2x2x2", coll={"allreduce": "tree"})
+    assert res.results[0] == ([8.0] * 4, [4.0] * 4)
+    used = res.collectives["allreduce"]
+    assert used["tree"] == 1
+    assert any("fallback from tree" in k for k in used), used
+    # Fewer ranks than task slots: not the whole partition either.
+    res = bgsim.run(main, shape="2x2x2", nranks=6, coll={"allreduce": "tree"})
+    assert "tree" not in res.collectives["allreduce"]
+
+
+def test_auto_uses_the_hardware_on_the_partition_and_p2p_elsewhere():
+    def main():
+        w = MPI.COMM_WORLD
+        w.Barrier()
+        w.Bcast(np.zeros(100), root=0)
+        w.Split(w.Get_rank() % 2).Barrier()
+    res = bgsim.run(main, shape="2x2x2")
+    assert res.collectives["barrier"] == {"gi": 1, "dissemination": 2}
+    assert res.collectives["bcast"] == {"tree": 1}
+
+
+def test_tree_float_sum_two_passes_against_a_direct_sum():
+    rng = np.random.default_rng(1)
+    arrays = [rng.normal(size=1000) * 10.0 ** rng.integers(-3, 3) for _ in range(64)]
+    import math
+    exact = np.array([math.fsum(col) for col in np.stack(arrays).T])
+    two = tree_float_sum(arrays)
+    # Truncating each addend to the grid of the largest exponent (with 6 bits
+    # of headroom for 64 addends) loses less than 64 grid units; converting
+    # the integer sum back to a double rounds once more.
+    emax = np.frexp(np.max(np.abs(arrays), axis=0))[1]
+    grid = np.ldexp(1.0, emax - 62 + 6)
+    assert np.all(np.abs(two - exact) <= 64 * grid + np.spacing(np.abs(exact)))
+    # As close as a direct sum in double precision.
+    direct = np.sum(arrays, axis=0)
+    assert np.max(np.abs(two - exact)) <= 2 * np.max(np.abs(direct - exact)) + np.max(np.spacing(np.abs(exact)))
+    # Same result in any order: the sum is integer.
+    assert np.array_equal(tree_float_sum(arrays[::-1]), two)
+    assert np.array_equal(tree_float_sum([np.array([1e300]), np.array([-1e300]), np.array([1.0])]), np.array([0.0]))
+
+
+def test_mismatched_collective_arguments_are_an_error_not_a_hang():
+    def main():
+        w = MPI.COMM_WORLD
+        w.bcast("x", root=0 if w.Get_rank() != 3 else 1)
+    with pytest.raises(bgsim.RankError, match="does not match across ranks: root 0 on rank 0, root 1 on rank 3"):
+        bgsim.run(main, shape="2x2x1", coll={"bcast": "binomial"})
+
+    def main2():
+        w = MPI.COMM_WORLD
+        if w.Get_rank() == 2:
+            w.Allreduce(np.zeros(3), np.zeros(3))
+        else:
+            w.Bcast(np.zeros(3), root=0)
+    with pytest.raises(bgsim.RankError, match="rank 0 called bcast, rank 2 calls allreduce"):
+        bgsim.run(main2, shape="2x2x1")
+
+    def main3():
+        w = MPI.COMM_WORLD
+        n = 4 if w.Get_rank() else 5
+        w.Allreduce(np.zeros(n), np.zeros(n))
+    with pytest.raises(bgsim.RankError, match="does not match across ranks"):
+        bgsim.run(main3, shape="2x2x1")
+
+
+def test_coll_option_errors():
+    with pytest.raises(bgsim.MachineError, match="collectives.bcast.*one of auto, binomial"):
+        bgsim.run(lambda: None, shape="2x1x1", coll={"bcast": "fastest"})
+    with pytest.raises(bgsim.MachineError, match="unknown operation `bcst`"):
+        bgsim.run(lambda: None, shape="2x1x1", coll={"bcst": "tree"})
