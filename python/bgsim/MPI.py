@@ -1027,7 +1027,10 @@ class Comm:
         tag = _check_tag(tag, False) if ctx_off == 0 else tag
         if wdest == PROC_NULL:
             return Request(-1, "send")
-        rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, data, mode)
+        if data.__class__ is int:  # a skeleton's message: a size, no content
+            rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, b"", mode, None, data)
+        else:
+            rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, data, mode)
         ctx.runtime.mpi_calls += 1
         return Request(rid, "send", None, ctx)
 
@@ -1572,6 +1575,8 @@ def _barrier(comm: Comm) -> None:
 
 def _bcast_bytes(c: "_coll.Call", data: Optional[bytes], root: int, nbytes: int) -> bytes:
     algo = _coll.choose(c, "bcast", nbytes)
+    if algo == "generic":
+        algo = _coll._generic_default("bcast", nbytes, c.n)
     if algo == "tree":
         rec = _coll.hw_join(c, "bcast", root, nbytes, contribution=data if c.me == root else None)
         return rec["parts"][root]

@@ -99,11 +99,20 @@ class Call:
 
     # -- point-to-point on the collective context --
 
-    def isend(self, data: bytes, dest: int, mode: int = 0):
-        return self.comm._isend_bytes(data, dest, self.tag, mode, "collective", ctx_off=1)
+    def isend(self, data: bytes, dest: int, mode: int = 0, sub: Optional[int] = None):
+        return self.comm._isend_bytes(data, dest, self._tag(sub), mode, "collective", ctx_off=1)
 
-    def irecv(self, src: int):
-        return self.comm._irecv_into((1 << 30) - 1, src, self.tag, lambda st, d: d, ctx_off=1)
+    def irecv(self, src: int, sub: Optional[int] = None):
+        # A message without content (a skeleton's) arrives as its size.
+        return self.comm._irecv_into((1 << 30) - 1, src, self._tag(sub), lambda st, d: d if d or not st[2] else st[2],
+                                     ctx_off=1)
+
+    def _tag(self, sub: Optional[int]) -> int:
+        """The call's tag, or a sub-tag of it (for algorithms whose messages
+        between one pair may complete out of order)."""
+        if sub is None:
+            return self.tag
+        return ((self.seq % (1 << 14)) << 16 | (sub & 0xFFFF)) + (1 << 30)
 
     def wait(self, reqs: List[Any]) -> None:
         from .MPI import _wait_all
@@ -222,9 +231,30 @@ def bcast_binomial(c: Call, data: Optional[bytes], root: int) -> bytes:
     return data
 
 
-def _split(data: bytes, parts: int) -> List[bytes]:
+def _split(data: Any, parts: int) -> List[Any]:
+    """`data` in `parts` pieces (a skeleton's size: the sizes of the pieces)."""
+    if isinstance(data, int):
+        size = -(-data // parts) if data else 0
+        return [max(0, min(size, data - i * size)) for i in range(parts)]
     size = -(-len(data) // parts) if data else 0
     return [data[i * size:(i + 1) * size] for i in range(parts)]
+
+
+def _cat(parts: List[Any]) -> Any:
+    """Pieces joined (a skeleton's pieces - sizes, or empty bytes - summed)."""
+    if any(isinstance(p, int) for p in parts):
+        return sum(p if isinstance(p, int) else len(p) for p in parts)
+    return b"".join(parts)
+
+
+def _size(data: Any) -> int:
+    return data if isinstance(data, int) else len(data)
+
+
+def _slice(data: Any, a: int, b: int) -> Any:
+    if isinstance(data, int):
+        return max(0, min(b, data) - a)
+    return data[a:b]
 
 
 def scatter_binomial(c: Call, parts: Optional[List[bytes]], root: int) -> bytes:
@@ -296,7 +326,8 @@ def bcast_scatter_allgather(c: Call, data: Optional[bytes], root: int, nbytes: i
     """van de Geijn: scatter the message in n parts (binomial), then a ring allgather."""
     parts = _split(data, c.n) if c.me == root else None
     mine = scatter_binomial(c, parts, root)
-    return b"".join(allgather_ring(c, mine))[:nbytes]
+    out = _cat(allgather_ring(c, mine))
+    return out if isinstance(out, int) else out[:nbytes]
 
 
 def alltoall_postall(c: Call, parts: List[bytes], order: Optional[Sequence[int]] = None, mode: int = 0) -> List[bytes]:
@@ -319,7 +350,7 @@ def alltoall_pairwise(c: Call, parts: List[bytes]) -> List[bytes]:
 
 def alltoall(c: Call, parts: List[bytes], algo: str) -> List[bytes]:
     if algo == "generic":
-        algo = "pairwise" if max((len(p) for p in parts), default=0) > ALLTOALL_LONG else "postall"
+        algo = "pairwise" if max((_size(p) for p in parts), default=0) > ALLTOALL_LONG else "postall"
     if algo == "pairwise":
         return alltoall_pairwise(c, parts)
     if algo == "torus_spread":
@@ -502,27 +533,40 @@ def bcast_torus_p2p(c: Call, data: Optional[bytes], root: int, nbytes: int) -> b
     """Three parts, each spread along its own dimension order, pipelined in
     segments: the parts use different links at the same time."""
     parts = _split(data, 3) if c.me == root else [b""] * 3
-    sizes = [len(p) for p in _split(b"\0" * nbytes, 3)]
+    sizes = _split(nbytes, 3)
     trees = [_torus_tree(c, root, order) for order in ((0, 1, 2), (1, 2, 0), (2, 0, 1))]
     nseg = [max(1, -(-s // PIPELINE_SEGMENT)) for s in sizes]
-    got: List[List[bytes]] = [[] for _ in range(3)]
+    got: List[dict] = [{} for _ in range(3)]
     pending = []
-    recvs = [[c.irecv(trees[k][0]) for _ in range(nseg[k])] if trees[k][0] is not None else None for k in range(3)]
+    # Every (colour, segment) has its own sub-tag, and each node forwards
+    # whichever segment comes in first: the colours' pipelines do not wait
+    # for each other.
+    sub = lambda k, s: (k << 14) | s  # noqa: E731
+    incoming = []
     for s in range(max(nseg)):
         for k in range(3):
+            parent, children = trees[k]
             if s >= nseg[k]:
                 continue
-            parent, children = trees[k]
             if parent is None:
-                seg = parts[k][s * PIPELINE_SEGMENT:(s + 1) * PIPELINE_SEGMENT]
+                seg = _slice(parts[k], s * PIPELINE_SEGMENT, (s + 1) * PIPELINE_SEGMENT)
+                got[k][s] = seg
+                pending += [c.isend(seg, ch, sub=sub(k, s)) for ch in children]
             else:
-                r = recvs[k][s]
-                c.wait([r])
-                seg = r._obj
-            got[k].append(seg)
-            pending += [c.isend(seg, ch) for ch in children]
+                incoming.append((k, s, c.irecv(parent, sub=sub(k, s))))
+    from .MPI import _wait_some
+    while incoming:
+        reqs = [r for _, _, r in incoming]
+        done = _wait_some(reqs, "MPI.Comm.bcast()", any_one=False)
+        for i in sorted(done, reverse=True):
+            k, s, r = incoming.pop(i)
+            r._raise()
+            got[k][s] = r._obj
+            pending += [c.isend(r._obj, ch, sub=sub(k, s)) for ch in trees[k][1]]
+    got = [[g[s] for s in range(len(g))] for g in got]
     c.wait(pending)
-    return b"".join(b"".join(g) for g in got)[:nbytes]
+    out = _cat([_cat(g) for g in got])
+    return out if isinstance(out, int) else out[:nbytes]
 
 
 # ---------------------------------------------------------------- hardware

@@ -213,11 +213,17 @@ impl World {
     fn protocol_for(&self, nbytes: u32) -> &'static str {
         self.w.protocol_for(nbytes, None).name()
     }
-    /// Posts a send of `data` (bytes).
-    #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None))]
-    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>) -> PyResult<u32> {
+    /// Posts a send of `data` (bytes); with `length`, a message of that many
+    /// bytes without content (communication skeletons).
+    #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None, length=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>, length: Option<u32>) -> PyResult<u32> {
         let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(PyValueError::new_err)?;
-        self.w.isend(rank, dest, ctx, tag, data.to_vec(), send_mode(mode)?, force).map_err(mpi_err)
+        match length {
+            Some(n) => self.w.isend_sized(rank, dest, ctx, tag, Vec::new(), n, send_mode(mode)?, force),
+            None => self.w.isend(rank, dest, ctx, tag, data.to_vec(), send_mode(mode)?, force),
+        }
+        .map_err(mpi_err)
     }
     /// Status and data of a completed request, and frees it:
     /// (source, tag, count, cancelled, truncated, data or None).

@@ -4,6 +4,7 @@ scale. See `../shared/spec/experiments.md` for the contract."""
 
 from .base import REGISTRY, Context, Experiment, Outcome, get, names
 from . import torus  # noqa: F401  (registers the torus-* experiments)
-from . import mpi  # noqa: F401  (registers the mpi-* experiments)
+from . import mpi  # noqa: F401  (registers the mpi-* point-to-point experiments)
+from . import collectives  # noqa: F401  (registers mpi-bcast, mpi-alltoall, mpi-tree)
 
 __all__ = ["REGISTRY", "Context", "Experiment", "Outcome", "get", "names"]

@@ -228,7 +228,7 @@ pub struct CollectivesSpec {
 /// same in machine TOML, `--coll OP=NAME` and Python).
 pub const COLLECTIVE_ALGORITHMS: &[(&str, &[&str])] = &[
     ("barrier", &["auto", "dissemination", "gi"]),
-    ("bcast", &["auto", "binomial", "scatter_allgather", "torus_p2p", "torus_deposit", "tree"]),
+    ("bcast", &["auto", "generic", "binomial", "scatter_allgather", "torus_p2p", "torus_deposit", "tree"]),
     ("reduce", &["auto", "binomial", "tree"]),
     ("allreduce", &["auto", "recursive_doubling", "reduce_scatter_allgather", "tree"]),
     ("allgather", &["auto", "ring", "recursive_doubling"]),

@@ -207,11 +207,19 @@ impl World {
     /// Posts a send.
     #[allow(clippy::too_many_arguments)]
     pub fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
+        let n = data.len() as u32;
+        self.isend_sized(rank, dest, ctx, tag, data, n, mode, force)
+    }
+
+    /// A send of `bytes`, with content `data` or (empty `data`) none: a
+    /// communication skeleton's message, of which only the size matters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend_sized(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
         let dest = self.check_rank(dest)?;
-        let proto = self.protocol_for(data.len() as u32, force);
+        let proto = self.protocol_for(bytes, force);
         let now = self.q.now();
         let Stack { net, ml } = &mut self.stack;
-        let r = ml.isend(net, &mut self.q, now, rank, dest, ctx, tag, data, proto, mode);
+        let r = ml.isend_sized(net, &mut self.q, now, rank, dest, ctx, tag, data, bytes, proto, mode);
         self.collect();
         Ok(r)
     }

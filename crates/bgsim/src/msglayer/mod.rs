@@ -56,6 +56,7 @@ mod tk {
     pub const INTRA_FREE: u32 = 2;
     pub const REQ_DONE: u32 = 3;
     pub const RECV_COPIED: u32 = 4;
+    pub const START: u32 = 5;
 }
 
 fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
@@ -438,8 +439,17 @@ impl MsgLayer {
     /// rank on the same node use the intra-node protocol.
     #[allow(clippy::too_many_arguments)]
     pub fn isend(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, proto: Protocol, mode: SendMode) -> ReqId {
-        let req = self.new_req(ReqKind::Send, rank);
         let bytes = data.len() as u32;
+        self.isend_sized(net, q, now, rank, dest, ctx, tag, data, bytes, proto, mode)
+    }
+
+    /// As [`MsgLayer::isend`], for a message of `bytes` whose content is
+    /// `data` or, when `data` is empty, not carried at all (communication
+    /// skeletons: only the size matters).
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend_sized(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, proto: Protocol, mode: SendMode) -> ReqId {
+        let req = self.new_req(ReqKind::Send, rank);
+        debug_assert!(data.is_empty() || data.len() as u32 == bytes);
         assert!(bytes < 1 << 30, "messages are limited to 1 GiB");
         let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
         let direct = mode == SendMode::Direct;
@@ -481,7 +491,16 @@ impl MsgLayer {
         let queue = self.ranks[rank as usize].peers.entry(dest).or_default();
         queue.push_back(msg);
         if queue.len() == 1 {
-            self.start(net, q, now, msg);
+            // The rank's calls run one after the other on its core: a send
+            // posted while the core still works on earlier calls starts
+            // when it is free.
+            let (node, core) = self.place(rank);
+            let busy = net.cores.get(node, core).busy_until;
+            if busy > now {
+                net.timer(q, busy, node, core, timer_tag(tk::START, msg));
+            } else {
+                self.start(net, q, now, msg);
+            }
         }
         req
     }
@@ -809,6 +828,7 @@ impl MsgLayer {
         if truncated {
             data.truncate(cap as usize);
         }
+        // (A message without content - a skeleton's - arrives as empty data.)
         let status = Status { source: m.src as i32, tag: m.tag, count: m.bytes.min(cap), cancelled: false, truncated };
         let dst = m.dst;
         let st = &mut self.ranks[dst as usize].stats;
@@ -1082,6 +1102,7 @@ impl Software for MsgLayer {
             tk::INTRA_FREE => self.send_complete(now, id),
             tk::REQ_DONE => self.complete(id, now),
             tk::RECV_COPIED => self.recv_complete(now, id),
+            tk::START => self.start(net, q, now, id),
             k => unreachable!("unknown message-layer timer kind {k}"),
         }
     }
