@@ -227,7 +227,7 @@ def test_mismatched_collective_arguments_are_an_error_not_a_hang():
 
 
 def test_coll_option_errors():
-    with pytest.raises(bgsim.MachineError, match="collectives.bcast.*one of auto, binomial"):
+    with pytest.raises(bgsim.MachineError, match="collectives.bcast.*one of auto, generic, binomial"):
         bgsim.run(lambda: None, shape="2x1x1", coll={"bcast": "fastest"})
     with pytest.raises(bgsim.MachineError, match="unknown operation `bcst`"):
         bgsim.run(lambda: None, shape="2x1x1", coll={"bcst": "tree"})
