@@ -278,7 +278,16 @@ impl Net {
         }
         let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core);
         let c = self.cores.cores[ci];
-        let can_send = !c.sendq.is_empty() && !c.waiting_fifo;
+        let mut can_send = !c.sendq.is_empty() && !c.waiting_fifo;
+        if can_send {
+            // A write waits for room in its injection FIFO; meanwhile the
+            // core keeps reading (its reads may be what frees the network).
+            let p = self.torus.pool.get(c.sendq.head);
+            if self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
+                self.cores.cores[ci].waiting_fifo = true;
+                can_send = false;
+            }
+        }
         let poll = if c.idle { self.costs.poll } else { 0 };
         let do_read = rx_mask != 0 && (!can_send || !c.turn);
         if do_read {
