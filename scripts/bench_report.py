@@ -84,6 +84,19 @@ def render(rows: list) -> str:
                 f"| share in the core's event loop | {100 * (1 - h['python_share']):.0f}% |",
                 f"| simulated time | {h['simulated_us']:,.0f} us |",
                 f"| packets, events | {h['packets']:,}, {h['events']:,} |", ""]
+    coll = [r for r in rows if r["benchmark"].startswith("coll_")]
+    if coll:
+        out += ["Collectives (`scripts/bench_coll.py`): MPI_Alltoall of 1 KB per pair with real data, MPI_Allreduce "
+                "of 1 MB (doubles; a communication skeleton) with each family's algorithm:", "",
+                "| collective | shape | algorithm | simulated time | wall time | packets | simulated packets per wall s |",
+                "|---|---|---|---|---|---|---|"]
+        for r in coll:
+            algo = r["collective"].split("_", 2)[2]
+            out.append(f"| {r['collective'].split('_')[0]} {r['collective'].split('_')[1]} | {r['shape']} | {algo} | "
+                       f"{r['simulated_us']:,.0f} us | {r['wall_s']:.1f} s | {r['packets']:,} | {r['packets_per_s']:,.0f} |")
+        out.append("")
+        out.append("Packets: torus packets delivered, plus packet transfers over tree links for the tree.")
+        out.append("")
     return "\n".join(out) + "\n"
 
 

@@ -340,6 +340,9 @@ impl World {
         d.set_item("messages_completed", self.w.messages_done())?;
         d.set_item("out_of_order_packets", self.w.out_of_order_packets())?;
         d.set_item("packets_in_network", net.torus.live_packets())?;
+        let (ops, tree_packets, _) = self.w.tree_counters();
+        d.set_item("tree_operations", ops)?;
+        d.set_item("tree_link_packets", tree_packets)?;
         Ok(d)
     }
 }
