@@ -53,3 +53,11 @@ def test_run_errors(tmp_path):
     assert "rank 0: in MPI.Comm.recv(source=0, tag=-1) at dl.py:2" in p.stderr
     p = run_cli("run", "--mode", "smp", "examples/ring.py")
     assert p.returncode == 2 and "partition.mode" in p.stderr
+
+
+def test_run_coll_option_is_recorded():
+    p = run_cli("run", "--shape", "2x2x2", "--coll", "bcast=binomial", "--coll", "barrier=dissemination",
+                "examples/pi.py", "1000", check=True)
+    assert "bgsim: collectives: bcast: binomial x1; reduce: binomial x1" in p.stderr
+    p = run_cli("run", "--shape", "2x2x2", "--coll", "bcast=quickest", "examples/pi.py")
+    assert p.returncode == 2 and "collectives.bcast" in p.stderr and "one of auto, generic" in p.stderr

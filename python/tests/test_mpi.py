@@ -360,3 +360,44 @@ def test_to_dataframe_or_clear_error():
         df = r.to_dataframe()
         assert list(df.index) == [0, 1] and "sends" in df.columns
     assert '"nranks": 2' in r.to_json()
+
+
+def test_65536_ranks_in_one_process():
+    def main():
+        comm = MPI.COMM_WORLD
+        r, n = comm.Get_rank(), comm.Get_size()
+        x = comm.sendrecv(r, dest=(r + 1) % n, source=(r - 1) % n)
+        comm.Barrier()
+        return x == (r - 1) % n
+    res = run(main, shape="64x32x32")
+    assert res.nranks == 65536 and all(res.results)
+    assert res.collectives["barrier"] == {"gi": 1}
+
+
+def test_cpu_factor_charges_host_time():
+    def main():
+        t0 = MPI.Wtime()
+        s = 0
+        for i in range(200_000):  # some host CPU time between MPI calls
+            s += i
+        return MPI.Wtime() - t0
+    plain = run(main, shape="1x1x1").results[0]
+    charged = run(main, shape="1x1x1", cpu_factor=1.0).results[0]
+    assert plain == 0.0 and charged > 1e-4
+
+
+def test_coprocessor_receives_rendezvous_data_and_interrupts_cost():
+    def main():
+        comm = MPI.COMM_WORLD
+        if comm.rank == 0:
+            comm.Send(np.zeros(100_000, "u1"), dest=1)
+        elif comm.rank == 1:
+            comm.Recv(np.zeros(100_000, "u1"), source=0)
+        return MPI.Wtime()
+    base = run(main, shape="2x1x1")
+    co = run(main, shape="2x1x1", settings=["msglayer.coprocessor_rendezvous=true"])
+    irq = run(main, shape="2x1x1", settings=["msglayer.interrupts=true"])
+    # The main core of the receiver reads nothing when the coprocessor does.
+    assert co.ranks[1]["core_read_cycles"] < base.ranks[1]["core_read_cycles"] / 10
+    assert irq.ranks[1]["core_interrupt_cycles"] > 400 * 1000
+    assert irq.time_s > base.time_s
