@@ -74,6 +74,8 @@ class Call:
         """Collective calls must agree across ranks (same operation, root and,
         where MPI requires it, size): the first rank to arrive records them,
         every other rank compares."""
+        if self.n == 1:
+            return
         table = self.rt.coll_checks
         key = (self.comm._context, self.seq)
         mine = (op, root, check)
