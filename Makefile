@@ -41,7 +41,10 @@ test-python: build
 MPI_ITERS ?= 1000
 bench: build
 	cargo build --release -p bgsim --bin bgsim-bench
-	{ ./target/release/bgsim-bench && $(PY) scripts/bench_mpi.py $(MPI_ITERS) && $(PY) scripts/bench_coll.py; } | $(PY) scripts/bench_report.py
+	./target/release/bgsim-bench > .bench.jsonl
+	$(PY) scripts/bench_mpi.py $(MPI_ITERS) >> .bench.jsonl
+	$(PY) scripts/bench_coll.py >> .bench.jsonl
+	$(PY) scripts/bench_report.py < .bench.jsonl
 
 clean:
 	rm -rf target $(VENV) results
