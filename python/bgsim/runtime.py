@@ -271,6 +271,9 @@ class RunResult:
     machine_toml: str
     #: The algorithm of every collective call: {op: {algorithm: calls}}.
     collectives: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: Collective-network links that carried packets: node, parent, packets
+    #: up / down, busy seconds up / down, utilization % of the run.
+    tree_links: List[dict] = field(default_factory=list)
 
     @property
     def time_us(self) -> float:
@@ -285,6 +288,7 @@ class RunResult:
             "ranks": self.ranks,
             "counters": self.counters,
             "collectives": self.collectives,
+            "tree_links": self.tree_links,
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
         }
@@ -426,6 +430,10 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         nranks=world.nranks, shape=world.shape, mode=world.mode, time_s=rt.seconds(end), ranks=ranks,
         counters=dict(world.counters()), results=[c.result for c in rt.ctxs], wall_s=wall,
         collectives=rt.coll_stats,
+        tree_links=[{"node": n, "parent": p, "packets_up": u, "packets_down": d, "busy_up_s": bu, "busy_down_s": bd,
+                     "util_up_pct": 100 * bu / rt.seconds(end) if end else 0.0,
+                     "util_down_pct": 100 * bd / rt.seconds(end) if end else 0.0}
+                    for n, p, u, d, bu, bd in world.tree_links()],
         python_wall_s=rt.python_wall, machine_toml=world.machine_toml())
 
 

@@ -257,6 +257,19 @@ impl World {
     fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> u32 {
         self.w.line_bcast(rank, id, root, nbytes)
     }
+    /// Per tree link with traffic: (node, parent, packets up, packets down,
+    /// busy seconds up, busy seconds down).
+    fn tree_links(&self) -> Vec<(u32, u32, u64, u64, f64, f64)> {
+        let t = self.w.tree();
+        let secs = t.packet_ticks() as f64 / self.ticks_per_second();
+        (0..self.w.machine().shape.nodes())
+            .filter(|&n| t.up_packets[n as usize] + t.down_packets[n as usize] > 0)
+            .map(|n| {
+                let (u, d) = (t.up_packets[n as usize], t.down_packets[n as usize]);
+                (n, t.parent(n), u, d, u as f64 * secs, d as f64 * secs)
+            })
+            .collect()
+    }
     /// (operations, link packets, link busy seconds) of the collective network.
     fn tree_counters(&self) -> (u64, u64, f64) {
         let (o, p, t) = self.w.tree_counters();

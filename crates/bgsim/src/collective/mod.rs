@@ -49,6 +49,9 @@ pub struct Tree {
     write: Tick,
     read: Tick,
     pub payload_bytes: u32,
+    /// Per node: packets over its up link (to the parent) and its down link.
+    pub up_packets: Vec<u64>,
+    pub down_packets: Vec<u64>,
     /// Counters: packets over links, operations.
     pub link_packets: u64,
     pub link_busy_ticks: u64,
@@ -81,10 +84,21 @@ impl Tree {
             write: m.spec.cpu.packet_write_cycles_cached as Tick * t,
             read: m.spec.cpu.packet_read_cycles as Tick * t,
             payload_bytes: c.packet_bytes,
+            up_packets: vec![0; n as usize],
+            down_packets: vec![0; n as usize],
             link_packets: 0,
             link_busy_ticks: 0,
             operations: 0,
         }
+    }
+
+    /// The parent of a node (the root's is itself).
+    pub fn parent(&self, n: u32) -> u32 {
+        self.parent[n as usize]
+    }
+    /// One tree packet's time on a link, ticks.
+    pub fn packet_ticks(&self) -> Tick {
+        self.pkt_ticks
     }
 
     /// Depth of the tree (links from the root to the deepest node).
@@ -153,6 +167,7 @@ impl Tree {
                 if v != self.root && sends_up[vi] {
                     let s = ready[vi].max(self.up_free[vi]);
                     self.up_free[vi] = s + self.pkt_ticks;
+                    self.up_packets[vi] += 1;
                     self.link_packets += 1;
                     self.link_busy_ticks += self.pkt_ticks;
                     let p = self.parent[vi] as usize;
@@ -170,6 +185,7 @@ impl Tree {
                     let p = self.parent[vi] as usize;
                     let s = head[p].max(self.down_free[vi]);
                     self.down_free[vi] = s + self.pkt_ticks;
+                    self.down_packets[vi] += 1;
                     self.link_packets += 1;
                     self.link_busy_ticks += self.pkt_ticks;
                     head[vi] = s + self.hop;

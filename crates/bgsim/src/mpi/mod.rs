@@ -320,6 +320,11 @@ impl World {
         r
     }
 
+    /// The collective network (its per-link counters).
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
     /// Counters of the collective network: (operations, link packets, link busy ticks).
     pub fn tree_counters(&self) -> (u64, u64, u64) {
         (self.tree.operations, self.tree.link_packets, self.tree.link_busy_ticks)
