@@ -496,32 +496,54 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
 
 # ---------------------------------------------------------------- torus-aware bcast
 
-def _torus_tree(c: Call, root: int, order: Sequence[int]) -> Tuple[Optional[int], List[int]]:
-    """Parent and children of this rank in the spanning tree that spreads
-    from `root` along dimension order[0], then order[1], then order[2]; in
-    each line the data runs as a chain each way from the entry node."""
+def _torus_tree(c: Call, root: int, colour: int) -> Tuple[Optional[int], List[int]]:
+    """Parent and children of this rank in colour `colour`'s spanning tree:
+    the same edge-disjoint scheme as the message layer's deposit-bit
+    broadcast, with chains of point-to-point messages for line packets.
+    With m dimensions longer than one, colour c takes the rotation (d0, d1,
+    d2) of them starting at the c-th: the root's d0 line (stage 1), d1 lines
+    from it (2), d2 lines from that plane (3) - every node off the root's
+    d0 plane - then one hop into that plane from its neighbour plane (4).
+    Chains run + only on a torus, both ways from the sender on a mesh."""
     w = c.rt.world
     dims = w.shape
+    torus = c.rt.torus_dims
     coords = [w.coords(c.world_rank(i))[:3] for i in range(c.n)]
     index = {tuple(x): i for i, x in enumerate(coords)}
-    torus = c.rt.torus_dims
     R = coords[root]
+    nontrivial = [d for d in range(3) if dims[d] > 1]
+    m = len(nontrivial)
+    order = [nontrivial[(colour + i) % m] for i in range(m)] if m else []
+
+    def back(x: List[int], d: int) -> List[int]:
+        """One step back along a chain of dimension d that started at R[d]."""
+        x = list(x)
+        if torus[d]:
+            x[d] = (x[d] - 1) % dims[d]
+        else:
+            x[d] += -1 if x[d] > R[d] else 1
+        return x
 
     def parent_of(x: Sequence[int]) -> Optional[Tuple[int, ...]]:
         x = list(x)
-        for s in (2, 1, 0):
+        if x == list(R) or not m:
+            return None
+        d0 = order[0]
+        if x[d0] == R[d0]:
+            # Stage 4: from the neighbour plane.
+            size = dims[d0]
+            src = (R[d0] - 1) % size if torus[d0] else (R[d0] + 1 if R[d0] + 1 < size else R[d0] - 1)
+            y = list(x)
+            y[d0] = src
+            return tuple(y)
+        for s in range(m - 1, -1, -1):
             d = order[s]
-            if all(x[order[t]] == R[order[t]] for t in range(s)) and x[d] != R[d]:
-                # Step one node toward the line's entry point (the shorter way round on a torus).
-                n = dims[d]
-                fwd = (x[d] - R[d]) % n
-                if torus[d] and fwd > n // 2:
-                    x[d] = (x[d] + 1) % n
-                elif torus[d]:
-                    x[d] = (x[d] - 1) % n
-                else:
-                    x[d] += -1 if x[d] > R[d] else 1
-                return tuple(x)
+            if all(x[order[t]] == R[order[t]] for t in range(s + 1, m)):
+                # x is reached in stage s+1: along order[s] from the node
+                # where that line starts (its coordinate order[s] = R's).
+                if s > 0 and x[d] == R[d]:
+                    continue
+                return tuple(back(x, d))
         return None
 
     parents = [parent_of(x) for x in coords]
@@ -532,13 +554,16 @@ def _torus_tree(c: Call, root: int, order: Sequence[int]) -> Tuple[Optional[int]
 
 
 def bcast_torus_p2p(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
-    """Three parts, each spread along its own dimension order, pipelined in
-    segments: the parts use different links at the same time."""
-    parts = _split(data, 3) if c.me == root else [b""] * 3
-    sizes = _split(nbytes, 3)
-    trees = [_torus_tree(c, root, order) for order in ((0, 1, 2), (1, 2, 0), (2, 0, 1))]
+    """One part per dimension longer than one (a colour), each spread along
+    its own edge-disjoint tree (`_torus_tree`), pipelined in segments: the
+    parts leave the root by different links and use different links all the
+    way."""
+    ncol = max(1, sum(1 for d in c.rt.world.shape if d > 1))
+    parts = _split(data, ncol) if c.me == root else [b""] * ncol
+    sizes = _split(nbytes, ncol)
+    trees = [_torus_tree(c, root, k) for k in range(ncol)]
     nseg = [max(1, -(-s // PIPELINE_SEGMENT)) for s in sizes]
-    got: List[dict] = [{} for _ in range(3)]
+    got: List[dict] = [{} for _ in range(ncol)]
     pending = []
     # Every (colour, segment) has its own sub-tag, and each node forwards
     # whichever segment comes in first: the colours' pipelines do not wait
@@ -546,7 +571,7 @@ def bcast_torus_p2p(c: Call, data: Optional[bytes], root: int, nbytes: int) -> b
     sub = lambda k, s: (k << 14) | s  # noqa: E731
     incoming = []
     for s in range(max(nseg)):
-        for k in range(3):
+        for k in range(ncol):
             parent, children = trees[k]
             if s >= nseg[k]:
                 continue

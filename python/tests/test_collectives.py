@@ -236,3 +236,19 @@ def test_coll_option_errors():
         bgsim.run(lambda: None, shape="2x1x1", coll={"bcast": "fastest"})
     with pytest.raises(bgsim.MachineError, match="unknown operation `bcst`"):
         bgsim.run(lambda: None, shape="2x1x1", coll={"bcst": "tree"})
+
+
+@pytest.mark.parametrize("shape,mesh", [("4x4x2", ""), ("3x2x4", "xyz"), ("4x1x3", "y"), ("8x1x1", "")])
+@pytest.mark.parametrize("algo", ["torus_p2p", "torus_deposit"])
+def test_torus_broadcasts_reach_every_node_from_any_root(shape, mesh, algo):
+    def main():
+        w = MPI.COMM_WORLD
+        out = []
+        for root in (0, w.Get_size() // 2 + 1, w.Get_size() - 1):
+            buf = np.arange(70_000, dtype="u1") + root if w.Get_rank() == root else np.zeros(70_000, dtype="u1")
+            w.Bcast(buf, root=root)
+            out.append(bool((buf == (np.arange(70_000) + root).astype("u1")).all()))
+        return out
+    res = bgsim.run(main, shape=shape, mesh=mesh, coll={"bcast": algo})
+    assert all(all(r) for r in res.results)
+    assert res.collectives["bcast"] == {algo: 3}

@@ -952,36 +952,73 @@ impl MsgLayer {
         req
     }
 
-    /// Sends packet `k` of broadcast `id` from `node` along the dimensions of
-    /// its colour from stage `from` on; returns the line packets sent.
-    fn spread(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: u32, node: u32, k: u32, from: usize) -> u32 {
-        let colour = (k % 3) as usize;
-        let order = [colour, (colour + 1) % 3, (colour + 2) % 3];
-        let geo = &net.torus.geo;
-        let c = geo.coords32(node);
-        let len = (self.maxp as u64).min(self.bcasts[id as usize].packets as u64 * self.maxp as u64 - k as u64 * self.maxp as u64) as u32;
-        let mut sent = 0;
-        for (stage, &d) in order.iter().enumerate().skip(from) {
+    /// Forwards packet `k` of broadcast `id` from `node`, which got it at
+    /// `stage` (0: the root). Colour c = k mod m (m: dimensions longer than
+    /// one) spreads along its own rotation (d0, d1, d2) of them: stage 1 the
+    /// root's d0 line, stage 2 d1 lines from it, stage 3 d2 lines from that
+    /// plane - every node outside the root's d0 = R plane; stage 4 one hop
+    /// into that plane from its neighbour plane. The root sends only along
+    /// d0, so each colour leaves the root by its own link and the colours'
+    /// line packets use disjoint links (on a torus the lines run + only; on a
+    /// mesh both ways from the sender). Returns the packets sent.
+    fn spread(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: u32, node: u32, k: u32, stage: usize) -> u32 {
+        let dims: Vec<usize> = (0..3).filter(|&d| self.dims[d] > 1).collect();
+        let m = dims.len();
+        if m == 0 {
+            return 0;
+        }
+        let colour = k as usize % m;
+        let order: Vec<usize> = (0..m).map(|i| dims[(colour + i) % m]).collect();
+        let b = &self.bcasts[id as usize];
+        let root = net.torus.geo.coords32(b.root);
+        let c = net.torus.geo.coords32(node);
+        let len = (self.maxp as u64).min(b.packets as u64 * self.maxp as u64 - k as u64 * self.maxp as u64) as u32;
+        // (direction, hops, stage) of every line packet to send.
+        let mut lines: Vec<(usize, u32, usize)> = Vec::new();
+        let stages = if stage == 0 { 1..=1 } else { (stage + 1)..=m };
+        for st in stages {
+            let d = order[st - 1];
             let size = self.dims[d];
-            if size < 2 {
+            if self.torus[d] {
+                lines.push((2 * d, size - 1, st));
+            } else {
+                lines.push((2 * d, size - 1 - c[d], st));
+                lines.push((2 * d + 1, c[d], st));
+            }
+        }
+        // The step into the root's d0 plane.
+        let d0 = order[0];
+        if m >= 2 && (1..=m).contains(&stage) {
+            let size = self.dims[d0];
+            let (from, dir) = if self.torus[d0] {
+                ((root[d0] + size - 1) % size, 2 * d0)
+            } else if root[d0] + 1 < size {
+                (root[d0] + 1, 2 * d0 + 1)
+            } else {
+                (root[d0] - 1, 2 * d0)
+            };
+            let mut t = c;
+            t[d0] = root[d0];
+            if c[d0] == from && t != root {
+                lines.push((dir, 1, m + 1));
+            }
+        }
+        let mut sent = 0;
+        for (dir, hops, st) in lines {
+            if hops == 0 {
                 continue;
             }
-            // The two halves of the line (a mesh: to both ends).
-            let (ahead, behind) = if self.torus[d] { (size / 2, (size - 1) / 2) } else { (size - 1 - c[d], c[d]) };
-            for (dir, dist) in [(2 * d, ahead), (2 * d + 1, behind)] {
-                if dist == 0 {
-                    continue;
-                }
-                let mut t = c;
-                t[d] = if dir % 2 == 0 { (c[d] + dist) % size } else { (c[d] + size - dist) % size };
-                let dest = net.torus.geo.index(t);
-                let mut p = net.line_packet(node, dest, dir, len, now);
-                p.tag = tag(pk::DEPOSIT, id, ((stage as u32) << 26) | k);
-                let f = self.fifo(net, node, 0, &p);
-                self.packets_sent += 1;
-                net.send(q, now, node, p, Some(f));
-                sent += 1;
-            }
+            let d = dir / 2;
+            let size = self.dims[d];
+            let mut t = c;
+            t[d] = if dir % 2 == 0 { (c[d] + hops) % size } else { (c[d] + size - hops) % size };
+            let dest = net.torus.geo.index(t);
+            let mut p = net.line_packet(node, dest, dir, len, now);
+            p.tag = tag(pk::DEPOSIT, id, ((st as u32) << 26) | k);
+            let f = self.fifo(net, node, 0, &p);
+            self.packets_sent += 1;
+            net.send(q, now, node, p, Some(f));
+            sent += 1;
         }
         sent
     }
@@ -989,7 +1026,7 @@ impl MsgLayer {
     fn line_bcast_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, id: u32, offset: u32) {
         let (stage, k) = ((offset >> 26) as usize, offset & ((1 << 26) - 1));
         net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
-        self.spread(net, q, now, id, node, k, stage + 1);
+        self.spread(net, q, now, id, node, k, stage);
         let b = &mut self.bcasts[id as usize];
         b.got[node as usize] += 1;
         if b.got[node as usize] == b.packets {
