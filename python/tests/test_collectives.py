@@ -252,3 +252,17 @@ def test_torus_broadcasts_reach_every_node_from_any_root(shape, mesh, algo):
     res = bgsim.run(main, shape=shape, mesh=mesh, coll={"bcast": algo})
     assert all(all(r) for r in res.results)
     assert res.collectives["bcast"] == {algo: 3}
+
+
+def test_a_rank_missing_from_a_hardware_collective_is_reported():
+    def main():
+        w = MPI.COMM_WORLD
+        if w.Get_rank() != 2:
+            w.Barrier()
+        else:
+            w.recv(source=0)
+    with pytest.raises(bgsim.DeadlockError) as e:
+        bgsim.run(main, shape="2x2x1")
+    msg = str(e.value)
+    assert "rank 0: in MPI.Comm.barrier()" in msg and "the global-interrupt barrier (3 of 4 ranks have joined)" in msg
+    assert "rank 2: in MPI.Comm.recv(source=0, tag=-1)" in msg
