@@ -516,6 +516,13 @@ def _vmsg(spec: Any, n: int, recv: bool) -> Tuple[memoryview, Datatype, List[int
     return mv, dt, [int(c) for c in counts], [int(d) for d in displs]
 
 
+def _address(mv: memoryview) -> int:
+    """Address of a buffer's first byte (0 if it has none)."""
+    if len(mv) == 0:
+        return 0
+    return _np.frombuffer(mv, dtype=_np.uint8).__array_interface__["data"][0]
+
+
 def _dump(obj: Any) -> bytes:
     return _pickle.dumps(obj, _pickle.HIGHEST_PROTOCOL)
 
@@ -1034,7 +1041,8 @@ class Comm:
         ctx.runtime.mpi_calls += 1
         return Request(rid, "send", None, ctx)
 
-    def _irecv_into(self, capacity: int, source: int, tag: int, finish: Any, ctx_off: int = 0) -> Request:
+    def _irecv_into(self, capacity: int, source: int, tag: int, finish: Any, ctx_off: int = 0,
+                    unaligned: bool = False) -> Request:
         ctx, me = self._me()
         wsrc = self._world_rank(source, "source", allow_any=True)
         tag = _check_tag(tag, True) if ctx_off == 0 else tag
@@ -1042,7 +1050,7 @@ class Comm:
             r = Request(-1, "recv")
             r._obj = finish((PROC_NULL, ANY_TAG, 0, False, False), b"") if finish else None
             return r
-        rid = ctx.runtime.world.irecv(ctx.rank, wsrc, self._context + ctx_off, tag, capacity)
+        rid = ctx.runtime.world.irecv(ctx.rank, wsrc, self._context + ctx_off, tag, capacity, unaligned)
         ctx.runtime.mpi_calls += 1
         return Request(rid, "recv", finish, ctx, group=self._group)
 
@@ -1062,12 +1070,17 @@ class Comm:
             try:
                 mv = memoryview(buf).cast("B")
                 nbytes = len(mv)
+                # An array that owns its data starts 16-byte aligned (numpy's
+                # allocator); a view may not.
+                addr = 0 if buf.base is None else buf.__array_interface__["data"][0]
             except TypeError:  # not contiguous: the general path explains
                 mv = None
         if mv is None or mv.readonly:
             m = _msg(buf, recv=True)
             mv, nbytes = m.mv, m.nbytes
-        req = self._irecv_into(nbytes, source, tag, None)
+            addr = _address(mv)
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
+        req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0)
         req._into = mv
         return req
 

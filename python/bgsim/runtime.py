@@ -103,6 +103,7 @@ class Runtime:
         self.context_table: Dict[Any, int] = {}
         self.progress = progress
         self.ticks_per_second = world.ticks_per_second
+        self.alignment = world.alignment
         self.mpi_calls = 0
         self.python_wall = 0.0
 

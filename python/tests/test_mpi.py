@@ -401,3 +401,25 @@ def test_coprocessor_receives_rendezvous_data_and_interrupts_cost():
     assert co.ranks[1]["core_read_cycles"] < base.ranks[1]["core_read_cycles"] / 10
     assert irq.ranks[1]["core_interrupt_cycles"] > 400 * 1000
     assert irq.time_s > base.time_s
+
+
+def test_unaligned_receive_buffers_cost_a_realignment_copy():
+    def main(offset):
+        def prog():
+            comm = MPI.COMM_WORLD
+            if comm.rank == 0:
+                comm.Send(np.arange(50_000, dtype="u1"), dest=1)
+            elif comm.rank == 1:
+                raw = np.zeros(50_000 + 16, dtype="u1")
+                base = (-raw.__array_interface__["data"][0]) % 16
+                view = raw[base + offset: base + offset + 50_000]
+                comm.Recv(view, source=0)
+                return bool((view == np.arange(50_000, dtype="u1")).all())
+        return prog
+    aligned = run(main(0), shape="2x1x1")
+    unaligned = run(main(3), shape="2x1x1")
+    assert aligned.results[1] and unaligned.results[1]
+    assert aligned.ranks[1]["core_copy_cycles"] == 0
+    # Half of a 50,000-byte copy at 4.3 bytes per cycle.
+    assert unaligned.ranks[1]["core_copy_cycles"] == pytest.approx(50_000 / 4.3 / 2, rel=0.01)
+    assert unaligned.time_s > aligned.time_s

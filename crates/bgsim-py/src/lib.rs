@@ -182,6 +182,11 @@ impl World {
     fn ticks_per_second(&self) -> f64 {
         self.w.machine().spec.clock.cpu_mhz * 1e6 * self.w.machine().tick_cycle as f64
     }
+    /// Buffer alignment network access needs, bytes.
+    #[getter]
+    fn alignment(&self) -> u32 {
+        self.w.machine().spec.cpu.network_alignment_bytes
+    }
     #[getter]
     fn ticks_per_cycle(&self) -> u64 {
         self.w.machine().tick_cycle
@@ -233,8 +238,9 @@ impl World {
         self.w.release(req);
         (s.source, s.tag, s.count, s.cancelled, s.truncated, data)
     }
-    fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> PyResult<u32> {
-        self.w.irecv(rank, src, ctx, tag, capacity).map_err(mpi_err)
+    #[pyo3(signature = (rank, src, ctx, tag, capacity, unaligned=false))]
+    fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> PyResult<u32> {
+        self.w.irecv_into(rank, src, ctx, tag, capacity, unaligned).map_err(mpi_err)
     }
     fn probe(&mut self, rank: u32, src: i64, ctx: u32, tag: i32) -> PyResult<u32> {
         self.w.probe(rank, src, ctx, tag).map_err(mpi_err)

@@ -180,6 +180,9 @@ pub struct MsgLayerSpec {
     /// Progress by interrupts instead of polling (each packet arrival
     /// costs `cpu.interrupt_cycles`).
     pub interrupts: bool,
+    /// Share of the realignment copy of an unaligned receive buffer that is
+    /// not overlapped with the packet reads (0..1).
+    pub unaligned_copy_fraction: f64,
 }
 
 /// The collective (tree) network.
@@ -376,6 +379,7 @@ impl Machine {
         for (key, v) in [("msglayer.send_message_cycles", &ml.send_message_cycles), ("msglayer.recv_message_cycles", &ml.recv_message_cycles), ("mpi.message_cycles", &spec.mpi.message_cycles)] {
             check(v.iter().all(|&c| c <= 10_000_000), src, key, format!("{v:?}"), "four cycle counts (one_packet, eager, adaptive_eager, rendezvous) of at most 10,000,000")?;
         }
+        check((0.0..=1.0).contains(&ml.unaligned_copy_fraction), src, "msglayer.unaligned_copy_fraction", ml.unaligned_copy_fraction, "a fraction from 0 to 1")?;
         let mp = &spec.mpi;
         check(mp.one_packet_max_bytes + ml.metadata_bytes <= maxp, src, "mpi.one_packet_max_bytes", mp.one_packet_max_bytes,
             &format!("at most one packet's payload minus msglayer.metadata_bytes ({})", maxp - ml.metadata_bytes))?;

@@ -226,10 +226,17 @@ impl World {
 
     /// Posts a receive (`src` < 0: any source; `tag` < 0: any tag).
     pub fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> Result<ReqId, MpiError> {
+        self.irecv_into(rank, src, ctx, tag, capacity, false)
+    }
+
+    /// Posts a receive into a buffer that is (`unaligned` = false) or is not
+    /// aligned for network access.
+    #[allow(clippy::too_many_arguments)]
+    pub fn irecv_into(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> Result<ReqId, MpiError> {
         let src = if src < 0 { crate::msglayer::ANY } else { self.check_rank(src)? as i32 };
         let now = self.q.now();
         let Stack { net, ml } = &mut self.stack;
-        let r = ml.irecv(net, &mut self.q, now, rank, src, ctx, tag.max(-1), capacity);
+        let r = ml.irecv(net, &mut self.q, now, rank, src, ctx, tag.max(-1), capacity, unaligned);
         self.collect();
         Ok(r)
     }

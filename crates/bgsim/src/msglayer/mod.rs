@@ -117,6 +117,9 @@ pub struct Req {
     pub ctx: u32,
     pub tag: i32,
     pub capacity: u32,
+    /// The receive buffer is not aligned for network access: the data is
+    /// realigned by an extra copy.
+    pub unaligned: bool,
     /// Received data, until taken.
     pub data: Option<Vec<u8>>,
     pub live: bool,
@@ -148,6 +151,8 @@ struct Msg {
     envelope: bool,
     matched: bool,
     unexpected: bool,
+    /// Receiver: realignment copy done (or not needed).
+    realigned: bool,
     arrived: u32,
     /// Receiver: offset the next in-order packet would have.
     rx_next: u32,
@@ -213,6 +218,8 @@ struct Costs {
     workunit: Tick,
     intranode: Tick,
     interrupt: Tick,
+    /// Share of a realignment copy not hidden behind the packet reads.
+    unaligned_fraction: f64,
     tick_cycle: Tick,
     copy_bytes_per_cycle: f64,
 }
@@ -306,6 +313,7 @@ impl MsgLayer {
                 workunit: ml.coprocessor_workunit_cycles as Tick * t,
                 intranode: ml.intranode_message_cycles as Tick * t,
                 interrupt: if ml.interrupts { m.spec.cpu.interrupt_cycles as Tick * t } else { 0 },
+                unaligned_fraction: ml.unaligned_copy_fraction,
                 tick_cycle: t,
                 copy_bytes_per_cycle: m.spec.node.copy_bytes_per_cycle,
             },
@@ -360,6 +368,7 @@ impl MsgLayer {
             ctx: 0,
             tag: ANY,
             capacity: 0,
+            unaligned: false,
             data: None,
             live: true,
         };
@@ -644,7 +653,8 @@ impl MsgLayer {
 
     /// Posts a receive for `rank`: source (or ANY), context, tag (or ANY),
     /// room for `capacity` bytes. Matches the oldest unexpected message first.
-    pub fn irecv(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32, capacity: u32) -> ReqId {
+    #[allow(clippy::too_many_arguments)]
+    pub fn irecv(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> ReqId {
         let req = self.new_req(ReqKind::Recv, rank);
         {
             let r = &mut self.reqs[req as usize];
@@ -652,6 +662,7 @@ impl MsgLayer {
             r.ctx = ctx;
             r.tag = tag;
             r.capacity = capacity;
+            r.unaligned = unaligned;
         }
         let found = self.ranks[rank as usize].unexpected.iter().position(|&m| self.matches(req, m));
         match found {
@@ -797,8 +808,18 @@ impl MsgLayer {
         if !m.matched || !m.envelope || m.arrived < m.bytes || m.recv_done || m.finishing {
             return;
         }
+        if !m.unexpected && !m.realigned && !m.intranode && self.reqs[m.recv_req as usize].unaligned {
+            // Packets are read into an aligned area and copied into place;
+            // the part of the copy not overlapped with the reads costs time.
+            let (node, core) = self.place(m.dst);
+            let ticks = (self.copy_ticks(m.bytes) as f64 * self.costs.unaligned_fraction) as Tick;
+            self.msgs[id as usize].realigned = true;
+            net.charge(q, now, node, core, ticks, Work::Copy);
+        }
+        let m = &self.msgs[id as usize];
         if m.unexpected {
-            // The data waited in a temporary buffer: copy it out.
+            // The data waited in a temporary buffer: copy it out (realigning
+            // it on the way if need be).
             let (node, core) = self.place(m.dst);
             let done = net.charge(q, now, node, core, self.copy_ticks(m.bytes), Work::Copy);
             self.msgs[id as usize].unexpected = false;
