@@ -1370,7 +1370,8 @@ class Comm:
 
     def allreduce(self, sendobj: Any, op: Op = SUM) -> Any:
         c = _coll.Call(self, "allreduce", check=op.name)
-        _coll.choose(c, "allreduce", 0, hw_ok=False, pow2_only=("reduce_scatter_allgather",))
+        _coll.choose(c, "allreduce", 0, hw_ok=False,
+                     unsupported={"reduce_scatter_allgather": "needs array data (the buffer API)"})
         return _coll.allreduce_recursive_doubling(c, sendobj, _obj_reducer(op))
 
     def scan(self, sendobj: Any, op: Op = SUM) -> Any:
@@ -1650,7 +1651,9 @@ def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Option
     c = _coll.Call(comm, kind, root, check=(op.name, len(data)))
     mine = _as_array(data, dt)
     hw_ok = _coll.tree_ok(op, dt.np)
-    algo = _coll.choose(c, kind, len(data), hw_ok=hw_ok, pow2_only=())
+    short = {"reduce_scatter_allgather": f"needs at least one element per rank ({len(mine)} for {c.n} ranks)"} \
+        if kind == "allreduce" and len(mine) < c.n else None
+    algo = _coll.choose(c, kind, len(data), hw_ok=hw_ok, unsupported=short)
     red = _array_reducer(op, dt)
     if algo == "tree":
         two = dt.np.kind == "f"
@@ -1662,7 +1665,7 @@ def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Option
         else:
             out = None
     elif root is None:
-        if algo == "reduce_scatter_allgather" and len(mine) >= c.n:
+        if algo == "reduce_scatter_allgather":
             out = _coll.allreduce_rabenseifner(c, mine, red).tobytes()
         else:
             out = _coll.allreduce_recursive_doubling(c, mine, red).tobytes()

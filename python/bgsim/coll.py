@@ -143,10 +143,12 @@ class Call:
 
 # ---------------------------------------------------------------- selection
 
-def choose(call: Call, op: str, nbytes: int, *, hw_ok: bool = True, pow2_only: Sequence[str] = ()) -> str:
+def choose(call: Call, op: str, nbytes: int, *, hw_ok: bool = True, pow2_only: Sequence[str] = (),
+           unsupported: Optional[dict] = None) -> str:
     """The algorithm for this call: the run's choice for `op` if it applies,
-    else the default rule; a forced choice that cannot apply falls back to
-    the default, and the run records the fallback."""
+    else the default rule; a forced choice that cannot apply (`unsupported`:
+    name -> why, for this call) falls back to the default, and the run
+    records the fallback."""
     rt = call.rt
     wanted = rt.coll_choice.get(op, "auto")
     default = _default(call, op, nbytes, hw_ok)
@@ -161,6 +163,11 @@ def choose(call: Call, op: str, nbytes: int, *, hw_ok: bool = True, pow2_only: S
         algo, note = _generic_default(op, nbytes, call.n), f"{wanted} needs one rank per node of the whole partition"
     elif wanted in pow2_only and call.n & (call.n - 1):
         algo, note = _generic_default(op, nbytes, call.n), f"{wanted} needs a power-of-two communicator size"
+    elif unsupported and wanted in unsupported:
+        algo, note = _generic_default(op, nbytes, call.n), f"{wanted} {unsupported[wanted]}"
+    if unsupported and algo in unsupported and not note:
+        # The default rule picked what this call cannot do.
+        algo = "recursive_doubling" if op == "allreduce" else _generic_default(op, 0, 1)
     if note:
         algo_used = algo
         key = (op, wanted, algo_used, note)

@@ -67,11 +67,12 @@ def allreduce(comm: Any, nbytes: int, itemsize: int = 8, floating: bool = False)
     """MPI_Allreduce (a sum) of `nbytes` of `itemsize`-byte elements, integer
     or (`floating`) floating point: two passes on the tree."""
     c = _coll.Call(comm, "allreduce", check=nbytes)
-    algo = _coll.choose(c, "allreduce", nbytes, hw_ok=True)
     v = Sized(nbytes // itemsize, itemsize)
+    short = {"reduce_scatter_allgather": "needs at least one element per rank"} if v.n < c.n else None
+    algo = _coll.choose(c, "allreduce", nbytes, hw_ok=True, unsupported=short)
     if algo == "tree":
         _coll.hw_join(c, "allreduce", 0, nbytes, floating)
-    elif algo == "reduce_scatter_allgather" and v.n >= c.n:
+    elif algo == "reduce_scatter_allgather":
         _coll.allreduce_rabenseifner(c, v, _reducer(itemsize))
     else:
         _coll.allreduce_recursive_doubling(c, v, _reducer(itemsize))
