@@ -694,13 +694,7 @@ class Request:
         idx = _wait_some(list(requests), "Request.Waitsome", any_one=False)
         if idx == [UNDEFINED]:
             return None
-        for k, i in enumerate(idx):
-            if statuses is not None:
-                while len(statuses) <= k:
-                    statuses.append(Status())
-                requests[i]._fill(statuses[k])
-            requests[i]._raise()
-            requests[i]._kind = "null-done"
+        _retire(requests, idx, statuses)
         return idx
 
     @staticmethod
@@ -744,13 +738,7 @@ class Request:
         if not active:
             return None
         idx = [i for i in active if requests[i]._poll()]
-        for k, i in enumerate(idx):
-            if statuses is not None:
-                while len(statuses) <= k:
-                    statuses.append(Status())
-                requests[i]._fill(statuses[k])
-            requests[i]._raise()
-            requests[i]._kind = "null-done"
+        _retire(requests, idx, statuses)
         return idx
 
     @staticmethod
@@ -790,6 +778,18 @@ class Prequest(Request):
 
 
 REQUEST_NULL = Request()
+
+
+def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List[Status]]) -> None:
+    """Fills the statuses of the completed requests `idx` (in order), raises
+    their errors and makes them inactive for later Wait/Test calls."""
+    for k, i in enumerate(idx):
+        if statuses is not None:
+            while len(statuses) <= k:
+                statuses.append(Status())
+            requests[i]._fill(statuses[k])
+        requests[i]._raise()
+        requests[i]._kind = "null-done"
 
 
 def _wait_all(reqs: List[Request], call: str) -> None:

@@ -423,20 +423,38 @@ def _fold(c: Call) -> Tuple[int, int, int]:
     return pof2, rem, c.me - rem
 
 
+def _fold_in(c: Call, value: Any, red: Reducer, rem: int) -> Any:
+    """The first 2*rem ranks pair up: even ones hand their value to the odd
+    one above, which goes on with the combination."""
+    if c.me < 2 * rem:
+        if c.me % 2 == 0:
+            c.wait([c.isend(red.dump(value), c.me + 1)])
+        else:
+            r = c.irecv(c.me - 1)
+            c.wait([r])
+            value = red.combine(red.load(r._obj), value)
+    return value
+
+
+def _fold_out(c: Call, value: Any, red: Reducer, rem: int) -> Any:
+    """The odd ranks of the first 2*rem give the result back to their pair."""
+    if c.me < 2 * rem:
+        if c.me % 2:
+            c.wait([c.isend(red.dump(value), c.me - 1)])
+        else:
+            r = c.irecv(c.me + 1)
+            c.wait([r])
+            value = red.load(r._obj)
+    return value
+
+
 def _old(newrank: int, rem: int) -> int:
     return newrank * 2 + 1 if newrank < rem else newrank + rem
 
 
 def allreduce_recursive_doubling(c: Call, value: Any, red: Reducer) -> Any:
     pof2, rem, new = _fold(c)
-    me = c.me
-    if me < 2 * rem:
-        if me % 2 == 0:
-            c.wait([c.isend(red.dump(value), me + 1)])
-        else:
-            r = c.irecv(me - 1)
-            c.wait([r])
-            value = red.combine(red.load(r._obj), value)
+    value = _fold_in(c, value, red, rem)
     if new >= 0:
         mask = 1
         while mask < pof2:
@@ -444,28 +462,14 @@ def allreduce_recursive_doubling(c: Call, value: Any, red: Reducer) -> Any:
             got = red.load(c.sendrecv(red.dump(value), partner, partner))
             value = red.combine(got, value) if (new ^ mask) < new else red.combine(value, got)
             mask <<= 1
-    if me < 2 * rem:
-        if me % 2:
-            c.wait([c.isend(red.dump(value), me - 1)])
-        else:
-            r = c.irecv(me + 1)
-            c.wait([r])
-            value = red.load(r._obj)
-    return value
+    return _fold_out(c, value, red, rem)
 
 
 def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarray:
     """Reduce-scatter by recursive halving, then allgather by recursive
     doubling (arrays; non-power-of-two sizes fold first)."""
     pof2, rem, new = _fold(c)
-    me = c.me
-    if me < 2 * rem:
-        if me % 2 == 0:
-            c.wait([c.isend(red.dump(value), me + 1)])
-        else:
-            r = c.irecv(me - 1)
-            c.wait([r])
-            value = red.combine(red.load(r._obj), value)
+    value = _fold_in(c, value, red, rem)
     if new >= 0:
         count = len(value)
         bounds = [count * i // pof2 for i in range(pof2 + 1)]
@@ -491,14 +495,7 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
         for partner, keep, give in reversed(steps):
             got = red.load(c.sendrecv(red.dump(value[bounds[keep[0]]:bounds[keep[1]]]), partner, partner))
             value[bounds[give[0]]:bounds[give[1]]] = got
-    if me < 2 * rem:
-        if me % 2:
-            c.wait([c.isend(red.dump(value), me - 1)])
-        else:
-            r = c.irecv(me + 1)
-            c.wait([r])
-            value = red.load(r._obj)
-    return value
+    return _fold_out(c, value, red, rem)
 
 
 # ---------------------------------------------------------------- torus-aware bcast

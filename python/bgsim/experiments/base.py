@@ -10,6 +10,15 @@ from typing import Callable, Dict, List, Optional
 SCALES = ("quick", "paper")
 
 
+def size_label(b: int) -> str:
+    """A size as the keys of experiments.md write it: 64B, 1KB, 16KB, 1MB."""
+    if b >= 1 << 20 and b % (1 << 20) == 0:
+        return f"{b >> 20}MB"
+    if b >= 1024 and b % 1024 == 0:
+        return f"{b >> 10}KB"
+    return f"{b}B"
+
+
 @dataclass
 class Context:
     """What an experiment run gets: the scale, the seed, and a way to report progress."""

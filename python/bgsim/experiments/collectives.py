@@ -12,19 +12,12 @@ from .. import MPI, skeleton
 from ..api import Machine
 from ..runtime import run
 from .base import Context, Outcome, register
+from .base import size_label as _label
 
 BGL = Machine("bgl")
 TPB = BGL.info["ticks_per_link_byte"]
 CPU_HZ = BGL.info["cpu_mhz"] * 1e6
 LINK_BPS = BGL.info["link_MBps"] * 1e6
-
-
-def _label(b: int) -> str:
-    if b >= 1 << 20 and b % (1 << 20) == 0:
-        return f"{b >> 20}MB"
-    if b >= 1024 and b % 1024 == 0:
-        return f"{b >> 10}KB"
-    return f"{b}B"
 
 
 def _timed(op, reps: int):

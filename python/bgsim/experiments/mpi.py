@@ -12,18 +12,11 @@ from .. import MPI
 from ..api import Machine
 from ..runtime import run
 from .base import Context, Outcome, register
+from .base import size_label as _label
 
 BGL = Machine("bgl")
 MHZ = BGL.info["cpu_mhz"]
 PROTOCOLS = ["one_packet", "eager", "adaptive_eager", "rendezvous"]
-
-
-def _label(b: int) -> str:
-    if b >= 1 << 20 and b % (1 << 20) == 0:
-        return f"{b >> 20}MB"
-    if b >= 1024 and b % 1024 == 0:
-        return f"{b >> 10}KB"
-    return f"{b}B"
 
 
 def _pingpong(peer: int, nbytes: int, iters: int, warmup: int):

@@ -8,6 +8,7 @@ from typing import Dict, List, Sequence
 
 from ..api import Machine, TrafficResult, coords, run_traffic
 from .base import Context, Outcome, register
+from .base import size_label as _size_label
 
 BGL = Machine("bgl")
 #: Processor cycles per network cycle (byte-time) on the machine.
@@ -17,14 +18,6 @@ CYCLES_PER_NCYCLE = BGL.info["ticks_per_link_byte"] / BGL.info["ticks_per_cpu_cy
 def _run(ctx: Context, pattern: str, shape: str, *, mesh: str = "", settings: Sequence[str] = (), **spec) -> TrafficResult:
     spec.setdefault("seed", ctx.seed)
     return run_traffic(pattern, BGL, shape=shape, mesh=mesh, settings=settings, **spec)
-
-
-def _size_label(b: int) -> str:
-    if b >= 1 << 20 and b % (1 << 20) == 0:
-        return f"{b >> 20}MB"
-    if b >= 1024 and b % 1024 == 0:
-        return f"{b >> 10}KB"
-    return f"{b}B"
 
 
 def _steady(series: List[float]) -> List[float]:
