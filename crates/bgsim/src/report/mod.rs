@@ -197,8 +197,7 @@ pub fn summarize(
     let receivers = (geo.nodes() as usize * NDIR) as f64;
     let mut vc_packets = vec![0u64; p.nvc];
     let mut vc_occ = vec![0f64; p.nvc];
-    for (i, c) in t.vcs.iter().enumerate() {
-        let v = i % p.nvc;
+    for (v, c) in g.vcs[..p.nvc].iter().enumerate() {
         vc_packets[v] += c.packets;
         vc_occ[v] += c.occ_integral as f64;
     }

@@ -89,8 +89,6 @@ struct Receiver {
 struct Sender {
     /// The link is busy (packet, trailer, gap and acks) until then.
     busy_until: Tick,
-    /// An ARB wake-up is scheduled for this time.
-    wake_at: Tick,
     /// Tokens of the downstream receiver's VCs as this sender knows them.
     tokens: [u16; MAXV],
     /// Packet being transmitted, or NIL.
@@ -104,7 +102,7 @@ struct Sender {
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender { busy_until: 0, wake_at: Tick::MAX, tokens: [0; MAXV], xfer: NIL, src: 0, src_vc: 0, src_charge: 0 }
+        Sender { busy_until: 0, tokens: [0; MAXV], xfer: NIL, src: 0, src_vc: 0, src_charge: 0 }
     }
 }
 
@@ -139,6 +137,10 @@ struct Router {
     ready: u64,
     /// Injection FIFOs whose head may move.
     inj_ready: u32,
+    /// Senders with a packet in transfer (bit d). A sender without one is
+    /// free to be granted the next packet, which starts once the acks it is
+    /// sending have left: the sender arbiter works ahead of the link.
+    xfer_mask: u8,
 }
 
 /// Static parameters in the form the hot path wants.
@@ -220,7 +222,7 @@ impl Params {
 }
 
 /// A request made in arbitration phase 1.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Req {
     /// Receiver index 0..6 or 6 + FIFO index.
     src: u8,
@@ -247,15 +249,12 @@ pub struct Torus {
     routers: Vec<Router>,
     pub pool: Pool,
     pub links: Vec<LinkCounters>,
-    pub vcs: Vec<VcCounters>,
     pub nodes: Vec<NodeCounters>,
     pub global: GlobalCounters,
     /// Notices for the node layer, drained by the dispatcher after each event.
     pub notices: Vec<Notice>,
     /// Time the counters were last reset.
     pub counters_since: Tick,
-    scratch_reqs: Vec<Req>,
-    scratch_cand: Vec<Req>,
 }
 
 /// Productive directions of a packet at a node with coordinates `c`: the
@@ -295,18 +294,16 @@ impl Torus {
                 coords: geo.coords(i as u32),
                 ready: 0,
                 inj_ready: 0,
+                xfer_mask: 0,
             })
             .collect();
         Torus {
             links: vec![LinkCounters::default(); n * NDIR],
-            vcs: vec![VcCounters::default(); n * NDIR * p.nvc],
             nodes: vec![NodeCounters::default(); n],
             global: GlobalCounters::default(),
             pool: Pool::with_capacity(1024),
             notices: Vec::with_capacity(64),
             counters_since: 0,
-            scratch_reqs: Vec::with_capacity(NDIR + MAXF),
-            scratch_cand: Vec::with_capacity(MAXV),
             routers,
             geo,
             p,
@@ -440,21 +437,17 @@ impl Torus {
         }
     }
 
-    fn vc_stat(&mut self, n: u32, port: usize, v: usize, now: Tick, used_before: u16) {
-        let i = (n as usize * NDIR + port) * self.p.nvc + v;
-        let c = &mut self.vcs[i];
-        let since = c.last_change.max(self.counters_since);
-        c.occ_integral += used_before as u64 * self.p.token_bytes as u64 * (now.saturating_sub(since));
-        c.last_change = now;
+    /// The tokens held in VC `v` somewhere change by `delta` at `now`.
+    #[inline]
+    fn vc_stat(&mut self, v: usize, now: Tick, delta: i64) {
+        self.global.vcs[v].change(now, self.p.token_bytes as u64, delta);
     }
 
     fn on_arrive(&mut self, now: Tick, n: u32, port: usize, id: u32, q: &mut EventQueue) {
         let v = self.pool.get(id).vc as usize;
         let charge = self.pool.get(id).charge as u16;
-        let used_before = self.routers[n as usize].recv[port].vc[v].used;
-        self.vc_stat(n, port, v, now, used_before);
-        let i = (n as usize * NDIR + port) * self.p.nvc + v;
-        self.vcs[i].packets += 1;
+        self.vc_stat(v, now, charge as i64);
+        self.global.vcs[v].packets += 1;
         let r = &mut self.routers[n as usize];
         let prod = prod_at(r.coords, self.pool.get(id));
         let pk = self.pool.get_mut(id);
@@ -471,14 +464,8 @@ impl Torus {
             r.ready |= 1 << (port * 8 + v);
             // Fast path: a new head none of whose productive links is free
             // cannot move now; the sender that frees will arbitrate.
-            if prod != 0 {
-                let (free, ackbusy) = self.sender_masks(n, now);
-                if prod & free == 0 {
-                    if prod & ackbusy != 0 {
-                        self.wake_mask(n, prod & ackbusy, q);
-                    }
-                    return;
-                }
+            if prod != 0 && prod & self.free_senders(n) == 0 {
+                return;
             }
             self.arbitrate(n, now, q, NO_DIR);
         }
@@ -490,9 +477,9 @@ impl Torus {
         let id = s.xfer;
         debug_assert!(id != NIL);
         s.xfer = NIL;
+        r.xfer_mask &= !(1 << d);
         let (src, src_vc, charge) = (s.src as usize, s.src_vc as usize, s.src_charge as u16);
         if src < NDIR {
-            let used_before = r.recv[src].vc[src_vc].used;
             let vc = &mut r.recv[src].vc[src_vc];
             vc.busy = false;
             vc.used -= charge;
@@ -500,7 +487,7 @@ impl Torus {
                 r.ready |= 1 << (src * 8 + src_vc);
             }
             r.recv[src].paths -= 1;
-            self.vc_stat(n, src, src_vc, now, used_before);
+            self.vc_stat(src_vc, now, -(charge as i64));
             self.return_tokens(now, n, src, src_vc, charge, q);
         } else {
             let f = src - NDIR;
@@ -547,7 +534,6 @@ impl Torus {
     fn on_rx_done(&mut self, now: Tick, n: u32, port: usize, v: usize, id: u32, q: &mut EventQueue) {
         let r = &mut self.routers[n as usize];
         let charge = self.pool.get(id).charge as u16;
-        let used_before = r.recv[port].vc[v].used;
         let vc = &mut r.recv[port].vc[v];
         vc.busy = false;
         vc.used -= charge;
@@ -555,7 +541,7 @@ impl Torus {
             r.ready |= 1 << (port * 8 + v);
         }
         r.recv[port].rx_busy = false;
-        self.vc_stat(n, port, v, now, used_before);
+        self.vc_stat(v, now, -(charge as i64));
         self.return_tokens(now, n, port, v, charge, q);
         self.deliver(now, n, port, id);
         self.arbitrate(n, now, q, NO_DIR);
@@ -661,24 +647,26 @@ impl Torus {
             // The (direction, dynamic VC) options in the best token range;
             // one of them at random when several tie.
             let random = self.p.arbitration == Arbitration::Random;
+            let ranges = &self.p.token_range;
             let mut best_q = 0u8;
-            let mut opts = [(0u8, 0u8); 6 * MAXV];
+            // At most one productive direction per dimension: 3 x MAXV options,
+            // each stored as direction * 8 + VC.
+            let mut opts = [0u8; 3 * MAXV];
             let mut nopt = 0usize;
             let mut m = prod;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let s = &r.send[d];
-                for v in 0..self.p.ndyn {
-                    let t = s.tokens[v];
+                let tokens = &r.send[d].tokens;
+                for (v, &t) in tokens[..self.p.ndyn].iter().enumerate() {
                     if t >= full {
-                        let qv = if random { 0 } else { self.p.token_range[t as usize] };
+                        let qv = if random { 0 } else { ranges[t as usize] };
                         if nopt == 0 || qv > best_q {
                             best_q = qv;
                             nopt = 0;
                         }
                         if qv == best_q {
-                            opts[nopt] = (d as u8, v as u8);
+                            opts[nopt] = (d * 8 + v) as u8;
                             nopt += 1;
                         }
                     }
@@ -686,7 +674,7 @@ impl Torus {
             }
             if nopt > 0 {
                 let i = if nopt > 1 { self.routers[n as usize].rng.below(nopt as u32) as usize } else { 0 };
-                return Some((opts[i].0, opts[i].1, actual));
+                return Some((opts[i] >> 3, opts[i] & 7, actual));
             }
         }
         let (d, v) = self.escape_move(n, &pk, prod);
@@ -719,19 +707,15 @@ impl Torus {
     /// once (the hardware would run it on the next cycle).
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
         self.global.arbitrations += 1;
-        // Request lists live in reusable buffers: no per-call initialisation.
-        let mut reqs = std::mem::take(&mut self.scratch_reqs);
-        let mut cand = std::mem::take(&mut self.scratch_cand);
-        self.arbitrate_rounds(n, now, q, trigger, &mut reqs, &mut cand);
-        self.scratch_reqs = reqs;
-        self.scratch_cand = cand;
-    }
-
-    fn arbitrate_rounds(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8, reqs: &mut Vec<Req>, cand: &mut Vec<Req>) {
         let ni = n as usize;
+        // Requests in fixed arrays on the stack; phase 3 finds a sender's
+        // requests through per-direction bit masks (request i = bit i).
+        let mut reqs = [Req::default(); NDIR + MAXF];
         for _round in 0..NDIR {
-            let (free, ackbusy) = self.sender_masks(n, now);
-            reqs.clear();
+            let free = self.free_senders(n);
+            let mut nreq = 0usize;
+            let mut net_by_dir = [0u32; NDIR];
+            let mut fresh_by_dir = [0u32; NDIR];
             let mut multi = false;
             // Phases 1 and 2 for the receivers' VC heads.
             let ready = self.routers[ni].ready;
@@ -742,105 +726,91 @@ impl Torus {
                         continue;
                     }
                     let can_forward = self.routers[ni].recv[port].paths < self.p.paths;
-                    cand.clear();
+                    // This receiver's candidates go to reqs[nreq..nreq + ncand];
+                    // the one it lets go then moves to reqs[nreq].
+                    let mut ncand = 0usize;
                     // The receiver's path to its reception FIFOs serves the VC
                     // heads waiting for it first come, first served.
                     let mut delivery: Option<(usize, u32, usize, u32, Tick)> = None;
                     while bits != 0 {
                         let v = bits.trailing_zeros() as usize;
                         bits &= bits - 1;
-                        let vc = self.routers[ni].recv[port].vc[v];
-                        let id = vc.q.head;
-                        let hprod = vc.hprod;
+                        let vc = &self.routers[ni].recv[port].vc[v];
+                        let (id, hprod, used) = (vc.q.head, vc.hprod, vc.used);
                         if hprod != 0 && (!can_forward || hprod & free == 0) {
                             // No productive link is free: nothing to decide now.
-                            if can_forward && hprod & ackbusy != 0 {
-                                self.wake_mask(n, hprod & ackbusy, q);
-                            }
                             continue;
                         }
-                        let pk = *self.pool.get(id);
                         self.global.head_evaluations += 1;
+                        let pk = self.pool.get(id);
                         debug_assert_eq!(pk.prod, hprod);
-                        if pk.prod == 0 {
+                        if hprod == 0 {
                             // Delivery uses the receiver's own path to its reception FIFO.
-                            let f = rx_index(&pk, port);
+                            let f = rx_index(pk, port);
                             let bytes = pk.chunks as u32 * self.p.chunk_bytes;
+                            let arrived = pk.arrived;
                             let r = &self.routers[ni];
-                            if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes && delivery.map_or(true, |d| pk.arrived < d.4) {
-                                delivery = Some((v, id, f, bytes, pk.arrived));
+                            if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes && delivery.map_or(true, |d| arrived < d.4) {
+                                delivery = Some((v, id, f, bytes, arrived));
                             }
                             continue;
                         }
-                        if !can_forward {
+                        if pk.is(flags::DEPOSIT) && !self.deposit_ok(n, port, pk) {
                             continue;
                         }
-                        if pk.is(flags::DEPOSIT) && pk.prod & free != 0 && !self.deposit_ok(n, port, &pk) {
-                            continue;
-                        }
-                        let Some((d, tv, ch)) = self.movable(n, id, pk.prod, free, ackbusy, q) else { continue };
-                        let fill = self.p.token_range[vc.used as usize];
-                        cand.push(Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id });
+                        let Some((d, tv, ch)) = self.movable(n, id, hprod, free) else { continue };
+                        let fill = self.p.token_range[used as usize];
+                        reqs[nreq + ncand] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id };
+                        ncand += 1;
                     }
                     if let Some((v, id, f, bytes, _)) = delivery {
                         self.start_delivery(now, n, port, v, id, f, bytes, q);
                     }
-                    if !cand.is_empty() {
-                        let pick = self.receiver_pick(n, cand);
-                        reqs.push(cand[pick]);
-                        multi |= cand.len() > 1;
+                    if ncand > 0 {
+                        let pick = self.receiver_pick(n, &reqs[nreq..nreq + ncand]);
+                        let rq = reqs[nreq + pick];
+                        net_by_dir[rq.dir as usize] |= 1 << nreq;
+                        reqs[nreq] = rq;
+                        nreq += 1;
+                        multi |= ncand > 1;
                     }
                 }
             }
-            let nnet = reqs.len();
             // Phase 1 for the injection FIFO heads.
             let mut ib = self.routers[ni].inj_ready;
             while ib != 0 {
                 let f = ib.trailing_zeros() as usize;
                 ib &= ib - 1;
-                let fifo = self.routers[ni].inj[f];
-                let id = fifo.q.head;
-                let Some((d, tv, ch)) = self.movable(n, id, fifo.hprod, free, ackbusy, q) else { continue };
-                let fill = quantize(fifo.used, self.p.inj_bytes, self.p.ranges);
-                reqs.push(Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= self.p.ninj, pkt: id });
+                let fifo = &self.routers[ni].inj[f];
+                let (id, hprod, fused) = (fifo.q.head, fifo.hprod, fifo.used);
+                let Some((d, tv, ch)) = self.movable(n, id, hprod, free) else { continue };
+                let fill = quantize(fused, self.p.inj_bytes, self.p.ranges);
+                fresh_by_dir[d as usize] |= 1 << nreq;
+                reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= self.p.ninj, pkt: id };
+                nreq += 1;
             }
-            if reqs.is_empty() {
+            if nreq == 0 {
                 return;
             }
             // Phase 3: each free sender picks one request: packets already in
             // the network first (on a programmable fraction of decisions),
             // SLQ / random among equals.
             let mut granted = false;
+            let slq = self.p.arbitration == Arbitration::Slq;
             let mut m = free;
             while m != 0 {
-                let d = m.trailing_zeros() as u8;
+                let d = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let mut net_idx = [0u8; NDIR];
-                let mut nn = 0;
-                let mut fresh_idx = [0u8; MAXF];
-                let mut nf = 0;
-                for (i, r) in reqs.iter().enumerate() {
-                    if r.dir == d {
-                        if i < nnet {
-                            net_idx[nn] = i as u8;
-                            nn += 1;
-                        } else {
-                            fresh_idx[nf] = i as u8;
-                            nf += 1;
-                        }
-                    }
-                }
-                if nn + nf == 0 {
+                let (net, fresh) = (net_by_dir[d], fresh_by_dir[d]);
+                if net | fresh == 0 {
                     continue;
                 }
-                let slq = self.p.arbitration == Arbitration::Slq;
                 let rng = &mut self.routers[ni].rng;
-                let prefer_net = nn > 0 && (nf == 0 || rng.chance(self.p.net_priority));
-                let idx: &[u8] = if prefer_net { &net_idx[..nn] } else { &fresh_idx[..nf] };
-                let chosen = idx[pick_slq_idx(rng, reqs, idx, slq, self.p.slq_fraction)] as usize;
+                let prefer_net = net != 0 && (fresh == 0 || rng.chance(self.p.net_priority));
+                let set = if prefer_net { net } else { fresh };
+                let chosen = pick_slq_mask(rng, &reqs, set, slq, self.p.slq_fraction);
                 let rq = reqs[chosen];
-                reqs[chosen].dir = RX; // used
-                if trigger == d && self.pool.get(rq.pkt).is(flags::STALLED) {
+                if trigger == d as u8 && self.pool.get(rq.pkt).is(flags::STALLED) {
                     self.global.unblocking_returns += 1;
                 }
                 self.start_transfer(now, n, rq, q);
@@ -854,59 +824,23 @@ impl Torus {
 
     /// Phase 1 for a head with productive directions `prod`: its chosen move
     /// if the chosen link is free now. A head none of whose productive links
-    /// is free has nothing to decide; links busy only with acks get a
-    /// wake-up for when they free.
+    /// is free has nothing to decide: the sender that frees will arbitrate.
     #[inline]
-    fn movable(&mut self, n: u32, id: u32, prod: u8, free: u8, ackbusy: u8, q: &mut EventQueue) -> Option<(u8, u8, u8)> {
+    fn movable(&mut self, n: u32, id: u32, prod: u8, free: u8) -> Option<(u8, u8, u8)> {
         if prod & free == 0 {
-            if prod & ackbusy != 0 {
-                self.wake_mask(n, prod & ackbusy, q);
-            }
             return None;
         }
         let (d, tv, ch) = self.choose_move(n, id)?;
         if free & (1 << d) == 0 {
-            if ackbusy & (1 << d) != 0 {
-                self.wake_mask(n, 1 << d, q);
-            }
             return None;
         }
         Some((d, tv, ch))
     }
 
-    /// Senders free now, and senders busy only with acks (no packet in transfer).
+    /// Senders without a packet in transfer (bit d).
     #[inline]
-    fn sender_masks(&self, n: u32, now: Tick) -> (u8, u8) {
-        let mut free: u8 = 0;
-        let mut ackbusy: u8 = 0;
-        for (d, s) in self.routers[n as usize].send.iter().enumerate() {
-            if s.xfer == NIL {
-                if s.busy_until <= now {
-                    free |= 1 << d;
-                } else {
-                    ackbusy |= 1 << d;
-                }
-            }
-        }
-        (free, ackbusy)
-    }
-
-    /// Schedules ARB wake-ups for the senders in `mask` (busy only with acks).
-    fn wake_mask(&mut self, n: u32, mut mask: u8, q: &mut EventQueue) {
-        while mask != 0 {
-            let d = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            self.wake_at(n, d, q);
-        }
-    }
-
-    /// Schedules an ARB wake-up when a sender that is busy only with acks frees.
-    fn wake_at(&mut self, n: u32, d: usize, q: &mut EventQueue) {
-        let s = &mut self.routers[n as usize].send[d];
-        if s.wake_at != s.busy_until {
-            s.wake_at = s.busy_until;
-            q.push_at(s.busy_until, Event::new(ev::ARB, n));
-        }
+    fn free_senders(&self, n: u32) -> u8 {
+        !self.routers[n as usize].xfer_mask & ((1 << NDIR) - 1)
     }
 
     /// Phase 2: a receiver lets one of its requesting VCs go: high priority
@@ -978,6 +912,7 @@ impl Torus {
         debug_assert!(s.tokens[rq.vc as usize] >= rq.charge as u16);
         s.tokens[rq.vc as usize] -= rq.charge as u16;
         s.xfer = id;
+        r.xfer_mask |= 1 << d;
         s.src = rq.src;
         s.src_vc = rq.src_vc;
         s.src_charge = src_charge;
@@ -1036,14 +971,7 @@ impl Torus {
     /// Restarts every counter at `now` (measurement after a warm-up).
     pub fn reset_counters(&mut self, now: Tick) {
         // Close open integrals so that they restart at now.
-        let nvc = self.p.nvc;
         for n in 0..self.routers.len() {
-            for port in 0..NDIR {
-                for v in 0..nvc {
-                    let c = &mut self.vcs[(n * NDIR + port) * nvc + v];
-                    *c = VcCounters { occ_integral: 0, last_change: now, packets: 0 };
-                }
-            }
             let r = &mut self.routers[n];
             for f in r.inj.iter_mut().chain(r.rx.iter_mut()) {
                 if f.full_since != Tick::MAX {
@@ -1058,20 +986,21 @@ impl Torus {
             *c = NodeCounters::default();
         }
         let last = self.global.last_progress;
-        self.global = GlobalCounters { last_progress: last, ..Default::default() };
+        let mut vcs = self.global.vcs;
+        for c in vcs.iter_mut() {
+            *c = VcCounters { used: c.used, last_change: now, ..Default::default() };
+        }
+        self.global = GlobalCounters { last_progress: last, vcs, ..Default::default() };
         self.counters_since = now;
     }
 
     /// Brings time integrals up to `now` (call before reading counters).
     pub fn close_counters(&mut self, now: Tick) {
-        let nvc = self.p.nvc;
+        let token_bytes = self.p.token_bytes as u64;
+        for c in self.global.vcs.iter_mut() {
+            c.advance(now, token_bytes);
+        }
         for n in 0..self.routers.len() {
-            for port in 0..NDIR {
-                for v in 0..nvc {
-                    let used = self.routers[n].recv[port].vc[v].used;
-                    self.vc_stat(n as u32, port, v, now, used);
-                }
-            }
             let r = &mut self.routers[n];
             for f in r.inj.iter_mut() {
                 if f.full_since != Tick::MAX {
@@ -1207,27 +1136,43 @@ impl Torus {
     }
 }
 
-/// As [`pick_slq`], over the requests `reqs[idx[..]]`; returns a position in `idx`.
-fn pick_slq_idx(rng: &mut Rng, reqs: &[Req], idx: &[u8], slq: bool, frac: f64) -> usize {
-    if idx.len() == 1 {
-        return 0;
+/// As [`pick_slq`], over the requests whose bits are set in `set` (in
+/// increasing order); returns the chosen request's index.
+fn pick_slq_mask(rng: &mut Rng, reqs: &[Req], set: u32, slq: bool, frac: f64) -> usize {
+    let len = set.count_ones();
+    if len == 1 {
+        return set.trailing_zeros() as usize;
     }
     if slq && rng.chance(frac) {
-        let best = idx.iter().map(|&i| reqs[i as usize].fill).max().unwrap();
-        let n = idx.iter().filter(|&&i| reqs[i as usize].fill == best).count() as u32;
-        let mut k = rng.below(n);
-        for (p, &i) in idx.iter().enumerate() {
-            if reqs[i as usize].fill == best {
-                if k == 0 {
-                    return p;
-                }
-                k -= 1;
+        // The fullest source queues; one of them at random.
+        let mut best = 0u8;
+        let mut tied = 0u32;
+        let mut m = set;
+        while m != 0 {
+            let i = m.trailing_zeros();
+            m &= m - 1;
+            let fill = reqs[i as usize].fill;
+            if tied == 0 || fill > best {
+                best = fill;
+                tied = 0;
+            }
+            if fill == best {
+                tied |= 1 << i;
             }
         }
-        0
+        nth_bit(tied, rng.below(tied.count_ones()))
     } else {
-        rng.below(idx.len() as u32) as usize
+        nth_bit(set, rng.below(len))
     }
+}
+
+/// Index of the `k`-th (from 0) set bit of `m`.
+#[inline]
+fn nth_bit(mut m: u32, k: u32) -> usize {
+    for _ in 0..k {
+        m &= m - 1;
+    }
+    m.trailing_zeros() as usize
 }
 
 /// Picks among requests: on `slq_fraction` of the decisions (when SLQ is on)

@@ -19,13 +19,34 @@ pub struct LinkCounters {
     pub stalls: u64,
 }
 
-/// Per receiver virtual channel (node x 6 x VCs).
+/// Per virtual channel class (VC index), summed over every receiver of the
+/// machine. Kept in one place rather than per receiver: each update then
+/// touches data that stays in cache.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VcCounters {
-    /// Integral of occupied bytes over time, byte-ticks.
+    /// Integral over time of the bytes held in all VCs of this index, byte-ticks.
     pub occ_integral: u64,
+    /// Time `occ_integral` was last brought up to date.
     pub last_change: Tick,
+    /// Packets that entered a VC of this index.
     pub packets: u64,
+    /// Tokens held right now in all VCs of this index (state, not a counter).
+    pub used: u64,
+}
+
+impl VcCounters {
+    /// The tokens held in VCs of this class change by `delta` at `now`.
+    #[inline]
+    pub fn change(&mut self, now: Tick, token_bytes: u64, delta: i64) {
+        self.advance(now, token_bytes);
+        self.used = (self.used as i64 + delta) as u64;
+    }
+    /// Brings the integral up to `now`.
+    #[inline]
+    pub fn advance(&mut self, now: Tick, token_bytes: u64) {
+        self.occ_integral += self.used * token_bytes * now.saturating_sub(self.last_change);
+        self.last_change = self.last_change.max(now);
+    }
 }
 
 /// Per node.
@@ -137,6 +158,8 @@ pub struct GlobalCounters {
     pub dynamic_hops: u64,
     /// No-token stall events by the VC whose tokens were missing.
     pub stalls_by_vc: [u64; 8],
+    /// Traffic and occupancy by VC index.
+    pub vcs: [VcCounters; 8],
     /// Arbitration passes run (engine cost counter).
     pub arbitrations: u64,
     /// VC heads fully evaluated in arbitration (engine cost counter).
