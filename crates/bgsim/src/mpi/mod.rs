@@ -82,6 +82,8 @@ pub enum TreeOpRanks {
 struct Wait {
     reqs: Vec<ReqId>,
     need: usize,
+    /// How many of `reqs` are complete.
+    done: usize,
 }
 
 struct Stack {
@@ -366,27 +368,42 @@ impl World {
     /// Blocks `rank` until `need` of `reqs` are complete; false if they
     /// already are (the rank goes on at once).
     pub fn block(&mut self, rank: u32, reqs: Vec<ReqId>, need: usize) -> bool {
+        // A request named twice counts once.
+        let mut reqs = reqs;
+        reqs.sort_unstable();
+        reqs.dedup();
         let done = reqs.iter().filter(|&&r| self.is_done(r)).count();
         if done >= need.min(reqs.len()) {
             return false;
         }
-        self.waits[rank as usize] = Some(Wait { need: need.min(reqs.len()), reqs });
+        // The requests still pending are marked, so that each completion
+        // updates the count in constant time.
+        for &r in &reqs {
+            let q = &mut self.stack.ml.reqs[r as usize];
+            q.waited = !q.done;
+        }
+        self.waits[rank as usize] = Some(Wait { need: need.min(reqs.len()), reqs, done });
         true
     }
 
     /// Marks newly completed requests; ranks whose wait is satisfied become ready.
     fn collect(&mut self) {
         let done = std::mem::take(&mut self.stack.ml.completed);
-        for req in &done {
-            let rank = self.stack.ml.reqs[*req as usize].rank as usize;
-            if let Some(w) = &self.waits[rank] {
-                if w.reqs.contains(req) {
-                    let n = w.reqs.iter().filter(|&&r| self.stack.ml.reqs[r as usize].done).count();
-                    if n >= w.need {
-                        self.waits[rank] = None;
-                        self.ready.push(rank as u32);
-                    }
+        for &req in &done {
+            let q = &mut self.stack.ml.reqs[req as usize];
+            if !q.waited {
+                continue;
+            }
+            q.waited = false;
+            let rank = q.rank as usize;
+            let Some(w) = &mut self.waits[rank] else { continue };
+            w.done += 1;
+            if w.done >= w.need {
+                for &r in &w.reqs {
+                    self.stack.ml.reqs[r as usize].waited = false;
                 }
+                self.waits[rank] = None;
+                self.ready.push(rank as u32);
             }
         }
         let mut v = done;

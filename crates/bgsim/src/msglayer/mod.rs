@@ -123,6 +123,8 @@ pub struct Req {
     /// Received data, until taken.
     pub data: Option<Vec<u8>>,
     pub live: bool,
+    /// A blocked rank waits for this request (kept by the MPI layer).
+    pub waited: bool,
 }
 
 /// One message in flight.
@@ -371,6 +373,7 @@ impl MsgLayer {
             unaligned: false,
             data: None,
             live: true,
+            waited: false,
         };
         match self.free_reqs.pop() {
             Some(id) => {

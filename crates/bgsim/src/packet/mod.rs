@@ -15,7 +15,9 @@ use crate::torus::{flags, Notice, Packet, Torus, NIL, NRX};
 /// Event kinds of the node / packet layer.
 pub mod ev {
     pub const CORE_WAKE: u8 = 16;
-    pub const FIFO_PUSH: u8 = 17;
+    /// A core has written packet `data` into injection FIFO `c`: the packet
+    /// enters the FIFO and core `a` goes on (a CORE_WAKE).
+    pub const WRITTEN: u8 = 17;
     pub const TIMER: u8 = 18;
 }
 
@@ -337,8 +339,9 @@ impl Net {
                 c.counters.inject_ticks += cost - poll;
                 c.counters.poll_ticks += poll;
                 c.counters.packets_written += 1;
-                q.push_at(done, Event { kind: ev::FIFO_PUSH, a: f as u8, b: 0, c: 0, node, data: id });
-                q.push_at(done, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+                // One event when the write is done: the packet enters the
+                // FIFO, then the core goes on.
+                q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: f as u8, node, data: id });
                 let pkt = *self.torus.pool.get(id);
                 sw.on_written(self, q, done, node, core, &pkt);
                 return;
@@ -359,7 +362,13 @@ impl Net {
         } else {
             match e.kind {
                 ev::CORE_WAKE => self.core_step(sw, q, now, e.node, e.a as usize),
-                ev::FIFO_PUSH => self.torus.inj_push(e.node, e.a as usize, e.data, now, q),
+                ev::WRITTEN => {
+                    self.torus.inj_push(e.node, e.c as usize, e.data, now, q);
+                    if !self.torus.notices.is_empty() {
+                        self.drain_notices(q, now);
+                    }
+                    self.core_step(sw, q, now, e.node, e.a as usize)
+                }
                 ev::TIMER => sw.on_timer(self, q, now, e.node, e.a as usize, e.data),
                 k => unreachable!("unknown event kind {k}"),
             }
