@@ -580,7 +580,11 @@ class Request:
         """Collects a finished core request (data, status) exactly once."""
         if self._done:
             return
-        src, tag, count, cancelled, truncated, data = self._ctx.runtime.world.finish(self._id)
+        self._finished(self._ctx.runtime.world.finish(self._id))
+
+    def _finished(self, res: tuple) -> None:
+        """Takes the status and data the core returned for this request."""
+        src, tag, count, cancelled, truncated, data = res
         if self._group is not None and src >= 0:
             # World rank -> rank in the receiving communicator.
             src = self._group._index.get(src, src)
@@ -798,9 +802,13 @@ def _wait_all(reqs: List[Request], call: str) -> None:
         ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
         ctx.call, ctx.frame = call, _sys._getframe(2)
         ids = [r._id for r in pending]
+        if len(set(ids)) != len(ids):  # the same request passed twice
+            pending = list({r._id: r for r in pending}.values())
+            ids = [r._id for r in pending]
         ctx.runtime.wait(ctx, ids, len(ids))
-        for r in pending:
-            r._complete()
+        # One call into the core collects every request's status and data.
+        for r, res in zip(pending, ctx.runtime.world.finish_all(ids)):
+            r._finished(res)
 
 
 def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
@@ -1042,8 +1050,9 @@ class Comm:
         return Request(rid, "send", None, ctx)
 
     def _irecv_into(self, capacity: int, source: int, tag: int, finish: Any, ctx_off: int = 0,
-                    unaligned: bool = False) -> Request:
-        ctx, me = self._me()
+                    unaligned: bool = False, ctx: Any = None) -> Request:
+        if ctx is None:
+            ctx, me = self._me()
         wsrc = self._world_rank(source, "source", allow_any=True)
         tag = _check_tag(tag, True) if ctx_off == 0 else tag
         if wsrc == PROC_NULL:
@@ -1079,8 +1088,8 @@ class Comm:
             m = _msg(buf, recv=True)
             mv, nbytes = m.mv, m.nbytes
             addr = _address(mv)
-        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
-        req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0)
+        ctx, me = self._me()
+        req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0, ctx=ctx)
         req._into = mv
         return req
 
@@ -1797,8 +1806,9 @@ class _WorldComm(Intracomm):
         super().__init__(Group(), 0, "MPI_COMM_WORLD")
 
     def _me(self):
-        ctx = _ctx()
-        ctx.runtime.charge_host_cpu(ctx)
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
+        if ctx.runtime.cpu_factor:
+            ctx.runtime.charge_host_cpu(ctx)
         return ctx, ctx.rank
 
 

@@ -81,6 +81,22 @@ def test_pickle_api_and_nonblocking_requests():
         assert idx == 0 and val == ((r - 1) % 8) * 10 and flag is True
 
 
+def test_waitall_with_a_request_named_twice_and_buffers_filled_in_order():
+    def main():
+        comm = MPI.COMM_WORLD
+        r, n = comm.rank, comm.size
+        bufs = [np.zeros(300, dtype="i4") for _ in range(n)]
+        recvs = [comm.Irecv(bufs[s], source=s, tag=7) for s in range(n) if s != r]
+        sends = [comm.Isend(np.full(300, r * 100 + d, dtype="i4"), dest=d, tag=7) for d in range(n) if d != r]
+        # The same request twice in one Waitall: it completes once.
+        MPI.Request.Waitall(recvs + [recvs[0]] + sends)
+        return [int(b[0]) for b in bufs], [int(b[-1]) for b in bufs]
+    res = run(main).results
+    for r, (first, last) in enumerate(res):
+        expect = [0 if s == r else s * 100 + r for s in range(8)]
+        assert first == expect and last == expect
+
+
 def test_status_probe_any_source_and_cancel():
     def main():
         comm = MPI.COMM_WORLD

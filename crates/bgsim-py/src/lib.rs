@@ -238,6 +238,10 @@ impl World {
         self.w.release(req);
         (s.source, s.tag, s.count, s.cancelled, s.truncated, data)
     }
+    /// [`finish`] for several requests at once (all complete), in order.
+    fn finish_all<'py>(&mut self, py: Python<'py>, reqs: Vec<u32>) -> Vec<(i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>)> {
+        reqs.into_iter().map(|r| self.finish(py, r)).collect()
+    }
     #[pyo3(signature = (rank, src, ctx, tag, capacity, unaligned=false))]
     fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> PyResult<u32> {
         self.w.irecv_into(rank, src, ctx, tag, capacity, unaligned).map_err(mpi_err)

@@ -351,7 +351,7 @@ fn running_in_lookahead_windows_gives_the_same_result() {
             run_until(&mut sim, &mut q, end, &mut st);
         }
         let g = &sim.net.torus.global;
-        (st.events, g.hops, g.delivered_packets, g.latency.sum, sim.net.torus.links.iter().map(|l| l.bytes).collect::<Vec<_>>())
+        (st.events, g.hops, g.delivered_packets, g.latency.sum, sim.net.torus.links().map(|l| l.bytes).collect::<Vec<_>>())
     };
     let a = run(false);
     let b = run(true);

@@ -177,7 +177,7 @@ pub fn summarize(
     let mut per_stall = vec![];
     for n in 0..geo.nodes() {
         for d in 0..NDIR {
-            let l = &t.links[n as usize * NDIR + d];
+            let l = t.link(n, d);
             stalls += l.stalls;
             let u = (l.bytes + l.ack_bytes) as f64 * tb / counters_span * 100.0;
             if spec.per_link {

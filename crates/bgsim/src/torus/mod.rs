@@ -66,23 +66,17 @@ struct Vc {
     used: u16,
     /// The head is being transferred out.
     busy: bool,
-    /// Productive directions of the head packet (cached to spare a memory access).
-    hprod: u8,
 }
 
 impl Default for Vc {
     fn default() -> Self {
-        Vc { q: List::default(), used: 0, busy: false, hprod: 0 }
+        Vc { q: List::default(), used: 0, busy: false }
     }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Receiver {
     vc: [Vc; MAXV],
-    /// Transfer paths to senders in use.
-    paths: u8,
-    /// The path to the reception FIFO is in use.
-    rx_busy: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -98,12 +92,27 @@ struct Sender {
     src_vc: u8,
     /// Tokens the packet held at its source VC.
     src_charge: u8,
+    /// This link direction's counters, in the sender's cache line.
+    stat: LinkStat,
 }
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender { busy_until: 0, tokens: [0; MAXV], xfer: NIL, src: 0, src_vc: 0, src_charge: 0 }
+        Sender { busy_until: 0, tokens: [0; MAXV], xfer: NIL, src: 0, src_vc: 0, src_charge: 0, stat: LinkStat::default() }
     }
+}
+
+/// The counters of a link direction in the form the hot path updates
+/// (wire bytes follow from chunks and packets). The 32-bit counts last for
+/// about 4 billion packets per link, some 15 minutes of simulated time at
+/// the highest packet rate of a BG/L link.
+#[derive(Clone, Copy, Debug, Default)]
+struct LinkStat {
+    chunks: u64,
+    payload: u64,
+    packets: u32,
+    acks: u32,
+    stalls: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -124,23 +133,40 @@ impl Default for Fifo {
     }
 }
 
-/// Router state of one node (fixed size: no per-node allocation).
+/// Router state of one node (fixed size: no per-node allocation). The first
+/// cache line holds what every arbitration reads: which VC heads may move,
+/// where they want to go, and which senders and paths are free; a head's
+/// queue and packet are read only when it could move.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Router {
-    recv: [Receiver; NDIR],
-    send: [Sender; NDIR],
-    inj: [Fifo; MAXF],
-    rx: [Fifo; NRX],
-    rng: Rng,
-    coords: [u8; 3],
+    /// Productive directions of each VC head, index port * 8 + vc.
+    hprod: [u8; NDIR * 8],
     /// VC heads that may move: bit port * 8 + vc (queue non-empty, head not leaving).
     ready: u64,
-    /// Injection FIFOs whose head may move.
-    inj_ready: u32,
+    /// Transfer paths to senders in use, per receiver.
+    paths: [u8; NDIR],
     /// Senders with a packet in transfer (bit d). A sender without one is
     /// free to be granted the next packet, which starts once the acks it is
     /// sending have left: the sender arbiter works ahead of the link.
     xfer_mask: u8,
+    /// Receivers whose path to the reception FIFOs is in use (bit port).
+    rx_busy: u8,
+    /// Injection FIFOs whose head may move.
+    inj_ready: u32,
+    coords: [u8; 3],
+    rng: Rng,
+    send: [Sender; NDIR],
+    recv: [Receiver; NDIR],
+    inj: [Fifo; MAXF],
+    rx: [Fifo; NRX],
+}
+
+impl Router {
+    #[inline]
+    fn rx_busy(&self, port: usize) -> bool {
+        self.rx_busy & (1 << port) != 0
+    }
 }
 
 /// Static parameters in the form the hot path wants.
@@ -248,7 +274,6 @@ pub struct Torus {
     pub geo: Geometry,
     routers: Vec<Router>,
     pub pool: Pool,
-    pub links: Vec<LinkCounters>,
     pub nodes: Vec<NodeCounters>,
     pub global: GlobalCounters,
     /// Notices for the node layer, drained by the dispatcher after each event.
@@ -286,6 +311,9 @@ impl Torus {
         }
         let routers = (0..n)
             .map(|i| Router {
+                hprod: [0; NDIR * 8],
+                paths: [0; NDIR],
+                rx_busy: 0,
                 recv: [Receiver::default(); NDIR],
                 send: [proto_send; NDIR],
                 inj: [Fifo::default(); MAXF],
@@ -298,7 +326,6 @@ impl Torus {
             })
             .collect();
         Torus {
-            links: vec![LinkCounters::default(); n * NDIR],
             nodes: vec![NodeCounters::default(); n],
             global: GlobalCounters::default(),
             pool: Pool::with_capacity(1024),
@@ -458,7 +485,7 @@ impl Torus {
         debug_assert!(vc.used <= self.p.vc_tokens, "VC overflow at node {n} port {port} vc {v}");
         vc.q.push(&mut self.pool, id);
         if vc.q.head == id {
-            vc.hprod = prod;
+            r.hprod[port * 8 + v] = prod;
         }
         if vc.q.head == id && !vc.busy {
             r.ready |= 1 << (port * 8 + v);
@@ -486,7 +513,7 @@ impl Torus {
             if !vc.q.is_empty() {
                 r.ready |= 1 << (src * 8 + src_vc);
             }
-            r.recv[src].paths -= 1;
+            r.paths[src] -= 1;
             self.vc_stat(src_vc, now, -(charge as i64));
             self.return_tokens(now, n, src, src_vc, charge, q);
         } else {
@@ -516,7 +543,7 @@ impl Torus {
         let s = &mut self.routers[n as usize].send[back];
         let start = s.busy_until.max(now);
         s.busy_until = start + ack;
-        self.links[n as usize * NDIR + back].ack_bytes += self.p.ack_bytes as u64;
+        s.stat.acks = s.stat.acks.saturating_add(1);
         let arrive = start + ack + self.p.hop_latency;
         q.push_at(arrive, Event { kind: ev::TOKEN, a: port as u8, b: v as u8, c: 0, node: up, data: charge as u32 });
     }
@@ -540,7 +567,7 @@ impl Torus {
         if !vc.q.is_empty() {
             r.ready |= 1 << (port * 8 + v);
         }
-        r.recv[port].rx_busy = false;
+        r.rx_busy &= !(1 << port);
         self.vc_stat(v, now, -(charge as i64));
         self.return_tokens(now, n, port, v, charge, q);
         self.deliver(now, n, port, id);
@@ -548,7 +575,7 @@ impl Torus {
     }
 
     fn on_copy_done(&mut self, now: Tick, n: u32, port: usize, id: u32) {
-        self.routers[n as usize].recv[port].rx_busy = false;
+        self.routers[n as usize].rx_busy &= !(1 << port);
         self.global.deposit_copies += 1;
         self.deliver(now, n, port, id);
     }
@@ -685,7 +712,8 @@ impl Torus {
             // A packet ready to move found no downstream tokens.
             if !pk.is(flags::STALLED) {
                 self.pool.get_mut(id).flags |= flags::STALLED;
-                self.links[n as usize * NDIR + d].stalls += 1;
+                let st = &mut self.routers[n as usize].send[d].stat;
+                st.stalls = st.stalls.saturating_add(1);
                 self.global.stalls_by_vc[v] += 1;
             }
             None
@@ -696,7 +724,7 @@ impl Torus {
     #[inline]
     fn deposit_ok(&self, n: u32, port: usize, pk: &Packet) -> bool {
         let r = &self.routers[n as usize];
-        !r.recv[port].rx_busy && r.rx[rx_index(pk, port)].used + pk.chunks as u32 * self.p.chunk_bytes <= self.p.rx_bytes
+        !r.rx_busy(port) && r.rx[rx_index(pk, port)].used + pk.chunks as u32 * self.p.chunk_bytes <= self.p.rx_bytes
     }
 
     /// Runs the three arbitration phases at node `n`. `trigger` is the
@@ -725,7 +753,7 @@ impl Torus {
                     if bits == 0 {
                         continue;
                     }
-                    let can_forward = self.routers[ni].recv[port].paths < self.p.paths;
+                    let can_forward = self.routers[ni].paths[port] < self.p.paths;
                     // This receiver's candidates go to reqs[nreq..nreq + ncand];
                     // the one it lets go then moves to reqs[nreq].
                     let mut ncand = 0usize;
@@ -735,12 +763,17 @@ impl Torus {
                     while bits != 0 {
                         let v = bits.trailing_zeros() as usize;
                         bits &= bits - 1;
-                        let vc = &self.routers[ni].recv[port].vc[v];
-                        let (id, hprod, used) = (vc.q.head, vc.hprod, vc.used);
+                        let hprod = self.routers[ni].hprod[port * 8 + v];
                         if hprod != 0 && (!can_forward || hprod & free == 0) {
                             // No productive link is free: nothing to decide now.
                             continue;
                         }
+                        if hprod == 0 && self.routers[ni].rx_busy(port) {
+                            // The path to the reception FIFOs is in use.
+                            continue;
+                        }
+                        let vc = &self.routers[ni].recv[port].vc[v];
+                        let (id, used) = (vc.q.head, vc.used);
                         self.global.head_evaluations += 1;
                         let pk = self.pool.get(id);
                         debug_assert_eq!(pk.prod, hprod);
@@ -750,7 +783,7 @@ impl Torus {
                             let bytes = pk.chunks as u32 * self.p.chunk_bytes;
                             let arrived = pk.arrived;
                             let r = &self.routers[ni];
-                            if !r.recv[port].rx_busy && r.rx[f].used + bytes <= self.p.rx_bytes && delivery.map_or(true, |d| arrived < d.4) {
+                            if r.rx[f].used + bytes <= self.p.rx_bytes && delivery.map_or(true, |d| arrived < d.4) {
                                 delivery = Some((v, id, f, bytes, arrived));
                             }
                             continue;
@@ -863,11 +896,11 @@ impl Torus {
         let vc = &mut r.recv[port].vc[v];
         vc.q.pop(&self.pool);
         if vc.q.head != NIL {
-            vc.hprod = self.pool.get(vc.q.head).prod;
+            r.hprod[port * 8 + v] = self.pool.get(vc.q.head).prod;
         }
         vc.busy = true;
         r.ready &= !(1 << (port * 8 + v));
-        r.recv[port].rx_busy = true;
+        r.rx_busy |= 1 << port;
         let fifo = &mut r.rx[f];
         fifo.used += bytes;
         if rxb - fifo.used < maxp && fifo.full_since == Tick::MAX {
@@ -892,11 +925,11 @@ impl Torus {
             let vc = &mut r.recv[src].vc[rq.src_vc as usize];
             vc.q.pop(&self.pool);
             if vc.q.head != NIL {
-                vc.hprod = self.pool.get(vc.q.head).prod;
+                r.hprod[src * 8 + rq.src_vc as usize] = self.pool.get(vc.q.head).prod;
             }
             vc.busy = true;
             r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
-            r.recv[src].paths += 1;
+            r.paths[src] += 1;
             pk.charge
         } else {
             let fifo = &mut r.inj[src - NDIR];
@@ -928,7 +961,7 @@ impl Torus {
             let cid = self.pool.alloc(copy);
             let port = src;
             let r = &mut self.routers[ni];
-            r.recv[port].rx_busy = true;
+            r.rx_busy |= 1 << port;
             r.rx[rx_index(&copy, port)].used += bytes;
             q.push_at(now + bytes as Tick * self.p.tick_byte, Event { kind: ev::COPY_DONE, a: port as u8, b: 0, c: 0, node: n, data: cid });
         }
@@ -949,9 +982,9 @@ impl Torus {
         p.hops += 1;
         p.flags &= !flags::STALLED;
         let is_escape = (rq.vc as usize) >= self.p.esc && (rq.vc as usize) < self.p.hp;
-        let l = &mut self.links[ni * NDIR + d];
-        l.bytes += wire as u64;
-        l.packets += 1;
+        let l = &mut self.routers[ni].send[d].stat;
+        l.chunks += pk.chunks as u64;
+        l.packets = l.packets.saturating_add(1);
         l.payload += pk.payload as u64;
         let g = &mut self.global;
         g.hops += 1;
@@ -979,8 +1012,10 @@ impl Torus {
                 }
             }
         }
-        for l in self.links.iter_mut() {
-            *l = LinkCounters::default();
+        for r in self.routers.iter_mut() {
+            for s in r.send.iter_mut() {
+                s.stat = LinkStat::default();
+            }
         }
         for c in self.nodes.iter_mut() {
             *c = NodeCounters::default();
@@ -1130,6 +1165,23 @@ impl Torus {
         best
     }
 
+    /// Counters of the link leaving node `n` in direction `d`.
+    pub fn link(&self, n: u32, d: usize) -> LinkCounters {
+        let l = &self.routers[n as usize].send[d].stat;
+        LinkCounters {
+            bytes: l.chunks * self.p.chunk_bytes as u64 + l.packets as u64 * self.p.trailer_gap as u64,
+            packets: l.packets as u64,
+            payload: l.payload,
+            ack_bytes: l.acks as u64 * self.p.ack_bytes as u64,
+            stalls: l.stalls as u64,
+        }
+    }
+
+    /// Counters of every link direction, node by node, in direction order.
+    pub fn links(&self) -> impl Iterator<Item = LinkCounters> + '_ {
+        (0..self.routers.len() as u32).flat_map(move |n| (0..NDIR).map(move |d| self.link(n, d)))
+    }
+
     /// Bytes in the injection FIFO `f` of node `n` (reserved or held).
     pub fn inj_used(&self, n: u32, f: usize) -> u32 {
         self.routers[n as usize].inj[f].used
@@ -1198,3 +1250,6 @@ fn pick_slq(rng: &mut Rng, c: &[Req], slq: bool, frac: f64) -> usize {
         rng.below(c.len() as u32) as usize
     }
 }
+
+// A sender and its link counters share one cache line.
+const _: () = assert!(std::mem::size_of::<Sender>() <= 64);
