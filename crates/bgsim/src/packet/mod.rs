@@ -75,6 +75,10 @@ pub struct Net {
     pub write_from_memory: bool,
     /// Per node: where the round-robin over injection FIFOs stands.
     rr_fifo: Vec<u8>,
+    /// Idle cores a notice of the current event wakes: they take their next
+    /// step right after the event, at the same tick, without an event of
+    /// their own.
+    step_now: Vec<(u32, u8)>,
 }
 
 /// Software running on the cores (a traffic driver, the message layer ...).
@@ -103,6 +107,7 @@ impl Net {
             machine: machine.clone(),
             write_from_memory: false,
             rr_fifo: vec![0; machine.shape.nodes() as usize],
+            step_now: Vec::new(),
         }
     }
 
@@ -240,20 +245,34 @@ impl Net {
         }
     }
 
+    /// As [`Net::wake`], for a notice: a core that is free now steps at the
+    /// end of the current event (see `step_now`).
+    fn wake_for_notice(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        let c = self.cores.get_mut(node, core);
+        if !c.wake_pending {
+            c.wake_pending = true;
+            if c.busy_until <= now {
+                self.step_now.push((node, core as u8));
+            } else {
+                q.push_at(c.busy_until, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+            }
+        }
+    }
+
     /// Routes the torus's notices to the cores.
     pub fn drain_notices(&mut self, q: &mut EventQueue, now: Tick) {
         while let Some(n) = self.torus.notices.pop() {
             match n {
                 Notice::RxReady { node, fifo } => {
                     let core = self.cores.reader_of(fifo as usize);
-                    self.wake(q, now, node, core);
+                    self.wake_for_notice(q, now, node, core);
                 }
                 Notice::InjSpace { node, fifo } => {
                     let core = self.fifo_owner(fifo as usize);
                     let waiting = self.cores.get(node, core).waiting_fifo;
                     if waiting {
                         self.cores.get_mut(node, core).waiting_fifo = false;
-                        self.wake(q, now, node, core);
+                        self.wake_for_notice(q, now, node, core);
                     }
                 }
             }
@@ -314,10 +333,13 @@ impl Net {
                 c.counters.poll_ticks += poll;
                 c.counters.packets_read += 1;
             }
-            q.push_at(done, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
             let pkt = *self.torus.pool.get(id);
             self.torus.pool.release(id);
             sw.on_packet(self, q, done, node, core, &pkt);
+            // The core goes on when the read and whatever work the packet
+            // caused on this core are done (one wake-up, not one per piece).
+            let at = self.cores.cores[ci].busy_until.max(done);
+            q.push_at(at, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
             self.drain_notices(q, now);
             return;
         }
@@ -376,5 +398,17 @@ impl Net {
         if !self.torus.notices.is_empty() {
             self.drain_notices(q, now);
         }
+        // Cores woken by this event's notices, in the order they were woken
+        // (their steps may wake more).
+        let mut i = 0;
+        while i < self.step_now.len() {
+            let (node, core) = self.step_now[i];
+            i += 1;
+            self.core_step(sw, q, now, node, core as usize);
+            if !self.torus.notices.is_empty() {
+                self.drain_notices(q, now);
+            }
+        }
+        self.step_now.clear();
     }
 }
