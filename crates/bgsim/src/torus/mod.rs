@@ -45,7 +45,6 @@ pub mod ev {
     pub const RX_DONE: u8 = 3;
     pub const COPY_DONE: u8 = 4;
     pub const TOKEN: u8 = 5;
-    pub const ARB: u8 = 6;
     /// Kinds below this belong to the torus.
     pub const TORUS_MAX: u8 = 16;
 }
@@ -459,7 +458,6 @@ impl Torus {
             ev::RX_DONE => self.on_rx_done(now, e.node, e.a as usize, e.b as usize, e.data, q),
             ev::COPY_DONE => self.on_copy_done(now, e.node, e.a as usize, e.data),
             ev::TOKEN => self.on_token(now, e.node, e.a as usize, e.b as usize, e.data as u16, q),
-            ev::ARB => self.arbitrate(e.node, now, q, NO_DIR),
             _ => unreachable!("not a torus event: {}", e.kind),
         }
     }
