@@ -12,6 +12,7 @@ the same simulated times and the same output.
 from __future__ import annotations
 
 import builtins
+import gc
 import json
 import os
 import runpy
@@ -153,10 +154,20 @@ class Runtime:
         if _current_runtime is not None:
             raise RuntimeError("bgsim: a simulated run is already in progress in this process")
         _current_runtime = self
+        # Thousands of ranks' greenlets, frames and requests would make each
+        # full pass of Python's cycle collector long, and the per-message
+        # objects would start one every few hundred messages: the objects
+        # that exist once the ranks are set up are left out of collection
+        # (`_run`), and young objects are collected less often (cycles are
+        # still collected).
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], 20_000), thresholds[1], thresholds[2])
         try:
             self._run(main)
         finally:
             _current_runtime = None
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
 
     def _run(self, main: Callable[[], Any]) -> None:
         self.hub = greenlet.getcurrent()
@@ -165,6 +176,7 @@ class Runtime:
             g.rank = r
             g.ctx = self.ctxs[r]
             self.greenlets.append(g)
+        gc.freeze()
         runnable = deque(range(self.nranks))
         finished = 0
         last_report = time.monotonic()

@@ -153,6 +153,8 @@ struct Router {
     rx_busy: u8,
     /// Injection FIFOs whose head may move.
     inj_ready: u32,
+    /// Reception FIFOs holding packets (bit f).
+    rx_nonempty: u16,
     coords: [u8; 3],
     rng: Rng,
     send: [Sender; NDIR],
@@ -313,6 +315,7 @@ impl Torus {
                 hprod: [0; NDIR * 8],
                 paths: [0; NDIR],
                 rx_busy: 0,
+                rx_nonempty: 0,
                 recv: [Receiver::default(); NDIR],
                 send: [proto_send; NDIR],
                 inj: [Fifo::default(); MAXF],
@@ -413,6 +416,9 @@ impl Torus {
         let maxp = self.p.max_packet_bytes;
         let r = &mut self.routers[n as usize];
         let id = r.rx[f].q.pop(&self.pool);
+        if r.rx[f].q.is_empty() {
+            r.rx_nonempty &= !(1 << f);
+        }
         if id == NIL {
             return NIL;
         }
@@ -432,14 +438,7 @@ impl Torus {
 
     /// Mask of reception FIFOs holding packets.
     pub fn rx_mask(&self, n: u32) -> u16 {
-        let r = &self.routers[n as usize];
-        let mut m = 0;
-        for f in 0..NRX {
-            if !r.rx[f].q.is_empty() {
-                m |= 1 << f;
-            }
-        }
-        m
+        self.routers[n as usize].rx_nonempty
     }
 
     /// Packets in the network (in VCs, in transit or in FIFOs) plus those held
@@ -581,7 +580,9 @@ impl Torus {
     fn deliver(&mut self, now: Tick, n: u32, port: usize, id: u32) {
         let pk = *self.pool.get(id);
         let f = rx_index(&pk, port);
-        self.routers[n as usize].rx[f].q.push(&mut self.pool, id);
+        let r = &mut self.routers[n as usize];
+        r.rx[f].q.push(&mut self.pool, id);
+        r.rx_nonempty |= 1 << f;
         let g = &mut self.global;
         g.delivered_packets += 1;
         g.delivered_payload += pk.payload as u64;
