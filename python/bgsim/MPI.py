@@ -1073,7 +1073,7 @@ class Comm:
             return r
         rid = ctx.runtime.world.irecv(ctx.rank, wsrc, self._context + ctx_off, tag, capacity, unaligned)
         ctx.runtime.mpi_calls += 1
-        return Request(rid, "recv", finish, ctx, group=self._group)
+        return Request(rid, "recv", finish, ctx, "", self._group)
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
         cls = buf.__class__
@@ -1178,7 +1178,7 @@ class Comm:
         if wsrc == PROC_NULL:
             return Request(-1, "probe")
         rid = ctx.runtime.world.probe(ctx.rank, wsrc, self._context, tag)
-        return Request(rid, "probe", None, ctx, group=self._group)
+        return Request(rid, "probe", None, ctx, "", self._group)
 
     def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
         self._wait(self._probe_req(source, tag), status, lambda: f"MPI.Comm.Probe(source={source}, tag={tag})")

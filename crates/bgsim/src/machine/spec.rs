@@ -355,10 +355,14 @@ impl Machine {
         check(t.ack_bytes <= 1024, src, "torus.ack_bytes", t.ack_bytes, "0 to 1024")?;
         check(t.hop_latency_cycles >= 1, src, "torus.hop_latency_cycles", t.hop_latency_cycles, "at least 1 cycle")?;
         check((1..=4).contains(&t.dynamic_vcs), src, "torus.dynamic_vcs", t.dynamic_vcs, "1, 2, 3 or 4")?;
-        check(t.token_bytes >= 1 && t.chunk_bytes % t.token_bytes == 0, src, "torus.token_bytes", t.token_bytes, "a divisor of torus.chunk_bytes")?;
-        check(t.vc_buffer_bytes >= max_bytes && t.vc_buffer_bytes % t.token_bytes == 0 && t.vc_buffer_bytes <= 65536,
+        // A packet's charge is kept in 8 bits and a VC's tokens in 16.
+        check(t.token_bytes >= 1 && t.chunk_bytes % t.token_bytes == 0 && max_bytes / t.token_bytes <= 255,
+            src, "torus.token_bytes", t.token_bytes,
+            &format!("a divisor of torus.chunk_bytes with at most 255 tokens in a full packet ({max_bytes} bytes)"))?;
+        check(t.vc_buffer_bytes >= max_bytes && t.vc_buffer_bytes % t.token_bytes == 0 && t.vc_buffer_bytes <= 65536
+                && t.vc_buffer_bytes / t.token_bytes <= 65535,
             src, "torus.vc_buffer_bytes", t.vc_buffer_bytes,
-            &format!("a multiple of torus.token_bytes from one full packet ({max_bytes}) to 65536"))?;
+            &format!("a multiple of torus.token_bytes from one full packet ({max_bytes}) to 65536, at most 65535 tokens"))?;
         check((1..=8).contains(&t.paths_per_receiver), src, "torus.paths_per_receiver", t.paths_per_receiver, "an integer from 1 to 8")?;
         check((0.0..=1.0).contains(&t.slq_fraction), src, "torus.slq_fraction", t.slq_fraction, "a fraction from 0 to 1")?;
         check((1..=64).contains(&t.token_ranges), src, "torus.token_ranges", t.token_ranges, "an integer from 1 to 64")?;

@@ -42,6 +42,9 @@ fn out_of_range_values_are_named_with_what_is_allowed() {
     assert!(e.contains("torus.slq_fraction") && e.contains("1.5"), "{e}");
     let e = err_of(&["torus.vc_buffer_bytes=100"]);
     assert!(e.contains("torus.vc_buffer_bytes"), "{e}");
+    // One-byte tokens would make a full packet's charge 256 tokens.
+    let e = err_of(&["torus.token_bytes=1"]);
+    assert!(e.contains("torus.token_bytes") && e.contains("255 tokens"), "{e}");
     // A negative size does not even fit the unsigned type.
     let e = err_of(&["torus.vc_buffer_bytes=-1024"]);
     assert!(e.contains("torus.vc_buffer_bytes") && e.contains("-1024"), "{e}");

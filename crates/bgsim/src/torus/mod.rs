@@ -82,8 +82,6 @@ struct Receiver {
 struct Sender {
     /// The link is busy (packet, trailer, gap and acks) until then.
     busy_until: Tick,
-    /// Tokens of the downstream receiver's VCs as this sender knows them.
-    tokens: [u16; MAXV],
     /// Packet being transmitted, or NIL.
     xfer: u32,
     /// Source of the transfer: receiver index 0..6, or 6 + injection FIFO.
@@ -97,7 +95,7 @@ struct Sender {
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender { busy_until: 0, tokens: [0; MAXV], xfer: NIL, src: 0, src_vc: 0, src_charge: 0, stat: LinkStat::default() }
+        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0, stat: LinkStat::default() }
     }
 }
 
@@ -151,6 +149,10 @@ struct Router {
     xfer_mask: u8,
     /// Receivers whose path to the reception FIFOs is in use (bit port).
     rx_busy: u8,
+    /// Per sender (direction): tokens of the downstream receiver's VCs as
+    /// the sender knows them. All six together, so that choosing among
+    /// directions reads one or two cache lines.
+    tokens: [[u16; MAXV + 1]; NDIR],
     /// Injection FIFOs whose head may move.
     inj_ready: u32,
     /// Reception FIFOs holding packets (bit f).
@@ -306,9 +308,10 @@ impl Torus {
         let p = Params::from_machine(m);
         let geo = Geometry::new(&m.shape);
         let n = geo.nodes() as usize;
-        let mut proto_send = Sender::default();
-        for v in 0..p.nvc {
-            proto_send.tokens[v] = p.vc_tokens;
+        let proto_send = Sender::default();
+        let mut proto_tokens = [0u16; MAXV + 1];
+        for t in proto_tokens[..p.nvc].iter_mut() {
+            *t = p.vc_tokens;
         }
         let routers = (0..n)
             .map(|i| Router {
@@ -316,6 +319,7 @@ impl Torus {
                 paths: [0; NDIR],
                 rx_busy: 0,
                 rx_nonempty: 0,
+                tokens: [proto_tokens; NDIR],
                 recv: [Receiver::default(); NDIR],
                 send: [proto_send; NDIR],
                 inj: [Fifo::default(); MAXF],
@@ -547,10 +551,10 @@ impl Torus {
 
     fn on_token(&mut self, now: Tick, n: u32, d: usize, v: usize, amount: u16, q: &mut EventQueue) {
         self.global.token_returns += 1;
-        let s = &mut self.routers[n as usize].send[d];
-        s.tokens[v] += amount;
-        debug_assert!(s.tokens[v] <= self.p.vc_tokens);
-        if s.xfer == NIL {
+        let r = &mut self.routers[n as usize];
+        r.tokens[d][v] += amount;
+        debug_assert!(r.tokens[d][v] <= self.p.vc_tokens);
+        if r.send[d].xfer == NIL {
             self.arbitrate(n, now, q, d as u8);
         }
     }
@@ -683,7 +687,7 @@ impl Torus {
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
                 m &= m - 1;
-                let tokens = &r.send[d].tokens;
+                let tokens = &r.tokens[d];
                 for (v, &t) in tokens[..self.p.ndyn].iter().enumerate() {
                     if t >= full {
                         let qv = if random { 0 } else { ranges[t as usize] };
@@ -705,7 +709,7 @@ impl Torus {
         }
         let (d, v) = self.escape_move(n, &pk, prod);
         let (need, charge) = self.escape_need(&pk, d, v);
-        if self.routers[n as usize].send[d].tokens[v] >= need {
+        if self.routers[n as usize].tokens[d][v] >= need {
             Some((d as u8, v as u8, charge as u8))
         } else {
             // A packet ready to move found no downstream tokens.
@@ -940,9 +944,9 @@ impl Torus {
             r.inj_ready &= !(1 << (src - NDIR));
             0
         };
+        debug_assert!(r.tokens[d][rq.vc as usize] >= rq.charge as u16);
+        r.tokens[d][rq.vc as usize] -= rq.charge as u16;
         let s = &mut r.send[d];
-        debug_assert!(s.tokens[rq.vc as usize] >= rq.charge as u16);
-        s.tokens[rq.vc as usize] -= rq.charge as u16;
         s.xfer = id;
         r.xfer_mask |= 1 << d;
         s.src = rq.src;
@@ -1065,7 +1069,7 @@ impl Torus {
                 }
                 let nb = self.geo.neighbor(n, d);
                 for v in 0..self.p.nvc {
-                    let t = self.routers[n as usize].send[d].tokens[v];
+                    let t = self.routers[n as usize].tokens[d][v];
                     let used = self.routers[nb as usize].recv[d].vc[v].used;
                     if t + used != self.p.vc_tokens {
                         return Err(format!("node {n} dir {} vc {v}: tokens {t} + used downstream {used} != {}", DIR_NAMES[d], self.p.vc_tokens));
@@ -1101,7 +1105,7 @@ impl Torus {
     /// A sender's state: (busy until, packet in transfer or NIL, tokens per VC).
     pub fn sender_state(&self, n: u32, d: usize) -> (Tick, u32, Vec<u16>) {
         let s = &self.routers[n as usize].send[d];
-        (s.busy_until, s.xfer, s.tokens[..self.p.nvc].to_vec())
+        (s.busy_until, s.xfer, self.routers[n as usize].tokens[d][..self.p.nvc].to_vec())
     }
 
     /// After the network stopped moving: follows the escape moves that the
