@@ -45,7 +45,13 @@ impl Event {
 /// schedule more through the queue.
 pub trait Model {
     fn handle(&mut self, now: Tick, ev: Event, q: &mut EventQueue);
+    /// Reads the state an upcoming event will use, so that it is on its way
+    /// into the cache while earlier events are handled (optional).
+    fn touch(&self, _ev: &Event) {}
 }
+
+/// How many events ahead of the one being handled [`run_until`] touches.
+pub const TOUCH_AHEAD: usize = 8;
 
 /// Counters of the engine itself.
 #[derive(Clone, Copy, Debug, Default)]
@@ -59,6 +65,9 @@ pub struct EngineStats {
 pub fn run_until<M: Model>(model: &mut M, q: &mut EventQueue, until: Tick, stats: &mut EngineStats) -> Tick {
     while let Some((t, ev)) = q.pop_before(until) {
         stats.events += 1;
+        if let Some(next) = q.peek_ahead(TOUCH_AHEAD - 1) {
+            model.touch(next);
+        }
         model.handle(t, ev, q);
     }
     q.advance_to(until);

@@ -159,6 +159,13 @@ impl EventQueue {
         }
     }
 
+    /// The event `k` places behind the next one to be handed out, if it is
+    /// already in the batch of the current tick (for touching its data ahead).
+    #[inline]
+    pub fn peek_ahead(&self, k: usize) -> Option<&Event> {
+        self.current.get(self.current_pos + k)
+    }
+
     /// Advances time to `t` if nothing is pending before it.
     pub fn advance_to(&mut self, t: Tick) {
         if t > self.now && self.peek_time().map_or(true, |p| p >= t) {

@@ -376,6 +376,18 @@ impl Net {
         c.wake_pending = false;
     }
 
+    /// Reads the state an upcoming event will use (see
+    /// [`crate::engine::Model::touch`]): the router for a torus event, the
+    /// core for a core event.
+    #[inline]
+    pub fn touch(&self, e: &Event) {
+        if e.kind < crate::torus::ev::TORUS_MAX {
+            self.torus.touch(e);
+        } else if (e.a as usize) < self.cores.per_node && e.node < self.torus.node_count() {
+            std::hint::black_box(self.cores.get(e.node, e.a as usize).busy_until);
+        }
+    }
+
     /// Dispatches one event to the torus or the cores.
     #[inline]
     pub fn handle<S: Software + ?Sized>(&mut self, sw: &mut S, now: Tick, e: Event, q: &mut EventQueue) {

@@ -465,6 +465,32 @@ impl Torus {
         }
     }
 
+    /// Reads the first cache line of the router an upcoming event works on
+    /// and, for an arrival, its packet (see [`crate::engine::Model::touch`]).
+    #[inline]
+    pub fn touch(&self, e: &Event) {
+        if e.kind < ev::TORUS_MAX {
+            let Some(r) = self.routers.get(e.node as usize) else { return };
+            std::hint::black_box(r.ready);
+            let d = (e.a as usize).min(NDIR - 1);
+            match e.kind {
+                ev::ARRIVE => {
+                    let p = self.pool.get(e.data);
+                    std::hint::black_box(p.vc);
+                    std::hint::black_box(r.recv[d].vc[(p.vc as usize).min(MAXV - 1)].used);
+                    std::hint::black_box(r.tokens[0][0]);
+                }
+                ev::XFER_DONE => {
+                    std::hint::black_box(r.send[d].xfer);
+                }
+                ev::TOKEN => {
+                    std::hint::black_box(r.tokens[d][0]);
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// The tokens held in VC `v` somewhere change by `delta` at `now`.
     #[inline]
     fn vc_stat(&mut self, v: usize, now: Tick, delta: i64) {

@@ -28,6 +28,10 @@ impl Model for Sim {
     fn handle(&mut self, now: Tick, ev: Event, q: &mut EventQueue) {
         self.net.handle(&mut self.driver, now, ev, q);
     }
+    #[inline]
+    fn touch(&self, ev: &Event) {
+        self.net.touch(ev);
+    }
 }
 
 /// Builds the simulation of `spec` on `machine`.
