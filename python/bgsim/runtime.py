@@ -177,6 +177,7 @@ class Runtime:
             g.ctx = self.ctxs[r]
             self.greenlets.append(g)
         gc.freeze()
+        started = False
         runnable = deque(range(self.nranks))
         finished = 0
         last_report = time.monotonic()
@@ -203,6 +204,11 @@ class Runtime:
                 if g.dead:
                     finished += 1
                     self.ctxs[r].finished_at = self.world.rank_time(r)
+            if not started:
+                # Every rank has run up to its first wait: its frames and
+                # buffers, too, stay out of the collector's passes.
+                gc.freeze()
+                started = True
             self.python_wall += time.perf_counter() - t0
             if finished == self.nranks:
                 break
