@@ -466,7 +466,9 @@ impl Torus {
     }
 
     /// Reads the first cache line of the router an upcoming event works on
-    /// and, for an arrival, its packet (see [`crate::engine::Model::touch`]).
+    /// and the line it will need next: the packet, VC and token counts of an
+    /// arrival, the sender of a finished transfer, the token counts of a
+    /// token return (see [`crate::engine::Model::touch`]).
     #[inline]
     pub fn touch(&self, e: &Event) {
         if e.kind < ev::TORUS_MAX {
@@ -1280,5 +1282,7 @@ fn pick_slq(rng: &mut Rng, c: &[Req], slq: bool, frac: f64) -> usize {
     }
 }
 
+// What every arbitration reads fills the router's first cache line exactly.
+const _: () = assert!(std::mem::offset_of!(Router, tokens) == 64);
 // A sender and its link counters share one cache line.
 const _: () = assert!(std::mem::size_of::<Sender>() <= 64);
