@@ -4,6 +4,10 @@
 //! 16x16x16 torus with dynamic routing, for a fixed simulated time; then the
 //! memory of an idle 64x32x32 machine and a short random-traffic run on it.
 //! Prints one JSON object per measurement on stdout.
+//!
+//! Options: `--torus-only` (the first workload alone), `--quick` (5,000
+//! instead of 40,000 network cycles), `--shape AxBxC` (the first workload
+//! on another machine size).
 
 use bgsim::machine::bgl;
 use bgsim::torus::Torus;
