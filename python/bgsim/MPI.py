@@ -1038,15 +1038,8 @@ class Comm:
 
     def _isend_bytes(self, data: bytes, dest: int, tag: int, mode: int, call: str, ctx_off: int = 0) -> Request:
         ctx, me = self._me()
-        # The common case (an int rank of the communicator, an int tag in
-        # range) without a call; everything else goes through the checks.
-        ranks = self._group._ranks
-        if dest.__class__ is int and 0 <= dest < len(ranks):
-            wdest = ranks[dest]
-        else:
-            wdest = self._world_rank(dest, "dest")
-        if ctx_off == 0 and not (tag.__class__ is int and 0 <= tag <= TAG_UB):
-            tag = _check_tag(tag, False)
+        wdest = self._world_rank(dest, "dest")
+        tag = _check_tag(tag, False) if ctx_off == 0 else tag
         if wdest == PROC_NULL:
             return Request(-1, "send")
         if data.__class__ is int:  # a skeleton's message: a size, no content
@@ -1060,13 +1053,8 @@ class Comm:
                     unaligned: bool = False, ctx: Any = None) -> Request:
         if ctx is None:
             ctx, me = self._me()
-        ranks = self._group._ranks
-        if source.__class__ is int and 0 <= source < len(ranks):
-            wsrc = ranks[source]
-        else:
-            wsrc = self._world_rank(source, "source", allow_any=True)
-        if ctx_off == 0 and not (tag.__class__ is int and 0 <= tag <= TAG_UB):
-            tag = _check_tag(tag, True)
+        wsrc = self._world_rank(source, "source", allow_any=True)
+        tag = _check_tag(tag, True) if ctx_off == 0 else tag
         if wsrc == PROC_NULL:
             r = Request(-1, "recv")
             r._obj = finish((PROC_NULL, ANY_TAG, 0, False, False), b"") if finish else None

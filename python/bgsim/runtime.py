@@ -157,7 +157,7 @@ class Runtime:
         # Thousands of ranks' greenlets, frames and requests would make each
         # full pass of Python's cycle collector long, and the per-message
         # objects would start one every few hundred messages: the objects
-        # that exist once the ranks are set up are left out of collection
+        # that exist once every rank has started are left out of collection
         # (`_run`), and young objects are collected less often (cycles are
         # still collected).
         thresholds = gc.get_threshold()
@@ -176,7 +176,6 @@ class Runtime:
             g.rank = r
             g.ctx = self.ctxs[r]
             self.greenlets.append(g)
-        gc.freeze()
         started = False
         runnable = deque(range(self.nranks))
         finished = 0
@@ -205,8 +204,9 @@ class Runtime:
                     finished += 1
                     self.ctxs[r].finished_at = self.world.rank_time(r)
             if not started:
-                # Every rank has run up to its first wait: its frames and
-                # buffers, too, stay out of the collector's passes.
+                # Every rank has run up to its first wait: what exists now
+                # (the ranks' greenlets, frames and buffers) stays out of
+                # the collector's passes.
                 gc.freeze()
                 started = True
             self.python_wall += time.perf_counter() - t0

@@ -249,13 +249,11 @@ impl Net {
     /// end of the current event (see `step_now`).
     fn wake_for_notice(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
         let c = self.cores.get_mut(node, core);
-        if !c.wake_pending {
+        if !c.wake_pending && c.busy_until <= now {
             c.wake_pending = true;
-            if c.busy_until <= now {
-                self.step_now.push((node, core as u8));
-            } else {
-                q.push_at(c.busy_until, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
-            }
+            self.step_now.push((node, core as u8));
+        } else {
+            self.wake(q, now, node, core);
         }
     }
 

@@ -58,19 +58,13 @@ pub enum Notice {
     InjSpace { node: u32, fifo: u8 },
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Vc {
     q: List,
     /// Tokens held by packets in this VC (queued or leaving).
     used: u16,
     /// The head is being transferred out.
     busy: bool,
-}
-
-impl Default for Vc {
-    fn default() -> Self {
-        Vc { q: List::default(), used: 0, busy: false }
-    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -917,7 +911,8 @@ impl Torus {
             return i;
         }
         let slq = self.p.arbitration == Arbitration::Slq;
-        pick_slq(&mut self.routers[n as usize].rng, cand, slq, self.p.slq_fraction)
+        let all = (1u32 << cand.len()) - 1;
+        pick_slq_mask(&mut self.routers[n as usize].rng, cand, all, slq, self.p.slq_fraction)
     }
 
     fn start_delivery(&mut self, now: Tick, n: u32, port: usize, v: usize, id: u32, f: usize, bytes: u32, q: &mut EventQueue) {
@@ -1035,15 +1030,12 @@ impl Torus {
     /// Restarts every counter at `now` (measurement after a warm-up).
     pub fn reset_counters(&mut self, now: Tick) {
         // Close open integrals so that they restart at now.
-        for n in 0..self.routers.len() {
-            let r = &mut self.routers[n];
+        for r in self.routers.iter_mut() {
             for f in r.inj.iter_mut().chain(r.rx.iter_mut()) {
                 if f.full_since != Tick::MAX {
                     f.full_since = now;
                 }
             }
-        }
-        for r in self.routers.iter_mut() {
             for s in r.send.iter_mut() {
                 s.stat = LinkStat::default();
             }
@@ -1219,8 +1211,10 @@ impl Torus {
     }
 }
 
-/// As [`pick_slq`], over the requests whose bits are set in `set` (in
-/// increasing order); returns the chosen request's index.
+/// Picks among the requests whose bits are set in `set` (in increasing
+/// order): on `slq_fraction` of the decisions (when SLQ is on) one from the
+/// fullest source queue (ties at random), otherwise one at random. Returns
+/// the chosen request's index.
 fn pick_slq_mask(rng: &mut Rng, reqs: &[Req], set: u32, slq: bool, frac: f64) -> usize {
     let len = set.count_ones();
     if len == 1 {
@@ -1256,30 +1250,6 @@ fn nth_bit(mut m: u32, k: u32) -> usize {
         m &= m - 1;
     }
     m.trailing_zeros() as usize
-}
-
-/// Picks among requests: on `slq_fraction` of the decisions (when SLQ is on)
-/// the one from the fullest queue (ties at random), otherwise at random.
-fn pick_slq(rng: &mut Rng, c: &[Req], slq: bool, frac: f64) -> usize {
-    if c.len() == 1 {
-        return 0;
-    }
-    if slq && rng.chance(frac) {
-        let best = c.iter().map(|r| r.fill).max().unwrap();
-        let n = c.iter().filter(|r| r.fill == best).count() as u32;
-        let mut k = rng.below(n);
-        for (i, r) in c.iter().enumerate() {
-            if r.fill == best {
-                if k == 0 {
-                    return i;
-                }
-                k -= 1;
-            }
-        }
-        0
-    } else {
-        rng.below(c.len() as u32) as usize
-    }
 }
 
 // What every arbitration reads fills the router's first cache line exactly.
