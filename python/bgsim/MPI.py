@@ -17,6 +17,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as _np
 from greenlet import getcurrent as _getcurrent
 
+from . import _core
 from . import coll as _coll
 from . import runtime as _rt
 
@@ -533,6 +534,18 @@ def _load(b: bytes) -> Any:
 
 _BIG = (1 << 30) - 1
 
+# A run's communicators as the core's fast point-to-point calls know them,
+# shared by every rank's copy of a communicator: (context, ranks) -> Members.
+_members_cache: dict = {}
+
+
+def _members(context: int, ranks: tuple) -> "_core.Members":
+    key = (context, ranks)
+    m = _members_cache.get(key)
+    if m is None:
+        m = _members_cache[key] = _core.Members(context, ranks)
+    return m
+
 # ---------------------------------------------------------------- requests
 
 
@@ -583,8 +596,10 @@ class Request:
         self._finished(self._ctx.runtime.world.finish(self._id))
 
     def _finished(self, res: tuple) -> None:
-        """Takes the status and data the core returned for this request."""
-        src, tag, count, cancelled, truncated, data = res
+        """Takes the status and data the core returned for this request
+        (a status alone: no data)."""
+        src, tag, count, cancelled, truncated = res[:5]
+        data = res[5] if len(res) > 5 else None
         if self._group is not None and src >= 0:
             # World rank -> rank in the receiving communicator.
             src = self._group._index.get(src, src)
@@ -663,14 +678,16 @@ class Request:
 
     @staticmethod
     def Waitall(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> bool:
-        _wait_all(list(requests), "MPI.Request.Waitall()")
-        for i, r in enumerate(requests):
-            if statuses is not None:
+        requests = list(requests)
+        _wait_all(requests, "MPI.Request.Waitall()")
+        if statuses is not None:
+            for i, r in enumerate(requests):
                 while len(statuses) <= i:
                     statuses.append(Status())
                 r._fill(statuses[i])
         for r in requests:
-            r._raise()
+            if r._error is not None or (r._status is not None and r._status[4]):
+                r._raise()
         return True
 
     @staticmethod
@@ -805,10 +822,19 @@ def _wait_all(reqs: List[Request], call: str) -> None:
         if len(set(ids)) != len(ids):  # the same request passed twice
             pending = list({r._id: r for r in pending}.values())
             ids = [r._id for r in pending]
-        ctx.runtime.wait(ctx, ids, len(ids))
-        # One call into the core collects every request's status and data.
-        for r, res in zip(pending, ctx.runtime.world.finish_all(ids)):
-            r._finished(res)
+        world = ctx.world
+        if world.block(ctx.rank, ids, len(ids)):
+            ctx.runtime.hub.switch()
+        # One call into the core collects every request's status and data:
+        # a status alone for a request without data, which needs no more
+        # than this when it has no group to translate its source through
+        # and no function to finish it.
+        for r, res in zip(pending, world.finish_all(ids)):
+            if len(res) == 5 and r._group is None and r._finish is None:
+                r._status = res
+                r._done = True
+            else:
+                r._finished(res)
 
 
 def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
@@ -941,6 +967,15 @@ class Comm:
         self._context = context
         self._name = name
         self._freed = False
+        self._bind()
+
+    def _bind(self) -> None:
+        """Points the fast path of Isend / Irecv at the communicator's
+        current group and context (called again whenever they change)."""
+        self._p2p = None if self._context < 0 or self._freed else _members(self._context, self._group._ranks)
+        # The group a receive's source goes through: none when comm rank i
+        # is world rank i.
+        self._p2p_group = None if self._p2p is not None and self._p2p.identity else self._group
 
     # -- identity --
 
@@ -1046,7 +1081,6 @@ class Comm:
             rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, b"", mode, None, data)
         else:
             rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, data, mode)
-        ctx.runtime.mpi_calls += 1
         return Request(rid, "send", None, ctx)
 
     def _irecv_into(self, capacity: int, source: int, tag: int, finish: Any, ctx_off: int = 0,
@@ -1060,7 +1094,6 @@ class Comm:
             r._obj = finish((PROC_NULL, ANY_TAG, 0, False, False), b"") if finish else None
             return r
         rid = ctx.runtime.world.irecv(ctx.rank, wsrc, self._context + ctx_off, tag, capacity, unaligned)
-        ctx.runtime.mpi_calls += 1
         return Request(rid, "recv", finish, ctx, "", self._group)
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
@@ -1106,7 +1139,7 @@ class Comm:
     # -- buffer API --
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._wait(self._send_buf(buf, dest, tag, 0, "Send"), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
+        self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
         self._wait(self._send_buf(buf, dest, tag, 1, "Ssend"), None, lambda: f"MPI.Comm.Ssend(dest={dest}, tag={tag})")
@@ -1118,6 +1151,14 @@ class Comm:
         self._wait(self._send_buf(buf, dest, tag, 3, "Bsend"), None, lambda: f"MPI.Comm.Bsend(dest={dest}, tag={tag})")
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        # The common case (a numpy array to a rank of this communicator) in
+        # one call into the core; anything else, errors included, goes the
+        # general way.
+        ctx = _rt.fast
+        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None:
+            rid = ctx.world.isend_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
+            if rid >= 0:
+                return Request(rid, "send", None, ctx)
         return self._send_buf(buf, dest, tag, 0, "Isend")
 
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
@@ -1130,9 +1171,15 @@ class Comm:
         return self._send_buf(buf, dest, tag, 3, "Ibsend")
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        self._wait(self._recv_buf(buf, source, tag), status, lambda: f"MPI.Comm.Recv(source={source}, tag={tag})")
+        self._wait(self.Irecv(buf, source, tag), status, lambda: f"MPI.Comm.Recv(source={source}, tag={tag})")
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        # As Isend: the core copies the message straight into `buf`.
+        ctx = _rt.fast
+        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None:
+            rid = ctx.world.irecv_fast(ctx.rank, self._p2p, source, tag, buf)
+            if rid >= 0:
+                return Request(rid, "recv", None, ctx, "", self._p2p_group)
         return self._recv_buf(buf, source, tag)
 
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
@@ -1143,8 +1190,8 @@ class Comm:
 
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        r = self._recv_buf(recvbuf, source, recvtag)
-        s = self._send_buf(sendbuf, dest, sendtag, 0, "Sendrecv")
+        r = self.Irecv(recvbuf, source, recvtag)
+        s = self.Isend(sendbuf, dest, sendtag)
         _wait_all([s, r], "MPI.Comm.Sendrecv()")
         r._fill(status)
         r._raise()
@@ -1290,11 +1337,13 @@ class Comm:
         n = seqs.get(k, 0)
         seqs[k] = n + 1
         sub._context = ctx.runtime.new_context(("create_group",) + k + (n,))
+        sub._bind()
         sub._sync("Create_group")
         return sub
 
     def Free(self) -> None:
         self._freed = True
+        self._bind()
 
     def Abort(self, errorcode: int = 0) -> None:
         raise SystemExit(f"MPI_Abort called by rank {_ctx().rank} with error code {errorcode}")
@@ -1818,6 +1867,10 @@ class _SelfComm(Intracomm):
     def __init__(self):
         super().__init__(Group(), 2, "MPI_COMM_SELF")
 
+    def _bind(self) -> None:
+        self._p2p = None  # the group is the caller's own: the general path
+        self._p2p_group = None
+
     def _me(self):
         ctx = _ctx()
         self._group = Group([ctx.rank])
@@ -1837,7 +1890,9 @@ COMM_SELF = _SelfComm()
 
 def _reset(nranks: int) -> None:
     """Prepares the module for a new run of `nranks` ranks."""
+    _members_cache.clear()
     COMM_WORLD._group = Group(range(nranks))
+    COMM_WORLD._bind()
     _state.update(initialized=True, finalized=False, buffer=None)
 
 

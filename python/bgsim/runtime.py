@@ -64,6 +64,13 @@ class RankContext:
     finished_at: Optional[int] = None
     cpu_mark: float = 0.0
     result: Any = None
+    #: The run's `_core.World` (the same as runtime.world, one lookup less).
+    world: Any = None
+
+
+#: The context of the rank the scheduler switched to, while MPI calls may
+#: take their fast path (no host CPU time to charge); None otherwise.
+fast: Optional[RankContext] = None
 
 
 _current_runtime: Optional["Runtime"] = None
@@ -97,7 +104,7 @@ class Runtime:
         self.deposit_ids: Dict[Any, int] = {}
         self.nranks = world.nranks
         self.cpu_factor = cpu_factor
-        self.ctxs = [RankContext(r, self) for r in range(self.nranks)]
+        self.ctxs = [RankContext(r, self, world=world) for r in range(self.nranks)]
         self.greenlets: List[_RankGreenlet] = []
         self.hub: Optional[greenlet.greenlet] = None
         self.contexts_next = 3  # 0/1: COMM_WORLD (pt2pt, collectives); 2: COMM_SELF
@@ -105,7 +112,6 @@ class Runtime:
         self.progress = progress
         self.ticks_per_second = world.ticks_per_second
         self.alignment = world.alignment
-        self.mpi_calls = 0
         self.python_wall = 0.0
 
     # -- used by the shim --
@@ -165,11 +171,14 @@ class Runtime:
         try:
             self._run(main)
         finally:
+            global fast
+            fast = None
             _current_runtime = None
             gc.set_threshold(*thresholds)
             gc.unfreeze()
 
     def _run(self, main: Callable[[], Any]) -> None:
+        global fast
         self.hub = greenlet.getcurrent()
         for r in range(self.nranks):
             g = _RankGreenlet(self._body(main, self.ctxs[r]), parent=self.hub)
@@ -188,6 +197,8 @@ class Runtime:
                 g = self.greenlets[r]
                 if cpu:
                     self.ctxs[r].cpu_mark = time.process_time()
+                else:
+                    fast = self.ctxs[r]
                 try:
                     g.switch()
                 except BaseException as e:  # the rank's exception, re-raised in the hub
@@ -203,6 +214,7 @@ class Runtime:
                 if g.dead:
                     finished += 1
                     self.ctxs[r].finished_at = self.world.rank_time(r)
+            fast = None
             if not started:
                 # Every rank has run up to its first wait: what exists now
                 # (the ranks' greenlets, frames and buffers) stays out of

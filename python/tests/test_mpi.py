@@ -439,3 +439,99 @@ def test_unaligned_receive_buffers_cost_a_realignment_copy():
     # Half of a 50,000-byte copy at 4.3 bytes per cycle.
     assert unaligned.ranks[1]["core_copy_cycles"] == pytest.approx(50_000 / 4.3 / 2, rel=0.01)
     assert unaligned.time_s > aligned.time_s
+
+
+def test_numpy_fast_path_and_general_path_agree():
+    """Isend / Irecv / Send / Recv of numpy arrays take a one-call path into
+    the core; other buffers the general one. Both must give the same data,
+    statuses and simulated times."""
+
+    def halo(kind):
+        def main():
+            comm = MPI.COMM_WORLD
+            r, n = comm.Get_rank(), comm.Get_size()
+            nbrs = [(r + 1) % n, (r - 1) % n, (r + 3) % n]
+            make = (lambda k: np.full(k, r % 251, dtype="u1")) if kind == "numpy" else (lambda k: bytearray([r % 251]) * k)
+            empty = (lambda k: np.zeros(k, dtype="u1")) if kind == "numpy" else bytearray
+            got = []
+            for size in (8, 600, 3000):  # one packet, eager, rendezvous
+                recv = [empty(size + 5) for _ in nbrs]
+                reqs = [comm.Irecv(b, source=MPI.ANY_SOURCE if i == 2 else s, tag=size) for i, (b, s) in enumerate(zip(recv, nbrs))]
+                reqs += [comm.Isend(make(size), dest=d, tag=size) for d in reversed(nbrs)]
+                statuses = []
+                MPI.Request.Waitall(reqs, statuses)
+                got.append([(bytes(b[:3]), bytes(b[-5:]), st.Get_source(), st.Get_tag(), st.Get_count()) for b, st in zip(recv, statuses)])
+            return got
+        return main
+
+    fast, general = run(halo("numpy")), run(halo("bytes"))
+    assert fast.results == general.results
+    assert fast.time_s == general.time_s
+    assert fast.counters == general.counters
+    r = 5
+    left, right = (r + 1) % 8, (r - 1) % 8
+    assert fast.results[r][1][0] == (bytes([left] * 3), bytes(5), left, 600, 600)
+    assert fast.results[r][1][1] == (bytes([right] * 3), bytes(5), right, 600, 600)
+
+
+def test_numpy_fast_path_of_any_dtype_into_split_communicators():
+    def main():
+        w = MPI.COMM_WORLD
+        sub = w.Split(color=w.rank % 2, key=-w.rank)  # reversed order
+        me, n = sub.Get_rank(), sub.Get_size()
+        out = np.full(7, -1.0)
+        req = sub.Irecv(out, source=MPI.ANY_SOURCE, tag=4)
+        sub.Send(np.arange(5, dtype="d") + w.rank, dest=(me + 1) % n, tag=4)
+        st = MPI.Status()
+        req.Wait(st)
+        return me, st.Get_source(), st.Get_count(MPI.DOUBLE), out.tolist()
+
+    res = run(main).results
+    for wr, (me, src, count, data) in enumerate(res):
+        peers = [r for r in range(8) if r % 2 == wr % 2][::-1]  # comm rank -> world rank
+        sender = peers[src]
+        assert peers[me] == wr and (src + 1) % 4 == me
+        assert count == 5 and data == [float(sender + i) for i in range(5)] + [-1.0, -1.0]
+
+
+def test_numpy_fast_path_errors_cancel_and_proc_null():
+    def main():
+        w = MPI.COMM_WORLD
+        errs = []
+        for f in (lambda: w.Isend(np.zeros(2), dest=2), lambda: w.Isend(np.zeros(2), dest=0, tag=-3),
+                  lambda: w.Irecv(np.zeros(2), source=7), lambda: w.Irecv(np.zeros(2), tag=-5)):
+            try:
+                f()
+            except MPI.Exception as e:
+                errs.append(e.Get_error_class())
+        assert w.Isend(np.zeros(2), dest=MPI.PROC_NULL).Test()
+        st = MPI.Status()
+        w.Recv(np.zeros(2), source=MPI.PROC_NULL, status=st)
+        errs.append(st.Get_source())
+        # A cancelled receive leaves its buffer alone.
+        keep = np.full(4, 9, dtype="i")
+        req = w.Irecv(keep, source=1 - w.rank, tag=99)
+        req.Cancel()
+        req.Wait(st)
+        errs.append((st.Is_cancelled(), keep.tolist()))
+        # Truncation: the error, and the buffer untouched.
+        small = np.full(3, 7, dtype="u1")
+        if w.rank == 0:
+            w.Send(np.arange(10, dtype="u1"), dest=1, tag=5)
+        else:
+            try:
+                w.Recv(small, source=0, tag=5)
+            except MPI.Exception as e:
+                errs.append((e.Get_error_class() == MPI.ERR_TRUNCATE, small.tolist()))
+        sub = w.Dup()
+        sub.Free()
+        try:
+            sub.Isend(np.zeros(1), dest=0)
+        except MPI.Exception as e:
+            errs.append(e.Get_error_class() == MPI.ERR_COMM)
+        return errs
+
+    res = run(main, shape="2x1x1").results
+    common = [MPI.ERR_RANK, MPI.ERR_TAG, MPI.ERR_RANK, MPI.ERR_TAG, MPI.PROC_NULL, (True, [9, 9, 9, 9])]
+    assert res[0] == common + [True]
+    assert res[1] == common + [(True, [7, 7, 7]), True]

@@ -6,7 +6,9 @@ use bgsim::machine::{Mapping, Protocol};
 use bgsim::mpi;
 use bgsim::msglayer::SendMode;
 use bgsim::workload::{self, Pattern, TrafficSpec};
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::buffer::PyBuffer;
+use pyo3::types::{PyBytes, PyDict, PyMemoryView};
+use std::collections::HashSet;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -103,11 +105,76 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
     serde_json::to_string(&r).map_err(|e| BgsimError::new_err(e.to_string()))
 }
 
+/// Copies `data` into the start of `buf` (which holds at least as many bytes).
+fn copy_into(py: Python<'_>, buf: &PyBuffer<u8>, data: &[u8]) -> PyResult<()> {
+    if data.len() == buf.item_count() {
+        return buf.copy_from_slice(py, data);
+    }
+    let cells = buf.as_mut_slice(py).ok_or_else(|| PyValueError::new_err("receive buffer is not writable and contiguous"))?;
+    for (c, &b) in cells.iter().zip(data) {
+        c.set(b);
+    }
+    Ok(())
+}
+
 /// A simulated machine running MPI ranks, driven by the Python runtime.
 /// Each call acts at the current simulated time; `run` advances it.
 #[pyclass(unsendable, module = "bgsim._core")]
 struct World {
     w: mpi::World,
+    /// The caller's buffers of receives posted by `irecv_fast`, by request:
+    /// the received data is copied straight into them.
+    recv_bufs: Vec<Option<PyBuffer<u8>>>,
+}
+
+/// Largest MPI tag (mpi4py's `TAG_UB`).
+const TAG_UB: i64 = i32::MAX as i64;
+
+/// A communicator as the fast point-to-point calls need it: its context id,
+/// its ranks' world ranks and who is a member. Rebuilt by the MPI module
+/// whenever the communicator's group or context changes.
+#[pyclass(frozen, module = "bgsim._core")]
+struct Members {
+    ctx: u32,
+    ranks: Vec<u32>,
+    /// World ranks of the members, unless rank i of the communicator is
+    /// world rank i for every i (the world communicator), which needs none.
+    others: Option<HashSet<u32>>,
+}
+
+#[pymethods]
+impl Members {
+    #[new]
+    fn new(ctx: u32, ranks: Vec<u32>) -> Self {
+        let identity = ranks.iter().enumerate().all(|(i, &r)| i as u32 == r);
+        let others = (!identity).then(|| ranks.iter().copied().collect());
+        Members { ctx, ranks, others }
+    }
+    /// Whether rank i of the communicator is world rank i for every i.
+    #[getter]
+    fn identity(&self) -> bool {
+        self.others.is_none()
+    }
+}
+
+impl Members {
+    fn has(&self, world_rank: u32) -> bool {
+        match &self.others {
+            None => (world_rank as usize) < self.ranks.len(),
+            Some(s) => s.contains(&world_rank),
+        }
+    }
+    /// The world rank of communicator rank `r`, if `r` is an int in range.
+    fn world(&self, r: &Bound<'_, PyAny>) -> Option<u32> {
+        let r: i64 = r.extract().ok()?;
+        usize::try_from(r).ok().and_then(|i| self.ranks.get(i)).copied()
+    }
+}
+
+/// `tag` as an int in `lowest..=TAG_UB`.
+fn plain_tag(tag: &Bound<'_, PyAny>, lowest: i64) -> Option<i32> {
+    let t: i64 = tag.extract().ok()?;
+    (lowest..=TAG_UB).contains(&t).then_some(t as i32)
 }
 
 fn send_mode(m: u8) -> PyResult<SendMode> {
@@ -153,7 +220,7 @@ impl World {
             return Err(PyValueError::new_err("the number of ranks must be at least 1"));
         }
         let w = mpi::World::new(&m, n, &map, seed, mpi).map_err(mpi_err)?;
-        Ok(World { w })
+        Ok(World { w, recv_bufs: Vec::new() })
     }
     #[getter]
     fn nranks(&self) -> u32 {
@@ -230,17 +297,98 @@ impl World {
         }
         .map_err(mpi_err)
     }
+    /// The common case of the buffer API's `Isend`, in one call: a standard
+    /// send of `data` by world rank `rank`, a member of `comm`, to rank
+    /// `dest` of `comm` with a tag in 0..=TAG_UB. Returns the request, or -1
+    /// having done nothing when the call is not that case (PROC_NULL, a bad
+    /// rank or tag, a caller outside `comm`): the MPI module's general path
+    /// then handles it and raises the errors mpi4py would.
+    fn isend_fast(&mut self, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8]) -> i64 {
+        let (Some(wdest), Some(tag)) = (comm.world(dest), plain_tag(tag, 0)) else { return -1 };
+        if !comm.has(rank) {
+            return -1;
+        }
+        match self.w.isend(rank, wdest as i64, comm.ctx, tag, data.to_vec(), SendMode::Standard, None) {
+            Ok(r) => r as i64,
+            Err(_) => -1,
+        }
+    }
+    /// The common case of the buffer API's `Irecv`, in one call: a receive by
+    /// world rank `rank`, a member of `comm`, from rank `source` of `comm` or
+    /// ANY_SOURCE (-1), with a tag in 0..=TAG_UB or ANY_TAG (-1), into `buf`,
+    /// any writable C-contiguous buffer. The data goes straight into `buf`
+    /// when the request is finished. Returns the request, or -1 having done
+    /// nothing when the call is not that case (see `isend_fast`).
+    fn irecv_fast(&mut self, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>) -> i64 {
+        let src = match source.extract::<i64>() {
+            Ok(-1) => -1,
+            Ok(_) => match comm.world(source) {
+                Some(w) => w as i64,
+                None => return -1,
+            },
+            Err(_) => return -1,
+        };
+        let Some(tag) = plain_tag(tag, -1) else { return -1 };
+        if !comm.has(rank) {
+            return -1;
+        }
+        // Bytes of any element type (a numpy array of doubles, say).
+        let buf = match PyBuffer::<u8>::get_bound(buf) {
+            Ok(b) => b,
+            Err(_) => match PyMemoryView::from_bound(buf).and_then(|m| m.call_method1("cast", ("B",))).and_then(|m| PyBuffer::<u8>::get_bound(&m)) {
+                Ok(b) => b,
+                Err(_) => return -1,
+            },
+        };
+        if buf.readonly() || !buf.is_c_contiguous() {
+            return -1;
+        }
+        let align = self.w.machine().spec.cpu.network_alignment_bytes.max(1) as usize;
+        let unaligned = buf.item_count() > 0 && (buf.buf_ptr() as usize) % align != 0;
+        match self.w.irecv_into(rank, src, comm.ctx, tag, buf.item_count() as u32, unaligned) {
+            Ok(r) => {
+                let i = r as usize;
+                if self.recv_bufs.len() <= i {
+                    self.recv_bufs.resize_with(i + 1, || None);
+                }
+                self.recv_bufs[i] = Some(buf);
+                r as i64
+            }
+            Err(_) => -1,
+        }
+    }
     /// Status and data of a completed request, and frees it:
-    /// (source, tag, count, cancelled, truncated, data or None).
-    fn finish<'py>(&mut self, py: Python<'py>, req: u32) -> (i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>) {
+    /// (source, tag, count, cancelled, truncated, data or None). The data of
+    /// a receive posted by `irecv_fast` goes into its buffer instead (unless
+    /// truncated), and None is returned for it.
+    fn finish<'py>(&mut self, py: Python<'py>, req: u32) -> PyResult<(i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>)> {
         let s = self.w.status(req);
-        let data = self.w.take_data(req).map(|d| PyBytes::new_bound(py, &d));
+        let data = self.w.take_data(req);
+        let data = match self.recv_bufs.get_mut(req as usize).and_then(Option::take) {
+            Some(buf) => {
+                if let (Some(d), false) = (&data, s.truncated) {
+                    copy_into(py, &buf, d)?;
+                }
+                None
+            }
+            None => data.map(|d| PyBytes::new_bound(py, &d)),
+        };
         self.w.release(req);
-        (s.source, s.tag, s.count, s.cancelled, s.truncated, data)
+        Ok((s.source, s.tag, s.count, s.cancelled, s.truncated, data))
     }
     /// [`finish`] for several requests at once (all complete), in order.
-    fn finish_all<'py>(&mut self, py: Python<'py>, reqs: Vec<u32>) -> Vec<(i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>)> {
-        reqs.into_iter().map(|r| self.finish(py, r)).collect()
+    /// A request without data (a send, a receive posted by `irecv_fast`)
+    /// gets its status alone, a 5-tuple.
+    fn finish_all(&mut self, py: Python<'_>, reqs: Vec<u32>) -> PyResult<Vec<PyObject>> {
+        reqs.into_iter()
+            .map(|r| {
+                let (s, t, c, canc, trunc, data) = self.finish(py, r)?;
+                Ok(match data {
+                    Some(d) => (s, t, c, canc, trunc, d).into_py(py),
+                    None => (s, t, c, canc, trunc).into_py(py),
+                })
+            })
+            .collect()
     }
     #[pyo3(signature = (rank, src, ctx, tag, capacity, unaligned=false))]
     fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> PyResult<u32> {
@@ -303,6 +451,9 @@ impl World {
         self.w.take_data(req).map(|d| PyBytes::new_bound(py, &d))
     }
     fn release(&mut self, req: u32) {
+        if let Some(b) = self.recv_bufs.get_mut(req as usize) {
+            *b = None;
+        }
         self.w.release(req)
     }
     fn block(&mut self, rank: u32, reqs: Vec<u32>, need: usize) -> bool {
@@ -378,6 +529,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MappingError", m.py().get_type_bound::<MappingError>())?;
     m.add("DeadlockError", m.py().get_type_bound::<DeadlockError>())?;
     m.add_class::<World>()?;
+    m.add_class::<Members>()?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
     m.add_function(wrap_pyfunction!(patterns, m)?)?;
     m.add_function(wrap_pyfunction!(collective_algorithms, m)?)?;
