@@ -45,13 +45,20 @@ impl Event {
 /// schedule more through the queue.
 pub trait Model {
     fn handle(&mut self, now: Tick, ev: Event, q: &mut EventQueue);
-    /// Reads the state an upcoming event will use, so that it is on its way
-    /// into the cache while earlier events are handled (optional).
+    /// Prefetches the state an upcoming event will use, so that it is on its
+    /// way into the cache while earlier events are handled (optional).
     fn touch(&self, _ev: &Event) {}
 }
 
 /// How many events ahead of the one being handled [`run_until`] touches.
-pub const TOUCH_AHEAD: usize = 8;
+pub const TOUCH_AHEAD: usize = 16;
+
+/// Asks the processor to bring the cache line holding `x` into its caches,
+/// without waiting for it (a hint: it changes no result).
+#[inline(always)]
+pub fn prefetch<T>(x: &T) {
+    prefetch_index::prefetch_index(std::slice::from_ref(x), 0);
+}
 
 /// Counters of the engine itself.
 #[derive(Clone, Copy, Debug, Default)]

@@ -382,7 +382,7 @@ impl Net {
         if e.kind < crate::torus::ev::TORUS_MAX {
             self.torus.touch(e);
         } else if (e.a as usize) < self.cores.per_node && e.node < self.torus.node_count() {
-            std::hint::black_box(self.cores.get(e.node, e.a as usize).busy_until);
+            crate::engine::prefetch(self.cores.get(e.node, e.a as usize));
         }
     }
 

@@ -16,7 +16,7 @@ pub use geometry::{dim_of, is_minus, opposite, Geometry, DIR_NAMES, NDIR};
 pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
 pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
 
-use crate::engine::{Event, EventQueue, Rng, Tick};
+use crate::engine::{prefetch, Event, EventQueue, Rng, Tick};
 use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
 
 /// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
@@ -467,21 +467,20 @@ impl Torus {
     pub fn touch(&self, e: &Event) {
         if e.kind < ev::TORUS_MAX {
             let Some(r) = self.routers.get(e.node as usize) else { return };
-            std::hint::black_box(r.ready);
+            prefetch(&r.ready);
             let d = (e.a as usize).min(NDIR - 1);
             match e.kind {
                 ev::ARRIVE => {
-                    let p = self.pool.get(e.data);
-                    std::hint::black_box(p.vc);
-                    std::hint::black_box(r.recv[d].vc[(p.vc as usize).min(MAXV - 1)].used);
-                    std::hint::black_box(r.tokens[0][0]);
+                    if let Some(p) = self.pool.try_get(e.data) {
+                        prefetch(p);
+                    }
+                    // The packet's VC is in the packet: both ends of the receiver.
+                    prefetch(&r.recv[d].vc[0]);
+                    prefetch(&r.recv[d].vc[MAXV - 1]);
+                    prefetch(&r.tokens[0][0]);
                 }
-                ev::XFER_DONE => {
-                    std::hint::black_box(r.send[d].xfer);
-                }
-                ev::TOKEN => {
-                    std::hint::black_box(r.tokens[d][0]);
-                }
+                ev::XFER_DONE => prefetch(&r.send[d]),
+                ev::TOKEN => prefetch(&r.tokens[d][0]),
                 _ => {}
             }
         }

@@ -131,6 +131,11 @@ impl Pool {
     pub fn get(&self, id: u32) -> &Packet {
         &self.pkts[id as usize]
     }
+    /// Packet `id`, if it is a slot of the pool.
+    #[inline]
+    pub fn try_get(&self, id: u32) -> Option<&Packet> {
+        self.pkts.get(id as usize)
+    }
     #[inline]
     pub fn get_mut(&mut self, id: u32) -> &mut Packet {
         &mut self.pkts[id as usize]
