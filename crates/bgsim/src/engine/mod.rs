@@ -47,11 +47,25 @@ pub trait Model {
     fn handle(&mut self, now: Tick, ev: Event, q: &mut EventQueue);
     /// Prefetches the state an upcoming event will use, so that it is on its
     /// way into the cache while earlier events are handled (optional).
-    fn touch(&self, _ev: &Event) {}
+    /// Called for each event at `TOUCH_AHEAD[0]`, `[1]`, ... places ahead,
+    /// with `stage` 0, 1, ...: a later stage may read what an earlier one
+    /// prefetched to find the next lines (a VC's head packet, say).
+    fn touch(&self, _ev: &Event, _stage: usize) {}
 }
 
-/// How many events ahead of the one being handled [`run_until`] touches.
-pub const TOUCH_AHEAD: usize = 16;
+/// How many events ahead of the one being handled [`run_until`] touches, by
+/// stage (see [`Model::touch`]).
+pub const TOUCH_AHEAD: [usize; 2] = [16, 8];
+
+/// Touches the events the given distances ahead (see [`Model::touch`]).
+#[inline]
+pub fn touch_ahead(q: &EventQueue, touch: impl Fn(&Event, usize)) {
+    for (stage, &k) in TOUCH_AHEAD.iter().enumerate() {
+        if let Some(e) = q.peek_ahead(k - 1) {
+            touch(e, stage);
+        }
+    }
+}
 
 /// Asks the processor to bring the cache line holding `x` into its caches,
 /// without waiting for it (a hint: it changes no result).
@@ -72,9 +86,7 @@ pub struct EngineStats {
 pub fn run_until<M: Model>(model: &mut M, q: &mut EventQueue, until: Tick, stats: &mut EngineStats) -> Tick {
     while let Some((t, ev)) = q.pop_before(until) {
         stats.events += 1;
-        if let Some(next) = q.peek_ahead(TOUCH_AHEAD - 1) {
-            model.touch(next);
-        }
+        touch_ahead(q, |e, stage| model.touch(e, stage));
         model.handle(t, ev, q);
     }
     q.advance_to(until);

@@ -422,9 +422,7 @@ impl World {
                     return Err(MpiError::Blocked(self.blocked()));
                 };
                 self.stats.events += 1;
-                if let Some(next) = self.q.peek_ahead(crate::engine::TOUCH_AHEAD - 1) {
-                    self.stack.net.touch(next);
-                }
+                crate::engine::touch_ahead(&self.q, |e, stage| self.stack.net.touch(e, stage));
                 self.stack.handle(t, ev, &mut self.q);
                 if !self.stack.ml.completed.is_empty() {
                     self.collect();

@@ -378,10 +378,10 @@ impl Net {
     /// [`crate::engine::Model::touch`]): the router for a torus event, the
     /// core for a core event.
     #[inline]
-    pub fn touch(&self, e: &Event) {
+    pub fn touch(&self, e: &Event, stage: usize) {
         if e.kind < crate::torus::ev::TORUS_MAX {
-            self.torus.touch(e);
-        } else if (e.a as usize) < self.cores.per_node && e.node < self.torus.node_count() {
+            self.torus.touch(e, stage);
+        } else if stage == 0 && (e.a as usize) < self.cores.per_node && e.node < self.torus.node_count() {
             crate::engine::prefetch(self.cores.get(e.node, e.a as usize));
         }
     }

@@ -459,31 +459,99 @@ impl Torus {
         }
     }
 
-    /// Reads the first cache line of the router an upcoming event works on
-    /// and the line it will need next: the packet, VC and token counts of an
-    /// arrival, the sender of a finished transfer, the token counts of a
-    /// token return (see [`crate::engine::Model::touch`]).
+    /// Prefetches what an upcoming event will read (see
+    /// [`crate::engine::Model::touch`]). Stage 0: the router's first line and
+    /// the line the event needs first - the packet, receiver and token
+    /// counts of an arrival, the sender of a finished transfer, the token
+    /// counts of a token return. Stage 1 reads the router's first line and
+    /// the sender to prefetch the queues the arbitration after the event
+    /// will look at (and the VC a finished transfer leaves); stage 2 reads
+    /// those queues to prefetch their head packets.
     #[inline]
-    pub fn touch(&self, e: &Event) {
-        if e.kind < ev::TORUS_MAX {
-            let Some(r) = self.routers.get(e.node as usize) else { return };
-            prefetch(&r.ready);
-            let d = (e.a as usize).min(NDIR - 1);
-            match e.kind {
-                ev::ARRIVE => {
-                    if let Some(p) = self.pool.try_get(e.data) {
-                        prefetch(p);
+    pub fn touch(&self, e: &Event, stage: usize) {
+        if e.kind >= ev::TORUS_MAX {
+            return;
+        }
+        let Some(r) = self.routers.get(e.node as usize) else { return };
+        let d = (e.a as usize).min(NDIR - 1);
+        match stage {
+            0 => {
+                prefetch(&r.ready);
+                match e.kind {
+                    ev::ARRIVE => {
+                        if let Some(p) = self.pool.try_get(e.data) {
+                            prefetch(p);
+                        }
+                        // The packet's VC is in the packet: both ends of the receiver.
+                        prefetch(&r.recv[d].vc[0]);
+                        prefetch(&r.recv[d].vc[MAXV - 1]);
+                        prefetch(&r.tokens[0][0]);
                     }
-                    // The packet's VC is in the packet: both ends of the receiver.
-                    prefetch(&r.recv[d].vc[0]);
-                    prefetch(&r.recv[d].vc[MAXV - 1]);
-                    prefetch(&r.tokens[0][0]);
+                    ev::XFER_DONE => prefetch(&r.send[d]),
+                    ev::TOKEN => prefetch(&r.tokens[d][0]),
+                    _ => {}
                 }
-                ev::XFER_DONE => prefetch(&r.send[d]),
-                ev::TOKEN => prefetch(&r.tokens[d][0]),
-                _ => {}
+            }
+            _ => {
+                if e.kind == ev::XFER_DONE {
+                    let s = &r.send[d];
+                    if (s.src as usize) < NDIR {
+                        prefetch(&r.recv[s.src as usize].vc[(s.src_vc as usize).min(MAXV - 1)]);
+                    }
+                }
             }
         }
+    }
+
+    /// Prefetches the queues of the VCs and injection FIFOs of router `r`
+    /// whose heads may move.
+    #[inline]
+    fn prefetch_queues(&self, r: &Router) {
+        let mut ready = r.ready;
+        while ready != 0 {
+            let i = ready.trailing_zeros() as usize;
+            ready &= ready - 1;
+            prefetch(&r.recv[i / 8].vc[(i % 8).min(MAXV - 1)]);
+        }
+        let mut ib = r.inj_ready;
+        while ib != 0 {
+            let f = ib.trailing_zeros() as usize;
+            ib &= ib - 1;
+            prefetch(&r.inj[f.min(MAXF - 1)]);
+        }
+    }
+
+    /// Prefetches the head packets of the queues [`Self::prefetch_queues`]
+    /// names (reading the queues).
+    #[inline]
+    fn prefetch_head_packets(&self, r: &Router) {
+        let mut ready = r.ready;
+        while ready != 0 {
+            let i = ready.trailing_zeros() as usize;
+            ready &= ready - 1;
+            if let Some(p) = self.pool.try_get(r.recv[i / 8].vc[(i % 8).min(MAXV - 1)].q.head) {
+                prefetch(p);
+            }
+        }
+        let mut ib = r.inj_ready;
+        while ib != 0 {
+            let f = ib.trailing_zeros() as usize;
+            ib &= ib - 1;
+            if let Some(p) = self.pool.try_get(r.inj[f.min(MAXF - 1)].q.head) {
+                prefetch(p);
+            }
+        }
+    }
+
+    /// Brings the state arbitration is about to read at router `ni` into the
+    /// cache in parallel rather than one miss after another: the queues of
+    /// the VCs and injection FIFOs whose heads may move, then their head
+    /// packets. Changes nothing.
+    #[inline]
+    fn prefetch_heads(&self, ni: usize) {
+        let r = &self.routers[ni];
+        self.prefetch_queues(r);
+        self.prefetch_head_packets(r);
     }
 
     /// The tokens held in VC `v` somewhere change by `delta` at `now`.
@@ -760,6 +828,7 @@ impl Torus {
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
         self.global.arbitrations += 1;
         let ni = n as usize;
+        self.prefetch_heads(ni);
         // Requests in fixed arrays on the stack; phase 3 finds a sender's
         // requests through per-direction bit masks (request i = bit i).
         let mut reqs = [Req::default(); NDIR + MAXF];

@@ -29,8 +29,8 @@ impl Model for Sim {
         self.net.handle(&mut self.driver, now, ev, q);
     }
     #[inline]
-    fn touch(&self, ev: &Event) {
-        self.net.touch(ev);
+    fn touch(&self, ev: &Event, stage: usize) {
+        self.net.touch(ev, stage);
     }
 }
 
