@@ -460,13 +460,10 @@ impl Torus {
     }
 
     /// Prefetches what an upcoming event will read (see
-    /// [`crate::engine::Model::touch`]). Stage 0: the router's first line and
-    /// the line the event needs first - the packet, receiver and token
-    /// counts of an arrival, the sender of a finished transfer, the token
-    /// counts of a token return. Stage 1 reads the router's first line and
-    /// the sender to prefetch the queues the arbitration after the event
-    /// will look at (and the VC a finished transfer leaves); stage 2 reads
-    /// those queues to prefetch their head packets.
+    /// [`crate::engine::Model::touch`]). Stage 0: the router lines every
+    /// arbitration reads and what the event needs first - the packet and
+    /// receiver of an arrival, the sender of a finished transfer. Stage 1
+    /// reads that sender to prefetch the VC the transfer leaves.
     #[inline]
     pub fn touch(&self, e: &Event, stage: usize) {
         if e.kind >= ev::TORUS_MAX {
@@ -476,7 +473,11 @@ impl Torus {
         let d = (e.a as usize).min(NDIR - 1);
         match stage {
             0 => {
+                // The lines every arbitration reads: the first, the token
+                // counts (two lines) with the FIFO masks and coordinates.
                 prefetch(&r.ready);
+                prefetch(&r.tokens[0][0]);
+                prefetch(&r.coords);
                 match e.kind {
                     ev::ARRIVE => {
                         if let Some(p) = self.pool.try_get(e.data) {
@@ -485,10 +486,8 @@ impl Torus {
                         // The packet's VC is in the packet: both ends of the receiver.
                         prefetch(&r.recv[d].vc[0]);
                         prefetch(&r.recv[d].vc[MAXV - 1]);
-                        prefetch(&r.tokens[0][0]);
                     }
                     ev::XFER_DONE => prefetch(&r.send[d]),
-                    ev::TOKEN => prefetch(&r.tokens[d][0]),
                     _ => {}
                 }
             }
