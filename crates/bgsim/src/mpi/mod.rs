@@ -422,7 +422,12 @@ impl World {
                     return Err(MpiError::Blocked(self.blocked()));
                 };
                 self.stats.events += 1;
-                crate::engine::touch_ahead(&self.q, |e, stage| self.stack.net.touch(e, stage));
+                crate::engine::touch_ahead(&self.q, |e, stage| {
+                    self.stack.net.touch(e, stage);
+                    if stage == 1 {
+                        self.stack.ml.touch(&self.stack.net, e);
+                    }
+                });
                 self.stack.handle(t, ev, &mut self.q);
                 if !self.stack.ml.completed.is_empty() {
                     self.collect();

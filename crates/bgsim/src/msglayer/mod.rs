@@ -23,7 +23,7 @@
 //! Completion (`senddone`, `recvdone`) is recorded on requests, which the
 //! MPI layer above hands out and waits on.
 
-use crate::engine::{EventQueue, Tick};
+use crate::engine::{Event, EventQueue, Tick};
 use crate::machine::{NodeMode, Protocol, Slot};
 use crate::node::Work;
 use crate::packet::{Net, Routing, Software};
@@ -1068,6 +1068,33 @@ impl MsgLayer {
         let (node, core) = self.place(rank);
         net.timer(q, at, node, core, timer_tag(tk::REQ_DONE, req));
         req
+    }
+}
+
+impl MsgLayer {
+    /// Prefetches the message an upcoming event will work on (see
+    /// [`crate::engine::Model::touch`]; stage 1, when stage 0 has prefetched
+    /// the event's packet): the message of a packet entering a reception
+    /// FIFO, which a core reads soon after, and the next message a waking
+    /// core emits packets of. Changes nothing.
+    #[inline]
+    pub fn touch(&self, net: &Net, e: &Event) {
+        let id = match e.kind {
+            crate::torus::ev::RX_DONE => match net.torus.pool.try_get(e.data) {
+                Some(p) => untag(p.tag).1,
+                None => return,
+            },
+            crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN if (e.a as usize) < net.cores.per_node => {
+                match self.streams.get(net.cores.idx(e.node, e.a as usize)).and_then(|s| s.front()) {
+                    Some(&id) => id,
+                    None => return,
+                }
+            }
+            _ => return,
+        };
+        if let Some(m) = self.msgs.get(id as usize) {
+            crate::engine::prefetch(m);
+        }
     }
 }
 

@@ -462,7 +462,8 @@ impl Torus {
     /// Prefetches what an upcoming event will read (see
     /// [`crate::engine::Model::touch`]). Stage 0: the router lines every
     /// arbitration reads and what the event needs first - the packet and
-    /// receiver of an arrival, the sender of a finished transfer. Stage 1
+    /// receiver of an arrival, the sender of a finished transfer, the packet
+    /// of a finished delivery. Stage 1
     /// reads that sender to prefetch the VC the transfer leaves.
     #[inline]
     pub fn touch(&self, e: &Event, stage: usize) {
@@ -488,6 +489,11 @@ impl Torus {
                         prefetch(&r.recv[d].vc[MAXV - 1]);
                     }
                     ev::XFER_DONE => prefetch(&r.send[d]),
+                    ev::RX_DONE => {
+                        if let Some(p) = self.pool.try_get(e.data) {
+                            prefetch(p);
+                        }
+                    }
                     _ => {}
                 }
             }
