@@ -293,7 +293,10 @@ impl World {
         let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(PyValueError::new_err)?;
         match length {
             Some(n) => self.w.isend_sized(rank, dest, ctx, tag, Vec::new(), n, send_mode(mode)?, force),
-            None => self.w.isend(rank, dest, ctx, tag, data.to_vec(), send_mode(mode)?, force),
+            None => {
+                let data = self.w.buffer_from(data);
+                self.w.isend(rank, dest, ctx, tag, data, send_mode(mode)?, force)
+            }
         }
         .map_err(mpi_err)
     }
@@ -308,7 +311,8 @@ impl World {
         if !comm.has(rank) {
             return -1;
         }
-        match self.w.isend(rank, wdest as i64, comm.ctx, tag, data.to_vec(), SendMode::Standard, None) {
+        let data = self.w.buffer_from(data);
+        match self.w.isend(rank, wdest as i64, comm.ctx, tag, data, SendMode::Standard, None) {
             Ok(r) => r as i64,
             Err(_) => -1,
         }
@@ -366,12 +370,18 @@ impl World {
         let data = self.w.take_data(req);
         let data = match self.recv_bufs.get_mut(req as usize).and_then(Option::take) {
             Some(buf) => {
-                if let (Some(d), false) = (&data, s.truncated) {
-                    copy_into(py, &buf, d)?;
+                if let Some(d) = data {
+                    let copied = if s.truncated { Ok(()) } else { copy_into(py, &buf, &d) };
+                    self.w.recycle(d);
+                    copied?;
                 }
                 None
             }
-            None => data.map(|d| PyBytes::new_bound(py, &d)),
+            None => data.map(|d| {
+                let b = PyBytes::new_bound(py, &d);
+                self.w.recycle(d);
+                b
+            }),
         };
         self.w.release(req);
         Ok((s.source, s.tag, s.count, s.cancelled, s.truncated, data))

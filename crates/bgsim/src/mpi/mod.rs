@@ -112,7 +112,17 @@ pub struct World {
     tree: Tree,
     gi: Barrier,
     joining: HashMap<u64, Joining>,
+    /// Message buffers given back by their last reader, for the next sends,
+    /// and their bytes (at most SPARE_BYTES, in buffers of at most
+    /// SPARE_BUFFER_BYTES).
+    spare: Vec<Vec<u8>>,
+    spare_bytes: usize,
 }
+
+/// How many bytes of message buffers [`World::recycle`] keeps, and the
+/// largest buffer it keeps.
+const SPARE_BYTES: usize = 64 << 20;
+const SPARE_BUFFER_BYTES: usize = 64 << 10;
 
 impl World {
     /// `nranks` ranks placed by `mapping` on `machine`; `mpi`: charge MPI's
@@ -135,6 +145,8 @@ impl World {
             tree: Tree::new(machine),
             gi: Barrier::new(machine),
             joining: HashMap::new(),
+            spare: Vec::new(),
+            spare_bytes: 0,
         })
     }
 
@@ -359,6 +371,29 @@ impl World {
     /// Takes the received data of a completed receive.
     pub fn take_data(&mut self, req: ReqId) -> Option<Vec<u8>> {
         self.stack.ml.reqs[req as usize].data.take()
+    }
+    /// A buffer holding a copy of `data`, for [`Self::isend`]: a recycled one
+    /// when there is one (a thousand ranks' 1 KB messages otherwise keep the
+    /// allocator busy).
+    pub fn buffer_from(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = match self.spare.pop() {
+            Some(v) => {
+                self.spare_bytes -= v.capacity();
+                v
+            }
+            None => Vec::new(),
+        };
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+    /// Gives a message's buffer back once its data has been read.
+    pub fn recycle(&mut self, v: Vec<u8>) {
+        let c = v.capacity();
+        if c > 0 && c <= SPARE_BUFFER_BYTES && self.spare_bytes + c <= SPARE_BYTES {
+            self.spare_bytes += c;
+            self.spare.push(v);
+        }
     }
     /// Frees a request slot (after completion, or when abandoned).
     pub fn release(&mut self, req: ReqId) {
