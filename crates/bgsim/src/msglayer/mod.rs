@@ -28,7 +28,8 @@ use crate::machine::{NodeMode, Protocol, Slot};
 use crate::node::Work;
 use crate::packet::{Net, Routing, Software};
 use crate::torus::{flags, Packet, NRX, RX_GROUP};
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// Dense ids of messages and requests.
 pub type MsgId = u32;
@@ -205,7 +206,8 @@ struct RankState {
     unexpected: Vec<MsgId>,
     probes: Vec<ReqId>,
     /// Per destination: messages not yet started (head may be in progress).
-    peers: HashMap<u32, VecDeque<MsgId>>,
+    /// (Fx hashing: a rank number needs no protection from crafted keys.)
+    peers: FxHashMap<u32, VecDeque<MsgId>>,
     stats: RankStats,
 }
 
@@ -294,7 +296,7 @@ impl MsgLayer {
                     posted: Vec::new(),
                     unexpected: Vec::new(),
                     probes: Vec::new(),
-                    peers: HashMap::new(),
+                    peers: FxHashMap::default(),
                     stats: RankStats::default(),
                 }
             })
