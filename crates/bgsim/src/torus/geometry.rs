@@ -82,16 +82,43 @@ impl Geometry {
         let nc = if is_minus(d) { if c == 0 { size - 1 } else { c - 1 } } else if c + 1 == size { 0 } else { c + 1 };
         n - c * self.stride[k] + nc * self.stride[k]
     }
+    /// [`Self::neighbor`] of `n` whose coordinates `c` are known (no division:
+    /// the router keeps its node's coordinates).
+    #[inline]
+    pub fn neighbor_at(&self, n: u32, c: [u8; 3], d: usize) -> u32 {
+        let k = dim_of(d);
+        let (size, s, c) = (self.dims[k], self.stride[k], c[k] as u32);
+        if is_minus(d) {
+            if c == 0 {
+                n + (size - 1) * s
+            } else {
+                n - s
+            }
+        } else if c + 1 == size {
+            n - c * s
+        } else {
+            n + s
+        }
+    }
     /// Whether the hop from `n` in direction `d` crosses the dateline of its
     /// dimension (the wrap-around link between the maximum coordinate and 0).
     #[inline]
     pub fn crosses_dateline(&self, n: u32, d: usize) -> bool {
         let k = dim_of(d);
-        let c = (n / self.stride[k]) % self.dims[k];
+        self.at_dateline(d, (n / self.stride[k]) % self.dims[k])
+    }
+    /// [`Self::crosses_dateline`] for a node with coordinates `c`.
+    #[inline]
+    pub fn crosses_dateline_at(&self, c: [u8; 3], d: usize) -> bool {
+        self.at_dateline(d, c[dim_of(d)] as u32)
+    }
+    /// Whether coordinate `c` is the dateline end of a hop in direction `d`.
+    #[inline]
+    fn at_dateline(&self, d: usize, c: u32) -> bool {
         if is_minus(d) {
             c == 0
         } else {
-            c + 1 == self.dims[k]
+            c + 1 == self.dims[dim_of(d)]
         }
     }
     /// Signed minimal offset from `a` to `b` along dimension `k`: positive means
@@ -164,6 +191,19 @@ mod tests {
         assert!(!m.has_link(0, 1));
         assert!(m.has_link(0, 0));
         assert!(!m.has_link(1, 0));
+    }
+
+    #[test]
+    fn neighbor_and_dateline_from_coordinates_match_the_index_forms() {
+        for shape in [Shape::torus(4, 3, 2), Shape::mesh(5, 1, 3), Shape::torus(1, 7, 8)] {
+            let g = Geometry::new(&shape);
+            for n in 0..g.nodes() {
+                for d in 0..NDIR {
+                    assert_eq!(g.neighbor_at(n, g.coords(n), d), g.neighbor(n, d), "{shape:?} node {n} dir {d}");
+                    assert_eq!(g.crosses_dateline_at(g.coords(n), d), g.crosses_dateline(n, d));
+                }
+            }
+        }
     }
 
     #[test]

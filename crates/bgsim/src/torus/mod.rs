@@ -112,15 +112,13 @@ struct Fifo {
     /// Bytes reserved or held.
     used: u32,
     busy: bool,
-    /// Productive directions of the head packet.
-    hprod: u8,
     /// Since when the FIFO could not take a full packet (Tick::MAX: not full).
     full_since: Tick,
 }
 
 impl Default for Fifo {
     fn default() -> Self {
-        Fifo { q: List::default(), used: 0, busy: false, hprod: 0, full_since: Tick::MAX }
+        Fifo { q: List::default(), used: 0, busy: false, full_since: Tick::MAX }
     }
 }
 
@@ -149,6 +147,8 @@ struct Router {
     tokens: [[u16; MAXV + 1]; NDIR],
     /// Injection FIFOs whose head may move.
     inj_ready: u32,
+    /// Productive directions of each injection FIFO's head.
+    inj_hprod: [u8; MAXF],
     /// Reception FIFOs holding packets (bit f).
     rx_nonempty: u16,
     coords: [u8; 3],
@@ -322,6 +322,7 @@ impl Torus {
                 coords: geo.coords(i as u32),
                 ready: 0,
                 inj_ready: 0,
+                inj_hprod: [0; MAXF],
                 xfer_mask: 0,
             })
             .collect();
@@ -394,7 +395,7 @@ impl Torus {
         self.pool.get_mut(id).prod = prod;
         r.inj[f].q.push(&mut self.pool, id);
         if r.inj[f].q.head == id {
-            r.inj[f].hprod = prod;
+            r.inj_hprod[f] = prod;
         }
         if r.inj[f].q.head == id && !r.inj[f].busy {
             r.inj_ready |= 1 << f;
@@ -566,29 +567,31 @@ impl Torus {
     }
 
     fn on_arrive(&mut self, now: Tick, n: u32, port: usize, id: u32, q: &mut EventQueue) {
-        let v = self.pool.get(id).vc as usize;
-        let charge = self.pool.get(id).charge as u16;
-        self.vc_stat(v, now, charge as i64);
-        self.global.vcs[v].packets += 1;
         let r = &mut self.routers[n as usize];
-        let prod = prod_at(r.coords, self.pool.get(id));
         let pk = self.pool.get_mut(id);
+        let (v, charge) = (pk.vc as usize, pk.charge as u16);
+        let prod = prod_at(r.coords, pk);
         pk.prod = prod;
         pk.arrived = now;
         let vc = &mut r.recv[port].vc[v];
         vc.used += charge;
         debug_assert!(vc.used <= self.p.vc_tokens, "VC overflow at node {n} port {port} vc {v}");
         vc.q.push(&mut self.pool, id);
-        if vc.q.head == id {
+        let new_head = vc.q.head == id;
+        let movable = new_head && !vc.busy;
+        if new_head {
             r.hprod[port * 8 + v] = prod;
         }
-        if vc.q.head == id && !vc.busy {
+        let free = !r.xfer_mask & ((1 << NDIR) - 1);
+        if movable {
             r.ready |= 1 << (port * 8 + v);
-            // Fast path: a new head none of whose productive links is free
-            // cannot move now; the sender that frees will arbitrate.
-            if prod != 0 && prod & self.free_senders(n) == 0 {
-                return;
-            }
+        }
+        let g = &mut self.global.vcs[v];
+        g.change(now, self.p.token_bytes as u64, charge as i64);
+        g.packets += 1;
+        // A new head none of whose productive links is free cannot move now;
+        // the sender that frees will arbitrate.
+        if movable && (prod == 0 || prod & free != 0) {
             self.arbitrate(n, now, q, NO_DIR);
         }
     }
@@ -631,11 +634,13 @@ impl Torus {
 
     /// The packet that held `charge` tokens in VC `v` of receiver `port` at
     /// node `n` has left: send the token-ack upstream on the reverse link.
+    #[inline]
     fn return_tokens(&mut self, now: Tick, n: u32, port: usize, v: usize, charge: u16, q: &mut EventQueue) {
         let back = opposite(port);
-        let up = self.geo.neighbor(n, back);
+        let r = &mut self.routers[n as usize];
+        let up = self.geo.neighbor_at(n, r.coords, back);
         let ack = self.p.ack_bytes as Tick * self.p.tick_byte;
-        let s = &mut self.routers[n as usize].send[back];
+        let s = &mut r.send[back];
         let start = s.busy_until.max(now);
         s.busy_until = start + ack;
         s.stat.acks = s.stat.acks.saturating_add(1);
@@ -648,7 +653,7 @@ impl Torus {
         let r = &mut self.routers[n as usize];
         r.tokens[d][v] += amount;
         debug_assert!(r.tokens[d][v] <= self.p.vc_tokens);
-        if r.send[d].xfer == NIL {
+        if r.xfer_mask & (1 << d) == 0 {
             self.arbitrate(n, now, q, d as u8);
         }
     }
@@ -700,130 +705,6 @@ impl Torus {
 
     // ----- arbitration -----
 
-    /// Tokens needed downstream and tokens charged for a move of `pk` from
-    /// node `n` in direction `d` onto VC `v`.
-    #[inline]
-    fn escape_need(&self, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
-        let actual = pk.chunks as u16 * self.p.tokens_per_chunk;
-        let full = self.p.full_tokens;
-        match self.p.escape {
-            Escape::Bubble => {
-                // Continuing on the bubble VC in the same direction needs
-                // tokens for one packet; entering it (injection, turning into
-                // a new dimension, falling back from a dynamic VC) needs two.
-                // With full-size accounting every packet on the bubble VC
-                // counts (and is charged) as full-sized. The naive
-                // actual-size accounting counts real sizes, so the free space
-                // fragments into holes too small for the waiting packets.
-                let staying = pk.last_dir == d as u8 && pk.vc as usize == v;
-                let unit = match self.p.bubble {
-                    BubbleAccounting::FullSize => full,
-                    BubbleAccounting::ActualSize => actual,
-                };
-                (if staying { unit } else { 2 * unit }, unit)
-            }
-            _ => (full, actual),
-        }
-    }
-
-    /// The escape move of a packet at node `n` with productive mask `prod`:
-    /// (direction, VC).
-    #[inline]
-    fn escape_move(&self, n: u32, pk: &Packet, prod: u8) -> (usize, usize) {
-        let d = match self.p.escape {
-            Escape::DatelineDir => {
-                // x+, y+, z+, then x-, y-, z-.
-                let plus = prod & 0b01_0101;
-                let m = if plus != 0 { plus } else { prod };
-                m.trailing_zeros() as usize
-            }
-            _ => prod.trailing_zeros() as usize,
-        };
-        let base = if pk.is(flags::HIGH_PRIORITY) { self.p.hp } else { self.p.esc };
-        let v = match self.p.escape {
-            Escape::Bubble => base,
-            _ if pk.is(flags::HIGH_PRIORITY) => base,
-            _ => {
-                let k = dim_of(d);
-                if pk.crossed & (1 << k) != 0 || self.geo.crosses_dateline(n, d) {
-                    base + 1
-                } else {
-                    base
-                }
-            }
-        };
-        (d, v)
-    }
-
-    /// Phase 1 for one packet: its preferred move, or None (no tokens).
-    /// Returns (dir, vc, charge) or (RX, 0, 0) for delivery.
-    #[inline]
-    fn choose_move(&mut self, n: u32, id: u32) -> Option<(u8, u8, u8)> {
-        let pk = *self.pool.get(id);
-        let r = &self.routers[n as usize];
-        let prod = pk.prod;
-        if prod == 0 {
-            return Some((RX, 0, 0));
-        }
-        let full = self.p.full_tokens;
-        if pk.is(flags::DYNAMIC) && !pk.is(flags::HIGH_PRIORITY) {
-            let actual = (pk.chunks as u16 * self.p.tokens_per_chunk) as u8;
-            // The (direction, dynamic VC) options in the best token range;
-            // one of them at random when several tie.
-            let random = self.p.arbitration == Arbitration::Random;
-            let ranges = &self.p.token_range;
-            let mut best_q = 0u8;
-            // At most one productive direction per dimension: 3 x MAXV options,
-            // each stored as direction * 8 + VC.
-            let mut opts = [0u8; 3 * MAXV];
-            let mut nopt = 0usize;
-            let mut m = prod;
-            while m != 0 {
-                let d = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let tokens = &r.tokens[d];
-                for (v, &t) in tokens[..self.p.ndyn].iter().enumerate() {
-                    if t >= full {
-                        let qv = if random { 0 } else { ranges[t as usize] };
-                        if nopt == 0 || qv > best_q {
-                            best_q = qv;
-                            nopt = 0;
-                        }
-                        if qv == best_q {
-                            opts[nopt] = (d * 8 + v) as u8;
-                            nopt += 1;
-                        }
-                    }
-                }
-            }
-            if nopt > 0 {
-                let i = if nopt > 1 { self.routers[n as usize].rng.below(nopt as u32) as usize } else { 0 };
-                return Some((opts[i] >> 3, opts[i] & 7, actual));
-            }
-        }
-        let (d, v) = self.escape_move(n, &pk, prod);
-        let (need, charge) = self.escape_need(&pk, d, v);
-        if self.routers[n as usize].tokens[d][v] >= need {
-            Some((d as u8, v as u8, charge as u8))
-        } else {
-            // A packet ready to move found no downstream tokens.
-            if !pk.is(flags::STALLED) {
-                self.pool.get_mut(id).flags |= flags::STALLED;
-                let st = &mut self.routers[n as usize].send[d].stat;
-                st.stalls = st.stalls.saturating_add(1);
-                self.global.stalls_by_vc[v] += 1;
-            }
-            None
-        }
-    }
-
-    /// Deposit packets at an intermediate node also need reception room.
-    #[inline]
-    fn deposit_ok(&self, n: u32, port: usize, pk: &Packet) -> bool {
-        let r = &self.routers[n as usize];
-        !r.rx_busy(port) && r.rx[rx_index(pk, port)].used + pk.chunks as u32 * self.p.chunk_bytes <= self.p.rx_bytes
-    }
-
     /// Runs the three arbitration phases at node `n`. `trigger` is the
     /// direction whose tokens just came back (for the unblocking statistic).
     ///
@@ -831,93 +712,109 @@ impl Torus {
     /// several movable VCs and something was granted, another round runs at
     /// once (the hardware would run it on the next cycle).
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
-        self.global.arbitrations += 1;
         let ni = n as usize;
         self.prefetch_heads(ni);
+        let Torus { p, geo, routers, pool, global, .. } = self;
+        global.arbitrations += 1;
+        let r = &mut routers[ni];
+        let slq = p.arbitration == Arbitration::Slq;
         // Requests in fixed arrays on the stack; phase 3 finds a sender's
         // requests through per-direction bit masks (request i = bit i).
         let mut reqs = [Req::default(); NDIR + MAXF];
         for _round in 0..NDIR {
-            let free = self.free_senders(n);
+            let free = !r.xfer_mask & ((1 << NDIR) - 1);
             let mut nreq = 0usize;
             let mut net_by_dir = [0u32; NDIR];
             let mut fresh_by_dir = [0u32; NDIR];
             let mut multi = false;
-            // Phases 1 and 2 for the receivers' VC heads.
-            let ready = self.routers[ni].ready;
-            if ready != 0 {
-                for port in 0..NDIR {
-                    let mut bits = ((ready >> (port * 8)) & 0xff) as u8;
-                    if bits == 0 {
+            // Phases 1 and 2 for the receivers' VC heads. The heads worth
+            // evaluating: those whose productive links include a free one
+            // (with a transfer path left at their receiver), and those at
+            // their destination whose receiver's reception path is free - all
+            // found at once, a byte per head, from the router's first line.
+            let mut cand = 0u64;
+            let ready = r.ready;
+            let mut ports = nonzero_bytes(ready);
+            while ports != 0 {
+                let port = ports.trailing_zeros() as usize;
+                ports &= ports - 1;
+                let fwd_free = if r.paths[port] < p.paths { free } else { 0 };
+                let h = u64::from_le_bytes(r.hprod[port * 8..port * 8 + 8].try_into().unwrap());
+                let forward = nonzero_bytes(h & (fwd_free as u64 * BYTES_1));
+                let deliver = if r.rx_busy(port) { 0 } else { !nonzero_bytes(h) };
+                cand |= ((forward | deliver) as u64) << (port * 8);
+            }
+            cand &= ready;
+            let mut ports = nonzero_bytes(cand);
+            while ports != 0 {
+                let port = ports.trailing_zeros() as usize;
+                ports &= ports - 1;
+                let mut bits = (cand >> (port * 8)) as u8;
+                // This receiver's candidates go to reqs[nreq..nreq + ncand];
+                // the one it lets go then moves to reqs[nreq].
+                let mut ncand = 0usize;
+                // The receiver's path to its reception FIFOs serves the VC
+                // heads waiting for it first come, first served.
+                let mut delivery: Option<(usize, u32, usize, u32, Tick)> = None;
+                while bits != 0 {
+                    let v = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let vc = &r.recv[port].vc[v];
+                    let (id, used) = (vc.q.head, vc.used);
+                    global.head_evaluations += 1;
+                    let pk = pool.get(id);
+                    debug_assert_eq!(pk.prod, r.hprod[port * 8 + v]);
+                    if pk.prod == 0 {
+                        // Delivery uses the receiver's own path to its reception FIFO.
+                        let f = rx_index(pk, port);
+                        let bytes = pk.chunks as u32 * p.chunk_bytes;
+                        let arrived = pk.arrived;
+                        if r.rx[f].used + bytes <= p.rx_bytes && delivery.map_or(true, |d| arrived < d.4) {
+                            delivery = Some((v, id, f, bytes, arrived));
+                        }
                         continue;
                     }
-                    let can_forward = self.routers[ni].paths[port] < self.p.paths;
-                    // This receiver's candidates go to reqs[nreq..nreq + ncand];
-                    // the one it lets go then moves to reqs[nreq].
-                    let mut ncand = 0usize;
-                    // The receiver's path to its reception FIFOs serves the VC
-                    // heads waiting for it first come, first served.
-                    let mut delivery: Option<(usize, u32, usize, u32, Tick)> = None;
-                    while bits != 0 {
-                        let v = bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        let hprod = self.routers[ni].hprod[port * 8 + v];
-                        if hprod != 0 && (!can_forward || hprod & free == 0) {
-                            // No productive link is free: nothing to decide now.
-                            continue;
-                        }
-                        if hprod == 0 && self.routers[ni].rx_busy(port) {
-                            // The path to the reception FIFOs is in use.
-                            continue;
-                        }
-                        let vc = &self.routers[ni].recv[port].vc[v];
-                        let (id, used) = (vc.q.head, vc.used);
-                        self.global.head_evaluations += 1;
-                        let pk = self.pool.get(id);
-                        debug_assert_eq!(pk.prod, hprod);
-                        if hprod == 0 {
-                            // Delivery uses the receiver's own path to its reception FIFO.
-                            let f = rx_index(pk, port);
-                            let bytes = pk.chunks as u32 * self.p.chunk_bytes;
-                            let arrived = pk.arrived;
-                            let r = &self.routers[ni];
-                            if r.rx[f].used + bytes <= self.p.rx_bytes && delivery.map_or(true, |d| arrived < d.4) {
-                                delivery = Some((v, id, f, bytes, arrived));
-                            }
-                            continue;
-                        }
-                        if pk.is(flags::DEPOSIT) && !self.deposit_ok(n, port, pk) {
-                            continue;
-                        }
-                        let Some((d, tv, ch)) = self.movable(n, id, hprod, free) else { continue };
-                        let fill = self.p.token_range[used as usize];
-                        reqs[nreq + ncand] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == self.p.hp, pkt: id };
-                        ncand += 1;
+                    if pk.is(flags::DEPOSIT) && !deposit_ok(p, r, port, pk) {
+                        continue;
                     }
-                    if let Some((v, id, f, bytes, _)) = delivery {
-                        self.start_delivery(now, n, port, v, id, f, bytes, q);
+                    let Some((d, tv, ch)) = choose_move(p, geo, r, pool, global, id) else { continue };
+                    if free & (1 << d) == 0 {
+                        // The chosen link is busy: the head waits for it.
+                        continue;
                     }
-                    if ncand > 0 {
-                        let pick = self.receiver_pick(n, &reqs[nreq..nreq + ncand]);
-                        let rq = reqs[nreq + pick];
-                        net_by_dir[rq.dir as usize] |= 1 << nreq;
-                        reqs[nreq] = rq;
-                        nreq += 1;
-                        multi |= ncand > 1;
-                    }
+                    let fill = p.token_range[used as usize];
+                    reqs[nreq + ncand] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == p.hp, pkt: id };
+                    ncand += 1;
+                }
+                if let Some((v, id, f, bytes, _)) = delivery {
+                    start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
+                }
+                if ncand > 0 {
+                    let pick = receiver_pick(p, r, &reqs[nreq..nreq + ncand]);
+                    let rq = reqs[nreq + pick];
+                    net_by_dir[rq.dir as usize] |= 1 << nreq;
+                    reqs[nreq] = rq;
+                    nreq += 1;
+                    multi |= ncand > 1;
                 }
             }
             // Phase 1 for the injection FIFO heads.
-            let mut ib = self.routers[ni].inj_ready;
+            let mut ib = r.inj_ready;
             while ib != 0 {
                 let f = ib.trailing_zeros() as usize;
                 ib &= ib - 1;
-                let fifo = &self.routers[ni].inj[f];
-                let (id, hprod, fused) = (fifo.q.head, fifo.hprod, fifo.used);
-                let Some((d, tv, ch)) = self.movable(n, id, hprod, free) else { continue };
-                let fill = quantize(fused, self.p.inj_bytes, self.p.ranges);
+                if r.inj_hprod[f] & free == 0 {
+                    continue;
+                }
+                let fifo = &r.inj[f];
+                let (id, fused) = (fifo.q.head, fifo.used);
+                let Some((d, tv, ch)) = choose_move(p, geo, r, pool, global, id) else { continue };
+                if free & (1 << d) == 0 {
+                    continue;
+                }
+                let fill = quantize(fused, p.inj_bytes, p.ranges);
                 fresh_by_dir[d as usize] |= 1 << nreq;
-                reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= self.p.ninj, pkt: id };
+                reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= p.ninj, pkt: id };
                 nreq += 1;
             }
             if nreq == 0 {
@@ -927,7 +824,6 @@ impl Torus {
             // the network first (on a programmable fraction of decisions),
             // SLQ / random among equals.
             let mut granted = false;
-            let slq = self.p.arbitration == Arbitration::Slq;
             let mut m = free;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
@@ -936,166 +832,20 @@ impl Torus {
                 if net | fresh == 0 {
                     continue;
                 }
-                let rng = &mut self.routers[ni].rng;
-                let prefer_net = net != 0 && (fresh == 0 || rng.chance(self.p.net_priority));
+                let prefer_net = net != 0 && (fresh == 0 || r.rng.chance(p.net_priority));
                 let set = if prefer_net { net } else { fresh };
-                let chosen = pick_slq_mask(rng, &reqs, set, slq, self.p.slq_fraction);
+                let chosen = pick_slq_mask(&mut r.rng, &reqs, set, slq, p.slq_fraction);
                 let rq = reqs[chosen];
-                if trigger == d as u8 && self.pool.get(rq.pkt).is(flags::STALLED) {
-                    self.global.unblocking_returns += 1;
+                if trigger == d as u8 && pool.get(rq.pkt).is(flags::STALLED) {
+                    global.unblocking_returns += 1;
                 }
-                self.start_transfer(now, n, rq, q);
+                start_transfer(p, geo, r, pool, global, n, now, rq, q);
                 granted = true;
             }
             if !(granted && multi) {
                 return;
             }
         }
-    }
-
-    /// Phase 1 for a head with productive directions `prod`: its chosen move
-    /// if the chosen link is free now. A head none of whose productive links
-    /// is free has nothing to decide: the sender that frees will arbitrate.
-    #[inline]
-    fn movable(&mut self, n: u32, id: u32, prod: u8, free: u8) -> Option<(u8, u8, u8)> {
-        if prod & free == 0 {
-            return None;
-        }
-        let (d, tv, ch) = self.choose_move(n, id)?;
-        if free & (1 << d) == 0 {
-            return None;
-        }
-        Some((d, tv, ch))
-    }
-
-    /// Senders without a packet in transfer (bit d).
-    #[inline]
-    fn free_senders(&self, n: u32) -> u8 {
-        !self.routers[n as usize].xfer_mask & ((1 << NDIR) - 1)
-    }
-
-    /// Phase 2: a receiver lets one of its requesting VCs go: high priority
-    /// first, else SLQ on a fraction of decisions, else random.
-    fn receiver_pick(&mut self, n: u32, cand: &[Req]) -> usize {
-        if cand.len() == 1 {
-            return 0;
-        }
-        if let Some(i) = cand.iter().position(|c| c.hp) {
-            return i;
-        }
-        let slq = self.p.arbitration == Arbitration::Slq;
-        let all = (1u32 << cand.len()) - 1;
-        pick_slq_mask(&mut self.routers[n as usize].rng, cand, all, slq, self.p.slq_fraction)
-    }
-
-    fn start_delivery(&mut self, now: Tick, n: u32, port: usize, v: usize, id: u32, f: usize, bytes: u32, q: &mut EventQueue) {
-        let rxb = self.p.rx_bytes;
-        let maxp = self.p.max_packet_bytes;
-        let r = &mut self.routers[n as usize];
-        let vc = &mut r.recv[port].vc[v];
-        vc.q.pop(&self.pool);
-        if vc.q.head != NIL {
-            r.hprod[port * 8 + v] = self.pool.get(vc.q.head).prod;
-        }
-        vc.busy = true;
-        r.ready &= !(1 << (port * 8 + v));
-        r.rx_busy |= 1 << port;
-        let fifo = &mut r.rx[f];
-        fifo.used += bytes;
-        if rxb - fifo.used < maxp && fifo.full_since == Tick::MAX {
-            fifo.full_since = now;
-        }
-        self.pool.get_mut(id).flags &= !flags::STALLED;
-        self.global.last_progress = now;
-        q.push_at(now + bytes as Tick * self.p.tick_byte, Event { kind: ev::RX_DONE, a: port as u8, b: v as u8, c: 0, node: n, data: id });
-    }
-
-    fn start_transfer(&mut self, now: Tick, n: u32, rq: Req, q: &mut EventQueue) {
-        let ni = n as usize;
-        let d = rq.dir as usize;
-        let id = rq.pkt;
-        let pk = *self.pool.get(id);
-        let bytes = pk.chunks as u32 * self.p.chunk_bytes;
-        let wire = bytes + self.p.trailer_gap;
-        let src = rq.src as usize;
-        let r = &mut self.routers[ni];
-        // Unlink from the source queue; the source stays busy until the tail leaves.
-        let src_charge = if src < NDIR {
-            let vc = &mut r.recv[src].vc[rq.src_vc as usize];
-            vc.q.pop(&self.pool);
-            if vc.q.head != NIL {
-                r.hprod[src * 8 + rq.src_vc as usize] = self.pool.get(vc.q.head).prod;
-            }
-            vc.busy = true;
-            r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
-            r.paths[src] += 1;
-            pk.charge
-        } else {
-            let fifo = &mut r.inj[src - NDIR];
-            fifo.q.pop(&self.pool);
-            if fifo.q.head != NIL {
-                fifo.hprod = self.pool.get(fifo.q.head).prod;
-            }
-            fifo.busy = true;
-            r.inj_ready &= !(1 << (src - NDIR));
-            0
-        };
-        debug_assert!(r.tokens[d][rq.vc as usize] >= rq.charge as u16);
-        r.tokens[d][rq.vc as usize] -= rq.charge as u16;
-        let s = &mut r.send[d];
-        s.xfer = id;
-        r.xfer_mask |= 1 << d;
-        s.src = rq.src;
-        s.src_vc = rq.src_vc;
-        s.src_charge = src_charge;
-        let start = now.max(s.busy_until);
-        s.busy_until = start + wire as Tick * self.p.tick_byte;
-        let done = s.busy_until;
-        // Deposit bit: leave a copy here when passing through.
-        let at_intermediate = src < NDIR;
-        if pk.is(flags::DEPOSIT) && at_intermediate {
-            let mut copy = pk;
-            copy.flags |= flags::COPY;
-            copy.flags &= !flags::STALLED;
-            let cid = self.pool.alloc(copy);
-            let port = src;
-            let r = &mut self.routers[ni];
-            r.rx_busy |= 1 << port;
-            r.rx[rx_index(&copy, port)].used += bytes;
-            q.push_at(now + bytes as Tick * self.p.tick_byte, Event { kind: ev::COPY_DONE, a: port as u8, b: 0, c: 0, node: n, data: cid });
-        }
-        // Update the packet for its next hop.
-        let geo_cross = self.geo.crosses_dateline(n, d);
-        let p = self.pool.get_mut(id);
-        if src >= NDIR {
-            p.injected = now;
-        }
-        let k = dim_of(d);
-        // Minimal routes cross a dimension's dateline at most once, so the bit stays set.
-        if geo_cross {
-            p.crossed |= 1 << k;
-        }
-        p.last_dir = d as u8;
-        p.vc = rq.vc;
-        p.charge = rq.charge;
-        p.hops += 1;
-        p.flags &= !flags::STALLED;
-        let is_escape = (rq.vc as usize) >= self.p.esc && (rq.vc as usize) < self.p.hp;
-        let l = &mut self.routers[ni].send[d].stat;
-        l.chunks += pk.chunks as u64;
-        l.packets = l.packets.saturating_add(1);
-        l.payload += pk.payload as u64;
-        let g = &mut self.global;
-        g.hops += 1;
-        if is_escape {
-            g.escape_hops += 1;
-        } else if (rq.vc as usize) < self.p.ndyn {
-            g.dynamic_hops += 1;
-        }
-        g.last_progress = now;
-        let nb = self.geo.neighbor(n, d);
-        q.push_at(start + self.p.hop_latency, Event { kind: ev::ARRIVE, a: d as u8, b: 0, c: 0, node: nb, data: id });
-        q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: 0, c: 0, node: n, data: id });
     }
 
     // ----- counters -----
@@ -1252,7 +1002,7 @@ impl Torus {
                         if pk.prod == 0 {
                             break;
                         }
-                        let (d, tv) = self.escape_move(cn, pk, pk.prod);
+                        let (d, tv) = escape_move(&self.p, &self.geo, self.geo.coords(cn), pk, pk.prod);
                         cur = (self.geo.neighbor(cn, d), d, tv);
                     }
                 }
@@ -1282,6 +1032,260 @@ impl Torus {
     pub fn inj_used(&self, n: u32, f: usize) -> u32 {
         self.routers[n as usize].inj[f].used
     }
+}
+
+/// Tokens needed downstream and tokens charged for a move of `pk` in
+/// direction `d` onto escape VC `v`.
+#[inline]
+fn escape_need(p: &Params, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
+    let actual = pk.chunks as u16 * p.tokens_per_chunk;
+    let full = p.full_tokens;
+    match p.escape {
+        Escape::Bubble => {
+            // Continuing on the bubble VC in the same direction needs
+            // tokens for one packet; entering it (injection, turning into
+            // a new dimension, falling back from a dynamic VC) needs two.
+            // With full-size accounting every packet on the bubble VC
+            // counts (and is charged) as full-sized. The naive
+            // actual-size accounting counts real sizes, so the free space
+            // fragments into holes too small for the waiting packets.
+            let staying = pk.last_dir == d as u8 && pk.vc as usize == v;
+            let unit = match p.bubble {
+                BubbleAccounting::FullSize => full,
+                BubbleAccounting::ActualSize => actual,
+            };
+            (if staying { unit } else { 2 * unit }, unit)
+        }
+        _ => (full, actual),
+    }
+}
+
+/// The escape move of a packet at a node with coordinates `c` and
+/// productive mask `prod`: (direction, VC).
+#[inline]
+fn escape_move(p: &Params, geo: &Geometry, c: [u8; 3], pk: &Packet, prod: u8) -> (usize, usize) {
+    let d = match p.escape {
+        Escape::DatelineDir => {
+            // x+, y+, z+, then x-, y-, z-.
+            let plus = prod & 0b01_0101;
+            let m = if plus != 0 { plus } else { prod };
+            m.trailing_zeros() as usize
+        }
+        _ => prod.trailing_zeros() as usize,
+    };
+    let base = if pk.is(flags::HIGH_PRIORITY) { p.hp } else { p.esc };
+    let v = match p.escape {
+        Escape::Bubble => base,
+        _ if pk.is(flags::HIGH_PRIORITY) => base,
+        _ => {
+            let k = dim_of(d);
+            if pk.crossed & (1 << k) != 0 || geo.crosses_dateline_at(c, d) {
+                base + 1
+            } else {
+                base
+            }
+        }
+    };
+    (d, v)
+}
+
+/// Phase 1 for one packet at router `r`: its preferred move, or None (no
+/// tokens). Returns (dir, vc, charge) or (RX, 0, 0) for delivery.
+#[inline(always)]
+fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, id: u32) -> Option<(u8, u8, u8)> {
+    let pk = pool.get(id);
+    let prod = pk.prod;
+    if prod == 0 {
+        return Some((RX, 0, 0));
+    }
+    if pk.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
+        // The (direction, dynamic VC) options in the best token range, as
+        // bits direction * 8 + VC; one of them at random when several tie.
+        let full = p.full_tokens;
+        let random = p.arbitration == Arbitration::Random;
+        // Score of an option: 1 + its token range, 0 if it cannot take a
+        // full packet.
+        let mut best = 0u8;
+        let mut opts = 0u64;
+        let mut m = prod;
+        while m != 0 {
+            let d = m.trailing_zeros() as usize;
+            m &= m - 1;
+            for (v, &t) in r.tokens[d][..p.ndyn].iter().enumerate() {
+                let score = if t < full { 0 } else if random { 1 } else { p.token_range[t as usize] + 1 };
+                if score > best {
+                    opts = 0;
+                }
+                best = best.max(score);
+                opts |= ((score == best && score != 0) as u64) << (d * 8 + v);
+            }
+        }
+        if opts != 0 {
+            let nopt = opts.count_ones();
+            let i = if nopt > 1 { nth_bit64(opts, r.rng.below(nopt)) } else { opts.trailing_zeros() as usize };
+            let actual = (pk.chunks as u16 * p.tokens_per_chunk) as u8;
+            return Some(((i >> 3) as u8, (i & 7) as u8, actual));
+        }
+    }
+    let (d, v) = escape_move(p, geo, r.coords, pk, prod);
+    let (need, charge) = escape_need(p, pk, d, v);
+    if r.tokens[d][v] >= need {
+        Some((d as u8, v as u8, charge as u8))
+    } else {
+        // A packet ready to move found no downstream tokens.
+        if !pk.is(flags::STALLED) {
+            pool.get_mut(id).flags |= flags::STALLED;
+            let st = &mut r.send[d].stat;
+            st.stalls = st.stalls.saturating_add(1);
+            global.stalls_by_vc[v] += 1;
+        }
+        None
+    }
+}
+
+/// Deposit packets at an intermediate node also need reception room.
+#[inline]
+fn deposit_ok(p: &Params, r: &Router, port: usize, pk: &Packet) -> bool {
+    !r.rx_busy(port) && r.rx[rx_index(pk, port)].used + pk.chunks as u32 * p.chunk_bytes <= p.rx_bytes
+}
+
+/// Phase 2: a receiver lets one of its requesting VCs go: high priority
+/// first, else SLQ on a fraction of decisions, else random.
+#[inline]
+fn receiver_pick(p: &Params, r: &mut Router, cand: &[Req]) -> usize {
+    if cand.len() == 1 {
+        return 0;
+    }
+    if let Some(i) = cand.iter().position(|c| c.hp) {
+        return i;
+    }
+    let slq = p.arbitration == Arbitration::Slq;
+    let all = (1u32 << cand.len()) - 1;
+    pick_slq_mask(&mut r.rng, cand, all, slq, p.slq_fraction)
+}
+
+/// Starts moving VC `v`'s head packet `id` of receiver `port` at node `n`
+/// into reception FIFO `f`.
+#[inline]
+fn start_delivery(p: &Params, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, now: Tick, port: usize, v: usize, id: u32, f: usize, bytes: u32, q: &mut EventQueue) {
+    let vc = &mut r.recv[port].vc[v];
+    vc.q.pop(pool);
+    if vc.q.head != NIL {
+        r.hprod[port * 8 + v] = pool.get(vc.q.head).prod;
+    }
+    vc.busy = true;
+    r.ready &= !(1 << (port * 8 + v));
+    r.rx_busy |= 1 << port;
+    let fifo = &mut r.rx[f];
+    fifo.used += bytes;
+    if p.rx_bytes - fifo.used < p.max_packet_bytes && fifo.full_since == Tick::MAX {
+        fifo.full_since = now;
+    }
+    pool.get_mut(id).flags &= !flags::STALLED;
+    global.last_progress = now;
+    q.push_at(now + bytes as Tick * p.tick_byte, Event { kind: ev::RX_DONE, a: port as u8, b: v as u8, c: 0, node: n, data: id });
+}
+
+/// Phase 3's grant: request `rq` starts on its link at node `n`.
+#[inline]
+fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, now: Tick, rq: Req, q: &mut EventQueue) {
+    let d = rq.dir as usize;
+    let id = rq.pkt;
+    let src = rq.src as usize;
+    // Unlink from the source queue; the source stays busy until the tail leaves.
+    let src_charge = if src < NDIR {
+        let vc = &mut r.recv[src].vc[rq.src_vc as usize];
+        vc.q.pop(pool);
+        if vc.q.head != NIL {
+            r.hprod[src * 8 + rq.src_vc as usize] = pool.get(vc.q.head).prod;
+        }
+        vc.busy = true;
+        r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
+        r.paths[src] += 1;
+        pool.get(id).charge
+    } else {
+        let fifo = &mut r.inj[src - NDIR];
+        fifo.q.pop(pool);
+        if fifo.q.head != NIL {
+            r.inj_hprod[src - NDIR] = pool.get(fifo.q.head).prod;
+        }
+        fifo.busy = true;
+        r.inj_ready &= !(1 << (src - NDIR));
+        0
+    };
+    debug_assert!(r.tokens[d][rq.vc as usize] >= rq.charge as u16);
+    r.tokens[d][rq.vc as usize] -= rq.charge as u16;
+    r.xfer_mask |= 1 << d;
+    let pk = pool.get(id);
+    let (chunks, payload) = (pk.chunks, pk.payload);
+    let bytes = chunks as u32 * p.chunk_bytes;
+    let s = &mut r.send[d];
+    s.xfer = id;
+    s.src = rq.src;
+    s.src_vc = rq.src_vc;
+    s.src_charge = src_charge;
+    let start = now.max(s.busy_until);
+    s.busy_until = start + (bytes + p.trailer_gap) as Tick * p.tick_byte;
+    let done = s.busy_until;
+    let l = &mut s.stat;
+    l.chunks += chunks as u64;
+    l.packets = l.packets.saturating_add(1);
+    l.payload += payload as u64;
+    // Deposit bit: leave a copy here when passing through.
+    if pk.is(flags::DEPOSIT) && src < NDIR {
+        let mut copy = *pk;
+        copy.flags |= flags::COPY;
+        copy.flags &= !flags::STALLED;
+        let cid = pool.alloc(copy);
+        r.rx_busy |= 1 << src;
+        r.rx[rx_index(&copy, src)].used += bytes;
+        q.push_at(now + bytes as Tick * p.tick_byte, Event { kind: ev::COPY_DONE, a: src as u8, b: 0, c: 0, node: n, data: cid });
+    }
+    // Update the packet for its next hop.
+    let pk = pool.get_mut(id);
+    if src >= NDIR {
+        pk.injected = now;
+    }
+    // Minimal routes cross a dimension's dateline at most once, so the bit stays set.
+    if geo.crosses_dateline_at(r.coords, d) {
+        pk.crossed |= 1 << dim_of(d);
+    }
+    pk.last_dir = d as u8;
+    pk.vc = rq.vc;
+    pk.charge = rq.charge;
+    pk.hops += 1;
+    pk.flags &= !flags::STALLED;
+    global.hops += 1;
+    let v = rq.vc as usize;
+    if v >= p.esc && v < p.hp {
+        global.escape_hops += 1;
+    } else if v < p.ndyn {
+        global.dynamic_hops += 1;
+    }
+    global.last_progress = now;
+    let nb = geo.neighbor_at(n, r.coords, d);
+    q.push_at(start + p.hop_latency, Event { kind: ev::ARRIVE, a: d as u8, b: 0, c: 0, node: nb, data: id });
+    q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: 0, c: 0, node: n, data: id });
+}
+
+/// A byte of ones in every byte of a word.
+const BYTES_1: u64 = 0x0101_0101_0101_0101;
+
+/// Bit i set when byte i of `x` is not zero.
+#[inline]
+fn nonzero_bytes(x: u64) -> u8 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let high = (((x & LOW7) + LOW7) | x) & !LOW7;
+    ((high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
+}
+
+/// Index of the `k`-th (from 0) set bit of `m`.
+#[inline]
+fn nth_bit64(mut m: u64, k: u32) -> usize {
+    for _ in 0..k {
+        m &= m - 1;
+    }
+    m.trailing_zeros() as usize
 }
 
 /// Picks among the requests whose bits are set in `set` (in increasing
@@ -1323,6 +1327,26 @@ fn nth_bit(mut m: u32, k: u32) -> usize {
         m &= m - 1;
     }
     m.trailing_zeros() as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonzero_bytes_marks_exactly_the_nonzero_bytes() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..20_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Zero some bytes, keep single high or low bits in others.
+            let w = x & (x >> 8 | 0x8001_0080_0100_8001) & !(i.wrapping_mul(0x00ff_0000_ff00_00ff) & 0xff00_ff00_00ff_ff00);
+            let expect = (0..8).fold(0u8, |m, b| if (w >> (8 * b)) & 0xff != 0 { m | 1 << b } else { m });
+            assert_eq!(nonzero_bytes(w), expect, "{w:#018x}");
+        }
+        assert_eq!(nonzero_bytes(0), 0);
+        assert_eq!(nonzero_bytes(u64::MAX), 0xff);
+        assert_eq!(nonzero_bytes(0x8000_0000_0000_0001), 0x81);
+    }
 }
 
 // What every arbitration reads fills the router's first cache line exactly.
