@@ -10,7 +10,7 @@ mod rng;
 mod window;
 
 pub use queue::EventQueue;
-pub use rng::{stream_seed, Rng};
+pub use rng::{stream_seed, Draws, Rng, StreamDraw, StreamState};
 pub use window::{Partitioning, WindowPlan};
 
 /// Simulated time in ticks.

@@ -18,33 +18,85 @@ pub fn stream_seed(seed: u64, stream: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-impl Rng {
-    pub fn new(seed: u64, stream: u64) -> Self {
-        Rng(Pcg32::new(stream_seed(seed, stream), stream.wrapping_mul(2).wrapping_add(1)))
-    }
-    #[inline]
-    pub fn next_u32(&mut self) -> u32 {
-        self.0.next_u32()
-    }
+/// Uniform draws from a source of 32-bit random numbers.
+pub trait Draws {
+    fn next_u32(&mut self) -> u32;
     /// Uniform integer in `0..n` (n > 0), Lemire's multiply-shift.
     #[inline]
-    pub fn below(&mut self, n: u32) -> u32 {
-        ((self.0.next_u32() as u64 * n as u64) >> 32) as u32
+    fn below(&mut self, n: u32) -> u32 {
+        ((self.next_u32() as u64 * n as u64) >> 32) as u32
     }
     /// Uniform float in [0, 1).
     #[inline]
-    pub fn unit(&mut self) -> f64 {
-        (self.0.next_u32() as f64) * (1.0 / 4_294_967_296.0)
+    fn unit(&mut self) -> f64 {
+        (self.next_u32() as f64) * (1.0 / 4_294_967_296.0)
     }
     /// True with probability `p`.
     #[inline]
-    pub fn chance(&mut self, p: f64) -> bool {
+    fn chance(&mut self, p: f64) -> bool {
         p >= 1.0 || (p > 0.0 && self.unit() < p)
     }
     /// Exponentially distributed value with the given mean.
     #[inline]
-    pub fn exp(&mut self, mean: f64) -> f64 {
+    fn exp(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
+    }
+}
+
+impl Rng {
+    pub fn new(seed: u64, stream: u64) -> Self {
+        Rng(Pcg32::new(stream_seed(seed, stream), stream.wrapping_mul(2).wrapping_add(1)))
+    }
+}
+
+impl Draws for Rng {
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        self.0.next_u32()
+    }
+}
+
+const PCG_MULTIPLIER: u64 = 6_364_136_223_846_793_005;
+
+/// PCG32's increment for stream `stream` as [`Rng::new`] sets it.
+#[inline]
+fn pcg_increment(stream: u64) -> u64 {
+    (stream.wrapping_mul(2).wrapping_add(1) << 1) | 1
+}
+
+/// The state of stream `stream` of a run without the stream's increment:
+/// 8 bytes instead of [`Rng`]'s 16, for the streams of large arrays of
+/// nodes, whose owner names the stream at each draw ([`Self::draw`]). It
+/// draws exactly the numbers of `Rng::new(seed, stream)`.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamState(u64);
+
+impl StreamState {
+    pub fn new(seed: u64, stream: u64) -> Self {
+        let inc = pcg_increment(stream);
+        StreamState(stream_seed(seed, stream).wrapping_add(inc).wrapping_mul(PCG_MULTIPLIER).wrapping_add(inc))
+    }
+    /// Draws from this state as stream `stream` (the one it was made for).
+    #[inline]
+    pub fn draw(&mut self, stream: u64) -> StreamDraw<'_> {
+        StreamDraw { state: &mut self.0, inc: pcg_increment(stream) }
+    }
+}
+
+/// A [`StreamState`] with its stream named: a source of draws.
+pub struct StreamDraw<'a> {
+    state: &'a mut u64,
+    inc: u64,
+}
+
+impl Draws for StreamDraw<'_> {
+    /// PCG32 (XSH RR), as `rand_pcg::Pcg32`.
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        let old = *self.state;
+        *self.state = old.wrapping_mul(PCG_MULTIPLIER).wrapping_add(self.inc);
+        let xsh = (((old >> 18) ^ old) >> 27) as u32;
+        xsh.rotate_right((old >> 59) as u32)
     }
 }
 
@@ -65,6 +117,16 @@ mod tests {
         let c: Vec<u32> = { let mut r = Rng::new(7, 4); (0..8).map(|_| r.next_u32()).collect() };
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+    #[test]
+    fn stream_states_draw_what_their_rng_draws() {
+        for (seed, stream) in [(1u64, 0u64), (7, 3), (u64::MAX, 65_535), (42, u64::MAX / 3), (0, 1 << 40)] {
+            let mut a = Rng::new(seed, stream);
+            let mut b = StreamState::new(seed, stream);
+            for _ in 0..1000 {
+                assert_eq!(a.next_u32(), b.draw(stream).next_u32(), "seed {seed} stream {stream}");
+            }
+        }
     }
     #[test]
     fn below_is_in_range_and_covers() {

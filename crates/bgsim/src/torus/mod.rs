@@ -16,7 +16,7 @@ pub use geometry::{dim_of, is_minus, opposite, Geometry, DIR_NAMES, NDIR};
 pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
 pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
 
-use crate::engine::{prefetch, Event, EventQueue, Rng, Tick};
+use crate::engine::{prefetch, Draws, Event, EventQueue, StreamState, Tick};
 use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
 
 /// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
@@ -33,9 +33,9 @@ pub const RX_GROUP: usize = 7;
 /// The reception FIFO a packet arriving through `port` goes to: its
 /// direction's FIFO (or the high-priority one) in the group the sender chose.
 #[inline]
-pub fn rx_index(pk: &Packet, port: usize) -> usize {
-    let f = if pk.is(flags::HIGH_PRIORITY) { RX_HP } else { port };
-    if pk.is(flags::GROUP1) { f + RX_GROUP } else { f }
+pub fn rx_index(pk_flags: u8, port: usize) -> usize {
+    let f = if pk_flags & flags::HIGH_PRIORITY != 0 { RX_HP } else { port };
+    if pk_flags & flags::GROUP1 != 0 { f + RX_GROUP } else { f }
 }
 
 /// Event kinds owned by the torus (the dispatcher routes kinds < 16 here).
@@ -58,6 +58,29 @@ pub enum Notice {
     InjSpace { node: u32, fifo: u8 },
 }
 
+/// What arbitration reads of the packet at the head of a queue, kept beside
+/// the queue so that choosing a head's move does not read the packet (its
+/// productive directions are in the router's first line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Head {
+    flags: u8,
+    chunks: u8,
+    last_dir: u8,
+    crossed: u8,
+}
+
+impl Head {
+    #[inline]
+    fn of(pk: &Packet) -> Self {
+        Head { flags: pk.flags, chunks: pk.chunks, last_dir: pk.last_dir, crossed: pk.crossed }
+    }
+    #[inline]
+    fn is(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// A virtual channel: 16 bytes, four to a cache line.
 #[derive(Clone, Copy, Debug, Default)]
 struct Vc {
     q: List,
@@ -65,11 +88,16 @@ struct Vc {
     used: u16,
     /// The head is being transferred out.
     busy: bool,
+    /// The head packet as arbitration sees it.
+    head: Head,
 }
 
+/// A receiver's VCs in two cache lines: the first holds the first four
+/// (all of them in the BG/L configuration).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
 struct Receiver {
-    vc: [Vc; MAXV],
+    vc: [Vc; 8],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -83,13 +111,11 @@ struct Sender {
     src_vc: u8,
     /// Tokens the packet held at its source VC.
     src_charge: u8,
-    /// This link direction's counters, in the sender's cache line.
-    stat: LinkStat,
 }
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0, stat: LinkStat::default() }
+        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0 }
     }
 }
 
@@ -129,6 +155,7 @@ impl Default for Fifo {
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct Router {
+    // Line 0: what every arbitration reads first.
     /// Productive directions of each VC head, index port * 8 + vc.
     hprod: [u8; NDIR * 8],
     /// VC heads that may move: bit port * 8 + vc (queue non-empty, head not leaving).
@@ -141,19 +168,28 @@ struct Router {
     xfer_mask: u8,
     /// Receivers whose path to the reception FIFOs is in use (bit port).
     rx_busy: u8,
-    /// Per sender (direction): tokens of the downstream receiver's VCs as
-    /// the sender knows them. All six together, so that choosing among
-    /// directions reads one or two cache lines.
-    tokens: [[u16; MAXV + 1]; NDIR],
+    // Line 1: what choosing a move reads.
+    /// Per sender (direction): tokens of the downstream receiver's first four
+    /// VCs as the sender knows them (every VC in the BG/L configuration; the
+    /// dynamic VCs always), all six directions in one line.
+    tokens_lo: [[u16; 4]; NDIR],
+    /// The router's random stream (its increment follows from the node).
+    rng: StreamState,
+    coords: [u8; 3],
     /// Injection FIFOs whose head may move.
     inj_ready: u32,
+    // Line 2: read when injection FIFOs hold packets or a receiver has more
+    // than four VCs.
     /// Productive directions of each injection FIFO's head.
     inj_hprod: [u8; MAXF],
+    /// Tokens of VCs 4.. (see `tokens_lo`).
+    tokens_hi: [[u16; MAXV - 4]; NDIR],
     /// Reception FIFOs holding packets (bit f).
     rx_nonempty: u16,
-    coords: [u8; 3],
-    rng: Rng,
+    // Lines 3 and 4.
     send: [Sender; NDIR],
+    /// Counters of the six link directions.
+    stat: [LinkStat; NDIR],
     recv: [Receiver; NDIR],
     inj: [Fifo; MAXF],
     rx: [Fifo; NRX],
@@ -163,6 +199,58 @@ impl Router {
     #[inline]
     fn rx_busy(&self, port: usize) -> bool {
         self.rx_busy & (1 << port) != 0
+    }
+
+    /// Tokens sender `d` knows of downstream VC `v`.
+    #[inline]
+    fn tokens(&self, d: usize, v: usize) -> u16 {
+        if v < 4 {
+            self.tokens_lo[d][v]
+        } else {
+            self.tokens_hi[d][v - 4]
+        }
+    }
+
+    #[inline]
+    fn tokens_mut(&mut self, d: usize, v: usize) -> &mut u16 {
+        if v < 4 {
+            &mut self.tokens_lo[d][v]
+        } else {
+            &mut self.tokens_hi[d][v - 4]
+        }
+    }
+
+    /// Senders without a packet in transfer (bit d).
+    #[inline]
+    fn free(&self) -> u8 {
+        !self.xfer_mask & ((1 << NDIR) - 1)
+    }
+
+    /// The heads an arbitration evaluates now, found at once, a byte per
+    /// head, from the router's first lines: VC heads (bit port * 8 + vc)
+    /// whose productive links include a free one while their receiver has a
+    /// transfer path left, or that are at their destination while their
+    /// receiver's path to the reception FIFOs is free; and injection FIFO
+    /// heads (bit f) whose productive links include a free one. Every other
+    /// head has nothing to decide until something it waits for frees, and
+    /// that will arbitrate again.
+    #[inline]
+    fn candidates(&self, paths: u8) -> (u64, u32) {
+        let free = self.free();
+        let mut cand = 0u64;
+        for port in 0..NDIR {
+            let fwd_free = if self.paths[port] < paths { free } else { 0 };
+            let h = u64::from_le_bytes(self.hprod[port * 8..port * 8 + 8].try_into().unwrap());
+            let forward = nonzero_bytes(h & (fwd_free as u64 * BYTES_1));
+            let deliver = if self.rx_busy(port) { 0 } else { !nonzero_bytes(h) };
+            cand |= ((forward | deliver) as u64) << (port * 8);
+        }
+        let mut inj = 0u32;
+        for w in 0..MAXF / 8 {
+            let h = u64::from_le_bytes(self.inj_hprod[w * 8..w * 8 + 8].try_into().unwrap());
+            inj |= (nonzero_bytes(h & (free as u64 * BYTES_1)) as u32) << (w * 8);
+        }
+        (cand & self.ready, inj & self.inj_ready)
     }
 }
 
@@ -250,7 +338,7 @@ struct Req {
     /// Receiver index 0..6 or 6 + FIFO index.
     src: u8,
     src_vc: u8,
-    /// Output direction, or RX for delivery.
+    /// Output direction.
     dir: u8,
     vc: u8,
     /// Tokens to charge downstream.
@@ -261,7 +349,6 @@ struct Req {
     pkt: u32,
 }
 
-const RX: u8 = 255;
 
 
 
@@ -283,13 +370,11 @@ pub struct Torus {
 /// hint bits of the dimensions where it has not reached its destination.
 #[inline]
 pub fn prod_at(c: [u8; 3], pk: &Packet) -> u8 {
-    let mut prod = 0u8;
+    let mut open = 0u8;
     for k in 0..3 {
-        if c[k] != pk.dc[k] {
-            prod |= pk.hint & (3 << (2 * k));
-        }
+        open |= ((c[k] != pk.dc[k]) as u8 * 3) << (2 * k);
     }
-    prod
+    pk.hint & open
 }
 
 #[inline]
@@ -302,28 +387,33 @@ impl Torus {
         let p = Params::from_machine(m);
         let geo = Geometry::new(&m.shape);
         let n = geo.nodes() as usize;
-        let proto_send = Sender::default();
-        let mut proto_tokens = [0u16; MAXV + 1];
-        for t in proto_tokens[..p.nvc].iter_mut() {
-            *t = p.vc_tokens;
-        }
         let routers = (0..n)
-            .map(|i| Router {
-                hprod: [0; NDIR * 8],
-                paths: [0; NDIR],
-                rx_busy: 0,
-                rx_nonempty: 0,
-                tokens: [proto_tokens; NDIR],
-                recv: [Receiver::default(); NDIR],
-                send: [proto_send; NDIR],
-                inj: [Fifo::default(); MAXF],
-                rx: [Fifo::default(); NRX],
-                rng: Rng::new(seed, i as u64),
-                coords: geo.coords(i as u32),
-                ready: 0,
-                inj_ready: 0,
-                inj_hprod: [0; MAXF],
-                xfer_mask: 0,
+            .map(|i| {
+                let mut r = Router {
+                    hprod: [0; NDIR * 8],
+                    ready: 0,
+                    paths: [0; NDIR],
+                    xfer_mask: 0,
+                    rx_busy: 0,
+                    tokens_lo: [[0; 4]; NDIR],
+                    rng: StreamState::new(seed, i as u64),
+                    coords: geo.coords(i as u32),
+                    inj_ready: 0,
+                    inj_hprod: [0; MAXF],
+                    tokens_hi: [[0; MAXV - 4]; NDIR],
+                    rx_nonempty: 0,
+                    send: [Sender::default(); NDIR],
+                    stat: [LinkStat::default(); NDIR],
+                    recv: [Receiver::default(); NDIR],
+                    inj: [Fifo::default(); MAXF],
+                    rx: [Fifo::default(); NRX],
+                };
+                for d in 0..NDIR {
+                    for v in 0..p.nvc {
+                        *r.tokens_mut(d, v) = p.vc_tokens;
+                    }
+                }
+                r
             })
             .collect();
         Torus {
@@ -475,19 +565,19 @@ impl Torus {
         let d = (e.a as usize).min(NDIR - 1);
         match stage {
             0 => {
-                // The lines every arbitration reads: the first, the token
-                // counts (two lines) with the FIFO masks and coordinates.
+                // The two lines every arbitration reads.
                 prefetch(&r.ready);
-                prefetch(&r.tokens[0][0]);
-                prefetch(&r.coords);
+                prefetch(&r.tokens_lo);
                 match e.kind {
                     ev::ARRIVE => {
                         if let Some(p) = self.pool.try_get(e.data) {
                             prefetch(p);
                         }
-                        // The packet's VC is in the packet: both ends of the receiver.
+                        // The packet's VC is in the packet: the receiver's lines.
                         prefetch(&r.recv[d].vc[0]);
-                        prefetch(&r.recv[d].vc[MAXV - 1]);
+                        if self.p.nvc > 4 {
+                            prefetch(&r.recv[d].vc[4]);
+                        }
                     }
                     ev::XFER_DONE => prefetch(&r.send[d]),
                     ev::RX_DONE => {
@@ -499,65 +589,67 @@ impl Torus {
                 }
             }
             _ => {
+                if e.kind == ev::TOKEN && r.xfer_mask & (1 << d) != 0 {
+                    // Its sender is busy: the token return will not arbitrate.
+                    return;
+                }
+                // Without a branch per line: a line not needed is replaced
+                // by the router's first line, already on its way.
+                let third = r.inj_ready != 0 || self.p.nvc > 4;
+                prefetch(if third { &r.inj_hprod[0] } else { &r.hprod[0] });
+                // The senders (a grant starts one), and the VCs of every
+                // receiver with a head that may move (the first line, which
+                // holds the BG/L configuration's four VCs).
+                prefetch(&r.send[0]);
+                prefetch(&r.send[NDIR - 1]);
+                let ready = nonzero_bytes(r.ready);
+                let first = (ready | 1 << (NDIR - 1)).trailing_zeros() as usize;
+                for port in 0..NDIR {
+                    prefetch(&r.recv[if ready & (1 << port) != 0 { port } else { first }].vc[0]);
+                }
                 if e.kind == ev::XFER_DONE {
+                    // The VC the finished transfer leaves.
                     let s = &r.send[d];
                     if (s.src as usize) < NDIR {
-                        prefetch(&r.recv[s.src as usize].vc[(s.src_vc as usize).min(MAXV - 1)]);
+                        prefetch(&r.recv[s.src as usize].vc[s.src_vc as usize % 8]);
                     }
                 }
             }
         }
     }
 
-    /// Prefetches the queues of the VCs and injection FIFOs of router `r`
-    /// whose heads may move.
-    #[inline]
-    fn prefetch_queues(&self, r: &Router) {
-        let mut ready = r.ready;
-        while ready != 0 {
-            let i = ready.trailing_zeros() as usize;
-            ready &= ready - 1;
-            prefetch(&r.recv[i / 8].vc[(i % 8).min(MAXV - 1)]);
-        }
-        let mut ib = r.inj_ready;
-        while ib != 0 {
-            let f = ib.trailing_zeros() as usize;
-            ib &= ib - 1;
-            prefetch(&r.inj[f.min(MAXF - 1)]);
-        }
-    }
-
-    /// Prefetches the head packets of the queues [`Self::prefetch_queues`]
-    /// names (reading the queues).
-    #[inline]
-    fn prefetch_head_packets(&self, r: &Router) {
-        let mut ready = r.ready;
-        while ready != 0 {
-            let i = ready.trailing_zeros() as usize;
-            ready &= ready - 1;
-            if let Some(p) = self.pool.try_get(r.recv[i / 8].vc[(i % 8).min(MAXV - 1)].q.head) {
-                prefetch(p);
-            }
-        }
-        let mut ib = r.inj_ready;
-        while ib != 0 {
-            let f = ib.trailing_zeros() as usize;
-            ib &= ib - 1;
-            if let Some(p) = self.pool.try_get(r.inj[f.min(MAXF - 1)].q.head) {
-                prefetch(p);
-            }
-        }
-    }
-
     /// Brings the state arbitration is about to read at router `ni` into the
     /// cache in parallel rather than one miss after another: the queues of
-    /// the VCs and injection FIFOs whose heads may move, then their head
-    /// packets. Changes nothing.
+    /// the heads it will evaluate, then their head packets. Changes nothing.
     #[inline]
-    fn prefetch_heads(&self, ni: usize) {
+    fn prefetch_heads(&self, ni: usize, cand: u64, inj: u32) {
         let r = &self.routers[ni];
-        self.prefetch_queues(r);
-        self.prefetch_head_packets(r);
+        let (mut c, mut f) = (cand, inj);
+        while c != 0 {
+            let i = c.trailing_zeros() as usize;
+            c &= c - 1;
+            prefetch(&r.recv[i / 8].vc[i % 8]);
+        }
+        while f != 0 {
+            let i = f.trailing_zeros() as usize;
+            f &= f - 1;
+            prefetch(&r.inj[i.min(MAXF - 1)]);
+        }
+        let (mut c, mut f) = (cand, inj);
+        while c != 0 {
+            let i = c.trailing_zeros() as usize;
+            c &= c - 1;
+            if let Some(p) = self.pool.try_get(r.recv[i / 8].vc[i % 8].q.head) {
+                prefetch(p);
+            }
+        }
+        while f != 0 {
+            let i = f.trailing_zeros() as usize;
+            f &= f - 1;
+            if let Some(p) = self.pool.try_get(r.inj[i.min(MAXF - 1)].q.head) {
+                prefetch(p);
+            }
+        }
     }
 
     /// The tokens held in VC `v` somewhere change by `delta` at `now`.
@@ -580,9 +672,10 @@ impl Torus {
         let new_head = vc.q.head == id;
         let movable = new_head && !vc.busy;
         if new_head {
+            vc.head = Head::of(self.pool.get(id));
             r.hprod[port * 8 + v] = prod;
         }
-        let free = !r.xfer_mask & ((1 << NDIR) - 1);
+        let free = r.free();
         if movable {
             r.ready |= 1 << (port * 8 + v);
         }
@@ -643,7 +736,8 @@ impl Torus {
         let s = &mut r.send[back];
         let start = s.busy_until.max(now);
         s.busy_until = start + ack;
-        s.stat.acks = s.stat.acks.saturating_add(1);
+        let st = &mut r.stat[back];
+        st.acks = st.acks.saturating_add(1);
         let arrive = start + ack + self.p.hop_latency;
         q.push_at(arrive, Event { kind: ev::TOKEN, a: port as u8, b: v as u8, c: 0, node: up, data: charge as u32 });
     }
@@ -651,8 +745,8 @@ impl Torus {
     fn on_token(&mut self, now: Tick, n: u32, d: usize, v: usize, amount: u16, q: &mut EventQueue) {
         self.global.token_returns += 1;
         let r = &mut self.routers[n as usize];
-        r.tokens[d][v] += amount;
-        debug_assert!(r.tokens[d][v] <= self.p.vc_tokens);
+        *r.tokens_mut(d, v) += amount;
+        debug_assert!(r.tokens(d, v) <= self.p.vc_tokens);
         if r.xfer_mask & (1 << d) == 0 {
             self.arbitrate(n, now, q, d as u8);
         }
@@ -682,7 +776,7 @@ impl Torus {
 
     fn deliver(&mut self, now: Tick, n: u32, port: usize, id: u32) {
         let pk = *self.pool.get(id);
-        let f = rx_index(&pk, port);
+        let f = rx_index(pk.flags, port);
         let r = &mut self.routers[n as usize];
         r.rx[f].q.push(&mut self.pool, id);
         r.rx_nonempty |= 1 << f;
@@ -713,7 +807,8 @@ impl Torus {
     /// once (the hardware would run it on the next cycle).
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
         let ni = n as usize;
-        self.prefetch_heads(ni);
+        let mut cands = self.routers[ni].candidates(self.p.paths);
+        self.prefetch_heads(ni, cands.0, cands.1);
         let Torus { p, geo, routers, pool, global, .. } = self;
         global.arbitrations += 1;
         let r = &mut routers[ni];
@@ -721,30 +816,18 @@ impl Torus {
         // Requests in fixed arrays on the stack; phase 3 finds a sender's
         // requests through per-direction bit masks (request i = bit i).
         let mut reqs = [Req::default(); NDIR + MAXF];
-        for _round in 0..NDIR {
-            let free = !r.xfer_mask & ((1 << NDIR) - 1);
+        for round in 0..NDIR {
+            let free = r.free();
             let mut nreq = 0usize;
             let mut net_by_dir = [0u32; NDIR];
             let mut fresh_by_dir = [0u32; NDIR];
             let mut multi = false;
-            // Phases 1 and 2 for the receivers' VC heads. The heads worth
-            // evaluating: those whose productive links include a free one
-            // (with a transfer path left at their receiver), and those at
-            // their destination whose receiver's reception path is free - all
-            // found at once, a byte per head, from the router's first line.
-            let mut cand = 0u64;
-            let ready = r.ready;
-            let mut ports = nonzero_bytes(ready);
-            while ports != 0 {
-                let port = ports.trailing_zeros() as usize;
-                ports &= ports - 1;
-                let fwd_free = if r.paths[port] < p.paths { free } else { 0 };
-                let h = u64::from_le_bytes(r.hprod[port * 8..port * 8 + 8].try_into().unwrap());
-                let forward = nonzero_bytes(h & (fwd_free as u64 * BYTES_1));
-                let deliver = if r.rx_busy(port) { 0 } else { !nonzero_bytes(h) };
-                cand |= ((forward | deliver) as u64) << (port * 8);
+            // Phases 1 and 2 for the receivers' VC heads worth evaluating
+            // (found before the first round, again for later ones).
+            if round > 0 {
+                cands = r.candidates(p.paths);
             }
-            cand &= ready;
+            let (cand, inj_cand) = cands;
             let mut ports = nonzero_bytes(cand);
             while ports != 0 {
                 let port = ports.trailing_zeros() as usize;
@@ -760,24 +843,32 @@ impl Torus {
                     let v = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
                     let vc = &r.recv[port].vc[v];
-                    let (id, used) = (vc.q.head, vc.used);
+                    let (id, used, h) = (vc.q.head, vc.used, vc.head);
                     global.head_evaluations += 1;
-                    let pk = pool.get(id);
-                    debug_assert_eq!(pk.prod, r.hprod[port * 8 + v]);
-                    if pk.prod == 0 {
+                    debug_assert_eq!(h, Head::of(pool.get(id)));
+                    let hprod = r.hprod[port * 8 + v];
+                    if hprod == 0 {
                         // Delivery uses the receiver's own path to its reception FIFO.
-                        let f = rx_index(pk, port);
-                        let bytes = pk.chunks as u32 * p.chunk_bytes;
-                        let arrived = pk.arrived;
-                        if r.rx[f].used + bytes <= p.rx_bytes && delivery.map_or(true, |d| arrived < d.4) {
-                            delivery = Some((v, id, f, bytes, arrived));
+                        let f = rx_index(h.flags, port);
+                        let bytes = h.chunks as u32 * p.chunk_bytes;
+                        if r.rx[f].used + bytes <= p.rx_bytes {
+                            let arrived = pool.get(id).arrived;
+                            if delivery.map_or(true, |d| arrived < d.4) {
+                                delivery = Some((v, id, f, bytes, arrived));
+                            }
                         }
                         continue;
                     }
-                    if pk.is(flags::DEPOSIT) && !deposit_ok(p, r, port, pk) {
+                    if h.is(flags::DEPOSIT) && !deposit_ok(p, r, port, h) {
                         continue;
                     }
-                    let Some((d, tv, ch)) = choose_move(p, geo, r, pool, global, id) else { continue };
+                    let (d, tv, ch) = match choose_move(p, geo, r, n, h, v as u8, hprod) {
+                        Choice::Move(d, tv, ch) => (d, tv, ch),
+                        Choice::NoTokens(d, tv) => {
+                            r.recv[port].vc[v].head.flags = record_stall(r, pool, global, id, h, d, tv);
+                            continue;
+                        }
+                    };
                     if free & (1 << d) == 0 {
                         // The chosen link is busy: the head waits for it.
                         continue;
@@ -790,7 +881,7 @@ impl Torus {
                     start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
                 }
                 if ncand > 0 {
-                    let pick = receiver_pick(p, r, &reqs[nreq..nreq + ncand]);
+                    let pick = receiver_pick(p, r, n, &reqs[nreq..nreq + ncand]);
                     let rq = reqs[nreq + pick];
                     net_by_dir[rq.dir as usize] |= 1 << nreq;
                     reqs[nreq] = rq;
@@ -799,16 +890,21 @@ impl Torus {
                 }
             }
             // Phase 1 for the injection FIFO heads.
-            let mut ib = r.inj_ready;
+            let mut ib = inj_cand;
             while ib != 0 {
                 let f = ib.trailing_zeros() as usize;
                 ib &= ib - 1;
-                if r.inj_hprod[f] & free == 0 {
-                    continue;
-                }
                 let fifo = &r.inj[f];
                 let (id, fused) = (fifo.q.head, fifo.used);
-                let Some((d, tv, ch)) = choose_move(p, geo, r, pool, global, id) else { continue };
+                let pk = pool.get(id);
+                let h = Head::of(pk);
+                let (d, tv, ch) = match choose_move(p, geo, r, n, h, pk.vc, r.inj_hprod[f]) {
+                    Choice::Move(d, tv, ch) => (d, tv, ch),
+                    Choice::NoTokens(d, tv) => {
+                        record_stall(r, pool, global, id, h, d, tv);
+                        continue;
+                    }
+                };
                 if free & (1 << d) == 0 {
                     continue;
                 }
@@ -832,9 +928,10 @@ impl Torus {
                 if net | fresh == 0 {
                     continue;
                 }
-                let prefer_net = net != 0 && (fresh == 0 || r.rng.chance(p.net_priority));
+                let mut rng = r.rng.draw(n as u64);
+                let prefer_net = net != 0 && (fresh == 0 || rng.chance(p.net_priority));
                 let set = if prefer_net { net } else { fresh };
-                let chosen = pick_slq_mask(&mut r.rng, &reqs, set, slq, p.slq_fraction);
+                let chosen = pick_slq_mask(&mut rng, &reqs, set, slq, p.slq_fraction);
                 let rq = reqs[chosen];
                 if trigger == d as u8 && pool.get(rq.pkt).is(flags::STALLED) {
                     global.unblocking_returns += 1;
@@ -859,9 +956,7 @@ impl Torus {
                     f.full_since = now;
                 }
             }
-            for s in r.send.iter_mut() {
-                s.stat = LinkStat::default();
-            }
+            r.stat = [LinkStat::default(); NDIR];
         }
         for c in self.nodes.iter_mut() {
             *c = NodeCounters::default();
@@ -912,7 +1007,7 @@ impl Torus {
                 }
                 let nb = self.geo.neighbor(n, d);
                 for v in 0..self.p.nvc {
-                    let t = self.routers[n as usize].tokens[d][v];
+                    let t = self.routers[n as usize].tokens(d, v);
                     let used = self.routers[nb as usize].recv[d].vc[v].used;
                     if t + used != self.p.vc_tokens {
                         return Err(format!("node {n} dir {} vc {v}: tokens {t} + used downstream {used} != {}", DIR_NAMES[d], self.p.vc_tokens));
@@ -948,7 +1043,8 @@ impl Torus {
     /// A sender's state: (busy until, packet in transfer or NIL, tokens per VC).
     pub fn sender_state(&self, n: u32, d: usize) -> (Tick, u32, Vec<u16>) {
         let s = &self.routers[n as usize].send[d];
-        (s.busy_until, s.xfer, self.routers[n as usize].tokens[d][..self.p.nvc].to_vec())
+        let r = &self.routers[n as usize];
+        (s.busy_until, s.xfer, (0..self.p.nvc).map(|v| r.tokens(d, v)).collect())
     }
 
     /// After the network stopped moving: follows the escape moves that the
@@ -1002,7 +1098,7 @@ impl Torus {
                         if pk.prod == 0 {
                             break;
                         }
-                        let (d, tv) = escape_move(&self.p, &self.geo, self.geo.coords(cn), pk, pk.prod);
+                        let (d, tv) = escape_move(&self.p, &self.geo, self.geo.coords(cn), Head::of(pk), pk.prod);
                         cur = (self.geo.neighbor(cn, d), d, tv);
                     }
                 }
@@ -1013,7 +1109,7 @@ impl Torus {
 
     /// Counters of the link leaving node `n` in direction `d`.
     pub fn link(&self, n: u32, d: usize) -> LinkCounters {
-        let l = &self.routers[n as usize].send[d].stat;
+        let l = &self.routers[n as usize].stat[d];
         LinkCounters {
             bytes: l.chunks * self.p.chunk_bytes as u64 + l.packets as u64 * self.p.trailer_gap as u64,
             packets: l.packets as u64,
@@ -1034,11 +1130,11 @@ impl Torus {
     }
 }
 
-/// Tokens needed downstream and tokens charged for a move of `pk` in
-/// direction `d` onto escape VC `v`.
+/// Tokens needed downstream and tokens charged for a move of head `h`, now
+/// in VC `at_vc`, in direction `d` onto escape VC `v`.
 #[inline]
-fn escape_need(p: &Params, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
-    let actual = pk.chunks as u16 * p.tokens_per_chunk;
+fn escape_need(p: &Params, h: Head, at_vc: u8, d: usize, v: usize) -> (u16, u16) {
+    let actual = h.chunks as u16 * p.tokens_per_chunk;
     let full = p.full_tokens;
     match p.escape {
         Escape::Bubble => {
@@ -1049,7 +1145,7 @@ fn escape_need(p: &Params, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
             // counts (and is charged) as full-sized. The naive
             // actual-size accounting counts real sizes, so the free space
             // fragments into holes too small for the waiting packets.
-            let staying = pk.last_dir == d as u8 && pk.vc as usize == v;
+            let staying = h.last_dir == d as u8 && at_vc as usize == v;
             let unit = match p.bubble {
                 BubbleAccounting::FullSize => full,
                 BubbleAccounting::ActualSize => actual,
@@ -1060,10 +1156,10 @@ fn escape_need(p: &Params, pk: &Packet, d: usize, v: usize) -> (u16, u16) {
     }
 }
 
-/// The escape move of a packet at a node with coordinates `c` and
+/// The escape move of head `h` at a node with coordinates `c` and
 /// productive mask `prod`: (direction, VC).
 #[inline]
-fn escape_move(p: &Params, geo: &Geometry, c: [u8; 3], pk: &Packet, prod: u8) -> (usize, usize) {
+fn escape_move(p: &Params, geo: &Geometry, c: [u8; 3], h: Head, prod: u8) -> (usize, usize) {
     let d = match p.escape {
         Escape::DatelineDir => {
             // x+, y+, z+, then x-, y-, z-.
@@ -1073,13 +1169,13 @@ fn escape_move(p: &Params, geo: &Geometry, c: [u8; 3], pk: &Packet, prod: u8) ->
         }
         _ => prod.trailing_zeros() as usize,
     };
-    let base = if pk.is(flags::HIGH_PRIORITY) { p.hp } else { p.esc };
+    let base = if h.is(flags::HIGH_PRIORITY) { p.hp } else { p.esc };
     let v = match p.escape {
         Escape::Bubble => base,
-        _ if pk.is(flags::HIGH_PRIORITY) => base,
+        _ if h.is(flags::HIGH_PRIORITY) => base,
         _ => {
             let k = dim_of(d);
-            if pk.crossed & (1 << k) != 0 || geo.crosses_dateline_at(c, d) {
+            if h.crossed & (1 << k) != 0 || geo.crosses_dateline_at(c, d) {
                 base + 1
             } else {
                 base
@@ -1089,16 +1185,22 @@ fn escape_move(p: &Params, geo: &Geometry, c: [u8; 3], pk: &Packet, prod: u8) ->
     (d, v)
 }
 
-/// Phase 1 for one packet at router `r`: its preferred move, or None (no
-/// tokens). Returns (dir, vc, charge) or (RX, 0, 0) for delivery.
+/// The outcome of phase 1 for one head.
+#[derive(Clone, Copy, Debug)]
+enum Choice {
+    /// Move in direction `.0` onto VC `.1`, charging `.2` tokens downstream.
+    Move(u8, u8, u8),
+    /// No downstream tokens for the escape move in direction `.0` onto VC `.1`.
+    NoTokens(usize, usize),
+}
+
+/// Phase 1 for a head `h` with productive directions `prod` (not zero), now
+/// in VC `at_vc`, at router `r`: its preferred move. JSQ among the
+/// (direction, dynamic VC) pairs that can take a full packet, else the
+/// escape move if it has the tokens.
 #[inline(always)]
-fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, id: u32) -> Option<(u8, u8, u8)> {
-    let pk = pool.get(id);
-    let prod = pk.prod;
-    if prod == 0 {
-        return Some((RX, 0, 0));
-    }
-    if pk.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
+fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_vc: u8, prod: u8) -> Choice {
+    if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
         // bits direction * 8 + VC; one of them at random when several tie.
         let full = p.full_tokens;
@@ -1111,7 +1213,7 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, glob
         while m != 0 {
             let d = m.trailing_zeros() as usize;
             m &= m - 1;
-            for (v, &t) in r.tokens[d][..p.ndyn].iter().enumerate() {
+            for (v, &t) in r.tokens_lo[d][..p.ndyn].iter().enumerate() {
                 let score = if t < full { 0 } else if random { 1 } else { p.token_range[t as usize] + 1 };
                 if score > best {
                     opts = 0;
@@ -1122,37 +1224,44 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, glob
         }
         if opts != 0 {
             let nopt = opts.count_ones();
-            let i = if nopt > 1 { nth_bit64(opts, r.rng.below(nopt)) } else { opts.trailing_zeros() as usize };
-            let actual = (pk.chunks as u16 * p.tokens_per_chunk) as u8;
-            return Some(((i >> 3) as u8, (i & 7) as u8, actual));
+            let i = if nopt > 1 { nth_bit64(opts, r.rng.draw(n as u64).below(nopt)) } else { opts.trailing_zeros() as usize };
+            let actual = (h.chunks as u16 * p.tokens_per_chunk) as u8;
+            return Choice::Move((i >> 3) as u8, (i & 7) as u8, actual);
         }
     }
-    let (d, v) = escape_move(p, geo, r.coords, pk, prod);
-    let (need, charge) = escape_need(p, pk, d, v);
-    if r.tokens[d][v] >= need {
-        Some((d as u8, v as u8, charge as u8))
+    let (d, v) = escape_move(p, geo, r.coords, h, prod);
+    let (need, charge) = escape_need(p, h, at_vc, d, v);
+    if r.tokens(d, v) >= need {
+        Choice::Move(d as u8, v as u8, charge as u8)
     } else {
-        // A packet ready to move found no downstream tokens.
-        if !pk.is(flags::STALLED) {
-            pool.get_mut(id).flags |= flags::STALLED;
-            let st = &mut r.send[d].stat;
-            st.stalls = st.stalls.saturating_add(1);
-            global.stalls_by_vc[v] += 1;
-        }
-        None
+        Choice::NoTokens(d, v)
     }
+}
+
+/// A head that found no downstream tokens for its escape move in direction
+/// `d` onto VC `v`: a no-token stall, counted once per packet and hop.
+/// Returns the head's flags with the stall marked.
+#[inline]
+fn record_stall(r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, id: u32, h: Head, d: usize, v: usize) -> u8 {
+    if !h.is(flags::STALLED) {
+        pool.get_mut(id).flags |= flags::STALLED;
+        let st = &mut r.stat[d];
+        st.stalls = st.stalls.saturating_add(1);
+        global.stalls_by_vc[v] += 1;
+    }
+    h.flags | flags::STALLED
 }
 
 /// Deposit packets at an intermediate node also need reception room.
 #[inline]
-fn deposit_ok(p: &Params, r: &Router, port: usize, pk: &Packet) -> bool {
-    !r.rx_busy(port) && r.rx[rx_index(pk, port)].used + pk.chunks as u32 * p.chunk_bytes <= p.rx_bytes
+fn deposit_ok(p: &Params, r: &Router, port: usize, h: Head) -> bool {
+    !r.rx_busy(port) && r.rx[rx_index(h.flags, port)].used + h.chunks as u32 * p.chunk_bytes <= p.rx_bytes
 }
 
 /// Phase 2: a receiver lets one of its requesting VCs go: high priority
 /// first, else SLQ on a fraction of decisions, else random.
 #[inline]
-fn receiver_pick(p: &Params, r: &mut Router, cand: &[Req]) -> usize {
+fn receiver_pick(p: &Params, r: &mut Router, n: u32, cand: &[Req]) -> usize {
     if cand.len() == 1 {
         return 0;
     }
@@ -1161,7 +1270,7 @@ fn receiver_pick(p: &Params, r: &mut Router, cand: &[Req]) -> usize {
     }
     let slq = p.arbitration == Arbitration::Slq;
     let all = (1u32 << cand.len()) - 1;
-    pick_slq_mask(&mut r.rng, cand, all, slq, p.slq_fraction)
+    pick_slq_mask(&mut r.rng.draw(n as u64), cand, all, slq, p.slq_fraction)
 }
 
 /// Starts moving VC `v`'s head packet `id` of receiver `port` at node `n`
@@ -1171,7 +1280,9 @@ fn start_delivery(p: &Params, r: &mut Router, pool: &mut Pool, global: &mut Glob
     let vc = &mut r.recv[port].vc[v];
     vc.q.pop(pool);
     if vc.q.head != NIL {
-        r.hprod[port * 8 + v] = pool.get(vc.q.head).prod;
+        let next = pool.get(vc.q.head);
+        vc.head = Head::of(next);
+        r.hprod[port * 8 + v] = next.prod;
     }
     vc.busy = true;
     r.ready &= !(1 << (port * 8 + v));
@@ -1197,7 +1308,9 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         let vc = &mut r.recv[src].vc[rq.src_vc as usize];
         vc.q.pop(pool);
         if vc.q.head != NIL {
-            r.hprod[src * 8 + rq.src_vc as usize] = pool.get(vc.q.head).prod;
+            let next = pool.get(vc.q.head);
+            vc.head = Head::of(next);
+            r.hprod[src * 8 + rq.src_vc as usize] = next.prod;
         }
         vc.busy = true;
         r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
@@ -1213,8 +1326,8 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         r.inj_ready &= !(1 << (src - NDIR));
         0
     };
-    debug_assert!(r.tokens[d][rq.vc as usize] >= rq.charge as u16);
-    r.tokens[d][rq.vc as usize] -= rq.charge as u16;
+    debug_assert!(r.tokens(d, rq.vc as usize) >= rq.charge as u16);
+    *r.tokens_mut(d, rq.vc as usize) -= rq.charge as u16;
     r.xfer_mask |= 1 << d;
     let pk = pool.get(id);
     let (chunks, payload) = (pk.chunks, pk.payload);
@@ -1227,7 +1340,7 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     let start = now.max(s.busy_until);
     s.busy_until = start + (bytes + p.trailer_gap) as Tick * p.tick_byte;
     let done = s.busy_until;
-    let l = &mut s.stat;
+    let l = &mut r.stat[d];
     l.chunks += chunks as u64;
     l.packets = l.packets.saturating_add(1);
     l.payload += payload as u64;
@@ -1238,7 +1351,7 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         copy.flags &= !flags::STALLED;
         let cid = pool.alloc(copy);
         r.rx_busy |= 1 << src;
-        r.rx[rx_index(&copy, src)].used += bytes;
+        r.rx[rx_index(copy.flags, src)].used += bytes;
         q.push_at(now + bytes as Tick * p.tick_byte, Event { kind: ev::COPY_DONE, a: src as u8, b: 0, c: 0, node: n, data: cid });
     }
     // Update the packet for its next hop.
@@ -1292,7 +1405,7 @@ fn nth_bit64(mut m: u64, k: u32) -> usize {
 /// order): on `slq_fraction` of the decisions (when SLQ is on) one from the
 /// fullest source queue (ties at random), otherwise one at random. Returns
 /// the chosen request's index.
-fn pick_slq_mask(rng: &mut Rng, reqs: &[Req], set: u32, slq: bool, frac: f64) -> usize {
+fn pick_slq_mask(rng: &mut impl Draws, reqs: &[Req], set: u32, slq: bool, frac: f64) -> usize {
     let len = set.count_ones();
     if len == 1 {
         return set.trailing_zeros() as usize;
@@ -1349,7 +1462,13 @@ mod tests {
     }
 }
 
-// What every arbitration reads fills the router's first cache line exactly.
-const _: () = assert!(std::mem::offset_of!(Router, tokens) == 64);
+// The router's lines as its comments place them: what every arbitration
+// reads in the first two, the injection FIFO heads and VCs 4.. in the third,
+// the six senders from the fourth on.
+const _: () = assert!(std::mem::offset_of!(Router, tokens_lo) == 64);
+const _: () = assert!(std::mem::offset_of!(Router, inj_ready) + 4 <= 128);
+const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
+const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
+const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
+const _: () = assert!(std::mem::size_of::<Sender>() == 16);
 // A sender and its link counters share one cache line.
-const _: () = assert!(std::mem::size_of::<Sender>() <= 64);

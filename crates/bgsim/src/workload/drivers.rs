@@ -2,7 +2,7 @@
 //! packet layer to produce each pattern.
 
 use super::spec::{Pattern, RoutingMode, TrafficSpec};
-use crate::engine::{EventQueue, Rng, Tick};
+use crate::engine::{EventQueue, Draws, Rng, Tick};
 use crate::packet::{Net, Routing, Software};
 use crate::torus::{dim_of, Geometry, Packet};
 
