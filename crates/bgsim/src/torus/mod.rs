@@ -100,6 +100,10 @@ struct Receiver {
     vc: [Vc; 8],
 }
 
+/// A link direction's sender: 32 bytes, two to a cache line, with the
+/// link's counters in the form the hot path updates (wire bytes follow from
+/// chunks and packets): their low 32 bits here, carries in the router's
+/// `link_high` (see [`count`]).
 #[derive(Clone, Copy, Debug)]
 struct Sender {
     /// The link is busy (packet, trailer, gap and acks) until then.
@@ -111,25 +115,42 @@ struct Sender {
     src_vc: u8,
     /// Tokens the packet held at its source VC.
     src_charge: u8,
+    packets: u32,
+    chunks: u32,
+    payload: u32,
+    acks: u32,
 }
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0 }
+        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0, packets: 0, chunks: 0, payload: 0, acks: 0 }
     }
 }
 
-/// The counters of a link direction in the form the hot path updates
-/// (wire bytes follow from chunks and packets). The 32-bit counts last for
-/// about 4 billion packets per link, some 15 minutes of simulated time at
-/// the highest packet rate of a BG/L link.
+/// A link direction's counters beyond the senders' 32 bits, and its
+/// no-token stalls (rare).
 #[derive(Clone, Copy, Debug, Default)]
-struct LinkStat {
+struct LinkHigh {
+    packets: u64,
     chunks: u64,
     payload: u64,
-    packets: u32,
-    acks: u32,
-    stalls: u32,
+    acks: u64,
+    stalls: u64,
+}
+
+/// Adds `x` to a 32-bit counter whose carries go to `high`.
+#[inline]
+fn count(low: &mut u32, x: u32, high: &mut u64) {
+    let (v, carry) = low.overflowing_add(x);
+    *low = v;
+    if carry {
+        add_carry(high);
+    }
+}
+
+#[cold]
+fn add_carry(high: &mut u64) {
+    *high += 1 << 32;
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -188,8 +209,8 @@ struct Router {
     rx_nonempty: u16,
     // Lines 3 and 4.
     send: [Sender; NDIR],
-    /// Counters of the six link directions.
-    stat: [LinkStat; NDIR],
+    /// The link directions' counters beyond the senders' 32 bits.
+    link_high: [LinkHigh; NDIR],
     recv: [Receiver; NDIR],
     inj: [Fifo; MAXF],
     rx: [Fifo; NRX],
@@ -403,7 +424,7 @@ impl Torus {
                     tokens_hi: [[0; MAXV - 4]; NDIR],
                     rx_nonempty: 0,
                     send: [Sender::default(); NDIR],
-                    stat: [LinkStat::default(); NDIR],
+                    link_high: [LinkHigh::default(); NDIR],
                     recv: [Receiver::default(); NDIR],
                     inj: [Fifo::default(); MAXF],
                     rx: [Fifo::default(); NRX],
@@ -579,11 +600,21 @@ impl Torus {
                             prefetch(&r.recv[d].vc[4]);
                         }
                     }
-                    ev::XFER_DONE => prefetch(&r.send[d]),
+                    ev::XFER_DONE => {
+                        prefetch(&r.send[d]);
+                        // The VC or injection FIFO the transfer leaves.
+                        let src = e.b as usize;
+                        if src < NDIR {
+                            prefetch(&r.recv[src].vc[e.c as usize % 8]);
+                        } else {
+                            prefetch(&r.inj[(src - NDIR).min(MAXF - 1)]);
+                        }
+                    }
                     ev::RX_DONE => {
                         if let Some(p) = self.pool.try_get(e.data) {
                             prefetch(p);
                         }
+                        prefetch(&r.recv[d].vc[e.b as usize % 8]);
                     }
                     _ => {}
                 }
@@ -593,27 +624,22 @@ impl Torus {
                     // Its sender is busy: the token return will not arbitrate.
                     return;
                 }
-                // Without a branch per line: a line not needed is replaced
-                // by the router's first line, already on its way.
+                // What the arbitration will read as things stand: the third
+                // line when injection FIFOs hold packets or VCs 4.. exist,
+                // the first VC line of every receiver with a head to
+                // evaluate, the line of every free sender (a grant starts
+                // one). Without a branch per line: a line not needed is
+                // replaced by one already on its way.
                 let third = r.inj_ready != 0 || self.p.nvc > 4;
                 prefetch(if third { &r.inj_hprod[0] } else { &r.hprod[0] });
-                // The senders (a grant starts one), and the VCs of every
-                // receiver with a head that may move (the first line, which
-                // holds the BG/L configuration's four VCs).
-                prefetch(&r.send[0]);
-                prefetch(&r.send[NDIR - 1]);
                 let ready = nonzero_bytes(r.ready);
                 let first = (ready | 1 << (NDIR - 1)).trailing_zeros() as usize;
                 for port in 0..NDIR {
                     prefetch(&r.recv[if ready & (1 << port) != 0 { port } else { first }].vc[0]);
                 }
-                if e.kind == ev::XFER_DONE {
-                    // The VC the finished transfer leaves.
-                    let s = &r.send[d];
-                    if (s.src as usize) < NDIR {
-                        prefetch(&r.recv[s.src as usize].vc[s.src_vc as usize % 8]);
-                    }
-                }
+                prefetch(&r.send[0]);
+                prefetch(&r.send[2]);
+                prefetch(&r.send[4]);
             }
         }
     }
@@ -736,8 +762,7 @@ impl Torus {
         let s = &mut r.send[back];
         let start = s.busy_until.max(now);
         s.busy_until = start + ack;
-        let st = &mut r.stat[back];
-        st.acks = st.acks.saturating_add(1);
+        count(&mut s.acks, 1, &mut r.link_high[back].acks);
         let arrive = start + ack + self.p.hop_latency;
         q.push_at(arrive, Event { kind: ev::TOKEN, a: port as u8, b: v as u8, c: 0, node: up, data: charge as u32 });
     }
@@ -956,7 +981,10 @@ impl Torus {
                     f.full_since = now;
                 }
             }
-            r.stat = [LinkStat::default(); NDIR];
+            r.link_high = [LinkHigh::default(); NDIR];
+            for s in r.send.iter_mut() {
+                (s.packets, s.chunks, s.payload, s.acks) = (0, 0, 0, 0);
+            }
         }
         for c in self.nodes.iter_mut() {
             *c = NodeCounters::default();
@@ -1109,13 +1137,15 @@ impl Torus {
 
     /// Counters of the link leaving node `n` in direction `d`.
     pub fn link(&self, n: u32, d: usize) -> LinkCounters {
-        let l = &self.routers[n as usize].stat[d];
+        let r = &self.routers[n as usize];
+        let (s, h) = (&r.send[d], &r.link_high[d]);
+        let (packets, chunks) = (h.packets + s.packets as u64, h.chunks + s.chunks as u64);
         LinkCounters {
-            bytes: l.chunks * self.p.chunk_bytes as u64 + l.packets as u64 * self.p.trailer_gap as u64,
-            packets: l.packets as u64,
-            payload: l.payload,
-            ack_bytes: l.acks as u64 * self.p.ack_bytes as u64,
-            stalls: l.stalls as u64,
+            bytes: chunks * self.p.chunk_bytes as u64 + packets * self.p.trailer_gap as u64,
+            packets,
+            payload: h.payload + s.payload as u64,
+            ack_bytes: (h.acks + s.acks as u64) * self.p.ack_bytes as u64,
+            stalls: h.stalls,
         }
     }
 
@@ -1245,8 +1275,7 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
 fn record_stall(r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, id: u32, h: Head, d: usize, v: usize) -> u8 {
     if !h.is(flags::STALLED) {
         pool.get_mut(id).flags |= flags::STALLED;
-        let st = &mut r.stat[d];
-        st.stalls = st.stalls.saturating_add(1);
+        r.link_high[d].stalls += 1;
         global.stalls_by_vc[v] += 1;
     }
     h.flags | flags::STALLED
@@ -1340,10 +1369,10 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     let start = now.max(s.busy_until);
     s.busy_until = start + (bytes + p.trailer_gap) as Tick * p.tick_byte;
     let done = s.busy_until;
-    let l = &mut r.stat[d];
-    l.chunks += chunks as u64;
-    l.packets = l.packets.saturating_add(1);
-    l.payload += payload as u64;
+    let high = &mut r.link_high[d];
+    count(&mut s.packets, 1, &mut high.packets);
+    count(&mut s.chunks, chunks as u32, &mut high.chunks);
+    count(&mut s.payload, payload as u32, &mut high.payload);
     // Deposit bit: leave a copy here when passing through.
     if pk.is(flags::DEPOSIT) && src < NDIR {
         let mut copy = *pk;
@@ -1378,7 +1407,8 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     global.last_progress = now;
     let nb = geo.neighbor_at(n, r.coords, d);
     q.push_at(start + p.hop_latency, Event { kind: ev::ARRIVE, a: d as u8, b: 0, c: 0, node: nb, data: id });
-    q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: 0, c: 0, node: n, data: id });
+    // The source rides along so that the event's touch-ahead can prefetch it.
+    q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: rq.src, c: rq.src_vc, node: n, data: id });
 }
 
 /// A byte of ones in every byte of a word.
@@ -1460,6 +1490,19 @@ mod tests {
         assert_eq!(nonzero_bytes(u64::MAX), 0xff);
         assert_eq!(nonzero_bytes(0x8000_0000_0000_0001), 0x81);
     }
+
+    #[test]
+    fn link_counters_carry_beyond_32_bits() {
+        let (mut low, mut high) = (u32::MAX - 5, 0u64);
+        count(&mut low, 4, &mut high);
+        assert_eq!((low, high), (u32::MAX - 1, 0));
+        count(&mut low, 240, &mut high);
+        assert_eq!(high + low as u64, u32::MAX as u64 - 1 + 240);
+        for _ in 0..3 {
+            count(&mut low, u32::MAX, &mut high);
+        }
+        assert_eq!(high + low as u64, u32::MAX as u64 - 1 + 240 + 3 * u32::MAX as u64);
+    }
 }
 
 // The router's lines as its comments place them: what every arbitration
@@ -1470,5 +1513,5 @@ const _: () = assert!(std::mem::offset_of!(Router, inj_ready) + 4 <= 128);
 const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
 const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
 const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
-const _: () = assert!(std::mem::size_of::<Sender>() == 16);
+const _: () = assert!(std::mem::size_of::<Sender>() == 32);
 // A sender and its link counters share one cache line.
