@@ -17,6 +17,7 @@ pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
 pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
 
 use crate::engine::{prefetch, Draws, Event, EventQueue, StreamState, Tick};
+use wide::u8x16;
 use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
 
 /// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
@@ -257,23 +258,46 @@ impl Router {
     /// that will arbitrate again.
     #[inline]
     fn candidates(&self, paths: u8) -> (u64, u32) {
-        let free = self.free();
-        let mut cand = 0u64;
+        let free = u8x16::splat(self.free());
+        let zero = u8x16::splat(0);
+        // Per head (byte): a productive link is free; at its destination.
+        let (mut forward, mut at_dest) = (0u64, 0u64);
+        for c in 0..3 {
+            let h = u8x16::new(self.hprod[c * 16..c * 16 + 16].try_into().unwrap());
+            forward |= ((!(h & free).cmp_eq(zero)).move_mask() as u64) << (c * 16);
+            at_dest |= (h.cmp_eq(zero).move_mask() as u64) << (c * 16);
+        }
+        let mut path_left = 0usize;
         for port in 0..NDIR {
-            let fwd_free = if self.paths[port] < paths { free } else { 0 };
-            let h = u64::from_le_bytes(self.hprod[port * 8..port * 8 + 8].try_into().unwrap());
-            let forward = nonzero_bytes(h & (fwd_free as u64 * BYTES_1));
-            let deliver = if self.rx_busy(port) { 0 } else { !nonzero_bytes(h) };
-            cand |= ((forward | deliver) as u64) << (port * 8);
+            path_left |= ((self.paths[port] < paths) as usize) << port;
         }
-        let mut inj = 0u32;
-        for w in 0..MAXF / 8 {
-            let h = u64::from_le_bytes(self.inj_hprod[w * 8..w * 8 + 8].try_into().unwrap());
-            inj |= (nonzero_bytes(h & (free as u64 * BYTES_1)) as u32) << (w * 8);
-        }
+        let rx_free = !self.rx_busy as usize & ((1 << NDIR) - 1);
+        let cand = (forward & PORT_BYTES[path_left]) | (at_dest & PORT_BYTES[rx_free]);
+        // Injection FIFO heads: bytes 0..16 and 8..24 (they overlap).
+        let lo = u8x16::new(self.inj_hprod[..16].try_into().unwrap());
+        let hi = u8x16::new(self.inj_hprod[MAXF - 16..].try_into().unwrap());
+        let inj = (!(lo & free).cmp_eq(zero)).move_mask() as u32 | ((!(hi & free).cmp_eq(zero)).move_mask() as u32) << (MAXF - 16);
         (cand & self.ready, inj & self.inj_ready)
     }
 }
+
+/// For each set of receivers (bit port), the mask of their VC heads' bits
+/// (port * 8 + vc).
+const PORT_BYTES: [u64; 1 << NDIR] = {
+    let mut t = [0u64; 1 << NDIR];
+    let mut m = 0;
+    while m < t.len() {
+        let mut port = 0;
+        while port < NDIR {
+            if m & (1 << port) != 0 {
+                t[m] |= 0xff << (port * 8);
+            }
+            port += 1;
+        }
+        m += 1;
+    }
+    t
+};
 
 /// Static parameters in the form the hot path wants.
 #[derive(Clone, Debug)]
@@ -311,6 +335,10 @@ pub struct Params {
     pub tokens_per_chunk: u16,
     /// Range (0..token_ranges) of a token count or VC occupancy, by count.
     pub token_range: Vec<u8>,
+    /// JSQ's score of a dynamic VC with a given token count: 0 when it
+    /// cannot take a full packet, else 1 + its token range (1 for all under
+    /// random arbitration).
+    pub jsq_score: Vec<u8>,
 }
 
 impl Params {
@@ -349,6 +377,13 @@ impl Params {
             window: 10_000 * m.tick_byte,
             tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
             token_range: (0..=m.vc_tokens).map(|v| quantize(v, m.vc_tokens, t.token_ranges)).collect(),
+            jsq_score: (0..=m.vc_tokens)
+                .map(|v| match () {
+                    _ if v < m.full_packet_tokens => 0,
+                    _ if t.arbitration == Arbitration::Random => 1,
+                    _ => quantize(v, m.vc_tokens, t.token_ranges) + 1,
+                })
+                .collect(),
         }
     }
 }
@@ -385,6 +420,8 @@ pub struct Torus {
     pub notices: Vec<Notice>,
     /// Time the counters were last reset.
     pub counters_since: Tick,
+    /// Arbitration's requests (scratch, kept to spare the zeroing per call).
+    reqs: [Req; NDIR + MAXF],
 }
 
 /// Productive directions of a packet at a node with coordinates `c`: the
@@ -443,6 +480,7 @@ impl Torus {
             pool: Pool::with_capacity(1024),
             notices: Vec::with_capacity(64),
             counters_since: 0,
+            reqs: [Req::default(); NDIR + MAXF],
             routers,
             geo,
             p,
@@ -832,27 +870,34 @@ impl Torus {
     /// once (the hardware would run it on the next cycle).
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
         let ni = n as usize;
+        self.global.arbitrations += 1;
         let mut cands = self.routers[ni].candidates(self.p.paths);
+        if cands == (0, 0) {
+            return;
+        }
         self.prefetch_heads(ni, cands.0, cands.1);
-        let Torus { p, geo, routers, pool, global, .. } = self;
-        global.arbitrations += 1;
+        let Torus { p, geo, routers, pool, global, reqs, .. } = self;
         let r = &mut routers[ni];
         let slq = p.arbitration == Arbitration::Slq;
-        // Requests in fixed arrays on the stack; phase 3 finds a sender's
-        // requests through per-direction bit masks (request i = bit i).
-        let mut reqs = [Req::default(); NDIR + MAXF];
+        // Requests in a fixed array; phase 3 finds a sender's requests
+        // through per-direction bit masks (request i = bit i).
         for round in 0..NDIR {
-            let free = r.free();
-            let mut nreq = 0usize;
-            let mut net_by_dir = [0u32; NDIR];
-            let mut fresh_by_dir = [0u32; NDIR];
-            let mut multi = false;
             // Phases 1 and 2 for the receivers' VC heads worth evaluating
             // (found before the first round, again for later ones).
             if round > 0 {
                 cands = r.candidates(p.paths);
+                if cands == (0, 0) {
+                    return;
+                }
             }
             let (cand, inj_cand) = cands;
+            let free = r.free();
+            let mut nreq = 0usize;
+            let mut net_by_dir = [0u32; NDIR];
+            let mut fresh_by_dir = [0u32; NDIR];
+            // Directions with a request.
+            let mut req_dirs = 0u8;
+            let mut multi = false;
             let mut ports = nonzero_bytes(cand);
             while ports != 0 {
                 let port = ports.trailing_zeros() as usize;
@@ -909,6 +954,7 @@ impl Torus {
                     let pick = receiver_pick(p, r, n, &reqs[nreq..nreq + ncand]);
                     let rq = reqs[nreq + pick];
                     net_by_dir[rq.dir as usize] |= 1 << nreq;
+                    req_dirs |= 1 << rq.dir;
                     reqs[nreq] = rq;
                     nreq += 1;
                     multi |= ncand > 1;
@@ -935,36 +981,29 @@ impl Torus {
                 }
                 let fill = quantize(fused, p.inj_bytes, p.ranges);
                 fresh_by_dir[d as usize] |= 1 << nreq;
+                req_dirs |= 1 << d;
                 reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= p.ninj, pkt: id };
                 nreq += 1;
             }
-            if nreq == 0 {
-                return;
-            }
-            // Phase 3: each free sender picks one request: packets already in
+            // Phase 3: each free sender with requests picks one: packets already in
             // the network first (on a programmable fraction of decisions),
             // SLQ / random among equals.
-            let mut granted = false;
-            let mut m = free;
+            let mut m = req_dirs;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
                 m &= m - 1;
                 let (net, fresh) = (net_by_dir[d], fresh_by_dir[d]);
-                if net | fresh == 0 {
-                    continue;
-                }
                 let mut rng = r.rng.draw(n as u64);
                 let prefer_net = net != 0 && (fresh == 0 || rng.chance(p.net_priority));
                 let set = if prefer_net { net } else { fresh };
-                let chosen = pick_slq_mask(&mut rng, &reqs, set, slq, p.slq_fraction);
+                let chosen = pick_slq_mask(&mut rng, &reqs[..], set, slq, p.slq_fraction);
                 let rq = reqs[chosen];
                 if trigger == d as u8 && pool.get(rq.pkt).is(flags::STALLED) {
                     global.unblocking_returns += 1;
                 }
                 start_transfer(p, geo, r, pool, global, n, now, rq, q);
-                granted = true;
             }
-            if !(granted && multi) {
+            if !multi {
                 return;
             }
         }
@@ -1233,18 +1272,16 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
     if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
         // bits direction * 8 + VC; one of them at random when several tie.
-        let full = p.full_tokens;
-        let random = p.arbitration == Arbitration::Random;
-        // Score of an option: 1 + its token range, 0 if it cannot take a
-        // full packet.
         let mut best = 0u8;
         let mut opts = 0u64;
-        let mut m = prod;
-        while m != 0 {
-            let d = m.trailing_zeros() as usize;
-            m &= m - 1;
+        // At most one productive direction per dimension: all three
+        // dimensions in turn, a dimension without one scoring nothing.
+        for k in 0..3 {
+            let hint = (prod >> (2 * k)) & 3;
+            let d = 2 * k + (hint >> 1) as usize;
+            let open = if hint != 0 { u8::MAX } else { 0 };
             for (v, &t) in r.tokens_lo[d][..p.ndyn].iter().enumerate() {
-                let score = if t < full { 0 } else if random { 1 } else { p.token_range[t as usize] + 1 };
+                let score = p.jsq_score[t as usize] & open;
                 if score > best {
                     opts = 0;
                 }
@@ -1410,9 +1447,6 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     // The source rides along so that the event's touch-ahead can prefetch it.
     q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: rq.src, c: rq.src_vc, node: n, data: id });
 }
-
-/// A byte of ones in every byte of a word.
-const BYTES_1: u64 = 0x0101_0101_0101_0101;
 
 /// Bit i set when byte i of `x` is not zero.
 #[inline]
