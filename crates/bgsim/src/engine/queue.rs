@@ -1,7 +1,14 @@
-//! Event queue: a timing wheel for the near future (where nearly every event of
+//! Event queue: timing wheels for the near future (where nearly every event of
 //! a network model lands: hop latencies, packet transfer times, processor
 //! costs) plus a binary heap for far events. Events at the same tick come out
 //! in the order they were scheduled, which makes runs deterministic.
+//!
+//! Two wheels: events due less than `NEAR` ticks after they are scheduled
+//! (a hop, a token-ack, most processor costs) go to a small wheel whose slots
+//! stay in the cache; the others (a whole packet on a link ...) to a large
+//! one. Every event of a tick in the large wheel was scheduled before every
+//! event of that tick in the small one, so handing out the large wheel's
+//! slot first keeps the order of scheduling.
 
 use super::{Event, Tick};
 use std::cmp::Reverse;
@@ -10,6 +17,9 @@ use std::collections::BinaryHeap;
 const WHEEL_BITS: u32 = 12;
 const WHEEL: usize = 1 << WHEEL_BITS;
 const MASK: u64 = (WHEEL as u64) - 1;
+const NEAR_BITS: u32 = 8;
+const NEAR: usize = 1 << NEAR_BITS;
+const NEAR_MASK: u64 = (NEAR as u64) - 1;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Far {
@@ -34,10 +44,17 @@ impl From<EvKey> for Event {
 
 pub struct EventQueue {
     now: Tick,
+    /// Events scheduled less than NEAR ticks ahead, by tick.
+    near: Vec<Vec<Event>>,
+    /// Events scheduled NEAR..WHEEL ticks ahead, and far events once they are
+    /// less than WHEEL ticks ahead, by tick.
     slots: Vec<Vec<Event>>,
-    /// Events taken out of the current slot, being handed out.
+    /// Events taken out of a slot of the current tick, being handed out.
     current: Vec<Event>,
     current_pos: usize,
+    /// `current` came from the small wheel (the last part of its tick).
+    current_near: bool,
+    /// Events in both wheels.
     near_len: usize,
     far: BinaryHeap<Reverse<Far>>,
     seq: u64,
@@ -53,9 +70,11 @@ impl EventQueue {
     pub fn new() -> Self {
         EventQueue {
             now: 0,
+            near: (0..NEAR).map(|_| Vec::new()).collect(),
             slots: (0..WHEEL).map(|_| Vec::new()).collect(),
             current: Vec::new(),
             current_pos: 0,
+            current_near: false,
             near_len: 0,
             far: BinaryHeap::new(),
             seq: 0,
@@ -90,7 +109,11 @@ impl EventQueue {
         let t = t.max(self.now);
         // Same tick as now: the slot of now is handed out after the current
         // batch, so the event goes after everything already due.
-        if t - self.now < WHEEL as u64 {
+        let delay = t - self.now;
+        if delay < NEAR as u64 {
+            self.near[(t & NEAR_MASK) as usize].push(ev);
+            self.near_len += 1;
+        } else if delay < WHEEL as u64 {
             self.slots[(t & MASK) as usize].push(ev);
             self.near_len += 1;
         } else {
@@ -112,7 +135,14 @@ impl EventQueue {
         }
     }
 
+    /// Whether tick `t` (less than WHEEL ticks from now) has events in a wheel.
+    #[inline]
+    fn due(&self, t: Tick) -> bool {
+        !self.slots[(t & MASK) as usize].is_empty() || !self.near[(t & NEAR_MASK) as usize].is_empty()
+    }
+
     /// Pops the next event strictly before `until`, advancing time to it.
+    #[inline]
     pub fn pop_before(&mut self, until: Tick) -> Option<(Tick, Event)> {
         loop {
             if self.current_pos < self.current.len() {
@@ -120,23 +150,37 @@ impl EventQueue {
                 self.current_pos += 1;
                 return Some((self.now, ev));
             }
-            // The current batch is exhausted; events pushed for `now` while it
-            // was handed out sit in the slot of `now`.
-            let slot = (self.now & MASK) as usize;
-            if !self.slots[slot].is_empty() {
-                self.current.clear();
-                self.current_pos = 0;
-                self.near_len -= self.slots[slot].len();
-                std::mem::swap(&mut self.current, &mut self.slots[slot]);
-                continue;
+            if !self.next_batch(until) {
+                return None;
+            }
+        }
+    }
+
+    /// The current batch is exhausted: takes the next one - the rest of the
+    /// current tick (the large wheel's slot, then the small one's, which also
+    /// receives events scheduled for now while the tick is handed out), or
+    /// the first later tick with events before `until`. False if there is
+    /// none.
+    fn next_batch(&mut self, until: Tick) -> bool {
+        loop {
+            for near in [false, true] {
+                let slot = if near { &mut self.near[(self.now & NEAR_MASK) as usize] } else { &mut self.slots[(self.now & MASK) as usize] };
+                if !slot.is_empty() {
+                    self.current.clear();
+                    self.current_pos = 0;
+                    self.current_near = near;
+                    self.near_len -= slot.len();
+                    std::mem::swap(&mut self.current, slot);
+                    return true;
+                }
             }
             // Advance to the next non-empty tick.
             if self.near_len == 0 {
                 match self.far.peek() {
-                    None => return None,
+                    None => return false,
                     Some(Reverse(f)) => {
                         if f.t >= until {
-                            return None;
+                            return false;
                         }
                         self.now = f.t;
                         self.refill();
@@ -147,9 +191,9 @@ impl EventQueue {
             let mut t = self.now + 1;
             loop {
                 if t >= until {
-                    return None;
+                    return false;
                 }
-                if !self.slots[(t & MASK) as usize].is_empty() {
+                if self.due(t) {
                     break;
                 }
                 t += 1;
@@ -159,11 +203,25 @@ impl EventQueue {
         }
     }
 
-    /// The event `k` places behind the next one to be handed out, if it is
-    /// already in the batch of the current tick (for touching its data ahead).
+    /// The event `k` places behind the next one to be handed out, as things
+    /// stand (for touching its data ahead): in the current batch, the rest of
+    /// the current tick or the next tick.
     #[inline]
     pub fn peek_ahead(&self, k: usize) -> Option<&Event> {
-        self.current.get(self.current_pos + k)
+        let rest = self.current.len() - self.current_pos;
+        if k < rest {
+            return self.current.get(self.current_pos + k);
+        }
+        let mut k = k - rest;
+        let next = self.now + 1;
+        let this_near = if self.current_near { None } else { Some(&self.near[(self.now & NEAR_MASK) as usize]) };
+        for slot in [this_near, Some(&self.slots[(next & MASK) as usize]), Some(&self.near[(next & NEAR_MASK) as usize])].into_iter().flatten() {
+            if k < slot.len() {
+                return slot.get(k);
+            }
+            k -= slot.len();
+        }
+        None
     }
 
     /// Advances time to `t` if nothing is pending before it.
@@ -182,7 +240,7 @@ impl EventQueue {
         }
         if self.near_len > 0 {
             for d in 0..WHEEL as u64 {
-                if !self.slots[((self.now + d) & MASK) as usize].is_empty() {
+                if self.due(self.now + d) {
                     return Some(self.now + d);
                 }
             }
@@ -229,6 +287,51 @@ mod tests {
         q.advance_to(15);
         assert_eq!(q.now(), 15);
         assert_eq!(q.pop_before(100).map(|x| (x.0, x.1.data)), Some((20, 2)));
+    }
+
+    /// Random schedules from handlers (delays of every range, same-tick
+    /// events, jumps over empty stretches, `until` bounds) come out exactly
+    /// in (time, order of scheduling).
+    #[test]
+    fn hands_out_in_time_then_scheduling_order() {
+        let mut rng = crate::engine::Rng::new(3, 0);
+        use crate::engine::Draws;
+        for round in 0..20 {
+            let mut q = EventQueue::new();
+            let mut reference = std::collections::BTreeMap::new();
+            let mut seq = 0u32;
+            let mut push = |q: &mut EventQueue, reference: &mut std::collections::BTreeMap<(Tick, u32), ()>, now: Tick, delay: Tick| {
+                seq += 1;
+                q.push_at(now + delay, ev(seq));
+                reference.insert((now + delay, seq), ());
+            };
+            for _ in 0..50 {
+                let d = [0, 1, 63, 255, 256, 257, 1048, 4095, 4096, 20_000][rng.below(10) as usize];
+                push(&mut q, &mut reference, 0, d);
+            }
+            let mut until = 0;
+            let mut handled = 0;
+            while handled < 5_000 && !reference.is_empty() {
+                until += 1 + rng.below(3_000) as Tick;
+                while let Some((t, e)) = q.pop_before(until) {
+                    let (&(rt, rs), _) = reference.iter().next().unwrap();
+                    assert_eq!((t, e.data), (rt, rs), "round {round}");
+                    reference.remove(&(rt, rs));
+                    handled += 1;
+                    for _ in 0..rng.below(3) {
+                        let d = match rng.below(4) {
+                            0 => rng.below(4) as Tick,
+                            1 => rng.below(256) as Tick,
+                            2 => 200 + rng.below(4_000) as Tick,
+                            _ => rng.below(30_000) as Tick,
+                        };
+                        push(&mut q, &mut reference, t, d);
+                    }
+                }
+                q.advance_to(until);
+                assert!(reference.keys().next().map_or(true, |&(t, _)| t >= until));
+            }
+        }
     }
 
     #[test]
