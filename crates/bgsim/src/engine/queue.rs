@@ -20,6 +20,8 @@ const MASK: u64 = (WHEEL as u64) - 1;
 const NEAR_BITS: u32 = 8;
 const NEAR: usize = 1 << NEAR_BITS;
 const NEAR_MASK: u64 = (NEAR as u64) - 1;
+/// Events a slot keeps room for once handed out (more is given back).
+const SLOT_KEEP: usize = 256;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Far {
@@ -166,11 +168,19 @@ impl EventQueue {
             for near in [false, true] {
                 let slot = if near { &mut self.near[(self.now & NEAR_MASK) as usize] } else { &mut self.slots[(self.now & MASK) as usize] };
                 if !slot.is_empty() {
+                    // Copied out rather than swapped: a slot that once held
+                    // a large batch would otherwise pass its capacity on to
+                    // every slot in turn, and the wheels would spread over
+                    // hundreds of megabytes (and their pages).
                     self.current.clear();
+                    self.current.extend_from_slice(slot);
                     self.current_pos = 0;
                     self.current_near = near;
                     self.near_len -= slot.len();
-                    std::mem::swap(&mut self.current, slot);
+                    slot.clear();
+                    if slot.capacity() > SLOT_KEEP {
+                        slot.shrink_to(SLOT_KEEP);
+                    }
                     return true;
                 }
             }
