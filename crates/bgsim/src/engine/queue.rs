@@ -14,14 +14,18 @@ use super::{Event, Tick};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-const WHEEL_BITS: u32 = 12;
+const WHEEL_BITS: u32 = 14;
 const WHEEL: usize = 1 << WHEEL_BITS;
 const MASK: u64 = (WHEEL as u64) - 1;
 const NEAR_BITS: u32 = 8;
 const NEAR: usize = 1 << NEAR_BITS;
 const NEAR_MASK: u64 = (NEAR as u64) - 1;
-/// Events a slot keeps room for once handed out (more is given back).
-const SLOT_KEEP: usize = 256;
+/// Events a slot's own buffer holds. A slot that needs more borrows a larger
+/// buffer from the queue's pool and gives it back when it is handed out, so
+/// that the wheels' memory follows the events pending, not the largest batch
+/// each of 16,640 slots ever held, and nothing allocates once the pool has
+/// grown to the working set.
+const SLOT_KEEP: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Far {
@@ -60,11 +64,45 @@ pub struct EventQueue {
     near_len: usize,
     far: BinaryHeap<Reverse<Far>>,
     seq: u64,
+    /// Buffers larger than SLOT_KEEP not lent to a slot.
+    big: Vec<Vec<Event>>,
+    /// SLOT_KEEP-event buffers of slots that hold a larger one.
+    small: Vec<Vec<Event>>,
 }
 
 impl Default for EventQueue {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Appends `ev` to a slot; a full slot of SLOT_KEEP events or more first
+/// borrows a larger buffer from the pool.
+#[inline]
+fn put(slot: &mut Vec<Event>, ev: Event, big: &mut Vec<Vec<Event>>, small: &mut Vec<Vec<Event>>) {
+    if slot.len() == slot.capacity() && slot.capacity() >= SLOT_KEEP {
+        enlarge(slot, big, small);
+    }
+    slot.push(ev);
+}
+
+#[cold]
+#[inline(never)]
+fn enlarge(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, small: &mut Vec<Vec<Event>>) {
+    let Some(mut b) = big.pop() else { return };
+    if b.capacity() <= slot.capacity() {
+        // Too small to help: the slot grows by itself (the pool's buffers
+        // grow to the largest batches this way).
+        big.push(b);
+        return;
+    }
+    b.extend_from_slice(slot);
+    let mut old = std::mem::replace(slot, b);
+    old.clear();
+    if old.capacity() > SLOT_KEEP {
+        big.push(old);
+    } else {
+        small.push(old);
     }
 }
 
@@ -80,6 +118,8 @@ impl EventQueue {
             near_len: 0,
             far: BinaryHeap::new(),
             seq: 0,
+            big: Vec::new(),
+            small: Vec::new(),
         }
     }
 
@@ -113,10 +153,10 @@ impl EventQueue {
         // batch, so the event goes after everything already due.
         let delay = t - self.now;
         if delay < NEAR as u64 {
-            self.near[(t & NEAR_MASK) as usize].push(ev);
+            put(&mut self.near[(t & NEAR_MASK) as usize], ev, &mut self.big, &mut self.small);
             self.near_len += 1;
         } else if delay < WHEEL as u64 {
-            self.slots[(t & MASK) as usize].push(ev);
+            put(&mut self.slots[(t & MASK) as usize], ev, &mut self.big, &mut self.small);
             self.near_len += 1;
         } else {
             self.seq += 1;
@@ -129,7 +169,7 @@ impl EventQueue {
         while let Some(Reverse(f)) = self.far.peek() {
             if f.t - self.now < WHEEL as u64 {
                 let Reverse(f) = self.far.pop().unwrap();
-                self.slots[(f.t & MASK) as usize].push(f.ev.into());
+                put(&mut self.slots[(f.t & MASK) as usize], f.ev.into(), &mut self.big, &mut self.small);
                 self.near_len += 1;
             } else {
                 break;
@@ -168,10 +208,10 @@ impl EventQueue {
             for near in [false, true] {
                 let slot = if near { &mut self.near[(self.now & NEAR_MASK) as usize] } else { &mut self.slots[(self.now & MASK) as usize] };
                 if !slot.is_empty() {
-                    // Copied out rather than swapped: a slot that once held
-                    // a large batch would otherwise pass its capacity on to
-                    // every slot in turn, and the wheels would spread over
-                    // hundreds of megabytes (and their pages).
+                    // Copied out rather than swapped, and a borrowed buffer
+                    // given back: a slot that once held a large batch would
+                    // otherwise keep (or pass on) its room for good, and the
+                    // wheels would spread over hundreds of megabytes.
                     self.current.clear();
                     self.current.extend_from_slice(slot);
                     self.current_pos = 0;
@@ -179,7 +219,8 @@ impl EventQueue {
                     self.near_len -= slot.len();
                     slot.clear();
                     if slot.capacity() > SLOT_KEEP {
-                        slot.shrink_to(SLOT_KEEP);
+                        let own = self.small.pop().unwrap_or_else(|| Vec::with_capacity(SLOT_KEEP));
+                        self.big.push(std::mem::replace(slot, own));
                     }
                     return true;
                 }
@@ -316,7 +357,7 @@ mod tests {
                 reference.insert((now + delay, seq), ());
             };
             for _ in 0..50 {
-                let d = [0, 1, 63, 255, 256, 257, 1048, 4095, 4096, 20_000][rng.below(10) as usize];
+                let d = [0, 1, 63, 255, 256, 257, 1048, 16_383, 16_384, 40_000][rng.below(10) as usize];
                 push(&mut q, &mut reference, 0, d);
             }
             let mut until = 0;
@@ -332,8 +373,8 @@ mod tests {
                         let d = match rng.below(4) {
                             0 => rng.below(4) as Tick,
                             1 => rng.below(256) as Tick,
-                            2 => 200 + rng.below(4_000) as Tick,
-                            _ => rng.below(30_000) as Tick,
+                            2 => 200 + rng.below(16_400) as Tick,
+                            _ => rng.below(60_000) as Tick,
                         };
                         push(&mut q, &mut reference, t, d);
                     }
@@ -341,6 +382,35 @@ mod tests {
                 q.advance_to(until);
                 assert!(reference.keys().next().map_or(true, |&(t, _)| t >= until));
             }
+        }
+    }
+
+    /// Batches far larger than a slot's own buffer (every rank of a big
+    /// machine acting at once) come out whole and in order, round after
+    /// round, and the borrowed buffers come back to the pool.
+    #[test]
+    fn large_batches_borrow_buffers_and_give_them_back() {
+        let mut q = EventQueue::new();
+        let mut next = 0u32;
+        let mut now = 0;
+        for round in 0..6u64 {
+            let mut expect = vec![];
+            for k in 0..(200 * (round + 1)) as u32 {
+                // Three ticks, each in both wheels, interleaved.
+                let t = now + [3, 300, 3, 301, 5000, 3][(k % 6) as usize];
+                next += 1;
+                q.push_at(t, ev(next));
+                expect.push((t, next));
+            }
+            expect.sort();
+            let mut got = vec![];
+            while let Some((t, e)) = q.pop_before(u64::MAX) {
+                got.push((t, e.data));
+                now = t;
+            }
+            assert_eq!(got, expect, "round {round}");
+            assert!(q.big.len() + q.small.len() > 0, "no buffer was borrowed");
+            assert!(q.slots.iter().chain(&q.near).all(|s| s.capacity() <= SLOT_KEEP), "a slot kept a borrowed buffer");
         }
     }
 
