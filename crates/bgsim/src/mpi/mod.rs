@@ -479,8 +479,11 @@ impl World {
                 }
             }
         }
-        let mut r = std::mem::take(&mut self.ready);
-        r.sort_unstable();
+        // A copy, so that `ready` keeps its room (growing it again from
+        // nothing for thousands of ranks at every call cost reallocations).
+        self.ready.sort_unstable();
+        let r = self.ready.clone();
+        self.ready.clear();
         Ok(r)
     }
 

@@ -31,6 +31,12 @@ use crate::torus::{flags, Packet, NRX, RX_GROUP};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+/// Empty per-peer send queues a rank keeps (with their buffers) for the next
+/// message to the same peer: a neighbour exchange then allocates nothing per
+/// message, while a rank that has sent to thousands of peers holds only this
+/// many idle queues.
+const PEER_QUEUES_KEPT: usize = 32;
+
 /// Dense ids of messages and requests.
 pub type MsgId = u32;
 pub type ReqId = u32;
@@ -554,7 +560,7 @@ impl MsgLayer {
         queue.pop_front();
         if let Some(&next) = queue.front() {
             self.start(net, q, now, next);
-        } else {
+        } else if self.ranks[src as usize].peers.len() > PEER_QUEUES_KEPT {
             self.ranks[src as usize].peers.remove(&dst);
         }
     }
