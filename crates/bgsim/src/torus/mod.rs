@@ -17,8 +17,8 @@ pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
 pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
 
 use crate::engine::{prefetch, Draws, Event, EventQueue, StreamState, Tick};
-use wide::u8x16;
 use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
+use wide::u8x16;
 
 /// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
 pub const MAXV: usize = 7;
@@ -208,7 +208,7 @@ struct Router {
     tokens_hi: [[u16; MAXV - 4]; NDIR],
     /// Reception FIFOs holding packets (bit f).
     rx_nonempty: u16,
-    // Lines 3 and 4.
+    // Lines 3 to 5: the six senders.
     send: [Sender; NDIR],
     /// The link directions' counters beyond the senders' 32 bits.
     link_high: [LinkHigh; NDIR],
@@ -347,6 +347,7 @@ impl Params {
         let ndyn = t.dynamic_vcs as usize;
         let esc = ndyn;
         let hp = esc + t.escape.escape_vcs();
+        let token_range: Vec<u8> = (0..=m.vc_tokens).map(|v| quantize(v, m.vc_tokens, t.token_ranges)).collect();
         Params {
             tick_byte: m.tick_byte,
             hop_latency: m.hop_latency,
@@ -376,14 +377,16 @@ impl Params {
             hw_header: t.hw_header_bytes,
             window: 10_000 * m.tick_byte,
             tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
-            token_range: (0..=m.vc_tokens).map(|v| quantize(v, m.vc_tokens, t.token_ranges)).collect(),
-            jsq_score: (0..=m.vc_tokens)
-                .map(|v| match () {
-                    _ if v < m.full_packet_tokens => 0,
+            jsq_score: token_range
+                .iter()
+                .enumerate()
+                .map(|(v, &range)| match () {
+                    _ if (v as u32) < m.full_packet_tokens => 0,
                     _ if t.arbitration == Arbitration::Random => 1,
-                    _ => quantize(v, m.vc_tokens, t.token_ranges) + 1,
+                    _ => range + 1,
                 })
                 .collect(),
+            token_range,
         }
     }
 }
@@ -404,9 +407,6 @@ struct Req {
     hp: bool,
     pkt: u32,
 }
-
-
-
 
 /// The torus network of a partition.
 pub struct Torus {
@@ -662,12 +662,13 @@ impl Torus {
                     // Its sender is busy: the token return will not arbitrate.
                     return;
                 }
-                // What the arbitration will read as things stand: the third
-                // line when injection FIFOs hold packets or VCs 4.. exist,
-                // the first VC line of every receiver with a head to
-                // evaluate, the line of every free sender (a grant starts
-                // one). Without a branch per line: a line not needed is
-                // replaced by one already on its way.
+                // What the event will read as things stand: the third line
+                // when injection FIFOs hold packets or VCs 4.. exist, the
+                // first VC line of every receiver with a head that may move,
+                // the senders' three lines (a grant starts a transfer on one,
+                // a token-ack goes out on another). Without a branch per
+                // line: a line not needed is replaced by one already on its
+                // way.
                 let third = r.inj_ready != 0 || self.p.nvc > 4;
                 prefetch(if third { &r.inj_hprod[0] } else { &r.hprod[0] });
                 let ready = nonzero_bytes(r.ready);
