@@ -45,11 +45,18 @@ fn main() {
     s.load = 0.9;
     s.warmup_ncycles = 0;
     s.measure_ncycles = if quick { 5_000 } else { 40_000 };
-    let runs: usize = args.iter().position(|a| a == "--runs").and_then(|i| args.get(i + 1)).map_or(5, |v| v.parse().expect("--runs N"));
+    let runs: usize = match args.iter().position(|a| a == "--runs").map(|i| args.get(i + 1).and_then(|v| v.parse().ok())) {
+        None => 5,
+        Some(Some(n)) if n >= 1 => n,
+        Some(_) => {
+            eprintln!("bgsim-bench: --runs takes a whole number of runs, at least 1");
+            std::process::exit(2);
+        }
+    };
     let before = rss_kb();
     let mut walls = Vec::new();
     let mut r = None;
-    for _ in 0..runs.max(1) {
+    for _ in 0..runs {
         let res = run(&m, &s, &mut |_| true).expect("run");
         walls.push(res.engine.wall_s);
         r = Some(res);
