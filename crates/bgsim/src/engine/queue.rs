@@ -61,7 +61,7 @@ pub struct EventQueue {
     /// `current` came from the small wheel (the last part of its tick).
     current_near: bool,
     /// Events in both wheels.
-    near_len: usize,
+    in_wheels: usize,
     far: BinaryHeap<Reverse<Far>>,
     seq: u64,
     /// Buffers larger than SLOT_KEEP not lent to a slot.
@@ -115,7 +115,7 @@ impl EventQueue {
             current: Vec::new(),
             current_pos: 0,
             current_near: false,
-            near_len: 0,
+            in_wheels: 0,
             far: BinaryHeap::new(),
             seq: 0,
             big: Vec::new(),
@@ -131,7 +131,7 @@ impl EventQueue {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.near_len + self.far.len() + (self.current.len() - self.current_pos)
+        self.in_wheels + self.far.len() + (self.current.len() - self.current_pos)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -154,10 +154,10 @@ impl EventQueue {
         let delay = t - self.now;
         if delay < NEAR as u64 {
             put(&mut self.near[(t & NEAR_MASK) as usize], ev, &mut self.big, &mut self.small);
-            self.near_len += 1;
+            self.in_wheels += 1;
         } else if delay < WHEEL as u64 {
             put(&mut self.slots[(t & MASK) as usize], ev, &mut self.big, &mut self.small);
-            self.near_len += 1;
+            self.in_wheels += 1;
         } else {
             self.seq += 1;
             self.far.push(Reverse(Far { t, seq: self.seq, ev: ev.into() }));
@@ -170,7 +170,7 @@ impl EventQueue {
             if f.t - self.now < WHEEL as u64 {
                 let Reverse(f) = self.far.pop().unwrap();
                 put(&mut self.slots[(f.t & MASK) as usize], f.ev.into(), &mut self.big, &mut self.small);
-                self.near_len += 1;
+                self.in_wheels += 1;
             } else {
                 break;
             }
@@ -216,7 +216,7 @@ impl EventQueue {
                     self.current.extend_from_slice(slot);
                     self.current_pos = 0;
                     self.current_near = near;
-                    self.near_len -= slot.len();
+                    self.in_wheels -= slot.len();
                     slot.clear();
                     if slot.capacity() > SLOT_KEEP {
                         let own = self.small.pop().unwrap_or_else(|| Vec::with_capacity(SLOT_KEEP));
@@ -226,7 +226,7 @@ impl EventQueue {
                 }
             }
             // Advance to the next non-empty tick.
-            if self.near_len == 0 {
+            if self.in_wheels == 0 {
                 match self.far.peek() {
                     None => return false,
                     Some(Reverse(f)) => {
@@ -289,7 +289,7 @@ impl EventQueue {
         if self.current_pos < self.current.len() {
             return Some(self.now);
         }
-        if self.near_len > 0 {
+        if self.in_wheels > 0 {
             for d in 0..WHEEL as u64 {
                 if self.due(self.now + d) {
                     return Some(self.now + d);

@@ -986,9 +986,9 @@ impl Torus {
                 reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= p.ninj, pkt: id };
                 nreq += 1;
             }
-            // Phase 3: each free sender with requests picks one: packets already in
-            // the network first (on a programmable fraction of decisions),
-            // SLQ / random among equals.
+            // Phase 3: each free sender with requests picks one: packets
+            // already in the network first (on a programmable fraction of
+            // decisions), SLQ / random among equals.
             let mut m = req_dirs;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
