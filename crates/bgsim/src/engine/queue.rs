@@ -20,11 +20,14 @@ const MASK: u64 = (WHEEL as u64) - 1;
 const NEAR_BITS: u32 = 8;
 const NEAR: usize = 1 << NEAR_BITS;
 const NEAR_MASK: u64 = (NEAR as u64) - 1;
-/// Events a slot's own buffer holds. A slot that needs more borrows a larger
-/// buffer from the queue's pool and gives it back when it is handed out, so
-/// that the wheels' memory follows the events pending, not the largest batch
-/// each of 16,640 slots ever held, and nothing allocates once the pool has
-/// grown to the working set.
+/// Events a slot's buffer holds. Slots hold no buffer while empty: the first
+/// event takes one from the queue's spare buffers, the one handed out last
+/// (so still in the cache: a slot's own buffer would be cold, last used a
+/// whole turn of the wheel ago), and gives it back when it is handed out. A
+/// slot that needs more than SLOT_KEEP borrows a larger buffer from a second
+/// pool and gives that back too, so that the wheels' memory follows the
+/// events pending, not the largest batch each slot ever held, and nothing
+/// allocates once the pools have grown to the working set.
 const SLOT_KEEP: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,8 +69,9 @@ pub struct EventQueue {
     seq: u64,
     /// Buffers larger than SLOT_KEEP not lent to a slot.
     big: Vec<Vec<Event>>,
-    /// SLOT_KEEP-event buffers of slots that hold a larger one.
-    small: Vec<Vec<Event>>,
+    /// Empty SLOT_KEEP-event buffers not lent to a slot, the one given back
+    /// last on top.
+    spare: Vec<Vec<Event>>,
 }
 
 impl Default for EventQueue {
@@ -76,19 +80,35 @@ impl Default for EventQueue {
     }
 }
 
-/// Appends `ev` to a slot; a full slot of SLOT_KEEP events or more first
-/// borrows a larger buffer from the pool.
+/// Appends `ev` to a slot; an empty slot first takes a spare buffer, a full
+/// one of SLOT_KEEP events or more borrows a larger buffer from the pool.
 #[inline]
-fn put(slot: &mut Vec<Event>, ev: Event, big: &mut Vec<Vec<Event>>, small: &mut Vec<Vec<Event>>) {
-    if slot.len() == slot.capacity() && slot.capacity() >= SLOT_KEEP {
-        enlarge(slot, big, small);
+fn put(slot: &mut Vec<Event>, ev: Event, big: &mut Vec<Vec<Event>>, spare: &mut Vec<Vec<Event>>) {
+    if slot.len() == slot.capacity() {
+        if slot.capacity() == 0 {
+            *slot = spare.pop().unwrap_or_else(|| Vec::with_capacity(SLOT_KEEP));
+        } else if slot.capacity() >= SLOT_KEEP {
+            enlarge(slot, big, spare);
+        }
     }
     slot.push(ev);
 }
 
+/// Gives an emptied slot's buffer back to its pool.
+#[inline]
+fn give_back(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, spare: &mut Vec<Vec<Event>>) {
+    let mut b = std::mem::take(slot);
+    b.clear();
+    if b.capacity() > SLOT_KEEP {
+        big.push(b);
+    } else {
+        spare.push(b);
+    }
+}
+
 #[cold]
 #[inline(never)]
-fn enlarge(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, small: &mut Vec<Vec<Event>>) {
+fn enlarge(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, spare: &mut Vec<Vec<Event>>) {
     let Some(mut b) = big.pop() else { return };
     if b.capacity() <= slot.capacity() {
         // Too small to help: the slot grows by itself (the pool's buffers
@@ -98,12 +118,7 @@ fn enlarge(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, small: &mut Vec<Vec
     }
     b.extend_from_slice(slot);
     let mut old = std::mem::replace(slot, b);
-    old.clear();
-    if old.capacity() > SLOT_KEEP {
-        big.push(old);
-    } else {
-        small.push(old);
-    }
+    give_back(&mut old, big, spare);
 }
 
 impl EventQueue {
@@ -119,7 +134,7 @@ impl EventQueue {
             far: BinaryHeap::new(),
             seq: 0,
             big: Vec::new(),
-            small: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -153,10 +168,10 @@ impl EventQueue {
         // batch, so the event goes after everything already due.
         let delay = t - self.now;
         if delay < NEAR as u64 {
-            put(&mut self.near[(t & NEAR_MASK) as usize], ev, &mut self.big, &mut self.small);
+            put(&mut self.near[(t & NEAR_MASK) as usize], ev, &mut self.big, &mut self.spare);
             self.in_wheels += 1;
         } else if delay < WHEEL as u64 {
-            put(&mut self.slots[(t & MASK) as usize], ev, &mut self.big, &mut self.small);
+            put(&mut self.slots[(t & MASK) as usize], ev, &mut self.big, &mut self.spare);
             self.in_wheels += 1;
         } else {
             self.seq += 1;
@@ -169,7 +184,7 @@ impl EventQueue {
         while let Some(Reverse(f)) = self.far.peek() {
             if f.t - self.now < WHEEL as u64 {
                 let Reverse(f) = self.far.pop().unwrap();
-                put(&mut self.slots[(f.t & MASK) as usize], f.ev.into(), &mut self.big, &mut self.small);
+                put(&mut self.slots[(f.t & MASK) as usize], f.ev.into(), &mut self.big, &mut self.spare);
                 self.in_wheels += 1;
             } else {
                 break;
@@ -208,8 +223,8 @@ impl EventQueue {
             for near in [false, true] {
                 let slot = if near { &mut self.near[(self.now & NEAR_MASK) as usize] } else { &mut self.slots[(self.now & MASK) as usize] };
                 if !slot.is_empty() {
-                    // Copied out rather than swapped, and a borrowed buffer
-                    // given back: a slot that once held a large batch would
+                    // Copied out rather than swapped, and the buffer given
+                    // back: a slot that once held a large batch would
                     // otherwise keep (or pass on) its room for good, and the
                     // wheels would spread over hundreds of megabytes.
                     self.current.clear();
@@ -217,11 +232,7 @@ impl EventQueue {
                     self.current_pos = 0;
                     self.current_near = near;
                     self.in_wheels -= slot.len();
-                    slot.clear();
-                    if slot.capacity() > SLOT_KEEP {
-                        let own = self.small.pop().unwrap_or_else(|| Vec::with_capacity(SLOT_KEEP));
-                        self.big.push(std::mem::replace(slot, own));
-                    }
+                    give_back(slot, &mut self.big, &mut self.spare);
                     return true;
                 }
             }
@@ -409,7 +420,7 @@ mod tests {
                 now = t;
             }
             assert_eq!(got, expect, "round {round}");
-            assert!(q.big.len() + q.small.len() > 0, "no buffer was borrowed");
+            assert!(!q.big.is_empty(), "no buffer was borrowed");
             assert!(q.slots.iter().chain(&q.near).all(|s| s.capacity() <= SLOT_KEEP), "a slot kept a borrowed buffer");
         }
     }

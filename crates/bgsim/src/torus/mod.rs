@@ -273,7 +273,11 @@ impl Router {
         }
         let rx_free = !self.rx_busy as usize & ((1 << NDIR) - 1);
         let cand = (forward & PORT_BYTES[path_left]) | (at_dest & PORT_BYTES[rx_free]);
-        // Injection FIFO heads: bytes 0..16 and 8..24 (they overlap).
+        // Injection FIFO heads: bytes 0..16 and 8..24 (they overlap), read
+        // only when one may move (their line is the router's third).
+        if self.inj_ready == 0 {
+            return (cand & self.ready, 0);
+        }
         let lo = u8x16::new(self.inj_hprod[..16].try_into().unwrap());
         let hi = u8x16::new(self.inj_hprod[MAXF - 16..].try_into().unwrap());
         let inj = (!(lo & free).cmp_eq(zero)).move_mask() as u32 | ((!(hi & free).cmp_eq(zero)).move_mask() as u32) << (MAXF - 16);
