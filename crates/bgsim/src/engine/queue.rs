@@ -82,16 +82,23 @@ impl Default for EventQueue {
 
 /// Appends `ev` to a slot; an empty slot first takes a spare buffer, a full
 /// one of SLOT_KEEP events or more borrows a larger buffer from the pool.
-#[inline]
+#[inline(always)]
 fn put(slot: &mut Vec<Event>, ev: Event, big: &mut Vec<Vec<Event>>, spare: &mut Vec<Vec<Event>>) {
     if slot.len() == slot.capacity() {
-        if slot.capacity() == 0 {
-            *slot = spare.pop().unwrap_or_else(|| Vec::with_capacity(SLOT_KEEP));
-        } else if slot.capacity() >= SLOT_KEEP {
-            enlarge(slot, big, spare);
-        }
+        make_room(slot, big, spare);
     }
     slot.push(ev);
+}
+
+/// A full slot: an empty one takes a spare buffer, one of SLOT_KEEP events
+/// or more borrows a larger one (a smaller one grows by itself).
+#[inline(never)]
+fn make_room(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, spare: &mut Vec<Vec<Event>>) {
+    if slot.capacity() == 0 {
+        *slot = spare.pop().unwrap_or_else(|| Vec::with_capacity(SLOT_KEEP));
+    } else if slot.capacity() >= SLOT_KEEP {
+        enlarge(slot, big, spare);
+    }
 }
 
 /// Gives an emptied slot's buffer back to its pool.
@@ -160,7 +167,7 @@ impl EventQueue {
     }
 
     /// Schedules `ev` at absolute time `t` (not before now).
-    #[inline]
+    #[inline(always)]
     pub fn push_at(&mut self, t: Tick, ev: Event) {
         debug_assert!(t >= self.now, "event scheduled in the past");
         let t = t.max(self.now);
@@ -233,6 +240,7 @@ impl EventQueue {
                     self.current_near = near;
                     self.in_wheels -= slot.len();
                     give_back(slot, &mut self.big, &mut self.spare);
+                    self.prefetch_next_tick();
                     return true;
                 }
             }
@@ -262,6 +270,20 @@ impl EventQueue {
             }
             self.now = t;
             self.refill();
+        }
+    }
+
+    /// Brings the first events of the next tick's slots into the cache: the
+    /// look-ahead ([`Self::peek_ahead`]) reads them before the current batch
+    /// ends, and they were written up to a turn of the wheel ago.
+    #[inline]
+    fn prefetch_next_tick(&self) {
+        let next = self.now + 1;
+        for slot in [&self.slots[(next & MASK) as usize], &self.near[(next & NEAR_MASK) as usize]] {
+            // The look-ahead reaches TOUCH_AHEAD[0] events into a slot.
+            for i in (0..slot.len().min(super::TOUCH_AHEAD[0])).step_by(64 / std::mem::size_of::<Event>()) {
+                super::prefetch(&slot[i]);
+            }
         }
     }
 
