@@ -675,6 +675,11 @@ impl Torus {
                 // way.
                 let third = r.inj_ready != 0 || self.p.nvc > 4;
                 prefetch(if third { &r.inj_hprod[0] } else { &r.hprod[0] });
+                // The first injection FIFO whose head may move (its queue
+                // is read right after, for the head packet).
+                if r.inj_ready != 0 {
+                    prefetch(&r.inj[(r.inj_ready.trailing_zeros() as usize).min(MAXF - 1)]);
+                }
                 let ready = nonzero_bytes(r.ready);
                 let first = (ready | 1 << (NDIR - 1)).trailing_zeros() as usize;
                 for port in 0..NDIR {
@@ -1437,7 +1442,6 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     pk.last_dir = d as u8;
     pk.vc = rq.vc;
     pk.charge = rq.charge;
-    pk.hops += 1;
     pk.flags &= !flags::STALLED;
     global.hops += 1;
     let v = rq.vc as usize;

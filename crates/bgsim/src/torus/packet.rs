@@ -40,8 +40,6 @@ pub struct Packet {
     pub arrived: Tick,
     /// Payload bytes (excluding both headers).
     pub payload: u16,
-    /// Hops taken so far.
-    pub hops: u16,
     /// Destination coordinates.
     pub dc: [u8; 3],
     /// Size in chunks.
@@ -76,7 +74,6 @@ impl Packet {
             injected: 0,
             arrived: 0,
             payload,
-            hops: 0,
             dc: [0; 3],
             chunks,
             flags: 0,
