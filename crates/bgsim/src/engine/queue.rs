@@ -58,9 +58,11 @@ pub struct EventQueue {
     /// Events scheduled NEAR..WHEEL ticks ahead, and far events once they are
     /// less than WHEEL ticks ahead, by tick.
     slots: Vec<Vec<Event>>,
-    /// Events taken out of a slot of the current tick, being handed out.
+    /// Events taken out of a slot of the current tick, being handed out
+    /// (`..current_end`), followed by a preview of the events after them.
     current: Vec<Event>,
     current_pos: usize,
+    current_end: usize,
     /// `current` came from the small wheel (the last part of its tick).
     current_near: bool,
     /// Events in both wheels.
@@ -136,6 +138,7 @@ impl EventQueue {
             slots: (0..WHEEL).map(|_| Vec::new()).collect(),
             current: Vec::new(),
             current_pos: 0,
+            current_end: 0,
             current_near: false,
             in_wheels: 0,
             far: BinaryHeap::new(),
@@ -153,7 +156,7 @@ impl EventQueue {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.in_wheels + self.far.len() + (self.current.len() - self.current_pos)
+        self.in_wheels + self.far.len() + (self.current_end - self.current_pos)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -209,7 +212,7 @@ impl EventQueue {
     #[inline]
     pub fn pop_before(&mut self, until: Tick) -> Option<(Tick, Event)> {
         loop {
-            if self.current_pos < self.current.len() {
+            if self.current_pos < self.current_end {
                 let ev = self.current[self.current_pos];
                 self.current_pos += 1;
                 return Some((self.now, ev));
@@ -237,10 +240,11 @@ impl EventQueue {
                     self.current.clear();
                     self.current.extend_from_slice(slot);
                     self.current_pos = 0;
+                    self.current_end = slot.len();
                     self.current_near = near;
                     self.in_wheels -= slot.len();
                     give_back(slot, &mut self.big, &mut self.spare);
-                    self.prefetch_next_tick();
+                    self.preview();
                     return true;
                 }
             }
@@ -273,39 +277,29 @@ impl EventQueue {
         }
     }
 
-    /// Brings the first events of the next tick's slots into the cache: the
-    /// look-ahead ([`Self::peek_ahead`]) reads them before the current batch
-    /// ends, and they were written up to a turn of the wheel ago.
+    /// Appends to the batch just taken a copy of the first events due
+    /// after it, as things stand (the rest of the tick, then the next
+    /// tick), as far as the look-ahead reaches: [`Self::peek_ahead`] then
+    /// finds them in one place. Events scheduled later may come before
+    /// some of them, so the look-ahead sees only what is likely next.
     #[inline]
-    fn prefetch_next_tick(&self) {
+    fn preview(&mut self) {
         let next = self.now + 1;
-        for slot in [&self.slots[(next & MASK) as usize], &self.near[(next & NEAR_MASK) as usize]] {
-            // The look-ahead reaches TOUCH_AHEAD[0] events into a slot.
-            for i in (0..slot.len().min(super::TOUCH_AHEAD[0])).step_by(64 / std::mem::size_of::<Event>()) {
-                super::prefetch(&slot[i]);
-            }
+        let this_near = if self.current_near { None } else { Some(&self.near[(self.now & NEAR_MASK) as usize]) };
+        let mut want = super::TOUCH_AHEAD[0];
+        for slot in [this_near, Some(&self.slots[(next & MASK) as usize]), Some(&self.near[(next & NEAR_MASK) as usize])].into_iter().flatten() {
+            let n = slot.len().min(want);
+            self.current.extend_from_slice(&slot[..n]);
+            want -= n;
         }
     }
 
     /// The event `k` places behind the next one to be handed out, as things
-    /// stand (for touching its data ahead): in the current batch, the rest of
-    /// the current tick or the next tick.
+    /// stood when the batch was taken (for touching its data ahead): in the
+    /// current batch, the rest of the current tick or the next tick.
     #[inline]
     pub fn peek_ahead(&self, k: usize) -> Option<&Event> {
-        let rest = self.current.len() - self.current_pos;
-        if k < rest {
-            return self.current.get(self.current_pos + k);
-        }
-        let mut k = k - rest;
-        let next = self.now + 1;
-        let this_near = if self.current_near { None } else { Some(&self.near[(self.now & NEAR_MASK) as usize]) };
-        for slot in [this_near, Some(&self.slots[(next & MASK) as usize]), Some(&self.near[(next & NEAR_MASK) as usize])].into_iter().flatten() {
-            if k < slot.len() {
-                return slot.get(k);
-            }
-            k -= slot.len();
-        }
-        None
+        self.current.get(self.current_pos + k)
     }
 
     /// Advances time to `t` if nothing is pending before it.
@@ -319,7 +313,7 @@ impl EventQueue {
 
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Tick> {
-        if self.current_pos < self.current.len() {
+        if self.current_pos < self.current_end {
             return Some(self.now);
         }
         if self.in_wheels > 0 {

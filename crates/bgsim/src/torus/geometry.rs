@@ -86,19 +86,15 @@ impl Geometry {
     /// the router keeps its node's coordinates).
     #[inline]
     pub fn neighbor_at(&self, n: u32, c: [u8; 3], d: usize) -> u32 {
+        // Without branches (the direction is as good as random): a step of
+        // one stride, or of size - 1 strides back across the wrap-around
+        // link; forward when the direction is - exactly at the wrap.
         let k = dim_of(d);
         let (size, s, c) = (self.dims[k], self.stride[k], c[k] as u32);
-        if is_minus(d) {
-            if c == 0 {
-                n + (size - 1) * s
-            } else {
-                n - s
-            }
-        } else if c + 1 == size {
-            n - c * s
-        } else {
-            n + s
-        }
+        let wrap = self.at_dateline(d, c);
+        let step = if wrap { (size - 1) * s } else { s };
+        let back = (is_minus(d) != wrap) as u32;
+        n.wrapping_add((step ^ 0u32.wrapping_sub(back)).wrapping_add(back))
     }
     /// Whether the hop from `n` in direction `d` crosses the dateline of its
     /// dimension (the wrap-around link between the maximum coordinate and 0).
@@ -115,11 +111,8 @@ impl Geometry {
     /// Whether coordinate `c` is the dateline end of a hop in direction `d`.
     #[inline]
     fn at_dateline(&self, d: usize, c: u32) -> bool {
-        if is_minus(d) {
-            c == 0
-        } else {
-            c + 1 == self.dims[dim_of(d)]
-        }
+        // 0 going -, size - 1 going +.
+        c == (self.dims[dim_of(d)] - 1) * (1 - (d & 1) as u32)
     }
     /// Signed minimal offset from `a` to `b` along dimension `k`: positive means
     /// the + direction. In a torus the shorter way round; a tie (exactly half

@@ -1282,23 +1282,12 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
     if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
         // bits direction * 8 + VC; one of them at random when several tie.
-        let mut best = 0u8;
-        let mut opts = 0u64;
-        // At most one productive direction per dimension: all three
-        // dimensions in turn, a dimension without one scoring nothing.
-        for k in 0..3 {
-            let hint = (prod >> (2 * k)) & 3;
-            let d = 2 * k + (hint >> 1) as usize;
-            let open = if hint != 0 { u8::MAX } else { 0 };
-            for (v, &t) in r.tokens_lo[d][..p.ndyn].iter().enumerate() {
-                let score = p.jsq_score[t as usize] & open;
-                if score > best {
-                    opts = 0;
-                }
-                best = best.max(score);
-                opts |= ((score == best && score != 0) as u64) << (d * 8 + v);
-            }
-        }
+        let opts = match p.ndyn {
+            1 => jsq_options::<1>(p, r, prod),
+            2 => jsq_options::<2>(p, r, prod),
+            3 => jsq_options::<3>(p, r, prod),
+            _ => jsq_options::<4>(p, r, prod),
+        };
         if opts != 0 {
             let nopt = opts.count_ones();
             let i = if nopt > 1 { nth_bit64(opts, r.rng.draw(n as u64).below(nopt)) } else { opts.trailing_zeros() as usize };
@@ -1313,6 +1302,33 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
     } else {
         Choice::NoTokens(d, v)
     }
+}
+
+/// JSQ's options for a head with productive directions `prod` among `N`
+/// dynamic VCs (a constant, so that the loops unroll): the (direction, VC)
+/// pairs in the best token range that can take a full packet, as bits
+/// direction * 8 + VC.
+#[inline(always)]
+fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
+    let mut best = 0u8;
+    let mut opts = 0u64;
+    // At most one productive direction per dimension: all three dimensions
+    // in turn, a dimension without one scoring nothing.
+    for k in 0..3 {
+        let hint = (prod >> (2 * k)) & 3;
+        let d = 2 * k + (hint >> 1) as usize;
+        let open = 0u8.wrapping_sub((hint != 0) as u8);
+        let tokens: &[u16; 4] = &r.tokens_lo[d];
+        for v in 0..N {
+            let score = p.jsq_score[tokens[v] as usize] & open;
+            if score > best {
+                opts = 0;
+            }
+            best = best.max(score);
+            opts |= ((score == best && score != 0) as u64) << (d * 8 + v);
+        }
+    }
+    opts
 }
 
 /// A head that found no downstream tokens for its escape move in direction
