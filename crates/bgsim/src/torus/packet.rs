@@ -40,6 +40,8 @@ pub struct Packet {
     pub arrived: Tick,
     /// Payload bytes (excluding both headers).
     pub payload: u16,
+    /// Hops taken so far (what the tests of minimal routes check).
+    pub hops: u16,
     /// Destination coordinates.
     pub dc: [u8; 3],
     /// Size in chunks.
@@ -74,6 +76,7 @@ impl Packet {
             injected: 0,
             arrived: 0,
             payload,
+            hops: 0,
             dc: [0; 3],
             chunks,
             flags: 0,
