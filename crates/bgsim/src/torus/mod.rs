@@ -888,6 +888,34 @@ impl Torus {
         self.prefetch_heads(ni, cands.0, cands.1);
         let Torus { p, geo, routers, pool, global, reqs, .. } = self;
         let r = &mut routers[ni];
+        let (c0, c1) = cands;
+        if if c0 != 0 { c0 & (c0 - 1) == 0 && c1 == 0 } else { c1 & (c1 - 1) == 0 } {
+            // One head to evaluate (the usual case): the phases below for
+            // it alone, which draw nothing beyond its choice of move.
+            let rq = if c0 != 0 {
+                let (port, v) = (c0.trailing_zeros() as usize / 8, c0.trailing_zeros() as usize % 8);
+                global.head_evaluations += 1;
+                if r.hprod[port * 8 + v] == 0 {
+                    let (id, h) = (r.recv[port].vc[v].q.head, r.recv[port].vc[v].head);
+                    let f = rx_index(h.flags, port);
+                    let bytes = h.chunks as u32 * p.chunk_bytes;
+                    if r.rx[f].used + bytes <= p.rx_bytes {
+                        start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
+                    }
+                    return;
+                }
+                vc_request(p, geo, r, pool, global, n, port, v, r.free())
+            } else {
+                inj_request(p, geo, r, pool, global, n, c1.trailing_zeros() as usize, r.free())
+            };
+            if let Some(rq) = rq {
+                if trigger == rq.dir && pool.get(rq.pkt).is(flags::STALLED) {
+                    global.unblocking_returns += 1;
+                }
+                start_transfer(p, geo, r, pool, global, n, now, rq, q);
+            }
+            return;
+        }
         let slq = p.arbitration == Arbitration::Slq;
         // Requests in a fixed array; phase 3 finds a sender's requests
         // through per-direction bit masks (request i = bit i).
@@ -922,13 +950,10 @@ impl Torus {
                 while bits != 0 {
                     let v = bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    let vc = &r.recv[port].vc[v];
-                    let (id, used, h) = (vc.q.head, vc.used, vc.head);
                     global.head_evaluations += 1;
-                    debug_assert_eq!(h, Head::of(pool.get(id)));
-                    let hprod = r.hprod[port * 8 + v];
-                    if hprod == 0 {
+                    if r.hprod[port * 8 + v] == 0 {
                         // Delivery uses the receiver's own path to its reception FIFO.
+                        let (id, h) = (r.recv[port].vc[v].q.head, r.recv[port].vc[v].head);
                         let f = rx_index(h.flags, port);
                         let bytes = h.chunks as u32 * p.chunk_bytes;
                         if r.rx[f].used + bytes <= p.rx_bytes {
@@ -939,23 +964,10 @@ impl Torus {
                         }
                         continue;
                     }
-                    if h.is(flags::DEPOSIT) && !deposit_ok(p, r, port, h) {
-                        continue;
+                    if let Some(rq) = vc_request(p, geo, r, pool, global, n, port, v, free) {
+                        reqs[nreq + ncand] = rq;
+                        ncand += 1;
                     }
-                    let (d, tv, ch) = match choose_move(p, geo, r, n, h, v as u8, hprod) {
-                        Choice::Move(d, tv, ch) => (d, tv, ch),
-                        Choice::NoTokens(d, tv) => {
-                            r.recv[port].vc[v].head.flags = record_stall(r, pool, global, id, h, d, tv);
-                            continue;
-                        }
-                    };
-                    if free & (1 << d) == 0 {
-                        // The chosen link is busy: the head waits for it.
-                        continue;
-                    }
-                    let fill = p.token_range[used as usize];
-                    reqs[nreq + ncand] = Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill, hp: v == p.hp, pkt: id };
-                    ncand += 1;
                 }
                 if let Some((v, id, f, bytes, _)) = delivery {
                     start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
@@ -975,25 +987,12 @@ impl Torus {
             while ib != 0 {
                 let f = ib.trailing_zeros() as usize;
                 ib &= ib - 1;
-                let fifo = &r.inj[f];
-                let (id, fused) = (fifo.q.head, fifo.used);
-                let pk = pool.get(id);
-                let h = Head::of(pk);
-                let (d, tv, ch) = match choose_move(p, geo, r, n, h, pk.vc, r.inj_hprod[f]) {
-                    Choice::Move(d, tv, ch) => (d, tv, ch),
-                    Choice::NoTokens(d, tv) => {
-                        record_stall(r, pool, global, id, h, d, tv);
-                        continue;
-                    }
-                };
-                if free & (1 << d) == 0 {
-                    continue;
+                if let Some(rq) = inj_request(p, geo, r, pool, global, n, f, free) {
+                    fresh_by_dir[rq.dir as usize] |= 1 << nreq;
+                    req_dirs |= 1 << rq.dir;
+                    reqs[nreq] = rq;
+                    nreq += 1;
                 }
-                let fill = quantize(fused, p.inj_bytes, p.ranges);
-                fresh_by_dir[d as usize] |= 1 << nreq;
-                req_dirs |= 1 << d;
-                reqs[nreq] = Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill, hp: f >= p.ninj, pkt: id };
-                nreq += 1;
             }
             // Phase 3: each free sender with requests picks one: packets
             // already in the network first (on a programmable fraction of
@@ -1331,6 +1330,47 @@ fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
     opts
 }
 
+/// Phase 1 for the head of VC `v` of receiver `port` at router `r` of node
+/// `n`, a head not at its destination, with the senders `free` free: its
+/// request, if it may move now.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn vc_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, port: usize, v: usize, free: u8) -> Option<Req> {
+    let vc = &r.recv[port].vc[v];
+    let (id, used, h) = (vc.q.head, vc.used, vc.head);
+    debug_assert_eq!(h, Head::of(pool.get(id)));
+    if h.is(flags::DEPOSIT) && !deposit_ok(p, r, port, h) {
+        return None;
+    }
+    let (d, tv, ch) = match choose_move(p, geo, r, n, h, v as u8, r.hprod[port * 8 + v]) {
+        Choice::Move(d, tv, ch) => (d, tv, ch),
+        Choice::NoTokens(d, tv) => {
+            r.recv[port].vc[v].head.flags = record_stall(r, pool, global, id, h, d, tv);
+            return None;
+        }
+    };
+    // A busy chosen link: the head waits for it.
+    (free & (1 << d) != 0).then(|| Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill: p.token_range[used as usize], hp: v == p.hp, pkt: id })
+}
+
+/// Phase 1 for the head of injection FIFO `f` (see [`vc_request`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn inj_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, f: usize, free: u8) -> Option<Req> {
+    let fifo = &r.inj[f];
+    let (id, fused) = (fifo.q.head, fifo.used);
+    let pk = pool.get(id);
+    let h = Head::of(pk);
+    let (d, tv, ch) = match choose_move(p, geo, r, n, h, pk.vc, r.inj_hprod[f]) {
+        Choice::Move(d, tv, ch) => (d, tv, ch),
+        Choice::NoTokens(d, tv) => {
+            record_stall(r, pool, global, id, h, d, tv);
+            return None;
+        }
+    };
+    (free & (1 << d) != 0).then(|| Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill: quantize(fused, p.inj_bytes, p.ranges), hp: f >= p.ninj, pkt: id })
+}
+
 /// A head that found no downstream tokens for its escape move in direction
 /// `d` onto VC `v`: a no-token stall, counted once per packet and hop.
 /// Returns the head's flags with the stall marked.
@@ -1458,6 +1498,7 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     pk.last_dir = d as u8;
     pk.vc = rq.vc;
     pk.charge = rq.charge;
+    pk.hops += 1;
     pk.flags &= !flags::STALLED;
     global.hops += 1;
     let v = rq.vc as usize;
