@@ -292,6 +292,12 @@ impl EventQueue {
             self.current.extend_from_slice(&slot[..n]);
             want -= n;
         }
+        // The next tick's large-wheel slot, written up to a turn of the
+        // wheel ago, is copied out next: its lines start on their way now.
+        let slot = &self.slots[(next & MASK) as usize];
+        for i in (0..slot.len().min(SLOT_KEEP)).step_by(64 / std::mem::size_of::<Event>()) {
+            super::prefetch(&slot[i]);
+        }
     }
 
     /// The event `k` places behind the next one to be handed out, as things
