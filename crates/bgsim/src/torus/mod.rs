@@ -114,7 +114,8 @@ struct Sender {
     /// Source of the transfer: receiver index 0..6, or 6 + injection FIFO.
     src: u8,
     src_vc: u8,
-    /// Tokens the packet held at its source VC.
+    /// Tokens the packet held at its source VC; its chunks when it came
+    /// from an injection FIFO (whose room it frees when it has left).
     src_charge: u8,
     packets: u32,
     chunks: u32,
@@ -783,7 +784,7 @@ impl Torus {
             self.return_tokens(now, n, src, src_vc, charge, q);
         } else {
             let f = src - NDIR;
-            let bytes = self.pool.get(id).chunks as u32 * self.p.chunk_bytes;
+            let bytes = charge as u32 * self.p.chunk_bytes;
             let fifo = &mut r.inj[f];
             fifo.busy = false;
             fifo.used -= bytes;
@@ -1456,7 +1457,7 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         }
         fifo.busy = true;
         r.inj_ready &= !(1 << (src - NDIR));
-        0
+        pool.get(id).chunks
     };
     debug_assert!(r.tokens(d, rq.vc as usize) >= rq.charge as u16);
     *r.tokens_mut(d, rq.vc as usize) -= rq.charge as u16;
