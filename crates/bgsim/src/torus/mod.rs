@@ -910,10 +910,7 @@ impl Torus {
                 let (port, v) = (c0.trailing_zeros() as usize / 8, c0.trailing_zeros() as usize % 8);
                 global.head_evaluations += 1;
                 if r.hprod[port * 8 + v] == 0 {
-                    let (id, h) = (r.recv[port].vc[v].q.head, r.recv[port].vc[v].head);
-                    let f = rx_index(h.flags, port);
-                    let bytes = h.chunks as u32 * p.chunk_bytes;
-                    if r.rx[f].used + bytes <= p.rx_bytes {
+                    if let Some((id, f, bytes)) = delivery_room(p, r, pool, port, v) {
                         start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
                     }
                     return;
@@ -967,10 +964,7 @@ impl Torus {
                     global.head_evaluations += 1;
                     if r.hprod[port * 8 + v] == 0 {
                         // Delivery uses the receiver's own path to its reception FIFO.
-                        let (id, h) = (r.recv[port].vc[v].q.head, r.recv[port].vc[v].head);
-                        let f = rx_index(h.flags, port);
-                        let bytes = h.chunks as u32 * p.chunk_bytes;
-                        if r.rx[f].used + bytes <= p.rx_bytes {
+                        if let Some((id, f, bytes)) = delivery_room(p, r, pool, port, v) {
                             let arrived = pool.get(id).arrived;
                             if delivery.map_or(true, |d| arrived < d.4) {
                                 delivery = Some((v, id, f, bytes, arrived));
@@ -1342,6 +1336,17 @@ fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
         }
     }
     opts
+}
+
+/// The head of VC `v` of receiver `port` at router `r`, at its destination:
+/// (the packet, its reception FIFO, its bytes) if that FIFO has room for it.
+#[inline(always)]
+fn delivery_room(p: &Params, r: &Router, pool: &Pool, port: usize, v: usize) -> Option<(u32, usize, u32)> {
+    let (id, h) = (r.recv[port].vc[v].q.head, r.recv[port].vc[v].head);
+    debug_assert_eq!(h, Head::of(pool.get(id)));
+    let f = rx_index(h.flags, port);
+    let bytes = h.chunks as u32 * p.chunk_bytes;
+    (r.rx[f].used + bytes <= p.rx_bytes).then_some((id, f, bytes))
 }
 
 /// Phase 1 for the head of VC `v` of receiver `port` at router `r` of node
