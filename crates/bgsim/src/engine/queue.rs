@@ -361,6 +361,29 @@ mod tests {
         assert!(q.is_empty());
     }
 
+    /// The look-ahead sees the rest of the batch, then the rest of the tick
+    /// and the next tick, as they stood when the batch was taken.
+    #[test]
+    fn peek_ahead_reaches_past_the_batch() {
+        let mut q = EventQueue::new();
+        q.push(300, ev(1)); // large wheel, tick 300
+        q.push(300, ev(2));
+        q.advance_to(45);
+        assert_eq!(q.now(), 45);
+        q.push(255, ev(3)); // small wheel, tick 300
+        q.push(256, ev(4)); // large wheel, tick 301
+        q.push(5_000, ev(5)); // far beyond the preview
+        assert_eq!(q.pop_before(u64::MAX).map(|(t, e)| (t, e.data)), Some((300, 1)));
+        let ahead: Vec<u32> = (0..5).map_while(|k| q.peek_ahead(k).map(|e| e.data)).collect();
+        assert_eq!(ahead, vec![2, 3, 4]);
+        assert_eq!(q.pop_before(u64::MAX).map(|(t, e)| (t, e.data)), Some((300, 2)));
+        assert_eq!(q.peek_ahead(0).map(|e| e.data), Some(3));
+        // Handing out is not changed by the preview.
+        let rest: Vec<(Tick, u32)> = std::iter::from_fn(|| q.pop_before(u64::MAX).map(|(t, e)| (t, e.data))).collect();
+        assert_eq!(rest, vec![(300, 3), (301, 4), (5_045, 5)]);
+        assert!(q.is_empty());
+    }
+
     #[test]
     fn respects_until() {
         let mut q = EventQueue::new();
