@@ -270,7 +270,6 @@ impl Net {
                     let waiting = self.cores.get(node, core).waiting_fifo;
                     if waiting {
                         self.cores.get_mut(node, core).waiting_fifo = false;
-                        self.torus.inj_waiting(node, false);
                         self.wake_for_notice(q, now, node, core);
                     }
                 }
@@ -305,7 +304,6 @@ impl Net {
             let p = self.torus.pool.get(c.sendq.head);
             if self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
                 self.cores.cores[ci].waiting_fifo = true;
-                self.torus.inj_waiting(node, true);
                 can_send = false;
             }
         }
@@ -369,7 +367,6 @@ impl Net {
                 return;
             }
             self.cores.cores[ci].waiting_fifo = true;
-            self.torus.inj_waiting(node, true);
         }
         // Nothing to do: idle (polling) until something arrives.
         let c = &mut self.cores.cores[ci];

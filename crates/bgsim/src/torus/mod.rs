@@ -199,9 +199,6 @@ struct Router {
     /// The router's random stream (its increment follows from the node).
     rng: StreamState,
     coords: [u8; 3],
-    /// Cores of the node waiting for room in an injection FIFO: without
-    /// them, room freed is not worth a notice.
-    inj_waiters: u8,
     /// Injection FIFOs whose head may move.
     inj_ready: u32,
     // Line 2: read when injection FIFOs hold packets or a receiver has more
@@ -464,7 +461,6 @@ impl Torus {
                     tokens_lo: [[0; 4]; NDIR],
                     rng: StreamState::new(seed, i as u64),
                     coords: geo.coords(i as u32),
-                    inj_waiters: 0,
                     inj_ready: 0,
                     inj_hprod: [0; MAXF],
                     tokens_hi: [[0; MAXV - 4]; NDIR],
@@ -559,13 +555,6 @@ impl Torus {
             r.inj_ready |= 1 << f;
             self.arbitrate(n, now, q, NO_DIR);
         }
-    }
-
-    /// A core of node `n` starts (`true`) or stops waiting for room in an
-    /// injection FIFO: while none waits, freed room sends no notice.
-    pub fn inj_waiting(&mut self, n: u32, starts: bool) {
-        let w = &mut self.routers[n as usize].inj_waiters;
-        *w = if starts { *w + 1 } else { *w - 1 };
     }
 
     /// Packets waiting in reception FIFO `f` of node `n`.
@@ -806,9 +795,7 @@ impl Torus {
                 self.nodes[n as usize].inj_full_ticks += now - fifo.full_since.max(self.counters_since);
                 fifo.full_since = Tick::MAX;
             }
-            if r.inj_waiters != 0 {
-                self.notices.push(Notice::InjSpace { node: n, fifo: f as u8 });
-            }
+            self.notices.push(Notice::InjSpace { node: n, fifo: f as u8 });
         }
         self.arbitrate(n, now, q, NO_DIR);
     }
@@ -1629,7 +1616,6 @@ mod tests {
 // the six senders from the fourth on.
 const _: () = assert!(std::mem::offset_of!(Router, tokens_lo) == 64);
 const _: () = assert!(std::mem::offset_of!(Router, inj_ready) + 4 <= 128);
-const _: () = assert!(std::mem::offset_of!(Router, inj_waiters) < 128);
 const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
 const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
 const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
