@@ -183,8 +183,8 @@ struct Router {
     hprod: [u8; NDIR * 8],
     /// VC heads that may move: bit port * 8 + vc (queue non-empty, head not leaving).
     ready: u64,
-    /// Transfer paths to senders in use, per receiver.
-    paths: [u8; NDIR],
+    /// Transfer paths to senders left free, per receiver.
+    paths_left: [u8; NDIR],
     /// Senders with a packet in transfer (bit d). A sender without one is
     /// free to be granted the next packet, which starts once the acks it is
     /// sending have left: the sender arbiter works ahead of the link.
@@ -258,7 +258,7 @@ impl Router {
     /// head has nothing to decide until something it waits for frees, and
     /// that will arbitrate again.
     #[inline]
-    fn candidates(&self, paths: u8) -> (u64, u32) {
+    fn candidates(&self) -> (u64, u32) {
         let free = u8x16::splat(self.free());
         let zero = u8x16::splat(0);
         // Per head (byte): a productive link is free; at its destination.
@@ -268,10 +268,8 @@ impl Router {
             forward |= ((!(h & free).cmp_eq(zero)).move_mask() as u64) << (c * 16);
             at_dest |= (h.cmp_eq(zero).move_mask() as u64) << (c * 16);
         }
-        let mut path_left = 0usize;
-        for port in 0..NDIR {
-            path_left |= ((self.paths[port] < paths) as usize) << port;
-        }
+        let pl = self.paths_left;
+        let path_left = nonzero_bytes(u64::from_le_bytes([pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], 0, 0])) as usize;
         let rx_free = !self.rx_busy as usize & ((1 << NDIR) - 1);
         let cand = (forward & PORT_BYTES[path_left]) | (at_dest & PORT_BYTES[rx_free]);
         // Injection FIFO heads: bytes 0..16 and 8..24 (they overlap), read
@@ -455,7 +453,7 @@ impl Torus {
                 let mut r = Router {
                     hprod: [0; NDIR * 8],
                     ready: 0,
-                    paths: [0; NDIR],
+                    paths_left: [p.paths; NDIR],
                     xfer_mask: 0,
                     rx_busy: 0,
                     tokens_lo: [[0; 4]; NDIR],
@@ -779,7 +777,7 @@ impl Torus {
             if !vc.q.is_empty() {
                 r.ready |= 1 << (src * 8 + src_vc);
             }
-            r.paths[src] -= 1;
+            r.paths_left[src] += 1;
             self.vc_stat(src_vc, now, -(charge as i64));
             self.return_tokens(now, n, src, src_vc, charge, q);
         } else {
@@ -882,7 +880,7 @@ impl Torus {
     pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
         let ni = n as usize;
         self.global.arbitrations += 1;
-        let mut cands = self.routers[ni].candidates(self.p.paths);
+        let mut cands = self.routers[ni].candidates();
         if cands == (0, 0) {
             return;
         }
@@ -921,7 +919,7 @@ impl Torus {
             // Phases 1 and 2 for the receivers' VC heads worth evaluating
             // (found before the first round, again for later ones).
             if round > 0 {
-                cands = r.candidates(p.paths);
+                cands = r.candidates();
                 if cands == (0, 0) {
                     return;
                 }
@@ -1452,7 +1450,7 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         }
         vc.busy = true;
         r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
-        r.paths[src] += 1;
+        r.paths_left[src] -= 1;
         pool.get(id).charge
     } else {
         let fifo = &mut r.inj[src - NDIR];
