@@ -18,7 +18,7 @@ pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounter
 
 use crate::engine::{prefetch, Draws, Event, EventQueue, StreamState, Tick};
 use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
-use wide::u8x16;
+use wide::{i16x8, u8x16, CmpEq, CmpGt};
 
 /// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
 pub const MAXV: usize = 7;
@@ -342,6 +342,11 @@ pub struct Params {
     /// cannot take a full packet, else 1 + its token range (1 for all under
     /// random arbitration).
     pub jsq_score: Vec<u8>,
+    /// The token counts at which JSQ's score steps up by one, less one,
+    /// biased by 0x8000 for signed comparison (a count passes step `s` when
+    /// `(count ^ 0x8000) as i16 > s`): a count's score is the number of
+    /// steps it passes (see [`jsq_options`]).
+    pub jsq_steps: Vec<i16>,
 }
 
 impl Params {
@@ -351,7 +356,7 @@ impl Params {
         let esc = ndyn;
         let hp = esc + t.escape.escape_vcs();
         let token_range: Vec<u8> = (0..=m.vc_tokens).map(|v| quantize(v, m.vc_tokens, t.token_ranges)).collect();
-        Params {
+        let mut p = Params {
             tick_byte: m.tick_byte,
             hop_latency: m.hop_latency,
             chunk_bytes: t.chunk_bytes,
@@ -380,17 +385,28 @@ impl Params {
             hw_header: t.hw_header_bytes,
             window: 10_000 * m.tick_byte,
             tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
-            jsq_score: token_range
-                .iter()
-                .enumerate()
-                .map(|(v, &range)| match () {
-                    _ if (v as u32) < m.full_packet_tokens => 0,
-                    _ if t.arbitration == Arbitration::Random => 1,
-                    _ => range + 1,
-                })
-                .collect(),
+            jsq_score: Vec::new(),
+            jsq_steps: Vec::new(),
             token_range,
+        };
+        p.jsq_score = p
+            .token_range
+            .iter()
+            .enumerate()
+            .map(|(v, &range)| match () {
+                _ if (v as u32) < m.full_packet_tokens => 0,
+                _ if t.arbitration == Arbitration::Random => 1,
+                _ => range + 1,
+            })
+            .collect();
+        // The score starts at 0 (no count below one full packet scores) and
+        // never falls; a step of k is k steps at the same count.
+        for c in 1..p.jsq_score.len() {
+            for _ in p.jsq_score[c - 1]..p.jsq_score[c] {
+                p.jsq_steps.push(((c as u16 - 1) ^ 0x8000) as i16);
+            }
         }
+        p
     }
 }
 
@@ -1273,7 +1289,7 @@ enum Choice {
 fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_vc: u8, prod: u8) -> Choice {
     if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
-        // bits direction * 8 + VC; one of them at random when several tie.
+        // bits direction * 4 + VC; one of them at random when several tie.
         let opts = match p.ndyn {
             1 => jsq_options::<1>(p, r, prod),
             2 => jsq_options::<2>(p, r, prod),
@@ -1284,7 +1300,7 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
             let nopt = opts.count_ones();
             let i = if nopt > 1 { nth_bit64(opts, r.rng.draw(n as u64).below(nopt)) } else { opts.trailing_zeros() as usize };
             let actual = (h.chunks as u16 * p.tokens_per_chunk) as u8;
-            return Choice::Move((i >> 3) as u8, (i & 7) as u8, actual);
+            return Choice::Move((i >> 2) as u8, (i & 3) as u8, actual);
         }
     }
     let (d, v) = escape_move(p, geo, r.coords, h, prod);
@@ -1297,31 +1313,62 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
 }
 
 /// JSQ's options for a head with productive directions `prod` among `N`
-/// dynamic VCs (a constant, so that the loops unroll): the (direction, VC)
-/// pairs in the best token range that can take a full packet, as bits
-/// direction * 8 + VC.
+/// dynamic VCs: the (direction, VC) pairs in the best token range that can
+/// take a full packet, as bits direction * 4 + VC. At most one direction
+/// per dimension is productive (the minus one when both are); each of the
+/// three vectors holds one dimension's two directions, so all 24 scores
+/// come out together, without a branch per direction.
 #[inline(always)]
 fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
-    let mut best = 0u8;
-    let mut opts = 0u64;
-    // At most one productive direction per dimension: all three dimensions
-    // in turn, a dimension without one scoring nothing.
-    for k in 0..3 {
-        let hint = (prod >> (2 * k)) & 3;
-        let d = 2 * k + (hint >> 1) as usize;
-        let open = 0u8.wrapping_sub((hint != 0) as u8);
-        let tokens: &[u16; 4] = &r.tokens_lo[d];
-        for v in 0..N {
-            let score = p.jsq_score[tokens[v] as usize] & open;
-            if score > best {
-                opts = 0;
-            }
-            best = best.max(score);
-            opts |= ((score == best && score != 0) as u64) << (d * 8 + v);
-        }
+    let t = &r.tokens_lo;
+    let bias = i16x8::splat(i16::MIN);
+    let dim = |k: usize| {
+        let (a, b) = (t[2 * k], t[2 * k + 1]);
+        i16x8::new([a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]].map(|x| x as i16)) ^ bias
+    };
+    let (x0, x1, x2) = (dim(0), dim(1), dim(2));
+    // Minus the score: -1 per step passed.
+    let (mut s0, mut s1, mut s2) = (i16x8::splat(0), i16x8::splat(0), i16x8::splat(0));
+    for &step in &p.jsq_steps {
+        let step = i16x8::splat(step);
+        s0 += x0.cmp_gt(step);
+        s1 += x1.cmp_gt(step);
+        s2 += x2.cmp_gt(step);
     }
-    opts
+    let lanes = &JSQ_LANES[N];
+    let hint = |k: usize| ((prod >> (2 * k)) & 3) as usize;
+    s0 &= i16x8::new(lanes[hint(0)]);
+    s1 &= i16x8::new(lanes[hint(1)]);
+    s2 &= i16x8::new(lanes[hint(2)]);
+    let best = s0.min(s1).min(s2).reduce_min();
+    if best == 0 {
+        return 0;
+    }
+    let best = i16x8::splat(best);
+    let m = |s: i16x8| s.cmp_eq(best).move_mask() as u64;
+    m(s0) | m(s1) << 8 | m(s2) << 16
 }
+
+/// For `N` dynamic VCs and a dimension's hint bits (plus, minus), the lanes
+/// (direction * 4 + VC within the dimension) JSQ considers: VCs 0..N of the
+/// productive direction, the minus one when both are.
+const JSQ_LANES: [[[i16; 8]; 4]; 5] = {
+    let mut t = [[[0i16; 8]; 4]; 5];
+    let mut n = 0;
+    while n <= 4 {
+        let mut hint = 1;
+        while hint < 4 {
+            let mut v = 0;
+            while v < n {
+                t[n][hint][(hint >> 1) * 4 + v] = -1;
+                v += 1;
+            }
+            hint += 1;
+        }
+        n += 1;
+    }
+    t
+};
 
 /// The head of VC `v` of receiver `port` at router `r`, at its destination:
 /// (the packet, its reception FIFO, its bytes) if that FIFO has room for it.
@@ -1593,6 +1640,60 @@ mod tests {
         assert_eq!(nonzero_bytes(0), 0);
         assert_eq!(nonzero_bytes(u64::MAX), 0xff);
         assert_eq!(nonzero_bytes(0x8000_0000_0000_0001), 0x81);
+    }
+
+    /// JSQ's options by the definition: the open (direction, dynamic VC)
+    /// pairs with the best non-zero score from the score table.
+    fn jsq_by_table(p: &Params, tokens: &[[u16; 4]; NDIR], prod: u8) -> u64 {
+        let open: Vec<(usize, usize)> = (0..3)
+            .filter_map(|k| {
+                let hint = (prod >> (2 * k)) & 3;
+                (hint != 0).then_some(2 * k + (hint >> 1) as usize)
+            })
+            .flat_map(|d| (0..p.ndyn).map(move |v| (d, v)))
+            .collect();
+        let score = |&(d, v): &(usize, usize)| p.jsq_score[tokens[d][v] as usize];
+        let best = open.iter().map(score).max().unwrap_or(0);
+        if best == 0 {
+            return 0;
+        }
+        open.iter().filter(|o| score(o) == best).fold(0, |m, &(d, v)| m | 1 << (d * 4 + v))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn jsq_options_are_the_best_scoring_open_pairs(
+            ndyn in 1u32..=4, ranges in 1u32..=64, arb in 0usize..3, buffer_packets in 1u32..=8,
+            token_bytes in proptest::sample::select(vec![8u32, 16, 32]),
+            seed: [u16; NDIR * 4], prod in 0u8..64)
+        {
+            let arb = ["random", "jsq", "slq"][arb];
+            let settings = [
+                format!("torus.dynamic_vcs={ndyn}"),
+                format!("torus.token_ranges={ranges}"),
+                format!("torus.arbitration={arb}"),
+                format!("torus.token_bytes={token_bytes}"),
+                format!("torus.vc_buffer_bytes={}", buffer_packets * 256),
+            ];
+            let m = crate::machine::bgl(&settings.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+            let p = Params::from_machine(&m);
+            let mut torus = Torus::new(&m, 1);
+            let r = &mut torus.routers[0];
+            // Token counts anywhere from empty to full, with the steps' edges likely.
+            let mut tokens = [[0u16; 4]; NDIR];
+            for (i, t) in tokens.iter_mut().flatten().enumerate() {
+                let x = seed[i] as u32;
+                *t = if x % 3 == 0 { p.full_tokens - (x % 2) as u16 } else { (x % (p.vc_tokens as u32 + 1)) as u16 };
+            }
+            r.tokens_lo = tokens;
+            let got = match p.ndyn {
+                1 => jsq_options::<1>(&p, r, prod),
+                2 => jsq_options::<2>(&p, r, prod),
+                3 => jsq_options::<3>(&p, r, prod),
+                _ => jsq_options::<4>(&p, r, prod),
+            };
+            proptest::prop_assert_eq!(got, jsq_by_table(&p, &tokens, prod), "tokens {:?} prod {:#08b}", tokens, prod);
+        }
     }
 
     #[test]
