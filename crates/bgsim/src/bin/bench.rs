@@ -5,11 +5,9 @@
 //! memory of an idle 64x32x32 machine and a short random-traffic run on it.
 //! Prints one JSON object per measurement on stdout.
 //!
-//! Options: `--torus-only` (the first workload alone), `--quick` (5,000
-//! instead of 40,000 network cycles), `--shape AxBxC` (the first workload
-//! on another machine size), `--runs N` (how often the first workload runs,
-//! default 5: a shared machine's speed varies from run to run, so the
-//! report gives the median and the best; the results are identical).
+//! Options: see `USAGE` (`bgsim-bench --help`). A shared machine's speed
+//! varies from run to run, so the throughput workload runs several times and
+//! the report gives the median and the best; the results are identical.
 
 use bgsim::machine::bgl;
 use bgsim::torus::Torus;
@@ -30,15 +28,52 @@ fn peak_rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+const USAGE: &str = "usage: bgsim-bench [--torus-only] [--quick] [--shape AxBxC] [--runs N]
+
+The fixed workloads of BENCHMARKS.md; one JSON object per measurement on stdout.
+
+  --torus-only   only the throughput workload (uniform random traffic, 256-byte
+                 packets, 90% of saturation load, dynamic routing)
+  --quick        5,000 instead of 40,000 network cycles (500 instead of 3,000
+                 on 64x32x32)
+  --shape AxBxC  the throughput workload on another machine size (default 16x16x16)
+  --runs N       how often the throughput workload runs (default 5); the report
+                 gives the median and the best wall time
+  -h, --help     this text";
+
+/// Stops with the usage and exit status 2 (bad command line).
+fn usage_error(msg: &str) -> ! {
+    eprintln!("bgsim-bench: {msg}\n\n{USAGE}");
+    std::process::exit(2);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            "--torus-only" | "--quick" => {}
+            "--shape" | "--runs" => {
+                if i + 1 >= args.len() {
+                    usage_error(&format!("{} needs a value", args[i]));
+                }
+                i += 1;
+            }
+            other => usage_error(&format!("unknown option '{other}'")),
+        }
+        i += 1;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let only_torus = args.iter().any(|a| a == "--torus-only");
     // 1. Throughput on 16x16x16.
     // `--shape AxBxC` runs the throughput workload on another machine size
     // (to see how the working set affects speed); the report uses 16x16x16.
     let shape = args.iter().position(|a| a == "--shape").and_then(|i| args.get(i + 1)).map_or("16x16x16", |s| s.as_str());
-    let m = bgl(&[&format!("partition.shape={shape}")]).expect("machine");
+    let m = bgl(&[&format!("partition.shape={shape}")]).unwrap_or_else(|e| usage_error(&format!("--shape {shape}: {e}")));
     let mut s = TrafficSpec::new(Pattern::Uniform);
     s.routing = RoutingMode::Dynamic;
     s.payload_bytes = 240;
@@ -48,10 +83,7 @@ fn main() {
     let runs: usize = match args.iter().position(|a| a == "--runs").map(|i| args.get(i + 1).and_then(|v| v.parse().ok())) {
         None => 5,
         Some(Some(n)) if n >= 1 => n,
-        Some(_) => {
-            eprintln!("bgsim-bench: --runs takes a whole number of runs, at least 1");
-            std::process::exit(2);
-        }
+        Some(_) => usage_error("--runs takes a whole number of runs, at least 1"),
     };
     let before = rss_kb();
     let mut walls = Vec::new();
