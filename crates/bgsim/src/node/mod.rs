@@ -100,7 +100,7 @@ impl Cores {
             group_masks: Vec::new(),
             readers,
             owners: None,
-            cores: vec![Core { idle: true, ..Default::default() }; nodes * per_node],
+            cores: crate::engine::huge_vec(nodes * per_node, |_| Core { idle: true, ..Default::default() }),
         };
         c.set_readers(readers, comm);
         c

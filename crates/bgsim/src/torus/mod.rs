@@ -464,8 +464,7 @@ impl Torus {
         let p = Params::from_machine(m);
         let geo = Geometry::new(&m.shape);
         let n = geo.nodes() as usize;
-        let routers = (0..n)
-            .map(|i| {
+        let routers = crate::engine::huge_vec(n, |i| {
                 let mut r = Router {
                     hprod: [0; NDIR * 8],
                     ready: 0,
@@ -491,8 +490,7 @@ impl Torus {
                     }
                 }
                 r
-            })
-            .collect();
+            });
         Torus {
             nodes: vec![NodeCounters::default(); n],
             global: GlobalCounters::default(),

@@ -117,9 +117,20 @@ impl Pool {
             self.pkts[id as usize] = p;
             id
         } else {
+            if self.pkts.len() == self.pkts.capacity() {
+                self.grow();
+            }
             self.pkts.push(p);
             (self.pkts.len() - 1) as u32
         }
+    }
+    /// Doubles the room for packets; the new part is backed by huge pages
+    /// where the system allows (packets are reached at random).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.pkts.reserve(self.pkts.capacity().max(1024));
+        crate::engine::advise_huge(&self.pkts);
     }
     #[inline]
     pub fn release(&mut self, id: u32) {
