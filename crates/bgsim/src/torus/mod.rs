@@ -465,32 +465,32 @@ impl Torus {
         let geo = Geometry::new(&m.shape);
         let n = geo.nodes() as usize;
         let routers = crate::engine::huge_vec(n, |i| {
-                let mut r = Router {
-                    hprod: [0; NDIR * 8],
-                    ready: 0,
-                    paths_left: [p.paths; NDIR],
-                    xfer_mask: 0,
-                    rx_busy: 0,
-                    tokens_lo: [[0; 4]; NDIR],
-                    rng: StreamState::new(seed, i as u64),
-                    coords: geo.coords(i as u32),
-                    inj_ready: 0,
-                    inj_hprod: [0; MAXF],
-                    tokens_hi: [[0; MAXV - 4]; NDIR],
-                    rx_nonempty: 0,
-                    send: [Sender::default(); NDIR],
-                    link_high: [LinkHigh::default(); NDIR],
-                    recv: [Receiver::default(); NDIR],
-                    inj: [Fifo::default(); MAXF],
-                    rx: [Fifo::default(); NRX],
-                };
-                for d in 0..NDIR {
-                    for v in 0..p.nvc {
-                        *r.tokens_mut(d, v) = p.vc_tokens;
-                    }
+            let mut r = Router {
+                hprod: [0; NDIR * 8],
+                ready: 0,
+                paths_left: [p.paths; NDIR],
+                xfer_mask: 0,
+                rx_busy: 0,
+                tokens_lo: [[0; 4]; NDIR],
+                rng: StreamState::new(seed, i as u64),
+                coords: geo.coords(i as u32),
+                inj_ready: 0,
+                inj_hprod: [0; MAXF],
+                tokens_hi: [[0; MAXV - 4]; NDIR],
+                rx_nonempty: 0,
+                send: [Sender::default(); NDIR],
+                link_high: [LinkHigh::default(); NDIR],
+                recv: [Receiver::default(); NDIR],
+                inj: [Fifo::default(); MAXF],
+                rx: [Fifo::default(); NRX],
+            };
+            for d in 0..NDIR {
+                for v in 0..p.nvc {
+                    *r.tokens_mut(d, v) = p.vc_tokens;
                 }
-                r
-            });
+            }
+            r
+        });
         Torus {
             nodes: vec![NodeCounters::default(); n],
             global: GlobalCounters::default(),
