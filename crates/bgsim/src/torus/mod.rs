@@ -356,7 +356,21 @@ impl Params {
         let esc = ndyn;
         let hp = esc + t.escape.escape_vcs();
         let token_range: Vec<u8> = (0..=m.vc_tokens).map(|v| quantize(v, m.vc_tokens, t.token_ranges)).collect();
-        let mut p = Params {
+        let jsq_score: Vec<u8> = token_range
+            .iter()
+            .enumerate()
+            .map(|(v, &range)| match () {
+                _ if (v as u32) < m.full_packet_tokens => 0,
+                _ if t.arbitration == Arbitration::Random => 1,
+                _ => range + 1,
+            })
+            .collect();
+        // The score starts at 0 (no count below one full packet scores) and
+        // never falls; a step of k is k steps at the same count.
+        let jsq_steps = (1..jsq_score.len())
+            .flat_map(|c| (jsq_score[c - 1]..jsq_score[c]).map(move |_| ((c as u16 - 1) ^ 0x8000) as i16))
+            .collect();
+        Params {
             tick_byte: m.tick_byte,
             hop_latency: m.hop_latency,
             chunk_bytes: t.chunk_bytes,
@@ -385,28 +399,10 @@ impl Params {
             hw_header: t.hw_header_bytes,
             window: 10_000 * m.tick_byte,
             tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
-            jsq_score: Vec::new(),
-            jsq_steps: Vec::new(),
+            jsq_score,
+            jsq_steps,
             token_range,
-        };
-        p.jsq_score = p
-            .token_range
-            .iter()
-            .enumerate()
-            .map(|(v, &range)| match () {
-                _ if (v as u32) < m.full_packet_tokens => 0,
-                _ if t.arbitration == Arbitration::Random => 1,
-                _ => range + 1,
-            })
-            .collect();
-        // The score starts at 0 (no count below one full packet scores) and
-        // never falls; a step of k is k steps at the same count.
-        for c in 1..p.jsq_score.len() {
-            for _ in p.jsq_score[c - 1]..p.jsq_score[c] {
-                p.jsq_steps.push(((c as u16 - 1) ^ 0x8000) as i16);
-            }
         }
-        p
     }
 }
 
@@ -1288,12 +1284,7 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
     if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
         // bits direction * 4 + VC; one of them at random when several tie.
-        let opts = match p.ndyn {
-            1 => jsq_options::<1>(p, r, prod),
-            2 => jsq_options::<2>(p, r, prod),
-            3 => jsq_options::<3>(p, r, prod),
-            _ => jsq_options::<4>(p, r, prod),
-        };
+        let opts = jsq_options(p, r, prod);
         if opts != 0 {
             let nopt = opts.count_ones();
             let i = if nopt > 1 { nth_bit64(opts, r.rng.draw(n as u64).below(nopt)) } else { opts.trailing_zeros() as usize };
@@ -1310,14 +1301,14 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
     }
 }
 
-/// JSQ's options for a head with productive directions `prod` among `N`
-/// dynamic VCs: the (direction, VC) pairs in the best token range that can
+/// JSQ's options for a head with productive directions `prod` among the
+/// machine's dynamic VCs: the (direction, VC) pairs in the best token range that can
 /// take a full packet, as bits direction * 4 + VC. At most one direction
 /// per dimension is productive (the minus one when both are); each of the
 /// three vectors holds one dimension's two directions, so all 24 scores
 /// come out together, without a branch per direction.
 #[inline(always)]
-fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
+fn jsq_options(p: &Params, r: &Router, prod: u8) -> u64 {
     let t = &r.tokens_lo;
     let bias = i16x8::splat(i16::MIN);
     let dim = |k: usize| {
@@ -1333,7 +1324,7 @@ fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
         s1 += x1.cmp_gt(step);
         s2 += x2.cmp_gt(step);
     }
-    let lanes = &JSQ_LANES[N];
+    let lanes = &JSQ_LANES[p.ndyn];
     let hint = |k: usize| ((prod >> (2 * k)) & 3) as usize;
     s0 &= i16x8::new(lanes[hint(0)]);
     s1 &= i16x8::new(lanes[hint(1)]);
@@ -1347,8 +1338,8 @@ fn jsq_options<const N: usize>(p: &Params, r: &Router, prod: u8) -> u64 {
     m(s0) | m(s1) << 8 | m(s2) << 16
 }
 
-/// For `N` dynamic VCs and a dimension's hint bits (plus, minus), the lanes
-/// (direction * 4 + VC within the dimension) JSQ considers: VCs 0..N of the
+/// For n dynamic VCs and a dimension's hint bits (plus, minus), the lanes
+/// (direction * 4 + VC within the dimension) JSQ considers: VCs 0..n of the
 /// productive direction, the minus one when both are.
 const JSQ_LANES: [[[i16; 8]; 4]; 5] = {
     let mut t = [[[0i16; 8]; 4]; 5];
@@ -1684,12 +1675,7 @@ mod tests {
                 *t = if x % 3 == 0 { p.full_tokens - (x % 2) as u16 } else { (x % (p.vc_tokens as u32 + 1)) as u16 };
             }
             r.tokens_lo = tokens;
-            let got = match p.ndyn {
-                1 => jsq_options::<1>(&p, r, prod),
-                2 => jsq_options::<2>(&p, r, prod),
-                3 => jsq_options::<3>(&p, r, prod),
-                _ => jsq_options::<4>(&p, r, prod),
-            };
+            let got = jsq_options(&p, r, prod);
             proptest::prop_assert_eq!(got, jsq_by_table(&p, &tokens, prod), "tokens {:?} prod {:#08b}", tokens, prod);
         }
     }
