@@ -77,6 +77,17 @@ impl StreamState {
         StreamState(stream_seed(seed, stream).wrapping_add(inc).wrapping_mul(PCG_MULTIPLIER).wrapping_add(inc))
     }
     /// Draws from this state as stream `stream` (the one it was made for).
+    /// The next number of the stream, which advances only if `advance`:
+    /// without a branch, for decisions the branch predictor cannot foresee.
+    #[inline]
+    pub fn draw_if(&mut self, stream: u64, advance: bool) -> u32 {
+        let old = self.0;
+        let mut next = *self;
+        let x = next.draw(stream).next_u32();
+        let keep = (advance as u64).wrapping_neg();
+        self.0 = (next.0 & keep) | (old & !keep);
+        x
+    }
     #[inline]
     pub fn draw(&mut self, stream: u64) -> StreamDraw<'_> {
         StreamDraw { state: &mut self.0, inc: pcg_increment(stream) }
@@ -127,6 +138,25 @@ mod tests {
                 assert_eq!(a.next_u32(), b.draw(stream).next_u32(), "seed {seed} stream {stream}");
             }
         }
+    }
+    #[test]
+    fn draw_if_advances_only_when_asked() {
+        let stream = 9;
+        let mut a = Rng::new(5, stream);
+        let mut b = StreamState::new(5, stream);
+        for i in 0..1000u32 {
+            let advance = i % 3 != 0;
+            let x = b.draw_if(stream, advance);
+            // The number is the stream's next one either way; it stays
+            // the next one until a draw advances the stream.
+            let mut peek = b;
+            if advance {
+                assert_eq!(x, a.next_u32());
+            } else {
+                assert_eq!(x, peek.draw(stream).next_u32());
+            }
+        }
+        assert_eq!(b.draw(stream).next_u32(), a.next_u32());
     }
     #[test]
     fn below_is_in_range_and_covers() {

@@ -16,7 +16,7 @@ pub use geometry::{dim_of, is_minus, opposite, Geometry, DIR_NAMES, NDIR};
 pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
 pub use stats::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
 
-use crate::engine::{prefetch, Draws, Event, EventQueue, StreamState, Tick};
+use crate::engine::{nth_set_bit, prefetch, Draws, Event, EventQueue, StreamState, Tick};
 use crate::machine::{Arbitration, BubbleAccounting, Escape, Machine};
 use wide::{i16x8, u8x16, CmpEq, CmpGt};
 
@@ -347,6 +347,10 @@ pub struct Params {
     /// `(count ^ 0x8000) as i16 > s`): a count's score is the number of
     /// steps it passes (see [`jsq_options`]).
     pub jsq_steps: Vec<i16>,
+    /// Random picks among set bits use the bit-deposit instruction (a
+    /// property of the processor running the model, not of the machine;
+    /// see [`crate::engine::fast_bit_deposit`]).
+    pub bit_deposit: bool,
 }
 
 impl Params {
@@ -401,6 +405,7 @@ impl Params {
             tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
             jsq_score,
             jsq_steps,
+            bit_deposit: crate::engine::fast_bit_deposit(),
             token_range,
         }
     }
@@ -1008,7 +1013,7 @@ impl Torus {
                 let mut rng = r.rng.draw(n as u64);
                 let prefer_net = net != 0 && (fresh == 0 || rng.chance(p.net_priority));
                 let set = if prefer_net { net } else { fresh };
-                let chosen = pick_slq_mask(&mut rng, &reqs[..], set, slq, p.slq_fraction);
+                let chosen = pick_slq_mask(&mut rng, &reqs[..], set, slq, p);
                 let rq = reqs[chosen];
                 if trigger == d as u8 && pool.get(rq.pkt).is(flags::STALLED) {
                     global.unblocking_returns += 1;
@@ -1286,8 +1291,13 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
         // bits direction * 4 + VC; one of them at random when several tie.
         let opts = jsq_options(p, r, prod);
         if opts != 0 {
+            // A tie draws a number, one option does not. Whether it ties is
+            // a coin flip for the branch predictor: the number is worked
+            // out either way (scaled to one option it is 0, that option)
+            // and only the stream's advance depends on the tie.
             let nopt = opts.count_ones();
-            let i = if nopt > 1 { nth_bit64(opts, r.rng.draw(n as u64).below(nopt)) } else { opts.trailing_zeros() as usize };
+            let x = r.rng.draw_if(n as u64, nopt > 1);
+            let i = nth_set_bit(opts, ((x as u64 * nopt as u64) >> 32) as u32, p.bit_deposit);
             let actual = (h.chunks as u16 * p.tokens_per_chunk) as u8;
             return Choice::Move((i >> 2) as u8, (i & 3) as u8, actual);
         }
@@ -1442,7 +1452,7 @@ fn receiver_pick(p: &Params, r: &mut Router, n: u32, cand: &[Req]) -> usize {
     }
     let slq = p.arbitration == Arbitration::Slq;
     let all = (1u32 << cand.len()) - 1;
-    pick_slq_mask(&mut r.rng.draw(n as u64), cand, all, slq, p.slq_fraction)
+    pick_slq_mask(&mut r.rng.draw(n as u64), cand, all, slq, p)
 }
 
 /// Starts moving VC `v`'s head packet `id` of receiver `port` at node `n`
@@ -1562,25 +1572,16 @@ fn nonzero_bytes(x: u64) -> u8 {
     ((high >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8
 }
 
-/// Index of the `k`-th (from 0) set bit of `m`.
-#[inline]
-fn nth_bit64(mut m: u64, k: u32) -> usize {
-    for _ in 0..k {
-        m &= m - 1;
-    }
-    m.trailing_zeros() as usize
-}
-
 /// Picks among the requests whose bits are set in `set` (in increasing
 /// order): on `slq_fraction` of the decisions (when SLQ is on) one from the
 /// fullest source queue (ties at random), otherwise one at random. Returns
 /// the chosen request's index.
-fn pick_slq_mask(rng: &mut impl Draws, reqs: &[Req], set: u32, slq: bool, frac: f64) -> usize {
+fn pick_slq_mask(rng: &mut impl Draws, reqs: &[Req], set: u32, slq: bool, p: &Params) -> usize {
     let len = set.count_ones();
     if len == 1 {
         return set.trailing_zeros() as usize;
     }
-    if slq && rng.chance(frac) {
+    if slq && rng.chance(p.slq_fraction) {
         // The fullest source queues; one of them at random.
         let mut best = 0u8;
         let mut tied = 0u32;
@@ -1597,19 +1598,10 @@ fn pick_slq_mask(rng: &mut impl Draws, reqs: &[Req], set: u32, slq: bool, frac: 
                 tied |= 1 << i;
             }
         }
-        nth_bit(tied, rng.below(tied.count_ones()))
+        nth_set_bit(tied as u64, rng.below(tied.count_ones()), p.bit_deposit)
     } else {
-        nth_bit(set, rng.below(len))
+        nth_set_bit(set as u64, rng.below(len), p.bit_deposit)
     }
-}
-
-/// Index of the `k`-th (from 0) set bit of `m`.
-#[inline]
-fn nth_bit(mut m: u32, k: u32) -> usize {
-    for _ in 0..k {
-        m &= m - 1;
-    }
-    m.trailing_zeros() as usize
 }
 
 #[cfg(test)]
