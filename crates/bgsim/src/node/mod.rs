@@ -28,7 +28,12 @@ pub struct CoreCounters {
 }
 
 /// One core.
+///
+/// Two whole cache lines, in the order written: the state the event loop
+/// reads first in the first line, the counters after it
+/// ([`Cores::prefetch`] brings both).
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
 pub struct Core {
     pub busy_until: Tick,
     /// Packets the software has queued for injection.
@@ -120,6 +125,15 @@ impl Cores {
     #[inline]
     pub fn idx(&self, node: u32, core: usize) -> usize {
         node as usize * self.per_node + core
+    }
+    /// Starts bringing `node`'s `core` into the cache (see
+    /// [`crate::engine::prefetch`]); nothing for a core that does not exist.
+    #[inline]
+    pub fn prefetch(&self, node: u32, core: usize) {
+        if let Some(c) = self.cores.get(self.idx(node, core)) {
+            crate::engine::prefetch(c);
+            crate::engine::prefetch(&c.counters.packets_read);
+        }
     }
     #[inline]
     pub fn get(&self, node: u32, core: usize) -> &Core {
