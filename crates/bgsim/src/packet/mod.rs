@@ -387,6 +387,11 @@ impl Net {
             }
         } else if stage == 0 && (e.a as usize) < self.cores.per_node {
             self.cores.prefetch(e.node, e.a as usize);
+            if e.kind == ev::TIMER {
+                // Timers make packets: the FIFO choice reads how full the
+                // node's injection FIFOs are.
+                self.torus.touch_injection(e.node);
+            }
         }
     }
 

@@ -706,6 +706,17 @@ impl Torus {
         }
     }
 
+    /// Starts bringing node `n`'s normal injection FIFOs into the cache
+    /// (software about to send reads how full they are).
+    #[inline]
+    pub fn touch_injection(&self, n: u32) {
+        if let Some(r) = self.routers.get(n as usize) {
+            prefetch(&r.inj[0]);
+            prefetch(&r.inj[3]);
+            prefetch(&r.inj[5]);
+        }
+    }
+
     /// Brings the state arbitration is about to read at router `ni` into the
     /// cache in parallel rather than one miss after another: the queues of
     /// the heads it will evaluate, then their head packets. Changes nothing.
