@@ -398,14 +398,18 @@ impl Net {
     /// Prefetches the core a torus event will notify: the owner of an
     /// injection FIFO a transfer leaves (it may wait for the room), the
     /// reader of the reception FIFO a packet is delivered to (the packet was
-    /// prefetched at stage 0). Out of line: one event in twenty needs it.
+    /// prefetched at stage 0), and that FIFO. Out of line: one event in
+    /// twenty needs it.
     #[inline(never)]
     fn touch_notified_core(&self, e: &Event) {
         use crate::torus::{ev as tev, rx_index, NDIR};
         let core = if e.kind == tev::XFER_DONE {
             self.fifo_owner(e.b as usize - NDIR)
         } else if let Some(p) = self.torus.pool.try_get(e.data) {
-            self.cores.reader_of(rx_index(p.flags, e.a as usize).min(NRX - 1))
+            // And the reception FIFO the packet joins.
+            let f = rx_index(p.flags, e.a as usize).min(NRX - 1);
+            self.torus.touch_rx_fifo(e.node, f);
+            self.cores.reader_of(f)
         } else {
             return;
         };

@@ -717,6 +717,15 @@ impl Torus {
         }
     }
 
+    /// Starts bringing reception FIFO `f` of node `n` into the cache (a
+    /// packet is about to join it).
+    #[inline]
+    pub fn touch_rx_fifo(&self, n: u32, f: usize) {
+        if let Some(r) = self.routers.get(n as usize) {
+            prefetch(&r.rx[f.min(NRX - 1)]);
+        }
+    }
+
     /// Brings the state arbitration is about to read at router `ni` into the
     /// cache in parallel rather than one miss after another: the queues of
     /// the heads it will evaluate, then their head packets. Changes nothing.
