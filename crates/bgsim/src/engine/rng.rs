@@ -76,7 +76,6 @@ impl StreamState {
         let inc = pcg_increment(stream);
         StreamState(stream_seed(seed, stream).wrapping_add(inc).wrapping_mul(PCG_MULTIPLIER).wrapping_add(inc))
     }
-    /// Draws from this state as stream `stream` (the one it was made for).
     /// The next number of the stream, which advances only if `advance`:
     /// without a branch, for decisions the branch predictor cannot foresee.
     #[inline]
@@ -88,6 +87,7 @@ impl StreamState {
         self.0 = (next.0 & keep) | (old & !keep);
         x
     }
+    /// Draws from this state as stream `stream` (the one it was made for).
     #[inline]
     pub fn draw(&mut self, stream: u64) -> StreamDraw<'_> {
         StreamDraw { state: &mut self.0, inc: pcg_increment(stream) }

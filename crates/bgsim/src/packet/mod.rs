@@ -375,8 +375,9 @@ impl Net {
     }
 
     /// Reads the state an upcoming event will use (see
-    /// [`crate::engine::Model::touch`]): the router for a torus event, the
-    /// core for a core event.
+    /// [`crate::engine::Model::touch`]): the router for a torus event (and
+    /// the core it will notify, see `touch_notified_core`), the core for a
+    /// core event (and for a timer the node's injection FIFOs).
     #[inline(always)]
     pub fn touch(&self, e: &Event, stage: usize) {
         use crate::torus::{ev as tev, NDIR};
