@@ -48,31 +48,36 @@ fn usage_error(msg: &str) -> ! {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let mut i = 1;
-    while i < args.len() {
-        match args[i].as_str() {
+    // One pass over the options: a value is never read as an option.
+    let (mut quick, mut only_torus) = (false, false);
+    // `--shape AxBxC` runs the throughput workload on another machine size
+    // (to see how the working set affects speed); the report uses 16x16x16.
+    let mut shape = String::from("16x16x16");
+    let mut runs: usize = 5;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return;
             }
-            "--torus-only" | "--quick" => {}
+            "--quick" => quick = true,
+            "--torus-only" => only_torus = true,
             "--shape" | "--runs" => {
-                if i + 1 >= args.len() {
-                    usage_error(&format!("{} needs a value", args[i]));
+                let Some(value) = args.next() else { usage_error(&format!("{arg} needs a value")) };
+                if arg == "--shape" {
+                    shape = value;
+                } else {
+                    runs = match value.parse() {
+                        Ok(n) if n >= 1 => n,
+                        _ => usage_error("--runs takes a whole number of runs, at least 1"),
+                    };
                 }
-                i += 1;
             }
             other => usage_error(&format!("unknown option '{other}'")),
         }
-        i += 1;
     }
-    let quick = args.iter().any(|a| a == "--quick");
-    let only_torus = args.iter().any(|a| a == "--torus-only");
     // 1. Throughput on 16x16x16.
-    // `--shape AxBxC` runs the throughput workload on another machine size
-    // (to see how the working set affects speed); the report uses 16x16x16.
-    let shape = args.iter().position(|a| a == "--shape").and_then(|i| args.get(i + 1)).map_or("16x16x16", |s| s.as_str());
     let m = bgl(&[&format!("partition.shape={shape}")]).unwrap_or_else(|e| usage_error(&format!("--shape {shape}: {e}")));
     let mut s = TrafficSpec::new(Pattern::Uniform);
     s.routing = RoutingMode::Dynamic;
@@ -80,11 +85,6 @@ fn main() {
     s.load = 0.9;
     s.warmup_ncycles = 0;
     s.measure_ncycles = if quick { 5_000 } else { 40_000 };
-    let runs: usize = match args.iter().position(|a| a == "--runs").map(|i| args.get(i + 1).and_then(|v| v.parse().ok())) {
-        None => 5,
-        Some(Some(n)) if n >= 1 => n,
-        Some(_) => usage_error("--runs takes a whole number of runs, at least 1"),
-    };
     let before = rss_kb();
     let mut walls = Vec::new();
     let mut r = None;
