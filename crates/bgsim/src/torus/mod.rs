@@ -347,6 +347,11 @@ pub struct Params {
     /// `(count ^ 0x8000) as i16 > s`): a count's score is the number of
     /// steps it passes (see [`jsq_options`]).
     pub jsq_steps: Vec<i16>,
+    /// When some `m` gives every count's score as `((count * m) >> 16) + 1`
+    /// from one full packet on (0 below): that `m` (0 under random
+    /// arbitration, whose scores are all 1). Then [`jsq_options`] scores a
+    /// count with one multiplication instead of a comparison per step.
+    pub jsq_mul: Option<i16>,
     /// Random picks among set bits use the bit-deposit instruction (a
     /// property of the processor running the model, not of the machine;
     /// see [`crate::engine::fast_bit_deposit`]).
@@ -374,6 +379,7 @@ impl Params {
         let jsq_steps = (1..jsq_score.len())
             .flat_map(|c| (jsq_score[c - 1]..jsq_score[c]).map(move |_| ((c as u16 - 1) ^ 0x8000) as i16))
             .collect();
+        let jsq_mul = score_multiplier(&jsq_score, m.full_packet_tokens as u16, t.arbitration, t.token_ranges);
         Params {
             tick_byte: m.tick_byte,
             hop_latency: m.hop_latency,
@@ -405,10 +411,28 @@ impl Params {
             tokens_per_chunk: (t.chunk_bytes / t.token_bytes) as u16,
             jsq_score,
             jsq_steps,
+            jsq_mul,
             bit_deposit: crate::engine::fast_bit_deposit(),
             token_range,
         }
     }
+}
+
+/// The multiplier `m` with which `((count * m) >> 16) + 1` (signed 16-bit
+/// multiplication, high half) is the JSQ score `scores[count]` of every
+/// count from `full` on, if there is one: a count's range is
+/// `count * ranges / (size + 1)`, which `m = ceil(65536 * ranges / (size +
+/// 1))` gives exactly for the small sizes of real machines. Checked here
+/// for every count, so a machine it does not fit keeps the steps.
+fn score_multiplier(scores: &[u8], full: u16, arbitration: Arbitration, ranges: u32) -> Option<i16> {
+    let m = if arbitration == Arbitration::Random { 0 } else { (65536 * ranges as u64).div_ceil(scores.len() as u64) };
+    let m = i16::try_from(m).ok()?;
+    let fits = scores.len() <= i16::MAX as usize
+        && scores.iter().enumerate().all(|(c, &s)| {
+            let want = if (c as u16) < full { 0 } else { ((c as i32 * m as i32) >> 16) + 1 };
+            s as i32 == want
+        });
+    fits.then_some(m)
 }
 
 /// A request made in arbitration phase 1.
@@ -1340,26 +1364,35 @@ fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_v
 #[inline(always)]
 fn jsq_options(p: &Params, r: &Router, prod: u8) -> u64 {
     let t = &r.tokens_lo;
-    let bias = i16x8::splat(i16::MIN);
     let dim = |k: usize| {
         let (a, b) = (t[2 * k], t[2 * k + 1]);
-        i16x8::new([a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]].map(|x| x as i16)) ^ bias
+        i16x8::new([a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]].map(|x| x as i16))
     };
     let (x0, x1, x2) = (dim(0), dim(1), dim(2));
-    // Minus the score: -1 per step passed.
-    let (mut s0, mut s1, mut s2) = (i16x8::splat(0), i16x8::splat(0), i16x8::splat(0));
-    for &step in &p.jsq_steps {
-        let step = i16x8::splat(step);
-        s0 += x0.cmp_gt(step);
-        s1 += x1.cmp_gt(step);
-        s2 += x2.cmp_gt(step);
+    // The scores: one multiplication (see `Params::jsq_mul`), else +1 per
+    // step passed (counts biased by 0x8000 for the signed comparison).
+    let (mut s0, mut s1, mut s2);
+    if let Some(m) = p.jsq_mul {
+        let (m, one, below) = (i16x8::splat(m), i16x8::splat(1), i16x8::splat(p.full_tokens as i16 - 1));
+        let score = |x: i16x8| (i16x8::mul_keep_high(x, m) + one) & x.cmp_gt(below);
+        (s0, s1, s2) = (score(x0), score(x1), score(x2));
+    } else {
+        let bias = i16x8::splat(i16::MIN);
+        let (x0, x1, x2) = (x0 ^ bias, x1 ^ bias, x2 ^ bias);
+        (s0, s1, s2) = (i16x8::splat(0), i16x8::splat(0), i16x8::splat(0));
+        for &step in &p.jsq_steps {
+            let step = i16x8::splat(step);
+            s0 -= x0.cmp_gt(step);
+            s1 -= x1.cmp_gt(step);
+            s2 -= x2.cmp_gt(step);
+        }
     }
     let lanes = &JSQ_LANES[p.ndyn];
     let hint = |k: usize| ((prod >> (2 * k)) & 3) as usize;
     s0 &= i16x8::new(lanes[hint(0)]);
     s1 &= i16x8::new(lanes[hint(1)]);
     s2 &= i16x8::new(lanes[hint(2)]);
-    let best = s0.min(s1).min(s2).reduce_min();
+    let best = s0.max(s1).max(s2).reduce_max();
     if best == 0 {
         return 0;
     }
@@ -1641,6 +1674,25 @@ mod tests {
         assert_eq!(nonzero_bytes(0), 0);
         assert_eq!(nonzero_bytes(u64::MAX), 0xff);
         assert_eq!(nonzero_bytes(0x8000_0000_0000_0001), 0x81);
+    }
+
+    #[test]
+    fn one_multiplication_scores_the_counts_of_real_machines_and_others_keep_the_steps() {
+        let params = |settings: &[&str]| Params::from_machine(&crate::machine::bgl(settings).unwrap());
+        // BG/L: 32 tokens in 4 ranges; random arbitration scores 1 from a full packet on.
+        assert_eq!(params(&[]).jsq_mul, Some(7944));
+        assert_eq!(params(&["torus.arbitration=random"]).jsq_mul, Some(0));
+        // 64 ranges of 32 tokens need a multiplier beyond 16 bits.
+        assert_eq!(params(&["torus.token_ranges=64"]).jsq_mul, None);
+        for settings in [&[][..], &["torus.token_ranges=3", "torus.token_bytes=8"], &["torus.arbitration=random"]] {
+            let p = params(settings);
+            let m = p.jsq_mul.unwrap();
+            for (c, &score) in p.jsq_score.iter().enumerate() {
+                let x = i16x8::splat(c as i16);
+                let got = (i16x8::mul_keep_high(x, i16x8::splat(m)) + i16x8::splat(1)) & x.cmp_gt(i16x8::splat(p.full_tokens as i16 - 1));
+                assert_eq!(got.to_array()[0], score as i16, "{settings:?} count {c}");
+            }
+        }
     }
 
     /// JSQ's options by the definition: the open (direction, dynamic VC)
