@@ -859,7 +859,7 @@ impl Torus {
 
     /// The packet that held `charge` tokens in VC `v` of receiver `port` at
     /// node `n` has left: send the token-ack upstream on the reverse link.
-    #[inline]
+    #[inline(always)]
     fn return_tokens(&mut self, now: Tick, n: u32, port: usize, v: usize, charge: u16, q: &mut EventQueue) {
         let back = opposite(port);
         let r = &mut self.routers[n as usize];
@@ -1533,7 +1533,7 @@ fn start_delivery(p: &Params, r: &mut Router, pool: &mut Pool, global: &mut Glob
 }
 
 /// Phase 3's grant: request `rq` starts on its link at node `n`.
-#[inline]
+#[inline(always)]
 fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, now: Tick, rq: Req, q: &mut EventQueue) {
     let d = rq.dir as usize;
     let id = rq.pkt;
