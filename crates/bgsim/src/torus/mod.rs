@@ -63,6 +63,7 @@ pub enum Notice {
 /// the queue so that choosing a head's move does not read the packet (its
 /// productive directions are in the router's first line).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 struct Head {
     flags: u8,
     chunks: u8,

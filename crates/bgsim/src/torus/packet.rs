@@ -24,12 +24,15 @@ pub mod flags {
 
 /// One torus packet. `next` links it into exactly one queue at a time.
 /// Exactly one cache line, aligned to one: reading a packet is one miss.
+/// One packet: a cache line. The fields are in a fixed order (`repr(C)`)
+/// so that the four bytes arbitration keeps beside a VC's queue (flags,
+/// chunks, last direction, datelines crossed: see `torus::Head`) are
+/// adjacent and read as one word, and apart from the bytes an arrival
+/// writes just before reading them (a wider read over a byte still being
+/// stored waits for the store).
 #[derive(Clone, Copy, Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub struct Packet {
-    pub next: u32,
-    pub src: u32,
-    pub dest: u32,
     /// Driver data (message id, sequence number, colour ...).
     pub tag: u64,
     /// When software created the packet (latency is measured from here).
@@ -38,23 +41,26 @@ pub struct Packet {
     pub injected: Tick,
     /// When its header arrived at the VC it occupies.
     pub arrived: Tick,
+    pub next: u32,
+    pub src: u32,
+    pub dest: u32,
     /// Payload bytes (excluding both headers).
     pub payload: u16,
     /// Hops taken so far (what the tests of minimal routes check).
     pub hops: u16,
-    /// Destination coordinates.
-    pub dc: [u8; 3],
+    pub flags: u8,
     /// Size in chunks.
     pub chunks: u8,
-    pub flags: u8,
-    /// Hint bits: bit d = travel in direction d.
-    pub hint: u8,
-    /// VC the packet occupies (or will occupy after its current hop).
-    pub vc: u8,
     /// Direction of its last hop (`NO_DIR` before the first).
     pub last_dir: u8,
     /// Dimensions whose dateline the packet has crossed (dateline escape schemes).
     pub crossed: u8,
+    /// Destination coordinates.
+    pub dc: [u8; 3],
+    /// Hint bits: bit d = travel in direction d.
+    pub hint: u8,
+    /// VC the packet occupies (or will occupy after its current hop).
+    pub vc: u8,
     /// Tokens the packet holds in the VC it occupies.
     pub charge: u8,
     /// Driver byte (e.g. a colour or FIFO choice).
@@ -62,6 +68,10 @@ pub struct Packet {
     /// Productive directions at the node the packet is at (set on arrival).
     pub prod: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 64);
+const _: () = assert!(std::mem::offset_of!(Packet, flags) % 4 == 0);
+const _: () = assert!(std::mem::offset_of!(Packet, crossed) == std::mem::offset_of!(Packet, flags) + 3);
 
 pub const NO_DIR: u8 = 255;
 
