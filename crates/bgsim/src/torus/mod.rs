@@ -92,6 +92,8 @@ struct Vc {
     busy: bool,
     /// The head packet as arbitration sees it.
     head: Head,
+    /// Tokens the head packet holds here (its `charge`).
+    charge: u8,
 }
 
 /// A receiver's VCs in two cache lines: the first holds the first four
@@ -451,6 +453,9 @@ struct Req {
     fill: u8,
     hp: bool,
     pkt: u32,
+    /// The packet's size and flags (from its head summary).
+    chunks: u8,
+    flags: u8,
 }
 
 /// The torus network of a partition.
@@ -806,6 +811,7 @@ impl Torus {
         let movable = new_head && !vc.busy;
         if new_head {
             vc.head = Head::of(self.pool.get(id));
+            vc.charge = charge as u8;
             r.hprod[port * 8 + v] = prod;
         }
         let free = r.free();
@@ -965,7 +971,7 @@ impl Torus {
                 inj_request(p, geo, r, pool, global, n, c1.trailing_zeros() as usize, r.free())
             };
             if let Some(rq) = rq {
-                if trigger == rq.dir && pool.get(rq.pkt).is(flags::STALLED) {
+                if trigger == rq.dir && rq.flags & flags::STALLED != 0 {
                     global.unblocking_returns += 1;
                 }
                 start_transfer(p, geo, r, pool, global, n, now, rq, q);
@@ -1060,7 +1066,7 @@ impl Torus {
                 let set = if prefer_net { net } else { fresh };
                 let chosen = pick_slq_mask(&mut rng, &reqs[..], set, slq, p);
                 let rq = reqs[chosen];
-                if trigger == d as u8 && pool.get(rq.pkt).is(flags::STALLED) {
+                if trigger == d as u8 && rq.flags & flags::STALLED != 0 {
                     global.unblocking_returns += 1;
                 }
                 start_transfer(p, geo, r, pool, global, n, now, rq, q);
@@ -1454,7 +1460,7 @@ fn vc_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, globa
         }
     };
     // A busy chosen link: the head waits for it.
-    (free & (1 << d) != 0).then(|| Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill: p.token_range[used as usize], hp: v == p.hp, pkt: id })
+    (free & (1 << d) != 0).then(|| Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill: p.token_range[used as usize], hp: v == p.hp, pkt: id, chunks: h.chunks, flags: h.flags })
 }
 
 /// Phase 1 for the head of injection FIFO `f` (see [`vc_request`]).
@@ -1472,7 +1478,7 @@ fn inj_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, glob
             return None;
         }
     };
-    (free & (1 << d) != 0).then(|| Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill: quantize(fused, p.inj_bytes, p.ranges), hp: f >= p.ninj, pkt: id })
+    (free & (1 << d) != 0).then(|| Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill: quantize(fused, p.inj_bytes, p.ranges), hp: f >= p.ninj, pkt: id, chunks: h.chunks, flags: h.flags })
 }
 
 /// A head that found no downstream tokens for its escape move in direction
@@ -1518,6 +1524,7 @@ fn start_delivery(p: &Params, r: &mut Router, pool: &mut Pool, global: &mut Glob
     if vc.q.head != NIL {
         let next = pool.get(vc.q.head);
         vc.head = Head::of(next);
+        vc.charge = next.charge;
         r.hprod[port * 8 + v] = next.prod;
     }
     vc.busy = true;
@@ -1541,17 +1548,23 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     let src = rq.src as usize;
     // Unlink from the source queue; the source stays busy until the tail leaves.
     let src_charge = if src < NDIR {
+        // The packet itself is not read before it is written below: what
+        // the transfer needs of it is in the request and the VC.
         let vc = &mut r.recv[src].vc[rq.src_vc as usize];
         vc.q.pop(pool);
-        if vc.q.head != NIL {
+        let charge = if vc.q.head != NIL {
             let next = pool.get(vc.q.head);
             vc.head = Head::of(next);
             r.hprod[src * 8 + rq.src_vc as usize] = next.prod;
-        }
+            std::mem::replace(&mut vc.charge, next.charge)
+        } else {
+            vc.charge
+        };
+        debug_assert_eq!(charge, pool.get(id).charge);
         vc.busy = true;
         r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
         r.paths_left[src] -= 1;
-        pool.get(id).charge
+        charge
     } else {
         let fifo = &mut r.inj[src - NDIR];
         fifo.q.pop(pool);
@@ -1560,13 +1573,12 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         }
         fifo.busy = true;
         r.inj_ready &= !(1 << (src - NDIR));
-        pool.get(id).chunks
+        rq.chunks
     };
     debug_assert!(r.tokens(d, rq.vc as usize) >= rq.charge as u16);
     *r.tokens_mut(d, rq.vc as usize) -= rq.charge as u16;
     r.xfer_mask |= 1 << d;
-    let pk = pool.get(id);
-    let (chunks, payload) = (pk.chunks, pk.payload);
+    let chunks = rq.chunks;
     let bytes = chunks as u32 * p.chunk_bytes;
     let s = &mut r.send[d];
     s.xfer = id;
@@ -1579,10 +1591,10 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     let high = &mut r.link_high[d];
     count(&mut s.packets, 1, &mut high.packets);
     count(&mut s.chunks, chunks as u32, &mut high.chunks);
-    count(&mut s.payload, payload as u32, &mut high.payload);
+    count(&mut s.payload, pool.get(id).payload as u32, &mut high.payload);
     // Deposit bit: leave a copy here when passing through.
-    if pk.is(flags::DEPOSIT) && src < NDIR {
-        let mut copy = *pk;
+    if rq.flags & flags::DEPOSIT != 0 && src < NDIR {
+        let mut copy = *pool.get(id);
         copy.flags |= flags::COPY;
         copy.flags &= !flags::STALLED;
         let cid = pool.alloc(copy);
@@ -1768,4 +1780,5 @@ const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
 const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
 const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
 const _: () = assert!(std::mem::size_of::<Sender>() == 32);
+const _: () = assert!(std::mem::size_of::<Vc>() == 16);
 // A sender and its link counters share one cache line.

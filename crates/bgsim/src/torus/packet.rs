@@ -199,14 +199,15 @@ impl List {
         }
         self.tail = id;
     }
+    /// Unlinks the head. A list of one packet (the usual VC) does not read
+    /// the packet: its successor is known to be none.
     #[inline]
     pub fn pop(&mut self, pool: &Pool) -> u32 {
         let id = self.head;
-        if id != NIL {
+        if id == self.tail {
+            *self = List::default();
+        } else {
             self.head = pool.get(id).next;
-            if self.head == NIL {
-                self.tail = NIL;
-            }
         }
         id
     }
