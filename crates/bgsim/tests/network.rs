@@ -118,6 +118,40 @@ fn check_conservation(m: &Machine, routing: Routing, payload: u32) {
     assert_eq!(h.net.torus.global.delivered_packets, total as u64);
 }
 
+/// A link counts a packet's payload from the moment its transfer starts,
+/// whether the payload is added then or when the transfer ends (a hop
+/// latency longer than the trailer and gap, as on BG/L): at any time, with
+/// transfers under way, and at the end, when it adds up to every packet's
+/// payload times its hops.
+fn check_link_payload(m: &Machine) {
+    const PAYLOAD: u32 = 200;
+    let sends = all_pairs(m, 1, Routing::Dynamic, PAYLOAD);
+    let mut h = Harness { net: Net::new(m, 7), sw: Recorder::new(m.shape.nodes(), sends.clone()) };
+    let mut q = EventQueue::new();
+    let mut st = EngineStats::default();
+    h.sw.start(&mut h.net, &mut q);
+    let (mut t, mut under_way) = (0, 0);
+    while !q.is_empty() {
+        t = run_until(&mut h, &mut q, t + 300, &mut st);
+        let (packets, payload) = h.net.torus.links().fold((0, 0), |(a, b), l| (a + l.packets, b + l.payload));
+        assert_eq!(payload, packets * PAYLOAD as u64, "at tick {t}");
+        under_way += (packets > h.sw.got.iter().map(|p| p.hops as u64).sum::<u64>()) as u32;
+    }
+    assert!(under_way > 10, "too few looks with packets on their way: {under_way}");
+    let hops: u64 = h.sw.got.iter().map(|p| p.hops as u64).sum();
+    assert_eq!(h.sw.got.len(), sends.len());
+    assert_eq!(h.net.torus.links().map(|l| l.packets).sum::<u64>(), hops);
+    assert_eq!(h.net.torus.links().map(|l| l.payload).sum::<u64>(), hops * PAYLOAD as u64);
+}
+
+#[test]
+fn links_count_payload_from_the_start_of_each_transfer() {
+    // BG/L: the payload is added when the transfer ends.
+    check_link_payload(&machine("4x4x2", &[]));
+    // A hop shorter than the trailer and gap: added when it starts.
+    check_link_payload(&machine("4x4x2", &["torus.hop_latency_cycles=1"]));
+}
+
 #[test]
 fn conservation_dynamic_torus() {
     check_conservation(&machine("4x4x2", &[]), Routing::Dynamic, 240);

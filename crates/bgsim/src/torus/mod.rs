@@ -120,6 +120,12 @@ struct Sender {
     /// Tokens the packet held at its source VC; its chunks when it came
     /// from an injection FIFO (whose room it frees when it has left).
     src_charge: u8,
+    /// The payload of the packet in transfer belongs in `payload` but has
+    /// not been added yet: it is added when the transfer ends (the packet
+    /// is read then, prefetched, rather than at the grant, where it may
+    /// be cold), and [`Torus::link`] counts it meanwhile (see
+    /// `Params::payload_at_end`).
+    owed: bool,
     packets: u32,
     chunks: u32,
     payload: u32,
@@ -128,7 +134,7 @@ struct Sender {
 
 impl Default for Sender {
     fn default() -> Self {
-        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0, packets: 0, chunks: 0, payload: 0, acks: 0 }
+        Sender { busy_until: 0, xfer: NIL, src: 0, src_vc: 0, src_charge: 0, owed: false, packets: 0, chunks: 0, payload: 0, acks: 0 }
     }
 }
 
@@ -355,6 +361,13 @@ pub struct Params {
     /// arbitration, whose scores are all 1). Then [`jsq_options`] scores a
     /// count with one multiplication instead of a comparison per step.
     pub jsq_mul: Option<i16>,
+    /// A link's payload counter takes a packet's payload when its transfer
+    /// ends rather than when it starts (the counters read the same: see
+    /// `Sender::owed`). Only when the packet is sure to exist then: its
+    /// delivery at the next node, after which software may free it, ends
+    /// after its transfer here when a hop's latency exceeds the trailer and
+    /// gap's time.
+    pub payload_at_end: bool,
     /// Random picks among set bits use the bit-deposit instruction (a
     /// property of the processor running the model, not of the machine;
     /// see [`crate::engine::fast_bit_deposit`]).
@@ -415,6 +428,7 @@ impl Params {
             jsq_score,
             jsq_steps,
             jsq_mul,
+            payload_at_end: m.hop_latency > (t.trailer_bytes + t.gap_bytes) as Tick * m.tick_byte,
             bit_deposit: crate::engine::fast_bit_deposit(),
             token_range,
         }
@@ -688,6 +702,10 @@ impl Torus {
                     }
                     ev::XFER_DONE => {
                         prefetch(&r.send[d]);
+                        // Its packet, whose payload the link counts now.
+                        if let Some(p) = self.pool.try_get(e.data) {
+                            prefetch(p);
+                        }
                         // The VC or injection FIFO the transfer leaves.
                         let src = e.b as usize;
                         if src < NDIR {
@@ -834,6 +852,10 @@ impl Torus {
         let id = s.xfer;
         debug_assert!(id != NIL);
         s.xfer = NIL;
+        if s.owed {
+            s.owed = false;
+            count(&mut s.payload, self.pool.get(id).payload as u32, &mut r.link_high[d].payload);
+        }
         r.xfer_mask &= !(1 << d);
         let (src, src_vc, charge) = (s.src as usize, s.src_vc as usize, s.src_charge as u16);
         if src < NDIR {
@@ -1090,7 +1112,8 @@ impl Torus {
             }
             r.link_high = [LinkHigh::default(); NDIR];
             for s in r.send.iter_mut() {
-                (s.packets, s.chunks, s.payload, s.acks) = (0, 0, 0, 0);
+                // A transfer under way was counted before the restart.
+                (s.packets, s.chunks, s.payload, s.acks, s.owed) = (0, 0, 0, 0, false);
             }
         }
         for c in self.nodes.iter_mut() {
@@ -1250,7 +1273,7 @@ impl Torus {
         LinkCounters {
             bytes: chunks * self.p.chunk_bytes as u64 + packets * self.p.trailer_gap as u64,
             packets,
-            payload: h.payload + s.payload as u64,
+            payload: h.payload + s.payload as u64 + if s.owed { self.pool.get(s.xfer).payload as u64 } else { 0 },
             ack_bytes: (h.acks + s.acks as u64) * self.p.ack_bytes as u64,
             stalls: h.stalls,
         }
@@ -1591,7 +1614,11 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     let high = &mut r.link_high[d];
     count(&mut s.packets, 1, &mut high.packets);
     count(&mut s.chunks, chunks as u32, &mut high.chunks);
-    count(&mut s.payload, pool.get(id).payload as u32, &mut high.payload);
+    if p.payload_at_end {
+        s.owed = true;
+    } else {
+        count(&mut s.payload, pool.get(id).payload as u32, &mut high.payload);
+    }
     // Deposit bit: leave a copy here when passing through.
     if rq.flags & flags::DEPOSIT != 0 && src < NDIR {
         let mut copy = *pool.get(id);
