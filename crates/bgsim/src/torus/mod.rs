@@ -467,9 +467,11 @@ struct Req {
     fill: u8,
     hp: bool,
     pkt: u32,
-    /// The packet's size and flags (from its head summary).
+    /// The packet's size, flags and datelines crossed (from its head
+    /// summary, which the packet's own fields equal).
     chunks: u8,
     flags: u8,
+    crossed: u8,
 }
 
 /// The torus network of a partition.
@@ -821,6 +823,7 @@ impl Torus {
         let prod = prod_at(r.coords, pk);
         pk.prod = prod;
         pk.arrived = now;
+        pk.hops += 1;
         let vc = &mut r.recv[port].vc[v];
         vc.used += charge;
         debug_assert!(vc.used <= self.p.vc_tokens, "VC overflow at node {n} port {port} vc {v}");
@@ -1483,7 +1486,7 @@ fn vc_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, globa
         }
     };
     // A busy chosen link: the head waits for it.
-    (free & (1 << d) != 0).then(|| Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill: p.token_range[used as usize], hp: v == p.hp, pkt: id, chunks: h.chunks, flags: h.flags })
+    (free & (1 << d) != 0).then(|| Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill: p.token_range[used as usize], hp: v == p.hp, pkt: id, chunks: h.chunks, flags: h.flags, crossed: h.crossed })
 }
 
 /// Phase 1 for the head of injection FIFO `f` (see [`vc_request`]).
@@ -1501,7 +1504,7 @@ fn inj_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, glob
             return None;
         }
     };
-    (free & (1 << d) != 0).then(|| Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill: quantize(fused, p.inj_bytes, p.ranges), hp: f >= p.ninj, pkt: id, chunks: h.chunks, flags: h.flags })
+    (free & (1 << d) != 0).then(|| Req { src: (NDIR + f) as u8, src_vc: 0, dir: d, vc: tv, charge: ch, fill: quantize(fused, p.inj_bytes, p.ranges), hp: f >= p.ninj, pkt: id, chunks: h.chunks, flags: h.flags, crossed: h.crossed })
 }
 
 /// A head that found no downstream tokens for its escape move in direction
@@ -1629,20 +1632,20 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         r.rx[rx_index(copy.flags, src)].used += bytes;
         q.push_at(now + bytes as Tick * p.tick_byte, Event { kind: ev::COPY_DONE, a: src as u8, b: 0, c: 0, node: n, data: cid });
     }
-    // Update the packet for its next hop.
+    // Update the packet for its next hop: stores only, nothing it holds is
+    // read (the line may still be on its way; its hop count goes up on
+    // arrival).
     let pk = pool.get_mut(id);
+    debug_assert_eq!((pk.flags, pk.crossed), (rq.flags, rq.crossed));
     if src >= NDIR {
         pk.injected = now;
     }
     // Minimal routes cross a dimension's dateline at most once, so the bit stays set.
-    if geo.crosses_dateline_at(r.coords, d) {
-        pk.crossed |= 1 << dim_of(d);
-    }
+    pk.crossed = rq.crossed | (geo.crosses_dateline_at(r.coords, d) as u8) << dim_of(d);
     pk.last_dir = d as u8;
     pk.vc = rq.vc;
     pk.charge = rq.charge;
-    pk.hops += 1;
-    pk.flags &= !flags::STALLED;
+    pk.flags = rq.flags & !flags::STALLED;
     global.hops += 1;
     let v = rq.vc as usize;
     if v >= p.esc && v < p.hp {

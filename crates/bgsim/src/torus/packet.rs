@@ -46,7 +46,8 @@ pub struct Packet {
     pub dest: u32,
     /// Payload bytes (excluding both headers).
     pub payload: u16,
-    /// Hops taken so far (what the tests of minimal routes check).
+    /// Hops taken so far, counted on arrival at each node (what the tests
+    /// of minimal routes check).
     pub hops: u16,
     pub flags: u8,
     /// Size in chunks.
