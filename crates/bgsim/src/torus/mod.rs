@@ -172,11 +172,15 @@ struct Fifo {
     busy: bool,
     /// Since when the FIFO could not take a full packet (Tick::MAX: not full).
     full_since: Tick,
+    /// An injection FIFO's head packet as arbitration sees it, and the VC
+    /// class it asks for (so that choosing its move does not read it).
+    head: Head,
+    vc: u8,
 }
 
 impl Default for Fifo {
     fn default() -> Self {
-        Fifo { q: List::default(), used: 0, busy: false, full_since: Tick::MAX }
+        Fifo { q: List::default(), used: 0, busy: false, full_since: Tick::MAX, head: Head::default(), vc: 0 }
     }
 }
 
@@ -609,6 +613,8 @@ impl Torus {
         r.inj[f].q.push(&mut self.pool, id);
         if r.inj[f].q.head == id {
             r.inj_hprod[f] = prod;
+            let pk = self.pool.get(id);
+            (r.inj[f].head, r.inj[f].vc) = (Head::of(pk), pk.vc);
         }
         if r.inj[f].q.head == id && !r.inj[f].busy {
             r.inj_ready |= 1 << f;
@@ -1494,13 +1500,12 @@ fn vc_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, globa
 #[allow(clippy::too_many_arguments)]
 fn inj_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, f: usize, free: u8) -> Option<Req> {
     let fifo = &r.inj[f];
-    let (id, fused) = (fifo.q.head, fifo.used);
-    let pk = pool.get(id);
-    let h = Head::of(pk);
-    let (d, tv, ch) = match choose_move(p, geo, r, n, h, pk.vc, r.inj_hprod[f]) {
+    let (id, fused, h, vc) = (fifo.q.head, fifo.used, fifo.head, fifo.vc);
+    debug_assert_eq!((h, vc), (Head::of(pool.get(id)), pool.get(id).vc));
+    let (d, tv, ch) = match choose_move(p, geo, r, n, h, vc, r.inj_hprod[f]) {
         Choice::Move(d, tv, ch) => (d, tv, ch),
         Choice::NoTokens(d, tv) => {
-            record_stall(r, pool, global, id, h, d, tv);
+            r.inj[f].head.flags = record_stall(r, pool, global, id, h, d, tv);
             return None;
         }
     };
@@ -1595,7 +1600,9 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         let fifo = &mut r.inj[src - NDIR];
         fifo.q.pop(pool);
         if fifo.q.head != NIL {
-            r.inj_hprod[src - NDIR] = pool.get(fifo.q.head).prod;
+            let next = pool.get(fifo.q.head);
+            r.inj_hprod[src - NDIR] = next.prod;
+            (fifo.head, fifo.vc) = (Head::of(next), next.vc);
         }
         fifo.busy = true;
         r.inj_ready &= !(1 << (src - NDIR));
