@@ -743,6 +743,15 @@ impl Torus {
                 // a token-ack goes out on another). Without a branch per
                 // line: a line not needed is replaced by one already on its
                 // way.
+                // An arrival at its destination: the reception FIFO whose
+                // room its arbitration checks (the packet came in at stage 0).
+                if e.kind == ev::ARRIVE {
+                    if let Some(pk) = self.pool.try_get(e.data) {
+                        if prod_at(r.coords, pk) == 0 {
+                            prefetch(&r.rx[rx_index(pk.flags, d)]);
+                        }
+                    }
+                }
                 let third = r.inj_ready != 0 || self.p.nvc > 4;
                 prefetch(if third { &r.inj_hprod[0] } else { &r.hprod[0] });
                 // The first injection FIFO whose head may move (its queue
