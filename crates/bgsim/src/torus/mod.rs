@@ -682,9 +682,11 @@ impl Torus {
     /// Prefetches what an upcoming event will read (see
     /// [`crate::engine::Model::touch`]). Stage 0: the router lines every
     /// arbitration reads and what the event needs first - the packet and
-    /// receiver of an arrival, the sender of a finished transfer, the packet
-    /// of a finished delivery. Stage 1
-    /// reads that sender to prefetch the VC the transfer leaves.
+    /// receiver of an arrival, the sender and packet of a finished transfer
+    /// and the VC or FIFO it leaves, the packet of a finished delivery.
+    /// Stage 1, from the lines stage 0 brought: what the event's
+    /// arbitration will read, and an arrival at its destination's reception
+    /// FIFO.
     #[inline]
     pub fn touch(&self, e: &Event, stage: usize) {
         if e.kind >= ev::TORUS_MAX {
@@ -736,13 +738,6 @@ impl Torus {
                     // Its sender is busy: the token return will not arbitrate.
                     return;
                 }
-                // What the event will read as things stand: the third line
-                // when injection FIFOs hold packets or VCs 4.. exist, the
-                // first VC line of every receiver with a head that may move,
-                // the senders' three lines (a grant starts a transfer on one,
-                // a token-ack goes out on another). Without a branch per
-                // line: a line not needed is replaced by one already on its
-                // way.
                 // An arrival at its destination: the reception FIFO whose
                 // room its arbitration checks (the packet came in at stage 0).
                 if e.kind == ev::ARRIVE {
@@ -752,6 +747,13 @@ impl Torus {
                         }
                     }
                 }
+                // What the event will read as things stand: the third line
+                // when injection FIFOs hold packets or VCs 4.. exist, the
+                // first VC line of every receiver with a head that may move,
+                // the senders' three lines (a grant starts a transfer on one,
+                // a token-ack goes out on another). Without a branch per
+                // line: a line not needed is replaced by one already on its
+                // way.
                 let third = r.inj_ready != 0 || self.p.nvc > 4;
                 prefetch(if third { &r.inj_hprod[0] } else { &r.hprod[0] });
                 // The first injection FIFO whose head may move (its queue

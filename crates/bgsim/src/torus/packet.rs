@@ -24,12 +24,11 @@ pub mod flags {
 
 /// One torus packet. `next` links it into exactly one queue at a time.
 /// Exactly one cache line, aligned to one: reading a packet is one miss.
-/// One packet: a cache line. The fields are in a fixed order (`repr(C)`)
-/// so that the four bytes arbitration keeps beside a VC's queue (flags,
-/// chunks, last direction, datelines crossed: see `torus::Head`) are
-/// adjacent and read as one word, and apart from the bytes an arrival
-/// writes just before reading them (a wider read over a byte still being
-/// stored waits for the store).
+/// The fields are in a fixed order (`repr(C)`) so that the four bytes
+/// arbitration keeps beside a VC's queue (flags, chunks, last direction,
+/// datelines crossed: see `torus::Head`) are adjacent and read as one word,
+/// and apart from the bytes an arrival writes just before reading them (a
+/// wider read over a byte still being stored waits for the store).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 pub struct Packet {
