@@ -713,8 +713,10 @@ impl Torus {
                     ev::XFER_DONE => {
                         prefetch(&r.send[d]);
                         // Its packet, whose payload the link counts now.
-                        if let Some(p) = self.pool.try_get(e.data) {
-                            prefetch(p);
+                        if self.p.payload_at_end {
+                            if let Some(p) = self.pool.try_get(e.data) {
+                                prefetch(p);
+                            }
                         }
                         // The VC or injection FIFO the transfer leaves.
                         let src = e.b as usize;
@@ -1423,9 +1425,7 @@ fn jsq_options(p: &Params, r: &Router, prod: u8) -> u64 {
     // step passed (counts biased by 0x8000 for the signed comparison).
     let (mut s0, mut s1, mut s2);
     if let Some(m) = p.jsq_mul {
-        let (m, one, below) = (i16x8::splat(m), i16x8::splat(1), i16x8::splat(p.full_tokens as i16 - 1));
-        let score = |x: i16x8| (i16x8::mul_keep_high(x, m) + one) & x.cmp_gt(below);
-        (s0, s1, s2) = (score(x0), score(x1), score(x2));
+        (s0, s1, s2) = (mul_scores(x0, m, p.full_tokens), mul_scores(x1, m, p.full_tokens), mul_scores(x2, m, p.full_tokens));
     } else {
         let bias = i16x8::splat(i16::MIN);
         let (x0, x1, x2) = (x0 ^ bias, x1 ^ bias, x2 ^ bias);
@@ -1449,6 +1449,14 @@ fn jsq_options(p: &Params, r: &Router, prod: u8) -> u64 {
     let best = i16x8::splat(best);
     let m = |s: i16x8| s.cmp_eq(best).move_mask() as u64;
     m(s0) | m(s1) << 8 | m(s2) << 16
+}
+
+/// JSQ scores of eight token counts with multiplier `m` (see
+/// `Params::jsq_mul`): `((count * m) >> 16) + 1` from `full` tokens on, 0
+/// below.
+#[inline(always)]
+fn mul_scores(x: i16x8, m: i16, full: u16) -> i16x8 {
+    (i16x8::mul_keep_high(x, i16x8::splat(m)) + i16x8::splat(1)) & x.cmp_gt(i16x8::splat(full as i16 - 1))
 }
 
 /// For n dynamic VCs and a dimension's hint bits (plus, minus), the lanes
@@ -1749,9 +1757,8 @@ mod tests {
             let p = params(settings);
             let m = p.jsq_mul.unwrap();
             for (c, &score) in p.jsq_score.iter().enumerate() {
-                let x = i16x8::splat(c as i16);
-                let got = (i16x8::mul_keep_high(x, i16x8::splat(m)) + i16x8::splat(1)) & x.cmp_gt(i16x8::splat(p.full_tokens as i16 - 1));
-                assert_eq!(got.to_array()[0], score as i16, "{settings:?} count {c}");
+                let got = mul_scores(i16x8::splat(c as i16), m, p.full_tokens);
+                assert_eq!(got.to_array(), [score as i16; 8], "{settings:?} count {c}");
             }
         }
     }
