@@ -16,7 +16,7 @@ pub use window::{Partitioning, WindowPlan};
 /// Simulated time in ticks.
 pub type Tick = u64;
 
-/// One event: a small plain value (16 bytes) so that queue operations never
+/// One event: a small plain value (12 bytes) so that queue operations never
 /// allocate once the queue's buffers have grown to the working-set size.
 /// The meaning of the fields belongs to the model that scheduled it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,8 @@ pub struct Event {
     /// Large operand (a packet id, a token count, a timer tag ...).
     pub data: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Event>() == 12);
 
 impl Event {
     pub const fn new(kind: u8, node: u32) -> Self {

@@ -187,7 +187,11 @@ impl Default for Fifo {
 /// Router state of one node (fixed size: no per-node allocation). The first
 /// cache line holds what every arbitration reads: which VC heads may move,
 /// where they want to go, and which senders and paths are free; a head's
-/// queue and packet are read only when it could move.
+/// queue and packet are read only when it could move. Aligned to one cache
+/// line, not two: aligned to 128 bytes (every router's first line then
+/// starts a 128-byte pair) the torus benchmark ran 1.13 times slower, while
+/// the same 64 bytes added at the end made no measurable difference
+/// (BENCHMARKS.md, 2026-11-24).
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct Router {
