@@ -96,6 +96,16 @@ struct Vc {
     charge: u8,
 }
 
+impl Vc {
+    /// Takes `pk`, its queue's new head, as the head arbitration sees it;
+    /// `hprod` is where the router keeps the head's productive directions.
+    #[inline(always)]
+    fn set_head(&mut self, pk: &Packet, hprod: &mut u8) {
+        (self.head, self.charge) = (Head::of(pk), pk.charge);
+        *hprod = pk.prod;
+    }
+}
+
 /// A receiver's VCs in two cache lines: the first holds the first four
 /// (all of them in the BG/L configuration).
 #[derive(Clone, Copy, Debug, Default)]
@@ -176,6 +186,16 @@ struct Fifo {
     /// class it asks for (so that choosing its move does not read it).
     head: Head,
     vc: u8,
+}
+
+impl Fifo {
+    /// Takes `pk`, its queue's new head, as the head arbitration sees it;
+    /// `hprod` is where the router keeps the head's productive directions.
+    #[inline(always)]
+    fn set_head(&mut self, pk: &Packet, hprod: &mut u8) {
+        (self.head, self.vc) = (Head::of(pk), pk.vc);
+        *hprod = pk.prod;
+    }
 }
 
 impl Default for Fifo {
@@ -616,9 +636,7 @@ impl Torus {
         self.pool.get_mut(id).prod = prod;
         r.inj[f].q.push(&mut self.pool, id);
         if r.inj[f].q.head == id {
-            r.inj_hprod[f] = prod;
-            let pk = self.pool.get(id);
-            (r.inj[f].head, r.inj[f].vc) = (Head::of(pk), pk.vc);
+            r.inj[f].set_head(self.pool.get(id), &mut r.inj_hprod[f]);
         }
         if r.inj[f].q.head == id && !r.inj[f].busy {
             r.inj_ready |= 1 << f;
@@ -780,13 +798,13 @@ impl Torus {
     }
 
     /// Starts bringing node `n`'s normal injection FIFOs into the cache
-    /// (software about to send reads how full they are).
+    /// (software about to send reads how full they are): one FIFO per line.
     #[inline]
     pub fn touch_injection(&self, n: u32) {
         if let Some(r) = self.routers.get(n as usize) {
-            prefetch(&r.inj[0]);
-            prefetch(&r.inj[3]);
-            prefetch(&r.inj[5]);
+            for f in (0..self.p.ninj.min(MAXF)).step_by(64 / std::mem::size_of::<Fifo>()) {
+                prefetch(&r.inj[f]);
+            }
         }
     }
 
@@ -854,9 +872,7 @@ impl Torus {
         let new_head = vc.q.head == id;
         let movable = new_head && !vc.busy;
         if new_head {
-            vc.head = Head::of(self.pool.get(id));
-            vc.charge = charge as u8;
-            r.hprod[port * 8 + v] = prod;
+            vc.set_head(self.pool.get(id), &mut r.hprod[port * 8 + v]);
         }
         let free = r.free();
         if movable {
@@ -1576,10 +1592,7 @@ fn start_delivery(p: &Params, r: &mut Router, pool: &mut Pool, global: &mut Glob
     let vc = &mut r.recv[port].vc[v];
     vc.q.pop(pool);
     if vc.q.head != NIL {
-        let next = pool.get(vc.q.head);
-        vc.head = Head::of(next);
-        vc.charge = next.charge;
-        r.hprod[port * 8 + v] = next.prod;
+        vc.set_head(pool.get(vc.q.head), &mut r.hprod[port * 8 + v]);
     }
     vc.busy = true;
     r.ready &= !(1 << (port * 8 + v));
@@ -1606,14 +1619,10 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         // the transfer needs of it is in the request and the VC.
         let vc = &mut r.recv[src].vc[rq.src_vc as usize];
         vc.q.pop(pool);
-        let charge = if vc.q.head != NIL {
-            let next = pool.get(vc.q.head);
-            vc.head = Head::of(next);
-            r.hprod[src * 8 + rq.src_vc as usize] = next.prod;
-            std::mem::replace(&mut vc.charge, next.charge)
-        } else {
-            vc.charge
-        };
+        let charge = vc.charge;
+        if vc.q.head != NIL {
+            vc.set_head(pool.get(vc.q.head), &mut r.hprod[src * 8 + rq.src_vc as usize]);
+        }
         debug_assert_eq!(charge, pool.get(id).charge);
         vc.busy = true;
         r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
@@ -1623,9 +1632,7 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
         let fifo = &mut r.inj[src - NDIR];
         fifo.q.pop(pool);
         if fifo.q.head != NIL {
-            let next = pool.get(fifo.q.head);
-            r.inj_hprod[src - NDIR] = next.prod;
-            (fifo.head, fifo.vc) = (Head::of(next), next.vc);
+            fifo.set_head(pool.get(fifo.q.head), &mut r.inj_hprod[src - NDIR]);
         }
         fifo.busy = true;
         r.inj_ready &= !(1 << (src - NDIR));
@@ -1840,4 +1847,6 @@ const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
 const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
 const _: () = assert!(std::mem::size_of::<Sender>() == 32);
 const _: () = assert!(std::mem::size_of::<Vc>() == 16);
+// Injection FIFOs two to a line (see `Torus::touch_injection`).
+const _: () = assert!(std::mem::size_of::<Fifo>() == 32 && std::mem::offset_of!(Router, inj) % 64 == 0);
 // A sender and its link counters share one cache line.
