@@ -280,6 +280,36 @@ impl Router {
         }
     }
 
+    /// VC `v` of receiver `port` starts sending its head packet out (the VC
+    /// stays busy until the packet's tail has left): the packet leaves the
+    /// queue and the next one becomes the head arbitration sees. Returns
+    /// the tokens the leaving packet holds in the VC.
+    #[inline(always)]
+    fn take_vc_head(&mut self, pool: &Pool, port: usize, v: usize) -> u8 {
+        let vc = &mut self.recv[port].vc[v];
+        let charge = vc.charge;
+        vc.q.pop(pool);
+        if vc.q.head != NIL {
+            vc.set_head(pool.get(vc.q.head), &mut self.hprod[port * 8 + v]);
+        }
+        vc.busy = true;
+        self.ready &= !(1 << (port * 8 + v));
+        charge
+    }
+
+    /// Injection FIFO `f` starts sending its head packet out (see
+    /// [`Router::take_vc_head`]).
+    #[inline(always)]
+    fn take_inj_head(&mut self, pool: &Pool, f: usize) {
+        let fifo = &mut self.inj[f];
+        fifo.q.pop(pool);
+        if fifo.q.head != NIL {
+            fifo.set_head(pool.get(fifo.q.head), &mut self.inj_hprod[f]);
+        }
+        fifo.busy = true;
+        self.inj_ready &= !(1 << f);
+    }
+
     /// Senders without a packet in transfer (bit d).
     #[inline]
     fn free(&self) -> u8 {
@@ -637,10 +667,10 @@ impl Torus {
         r.inj[f].q.push(&mut self.pool, id);
         if r.inj[f].q.head == id {
             r.inj[f].set_head(self.pool.get(id), &mut r.inj_hprod[f]);
-        }
-        if r.inj[f].q.head == id && !r.inj[f].busy {
-            r.inj_ready |= 1 << f;
-            self.arbitrate(n, now, q, NO_DIR);
+            if !r.inj[f].busy {
+                r.inj_ready |= 1 << f;
+                self.arbitrate(n, now, q, NO_DIR);
+            }
         }
     }
 
@@ -1589,13 +1619,7 @@ fn receiver_pick(p: &Params, r: &mut Router, n: u32, cand: &[Req]) -> usize {
 /// into reception FIFO `f`.
 #[inline]
 fn start_delivery(p: &Params, r: &mut Router, pool: &mut Pool, global: &mut GlobalCounters, n: u32, now: Tick, port: usize, v: usize, id: u32, f: usize, bytes: u32, q: &mut EventQueue) {
-    let vc = &mut r.recv[port].vc[v];
-    vc.q.pop(pool);
-    if vc.q.head != NIL {
-        vc.set_head(pool.get(vc.q.head), &mut r.hprod[port * 8 + v]);
-    }
-    vc.busy = true;
-    r.ready &= !(1 << (port * 8 + v));
+    r.take_vc_head(pool, port, v);
     r.rx_busy |= 1 << port;
     let fifo = &mut r.rx[f];
     fifo.used += bytes;
@@ -1617,25 +1641,12 @@ fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, g
     let src_charge = if src < NDIR {
         // The packet itself is not read before it is written below: what
         // the transfer needs of it is in the request and the VC.
-        let vc = &mut r.recv[src].vc[rq.src_vc as usize];
-        vc.q.pop(pool);
-        let charge = vc.charge;
-        if vc.q.head != NIL {
-            vc.set_head(pool.get(vc.q.head), &mut r.hprod[src * 8 + rq.src_vc as usize]);
-        }
+        let charge = r.take_vc_head(pool, src, rq.src_vc as usize);
         debug_assert_eq!(charge, pool.get(id).charge);
-        vc.busy = true;
-        r.ready &= !(1 << (src * 8 + rq.src_vc as usize));
         r.paths_left[src] -= 1;
         charge
     } else {
-        let fifo = &mut r.inj[src - NDIR];
-        fifo.q.pop(pool);
-        if fifo.q.head != NIL {
-            fifo.set_head(pool.get(fifo.q.head), &mut r.inj_hprod[src - NDIR]);
-        }
-        fifo.busy = true;
-        r.inj_ready &= !(1 << (src - NDIR));
+        r.take_inj_head(pool, src - NDIR);
         rq.chunks
     };
     debug_assert!(r.tokens(d, rq.vc as usize) >= rq.charge as u16);
