@@ -1424,19 +1424,47 @@ enum Choice {
     Move(u8, u8, u8),
     /// No downstream tokens for the escape move in direction `.0` onto VC `.1`.
     NoTokens(usize, usize),
+    /// Every option in the best token range is on a busy link.
+    Busy,
 }
 
+/// For a mask of free senders, the JSQ option bits (direction * 4 + VC) on
+/// them.
+const FREE_OPTIONS: [u64; 64] = {
+    let mut t = [0u64; 64];
+    let mut free = 0;
+    while free < 64 {
+        let mut d = 0;
+        while d < NDIR {
+            if free & (1 << d) != 0 {
+                t[free] |= 0xf << (4 * d);
+            }
+            d += 1;
+        }
+        free += 1;
+    }
+    t
+};
+
 /// Phase 1 for a head `h` with productive directions `prod` (not zero), now
-/// in VC `at_vc`, at router `r`: its preferred move. JSQ among the
-/// (direction, dynamic VC) pairs that can take a full packet, else the
-/// escape move if it has the tokens.
+/// in VC `at_vc`, at router `r` whose senders `free` are free: its
+/// preferred move. JSQ among the (direction, dynamic VC) pairs that can take
+/// a full packet, ties at random among those on a free link (the hardware
+/// draws anew every cycle; the model only when something changes here), no
+/// request while the best range is all on busy links; else the escape move
+/// if it has the tokens.
 #[inline(always)]
-fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_vc: u8, prod: u8) -> Choice {
+fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_vc: u8, prod: u8, free: u8) -> Choice {
     if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
-        // bits direction * 4 + VC; one of them at random when several tie.
-        let opts = jsq_options(p, r, prod);
-        if opts != 0 {
+        // bits direction * 4 + VC; one of those on a free link at random
+        // when several tie.
+        let best = jsq_options(p, r, prod);
+        if best != 0 {
+            let opts = best & FREE_OPTIONS[free as usize];
+            if opts == 0 {
+                return Choice::Busy;
+            }
             // A tie draws a number, one option does not. Whether it ties is
             // a coin flip for the branch predictor: the number is worked
             // out either way (scaled to one option it is 0, that option)
@@ -1553,14 +1581,15 @@ fn vc_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, globa
     if h.is(flags::DEPOSIT) && !deposit_ok(p, r, port, h) {
         return None;
     }
-    let (d, tv, ch) = match choose_move(p, geo, r, n, h, v as u8, r.hprod[port * 8 + v]) {
+    let (d, tv, ch) = match choose_move(p, geo, r, n, h, v as u8, r.hprod[port * 8 + v], free) {
+        Choice::Busy => return None,
         Choice::Move(d, tv, ch) => (d, tv, ch),
         Choice::NoTokens(d, tv) => {
             r.recv[port].vc[v].head.flags = record_stall(r, pool, global, id, h, d, tv);
             return None;
         }
     };
-    // A busy chosen link: the head waits for it.
+    // An escape move on a busy link: the head waits for it.
     (free & (1 << d) != 0).then(|| Req { src: port as u8, src_vc: v as u8, dir: d, vc: tv, charge: ch, fill: p.token_range[used as usize], hp: v == p.hp, pkt: id, chunks: h.chunks, flags: h.flags, crossed: h.crossed })
 }
 
@@ -1571,7 +1600,8 @@ fn inj_request(p: &Params, geo: &Geometry, r: &mut Router, pool: &mut Pool, glob
     let fifo = &r.inj[f];
     let (id, fused, h, vc) = (fifo.q.head, fifo.used, fifo.head, fifo.vc);
     debug_assert_eq!((h, vc), (Head::of(pool.get(id)), pool.get(id).vc));
-    let (d, tv, ch) = match choose_move(p, geo, r, n, h, vc, r.inj_hprod[f]) {
+    let (d, tv, ch) = match choose_move(p, geo, r, n, h, vc, r.inj_hprod[f], free) {
+        Choice::Busy => return None,
         Choice::Move(d, tv, ch) => (d, tv, ch),
         Choice::NoTokens(d, tv) => {
             r.inj[f].head.flags = record_stall(r, pool, global, id, h, d, tv);
@@ -1832,6 +1862,48 @@ mod tests {
             let got = jsq_options(&p, r, prod);
             proptest::prop_assert_eq!(got, jsq_by_table(&p, &tokens, prod), "tokens {:?} prod {:#08b}", tokens, prod);
         }
+    }
+
+    /// JSQ compares token ranges only, but the hardware draws its tie-break
+    /// anew every cycle: of tied options it ends up on a free link, and it
+    /// waits only when every option in the best range is on a busy one.
+    #[test]
+    fn a_tie_goes_to_a_free_link_and_a_busy_best_range_waits() {
+        let m = crate::machine::bgl(&[]).unwrap();
+        let p = Params::from_machine(&m);
+        let mut torus = Torus::new(&m, 7);
+        let Torus { geo, routers, .. } = &mut torus;
+        let r = &mut routers[0];
+        let h = Head { flags: flags::DYNAMIC, chunks: 8, last_dir: 0, crossed: 0 };
+        // Productive: x+ (direction 0) and y+ (direction 2), all tokens full.
+        let prod = 0b0101;
+        let choices = |r: &mut Router, busy: u8| {
+            r.xfer_mask = busy;
+            let free = r.free();
+            (0..200)
+                .map(|_| match choose_move(&p, geo, r, 0, h, 0, prod, free) {
+                    Choice::Move(d, v, _) => Some((d, v)),
+                    Choice::Busy => None,
+                    Choice::NoTokens(..) => panic!("full tokens, yet no move"),
+                })
+                .collect::<Vec<_>>()
+        };
+        // Both links free: the four tied options all come up.
+        let all = choices(r, 0);
+        for opt in [(0, 0), (0, 1), (2, 0), (2, 1)] {
+            assert!(all.contains(&Some(opt)), "{opt:?} never chosen: {all:?}");
+        }
+        // x+ busy: every draw takes y+, on either VC.
+        let ys = choices(r, 1);
+        assert!(ys.iter().all(|c| matches!(c, Some((2, _)))), "{ys:?}");
+        assert!(ys.contains(&Some((2, 0))) && ys.contains(&Some((2, 1))));
+        // Both busy: no request.
+        assert!(choices(r, 0b101).iter().all(Option::is_none));
+        // y+ in a lower token range and x+ busy: the head waits for x+ (JSQ
+        // does not trade tokens for a free link).
+        r.tokens_lo[2] = [p.full_tokens; 4];
+        assert!(choices(r, 1).iter().all(Option::is_none));
+        assert!(choices(r, 0).iter().all(|c| matches!(c, Some((0, _)))));
     }
 
     #[test]
