@@ -392,3 +392,62 @@ fn running_in_lookahead_windows_gives_the_same_result() {
     assert!(a.1 > 10_000);
     assert_eq!(a, b);
 }
+
+/// Runs `sim` to `end`, checking after every event that arbitration at the
+/// event's node left no head that could start (see `Torus::movable_head`).
+struct Conserving {
+    sim: workload::Sim,
+    checked: u64,
+}
+
+impl bgsim::engine::Model for Conserving {
+    fn handle(&mut self, now: Tick, ev: bgsim::engine::Event, q: &mut EventQueue) {
+        let node = ev.node;
+        self.sim.handle(now, ev, q);
+        if let Some(head) = self.sim.net.torus.movable_head(node) {
+            panic!("at tick {now}, after event kind {}: {head}", ev.kind);
+        }
+        self.checked += 1;
+    }
+}
+
+#[test]
+fn arbitration_leaves_no_head_that_could_move() {
+    let cases: &[(&str, &[&str], Pattern, RoutingMode, bool)] = &[
+        ("4x4x4", &[], Pattern::Uniform, RoutingMode::Dynamic, false),
+        ("4x4x4", &["torus.dynamic_vcs=1", "torus.paths_per_receiver=1"], Pattern::Uniform, RoutingMode::Dynamic, false),
+        ("4x4x4", &["torus.dynamic_vcs=4", "torus.paths_per_receiver=4", "torus.arbitration=slq"], Pattern::Uniform, RoutingMode::Dynamic, true),
+        ("4x4x4", &["torus.arbitration=random"], Pattern::HotRegion, RoutingMode::Dynamic, false),
+        ("4x4x4", &[], Pattern::Uniform, RoutingMode::Deterministic, true),
+        ("8x4x2", &["torus.escape=dateline_dir"], Pattern::Uniform, RoutingMode::Dynamic, false),
+        ("4x4x4", &["torus.escape=dateline_dim", "torus.vc_buffer_bytes=512"], Pattern::HotRegion, RoutingMode::Dynamic, true),
+        ("8x8x2", &[], Pattern::LineFill, RoutingMode::Dynamic, false),
+        ("8x8x2", &[], Pattern::PlaneFill, RoutingMode::Dynamic, false),
+    ];
+    for &(shape, settings, pattern, routing, variable_size) in cases {
+        let m = machine(shape, settings);
+        let mut s = TrafficSpec::new(pattern);
+        s.routing = routing;
+        s.variable_size = variable_size;
+        s.load = 0.95;
+        if pattern == Pattern::HotRegion {
+            s.region_lo = [1, 1, 1];
+            s.region_size = [2, 2, 2];
+        }
+        if matches!(pattern, Pattern::LineFill | Pattern::PlaneFill) {
+            s.message_bytes = 40_000;
+        }
+        let end: Tick = 8_000 * m.tick_byte;
+        let mut sim = build(&m, &s).unwrap();
+        if pattern.is_timed() {
+            sim.driver.set_rate(workload::peak_rate(&m, &s, sim.driver.hot_nodes()) * s.load, end);
+        }
+        let mut q = EventQueue::new();
+        let mut st = EngineStats::default();
+        sim.driver.start(&mut sim.net, &mut q);
+        let mut c = Conserving { sim, checked: 0 };
+        run_until(&mut c, &mut q, end, &mut st);
+        let hops = c.sim.net.torus.global.hops;
+        assert!(hops > 300 && c.checked > 3 * hops, "{shape} {settings:?}: {hops} hops, {} events checked", c.checked);
+    }
+}

@@ -725,7 +725,7 @@ impl Torus {
             ev::ARRIVE => self.on_arrive(now, e.node, e.a as usize, e.data, q),
             ev::XFER_DONE => self.on_xfer_done(now, e.node, e.a as usize, q),
             ev::RX_DONE => self.on_rx_done(now, e.node, e.a as usize, e.b as usize, e.data, q),
-            ev::COPY_DONE => self.on_copy_done(now, e.node, e.a as usize, e.data),
+            ev::COPY_DONE => self.on_copy_done(now, e.node, e.a as usize, e.data, q),
             ev::TOKEN => self.on_token(now, e.node, e.a as usize, e.b as usize, e.data as u16, q),
             _ => unreachable!("not a torus event: {}", e.kind),
         }
@@ -1000,10 +1000,12 @@ impl Torus {
         self.arbitrate(n, now, q, NO_DIR);
     }
 
-    fn on_copy_done(&mut self, now: Tick, n: u32, port: usize, id: u32) {
+    fn on_copy_done(&mut self, now: Tick, n: u32, port: usize, id: u32, q: &mut EventQueue) {
         self.routers[n as usize].rx_busy &= !(1 << port);
         self.global.deposit_copies += 1;
         self.deliver(now, n, port, id);
+        // The receiver's path to its reception FIFOs is free again.
+        self.arbitrate(n, now, q, NO_DIR);
     }
 
     fn deliver(&mut self, now: Tick, n: u32, port: usize, id: u32) {
@@ -1151,6 +1153,8 @@ impl Torus {
             // already in the network first (on a programmable fraction of
             // decisions), SLQ / random among equals.
             let mut m = req_dirs;
+            // A request that lost at its sender: its head chooses again.
+            let mut lost = false;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
                 m &= m - 1;
@@ -1158,6 +1162,7 @@ impl Torus {
                 let mut rng = r.rng.draw(n as u64);
                 let prefer_net = net != 0 && (fresh == 0 || rng.chance(p.net_priority));
                 let set = if prefer_net { net } else { fresh };
+                lost |= (net | fresh) & ((net | fresh) - 1) != 0;
                 let chosen = pick_slq_mask(&mut rng, &reqs[..], set, slq, p);
                 let rq = reqs[chosen];
                 if trigger == d as u8 && rq.flags & flags::STALLED != 0 {
@@ -1165,7 +1170,7 @@ impl Torus {
                 }
                 start_transfer(p, geo, r, pool, global, n, now, rq, q);
             }
-            if !multi {
+            if !multi && !lost {
                 return;
             }
         }
@@ -1246,6 +1251,49 @@ impl Torus {
             }
         }
         Ok(())
+    }
+
+    /// Arbitration is work-conserving: after an event at node `n` has been
+    /// handled, no head there could start now - a VC head at its
+    /// destination with the path to the reception FIFOs free and room in
+    /// its FIFO, or a head whose preferred move is on a free sender (and,
+    /// for a VC head, a transfer path left). Returns the first such head.
+    /// Evaluates the moves on a copy of the router, so the run is unchanged.
+    pub fn movable_head(&self, n: u32) -> Option<String> {
+        let (p, pool) = (&self.p, &self.pool);
+        let mut r = self.routers[n as usize].clone();
+        let free = r.free();
+        for port in 0..NDIR {
+            for v in 0..p.nvc {
+                let vc = &r.recv[port].vc[v];
+                if vc.q.is_empty() || vc.busy {
+                    continue;
+                }
+                let h = vc.head;
+                let prod = r.hprod[port * 8 + v];
+                let movable = if prod == 0 {
+                    delivery_room(p, &r, pool, port, v).is_some() && !r.rx_busy(port)
+                } else if r.paths_left[port] == 0 || (h.is(flags::DEPOSIT) && !deposit_ok(p, &r, port, h)) {
+                    false
+                } else {
+                    matches!(choose_move(p, &self.geo, &mut r, n, h, v as u8, prod, free), Choice::Move(d, ..) if free & (1 << d) != 0)
+                };
+                if movable {
+                    return Some(format!("node {n}: the head of receiver {} VC {v} could move", DIR_NAMES[port]));
+                }
+            }
+        }
+        for f in 0..p.ninj + p.nhp_inj {
+            let fifo = &r.inj[f];
+            if fifo.q.is_empty() || fifo.busy {
+                continue;
+            }
+            let (h, vc, prod) = (fifo.head, fifo.vc, r.inj_hprod[f]);
+            if matches!(choose_move(p, &self.geo, &mut r, n, h, vc, prod, free), Choice::Move(d, ..) if free & (1 << d) != 0) {
+                return Some(format!("node {n}: the head of injection FIFO {f} could move"));
+            }
+        }
+        None
     }
 
     /// Largest occupancy of any VC right now, in tokens (never above the VC size).
