@@ -1153,8 +1153,9 @@ impl Torus {
             // already in the network first (on a programmable fraction of
             // decisions), SLQ / random among equals.
             let mut m = req_dirs;
-            // A request that lost at its sender: its head chooses again.
-            let mut lost = false;
+            // The productive directions of the heads whose requests lost at
+            // their senders: a head with one of them still free chooses again.
+            let mut lost_prod = 0u8;
             while m != 0 {
                 let d = m.trailing_zeros() as usize;
                 m &= m - 1;
@@ -1162,15 +1163,21 @@ impl Torus {
                 let mut rng = r.rng.draw(n as u64);
                 let prefer_net = net != 0 && (fresh == 0 || rng.chance(p.net_priority));
                 let set = if prefer_net { net } else { fresh };
-                lost |= (net | fresh) & ((net | fresh) - 1) != 0;
                 let chosen = pick_slq_mask(&mut rng, &reqs[..], set, slq, p);
                 let rq = reqs[chosen];
                 if trigger == d as u8 && rq.flags & flags::STALLED != 0 {
                     global.unblocking_returns += 1;
                 }
+                let mut losers = (net | fresh) & !(1 << chosen);
+                while losers != 0 {
+                    let l = &reqs[losers.trailing_zeros() as usize];
+                    losers &= losers - 1;
+                    let src = l.src as usize;
+                    lost_prod |= if src < NDIR { r.hprod[src * 8 + l.src_vc as usize] } else { r.inj_hprod[src - NDIR] };
+                }
                 start_transfer(p, geo, r, pool, global, n, now, rq, q);
             }
-            if !multi && !lost {
+            if !multi && lost_prod & r.free() == 0 {
                 return;
             }
         }
