@@ -323,22 +323,25 @@ impl Router {
     /// receiver's path to the reception FIFOs is free; and injection FIFO
     /// heads (bit f) whose productive links include a free one. Every other
     /// head has nothing to decide until something it waits for frees, and
-    /// that will arbitrate again.
+    /// that will arbitrate again. Of these, only the heads in `focus`.
     #[inline]
-    fn candidates(&self) -> (u64, u32) {
+    fn candidates(&self, focus: Focus) -> (u64, u32) {
         let free = u8x16::splat(self.free());
+        let dirs = u8x16::splat(focus.dirs);
         let zero = u8x16::splat(0);
-        // Per head (byte): a productive link is free; at its destination.
-        let (mut forward, mut at_dest) = (0u64, 0u64);
+        // Per head (byte): a productive link is free; at its destination; a
+        // productive link in the focus.
+        let (mut forward, mut at_dest, mut hit) = (0u64, 0u64, focus.vcs);
         for c in 0..3 {
             let h = u8x16::new(self.hprod[c * 16..c * 16 + 16].try_into().unwrap());
             forward |= ((!(h & free).cmp_eq(zero)).move_mask() as u64) << (c * 16);
             at_dest |= (h.cmp_eq(zero).move_mask() as u64) << (c * 16);
+            hit |= ((!(h & dirs).cmp_eq(zero)).move_mask() as u64) << (c * 16);
         }
         let pl = self.paths_left;
         let path_left = nonzero_bytes(u64::from_le_bytes([pl[0], pl[1], pl[2], pl[3], pl[4], pl[5], 0, 0])) as usize;
         let rx_free = !self.rx_busy as usize & ((1 << NDIR) - 1);
-        let cand = (forward & PORT_BYTES[path_left]) | (at_dest & PORT_BYTES[rx_free]);
+        let cand = ((forward & PORT_BYTES[path_left]) | (at_dest & PORT_BYTES[rx_free])) & hit;
         // Injection FIFO heads: bytes 0..16 and 8..24 (they overlap), read
         // only when one may move (their line is the router's third).
         if self.inj_ready == 0 {
@@ -347,7 +350,50 @@ impl Router {
         let lo = u8x16::new(self.inj_hprod[..16].try_into().unwrap());
         let hi = u8x16::new(self.inj_hprod[MAXF - 16..].try_into().unwrap());
         let inj = (!(lo & free).cmp_eq(zero)).move_mask() as u32 | ((!(hi & free).cmp_eq(zero)).move_mask() as u32) << (MAXF - 16);
-        (cand & self.ready, inj & self.inj_ready)
+        let inj_hit = (!(lo & dirs).cmp_eq(zero)).move_mask() as u32 | ((!(hi & dirs).cmp_eq(zero)).move_mask() as u32) << (MAXF - 16);
+        (cand & self.ready, inj & self.inj_ready & (inj_hit | focus.inj))
+    }
+}
+
+/// The heads an arbitration looks at: those an event may have let move.
+/// Arbitration leaves no head that could move (see
+/// [`Torus::movable_head`]), and a head that cannot move draws no random
+/// number, so after an event only the heads whose inputs it changed need a
+/// look: a new head, the heads of a receiver whose transfer path or path
+/// to the reception FIFOs freed, the heads with a productive link whose
+/// sender freed or got tokens back. Looking at no other head changes no
+/// result.
+#[derive(Clone, Copy, Debug)]
+pub struct Focus {
+    /// VC heads (bit port * 8 + vc).
+    vcs: u64,
+    /// Injection FIFO heads (bit f).
+    inj: u32,
+    /// Heads with a productive link among these directions.
+    dirs: u8,
+}
+
+impl Focus {
+    /// Every head (an event whose effect on the heads is not worked out).
+    const ALL: Focus = Focus { vcs: u64::MAX, inj: u32::MAX, dirs: 0 };
+    /// The head of VC `v` of receiver `port`.
+    fn vc(port: usize, v: usize) -> Focus {
+        Focus { vcs: 1 << (port * 8 + v), inj: 0, dirs: 0 }
+    }
+    /// The heads of receiver `port`.
+    fn receiver(port: usize) -> Focus {
+        Focus { vcs: 0xff << (port * 8), inj: 0, dirs: 0 }
+    }
+    /// The head of injection FIFO `f`.
+    fn fifo(f: usize) -> Focus {
+        Focus { vcs: 0, inj: 1 << f, dirs: 0 }
+    }
+    /// The heads with direction `d` among their productive links.
+    fn dir(d: usize) -> Focus {
+        Focus { vcs: 0, inj: 0, dirs: 1 << d }
+    }
+    fn and(self, o: Focus) -> Focus {
+        Focus { vcs: self.vcs | o.vcs, inj: self.inj | o.inj, dirs: self.dirs | o.dirs }
     }
 }
 
@@ -669,7 +715,7 @@ impl Torus {
             r.inj[f].set_head(self.pool.get(id), &mut r.inj_hprod[f]);
             if !r.inj[f].busy {
                 r.inj_ready |= 1 << f;
-                self.arbitrate(n, now, q, NO_DIR);
+                self.arbitrate(n, now, q, NO_DIR, Focus::fifo(f));
             }
         }
     }
@@ -701,7 +747,7 @@ impl Torus {
             fifo.full_since = Tick::MAX;
         }
         if was_full {
-            self.arbitrate(n, now, q, NO_DIR);
+            self.arbitrate(n, now, q, NO_DIR, Focus::ALL);
         }
         id
     }
@@ -914,7 +960,7 @@ impl Torus {
         // A new head none of whose productive links is free cannot move now;
         // the sender that frees will arbitrate.
         if movable && (prod == 0 || prod & free != 0) {
-            self.arbitrate(n, now, q, NO_DIR);
+            self.arbitrate(n, now, q, NO_DIR, Focus::vc(port, v));
         }
     }
 
@@ -930,6 +976,9 @@ impl Torus {
         }
         r.xfer_mask &= !(1 << d);
         let (src, src_vc, charge) = (s.src as usize, s.src_vc as usize, s.src_charge as u16);
+        // Sender d is free, and so are a transfer path of the receiver or
+        // the injection FIFO the packet came from (with its next head).
+        let focus = Focus::dir(d).and(if src < NDIR { Focus::receiver(src) } else { Focus::fifo(src - NDIR) });
         if src < NDIR {
             let vc = &mut r.recv[src].vc[src_vc];
             vc.busy = false;
@@ -955,7 +1004,7 @@ impl Torus {
             }
             self.notices.push(Notice::InjSpace { node: n, fifo: f as u8 });
         }
-        self.arbitrate(n, now, q, NO_DIR);
+        self.arbitrate(n, now, q, NO_DIR, focus);
     }
 
     /// The packet that held `charge` tokens in VC `v` of receiver `port` at
@@ -980,7 +1029,7 @@ impl Torus {
         *r.tokens_mut(d, v) += amount;
         debug_assert!(r.tokens(d, v) <= self.p.vc_tokens);
         if r.xfer_mask & (1 << d) == 0 {
-            self.arbitrate(n, now, q, d as u8);
+            self.arbitrate(n, now, q, d as u8, Focus::dir(d));
         }
     }
 
@@ -997,7 +1046,7 @@ impl Torus {
         self.vc_stat(v, now, -(charge as i64));
         self.return_tokens(now, n, port, v, charge, q);
         self.deliver(now, n, port, id);
-        self.arbitrate(n, now, q, NO_DIR);
+        self.arbitrate(n, now, q, NO_DIR, Focus::receiver(port));
     }
 
     fn on_copy_done(&mut self, now: Tick, n: u32, port: usize, id: u32, q: &mut EventQueue) {
@@ -1005,7 +1054,7 @@ impl Torus {
         self.global.deposit_copies += 1;
         self.deliver(now, n, port, id);
         // The receiver's path to its reception FIFOs is free again.
-        self.arbitrate(n, now, q, NO_DIR);
+        self.arbitrate(n, now, q, NO_DIR, Focus::receiver(port));
     }
 
     fn deliver(&mut self, now: Tick, n: u32, port: usize, id: u32) {
@@ -1039,10 +1088,10 @@ impl Torus {
     /// A receiver starts at most one transfer per round; when a receiver had
     /// several movable VCs and something was granted, another round runs at
     /// once (the hardware would run it on the next cycle).
-    pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8) {
+    pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8, focus: Focus) {
         let ni = n as usize;
         self.global.arbitrations += 1;
-        let mut cands = self.routers[ni].candidates();
+        let mut cands = self.routers[ni].candidates(focus);
         if cands == (0, 0) {
             return;
         }
@@ -1081,7 +1130,7 @@ impl Torus {
             // Phases 1 and 2 for the receivers' VC heads worth evaluating
             // (found before the first round, again for later ones).
             if round > 0 {
-                cands = r.candidates();
+                cands = r.candidates(focus);
                 if cands == (0, 0) {
                     return;
                 }
