@@ -423,6 +423,7 @@ fn arbitration_leaves_no_head_that_could_move() {
         ("4x4x4", &["torus.escape=dateline_dim", "torus.vc_buffer_bytes=512"], Pattern::HotRegion, RoutingMode::Dynamic, true),
         ("8x8x2", &[], Pattern::LineFill, RoutingMode::Dynamic, false),
         ("8x8x2", &[], Pattern::PlaneFill, RoutingMode::Dynamic, false),
+        ("4x4x4", &["partition.mesh=xz", "partition.mode=vn"], Pattern::Uniform, RoutingMode::Dynamic, true),
     ];
     for &(shape, settings, pattern, routing, variable_size) in cases {
         let m = machine(shape, settings);
