@@ -376,10 +376,6 @@ pub struct Focus {
 impl Focus {
     /// Every head (an event whose effect on the heads is not worked out).
     const ALL: Focus = Focus { vcs: u64::MAX, inj: u32::MAX, dirs: 0 };
-    /// The head of VC `v` of receiver `port`.
-    fn vc(port: usize, v: usize) -> Focus {
-        Focus { vcs: 1 << (port * 8 + v), inj: 0, dirs: 0 }
-    }
     /// The heads of receiver `port`.
     fn receiver(port: usize) -> Focus {
         Focus { vcs: 0xff << (port * 8), inj: 0, dirs: 0 }
@@ -960,7 +956,36 @@ impl Torus {
         // A new head none of whose productive links is free cannot move now;
         // the sender that frees will arbitrate.
         if movable && (prod == 0 || prod & free != 0) {
-            self.arbitrate(n, now, q, NO_DIR, Focus::vc(port, v));
+            self.arbitrate_arrival(n, now, q, port, v);
+        }
+    }
+
+    /// [`Torus::arbitrate`] after a packet became the head of VC `v` of
+    /// receiver `port`, a head that may move and has a free productive link
+    /// or is at its destination. Only this head can move (see [`Focus`]):
+    /// it is evaluated straight away if its receiver has a transfer path
+    /// left (if at its destination, its path to the reception FIFOs is
+    /// free). Its queue and packet are in the cache: the arrival wrote them.
+    #[inline(always)]
+    fn arbitrate_arrival(&mut self, n: u32, now: Tick, q: &mut EventQueue, port: usize, v: usize) {
+        self.global.arbitrations += 1;
+        let Torus { p, geo, routers, pool, global, .. } = self;
+        let r = &mut routers[n as usize];
+        if r.hprod[port * 8 + v] == 0 {
+            if !r.rx_busy(port) {
+                global.head_evaluations += 1;
+                if let Some((id, f, bytes)) = delivery_room(p, r, pool, port, v) {
+                    start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
+                }
+            }
+            return;
+        }
+        if r.paths_left[port] == 0 {
+            return;
+        }
+        global.head_evaluations += 1;
+        if let Some(rq) = vc_request(p, geo, r, pool, global, n, port, v, r.free()) {
+            start_transfer(p, geo, r, pool, global, n, now, rq, q);
         }
     }
 
