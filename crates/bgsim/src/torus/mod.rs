@@ -834,14 +834,21 @@ impl Torus {
                     // Its sender is busy: the token return will not arbitrate.
                     return;
                 }
-                // An arrival at its destination: the reception FIFO whose
-                // room its arbitration checks (the packet came in at stage 0).
+                // An arrival arbitrates for its own head only (its VC and
+                // packet came in at stage 0): at its destination, the
+                // reception FIFO whose room it checks, else the senders it
+                // may start on.
                 if e.kind == ev::ARRIVE {
                     if let Some(pk) = self.pool.try_get(e.data) {
                         if prod_at(r.coords, pk) == 0 {
                             prefetch(&r.rx[rx_index(pk.flags, d)]);
+                            return;
                         }
                     }
+                    prefetch(&r.send[0]);
+                    prefetch(&r.send[2]);
+                    prefetch(&r.send[4]);
+                    return;
                 }
                 // What the event will read as things stand: the third line
                 // when injection FIFOs hold packets or VCs 4.. exist, the
