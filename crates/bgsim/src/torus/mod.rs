@@ -364,7 +364,7 @@ impl Router {
 /// sender freed or got tokens back. Looking at no other head changes no
 /// result.
 #[derive(Clone, Copy, Debug)]
-pub struct Focus {
+struct Focus {
     /// VC heads (bit port * 8 + vc).
     vcs: u64,
     /// Injection FIFO heads (bit f).
@@ -388,7 +388,8 @@ impl Focus {
     fn dir(d: usize) -> Focus {
         Focus { vcs: 0, inj: 0, dirs: 1 << d }
     }
-    fn and(self, o: Focus) -> Focus {
+    /// The heads in either.
+    fn union(self, o: Focus) -> Focus {
         Focus { vcs: self.vcs | o.vcs, inj: self.inj | o.inj, dirs: self.dirs | o.dirs }
     }
 }
@@ -1010,7 +1011,7 @@ impl Torus {
         let (src, src_vc, charge) = (s.src as usize, s.src_vc as usize, s.src_charge as u16);
         // Sender d is free, and so are a transfer path of the receiver or
         // the injection FIFO the packet came from (with its next head).
-        let focus = Focus::dir(d).and(if src < NDIR { Focus::receiver(src) } else { Focus::fifo(src - NDIR) });
+        let focus = Focus::dir(d).union(if src < NDIR { Focus::receiver(src) } else { Focus::fifo(src - NDIR) });
         if src < NDIR {
             let vc = &mut r.recv[src].vc[src_vc];
             vc.busy = false;
@@ -1114,13 +1115,15 @@ impl Torus {
 
     // ----- arbitration -----
 
-    /// Runs the three arbitration phases at node `n`. `trigger` is the
-    /// direction whose tokens just came back (for the unblocking statistic).
+    /// Runs the three arbitration phases at node `n` for the heads in
+    /// `focus` (see [`Focus`]). `trigger` is the direction whose tokens just
+    /// came back (for the unblocking statistic).
     ///
     /// A receiver starts at most one transfer per round; when a receiver had
-    /// several movable VCs and something was granted, another round runs at
-    /// once (the hardware would run it on the next cycle).
-    pub fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8, focus: Focus) {
+    /// several movable VCs and something was granted, or a request lost at
+    /// its sender while its head still has a free productive link, another
+    /// round runs at once (the hardware would run it on the next cycle).
+    fn arbitrate(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8, focus: Focus) {
         let ni = n as usize;
         self.global.arbitrations += 1;
         let mut cands = self.routers[ni].candidates(focus);
