@@ -712,7 +712,7 @@ impl Torus {
             r.inj[f].set_head(self.pool.get(id), &mut r.inj_hprod[f]);
             if !r.inj[f].busy {
                 r.inj_ready |= 1 << f;
-                self.arbitrate(n, now, q, NO_DIR, Focus::fifo(f));
+                self.arbitrate_injection(n, now, q, f);
             }
         }
     }
@@ -965,6 +965,22 @@ impl Torus {
         // the sender that frees will arbitrate.
         if movable && (prod == 0 || prod & free != 0) {
             self.arbitrate_arrival(n, now, q, port, v);
+        }
+    }
+
+    /// [`Torus::arbitrate`] after a packet became the head of injection FIFO
+    /// `f`, a head that may move. Only this head can move (see [`Focus`]):
+    /// it is evaluated straight away if one of its productive links is free.
+    #[inline]
+    fn arbitrate_injection(&mut self, n: u32, now: Tick, q: &mut EventQueue, f: usize) {
+        self.global.arbitrations += 1;
+        let Torus { p, geo, routers, pool, global, .. } = self;
+        let r = &mut routers[n as usize];
+        if r.inj_hprod[f] & r.free() == 0 {
+            return;
+        }
+        if let Some(rq) = inj_request(p, geo, r, pool, global, n, f, r.free()) {
+            start_transfer(p, geo, r, pool, global, n, now, rq, q);
         }
     }
 
