@@ -974,13 +974,9 @@ impl Torus {
     #[inline]
     fn arbitrate_injection(&mut self, n: u32, now: Tick, q: &mut EventQueue, f: usize) {
         self.global.arbitrations += 1;
-        let Torus { p, geo, routers, pool, global, .. } = self;
-        let r = &mut routers[n as usize];
-        if r.inj_hprod[f] & r.free() == 0 {
-            return;
-        }
-        if let Some(rq) = inj_request(p, geo, r, pool, global, n, f, r.free()) {
-            start_transfer(p, geo, r, pool, global, n, now, rq, q);
+        let r = &self.routers[n as usize];
+        if r.inj_hprod[f] & r.free() != 0 {
+            self.arbitrate_one(n, now, q, NO_DIR, 0, 1 << f);
         }
     }
 
@@ -993,22 +989,38 @@ impl Torus {
     #[inline(always)]
     fn arbitrate_arrival(&mut self, n: u32, now: Tick, q: &mut EventQueue, port: usize, v: usize) {
         self.global.arbitrations += 1;
+        let r = &self.routers[n as usize];
+        let candidate = if r.hprod[port * 8 + v] == 0 { !r.rx_busy(port) } else { r.paths_left[port] != 0 };
+        if candidate {
+            self.arbitrate_one(n, now, q, NO_DIR, 1 << (port * 8 + v), 0);
+        }
+    }
+
+    /// The three arbitration phases at node `n` for its one head worth
+    /// evaluating: VC head bit `c0` (port * 8 + vc) or, if `c0` is 0,
+    /// injection FIFO head bit `c1`. They draw nothing beyond its choice of
+    /// move. `trigger` as for [`Torus::arbitrate`].
+    #[inline(always)]
+    fn arbitrate_one(&mut self, n: u32, now: Tick, q: &mut EventQueue, trigger: u8, c0: u64, c1: u32) {
         let Torus { p, geo, routers, pool, global, .. } = self;
         let r = &mut routers[n as usize];
-        if r.hprod[port * 8 + v] == 0 {
-            if !r.rx_busy(port) {
-                global.head_evaluations += 1;
+        let rq = if c0 != 0 {
+            let (port, v) = (c0.trailing_zeros() as usize / 8, c0.trailing_zeros() as usize % 8);
+            global.head_evaluations += 1;
+            if r.hprod[port * 8 + v] == 0 {
                 if let Some((id, f, bytes)) = delivery_room(p, r, pool, port, v) {
                     start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
                 }
+                return;
             }
-            return;
-        }
-        if r.paths_left[port] == 0 {
-            return;
-        }
-        global.head_evaluations += 1;
-        if let Some(rq) = vc_request(p, geo, r, pool, global, n, port, v, r.free()) {
+            vc_request(p, geo, r, pool, global, n, port, v, r.free())
+        } else {
+            inj_request(p, geo, r, pool, global, n, c1.trailing_zeros() as usize, r.free())
+        };
+        if let Some(rq) = rq {
+            if trigger == rq.dir && rq.flags & flags::STALLED != 0 {
+                global.unblocking_returns += 1;
+            }
             start_transfer(p, geo, r, pool, global, n, now, rq, q);
         }
     }
@@ -1147,33 +1159,14 @@ impl Torus {
             return;
         }
         self.prefetch_heads(ni, cands.0, cands.1);
-        let Torus { p, geo, routers, pool, global, reqs, .. } = self;
-        let r = &mut routers[ni];
         let (c0, c1) = cands;
         if if c0 != 0 { c0 & (c0 - 1) == 0 && c1 == 0 } else { c1 & (c1 - 1) == 0 } {
-            // One head to evaluate (the usual case): the phases below for
-            // it alone, which draw nothing beyond its choice of move.
-            let rq = if c0 != 0 {
-                let (port, v) = (c0.trailing_zeros() as usize / 8, c0.trailing_zeros() as usize % 8);
-                global.head_evaluations += 1;
-                if r.hprod[port * 8 + v] == 0 {
-                    if let Some((id, f, bytes)) = delivery_room(p, r, pool, port, v) {
-                        start_delivery(p, r, pool, global, n, now, port, v, id, f, bytes, q);
-                    }
-                    return;
-                }
-                vc_request(p, geo, r, pool, global, n, port, v, r.free())
-            } else {
-                inj_request(p, geo, r, pool, global, n, c1.trailing_zeros() as usize, r.free())
-            };
-            if let Some(rq) = rq {
-                if trigger == rq.dir && rq.flags & flags::STALLED != 0 {
-                    global.unblocking_returns += 1;
-                }
-                start_transfer(p, geo, r, pool, global, n, now, rq, q);
-            }
+            // One head to evaluate (the usual case).
+            self.arbitrate_one(n, now, q, trigger, c0, c1);
             return;
         }
+        let Torus { p, geo, routers, pool, global, reqs, .. } = self;
+        let r = &mut routers[ni];
         let slq = p.arbitration == Arbitration::Slq;
         // Requests in a fixed array; phase 3 finds a sender's requests
         // through per-direction bit masks (request i = bit i).
