@@ -56,7 +56,7 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--load", type=float, help="offered load, fraction of peak (timed patterns; default 0.5)")
     t.add_argument("--packets", type=_count, help="packets per source and destination (hot_spot, nearest_neighbor)")
     t.add_argument("--message-bytes", type=_count, help="message bytes (pingpong, alltoall per pair, line/plane fill)")
-    t.add_argument("--payload-bytes", type=_count, help="payload bytes per packet (default 240: full packets)")
+    t.add_argument("--payload-bytes", type=_count, help="payload bytes per packet (default: full packets, 240 bytes on bgl)")
     t.add_argument("--variable-size", action="store_true", help="packet sizes uniformly 1..8 chunks")
     t.add_argument("--hops", type=_count, help="ping-pong distance in hops")
     t.add_argument("--iters", type=_count, help="ping-pong round trips")

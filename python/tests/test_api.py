@@ -85,6 +85,27 @@ def test_bad_traffic_spec_is_a_workload_error():
     assert "packets" in str(e.value) and "non-negative" in str(e.value)
 
 
+def test_payload_defaults_to_full_packets_and_is_checked_against_the_machine():
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("uniform", shape="4x4x4", payload_bytes=241, measure_ncycles=1000)
+    assert "payload_bytes" in str(e.value) and "1 to 240" in str(e.value)
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("uniform", shape="4x4x4", payload_bytes=0, measure_ncycles=1000)
+    assert "payload_bytes" in str(e.value)
+    full = run_traffic("uniform", shape="4x4x4", load=0.3, measure_ncycles=2000)
+    explicit = run_traffic("uniform", shape="4x4x4", load=0.3, measure_ncycles=2000, payload_bytes=240)
+    assert full.latency_histogram == explicit.latency_histogram
+    # A machine with smaller packets: the default follows it, 240 no longer fits.
+    small = dict(shape="4x4x4", settings=["torus.max_packet_chunks=4", "mpi.one_packet_max_bytes=96"])
+    r = run_traffic("uniform", **small, load=0.3, measure_ncycles=2000)
+    assert sum(r.window_packets) > 0
+    assert sum(r.window_payload_bytes) == 112 * sum(r.window_packets)
+    assert sum(full.window_payload_bytes) == 240 * sum(full.window_packets)
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("uniform", **small, payload_bytes=240, measure_ncycles=1000)
+    assert "1 to 112" in str(e.value)
+
+
 def test_patterns_listed():
     assert {"pingpong", "uniform", "hot_region", "alltoall", "line_fill", "plane_fill"} <= set(bgsim.patterns())
 

@@ -81,7 +81,7 @@ fn main() {
     let m = bgl(&[&format!("partition.shape={shape}")]).unwrap_or_else(|e| usage_error(&format!("--shape {shape}: {e}")));
     let mut s = TrafficSpec::new(Pattern::Uniform);
     s.routing = RoutingMode::Dynamic;
-    s.payload_bytes = 240;
+    s.payload_bytes = Some(240);
     s.load = 0.9;
     s.warmup_ncycles = 0;
     s.measure_ncycles = if quick { 5_000 } else { 40_000 };

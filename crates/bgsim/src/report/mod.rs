@@ -238,7 +238,8 @@ pub fn summarize(
         shape: format!("{}", m.shape),
         mode: m.mode.name().to_string(),
         pattern: spec.pattern.name().to_string(),
-        spec: spec.clone(),
+        // The spec as run: a default payload is the machine's full packet.
+        spec: TrafficSpec { payload_bytes: Some(spec.packet_payload(m)), ..spec.clone() },
         nodes: geo.nodes(),
         completed,
         deadlock: deadlock_at.is_some(),

@@ -234,7 +234,7 @@ impl Driver {
             let chunks = 1 + self.rngs[node as usize].below(m.torus().max_packet_chunks);
             (chunks * m.torus().chunk_bytes).saturating_sub(m.torus().hw_header_bytes + m.torus().sw_header_bytes)
         } else {
-            self.spec.payload_bytes.min(net.machine.max_payload_bytes())
+            self.spec.packet_payload(&net.machine)
         }
     }
 

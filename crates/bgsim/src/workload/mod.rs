@@ -37,6 +37,7 @@ impl Model for Sim {
 /// Builds the simulation of `spec` on `machine`.
 pub fn build(machine: &Machine, spec: &TrafficSpec) -> Result<Sim, String> {
     spec.validate()?;
+    spec.validate_for(machine)?;
     let net = Net::new(machine, spec.seed);
     let driver = Driver::new(spec, &net)?;
     Ok(Sim { net, driver })
@@ -50,7 +51,7 @@ pub fn peak_rate(machine: &Machine, spec: &TrafficSpec, hot: &[u32]) -> f64 {
         // Mean of 1..=max chunks.
         (machine.torus().max_packet_chunks + 1) * machine.torus().chunk_bytes / 2
     } else {
-        machine.chunks_for_payload(spec.payload_bytes) * machine.torus().chunk_bytes
+        machine.chunks_for_payload(spec.packet_payload(machine)) * machine.torus().chunk_bytes
     };
     let uni = bounds::uniform_peak_rate(&geo, machine, bytes);
     match spec.pattern {
@@ -95,7 +96,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
         }
         Pattern::HotSpot => {
             let links = bounds::links_into_region(geo, spec.region_lo, spec.region_size) as f64;
-            let bytes = machine.chunks_for_payload(spec.payload_bytes) * machine.torus().chunk_bytes;
+            let bytes = machine.chunks_for_payload(spec.packet_payload(machine)) * machine.torus().chunk_bytes;
             let n = driver.progress.expected_reads as f64;
             n * machine.wire_bytes(bytes) as f64 * tb / links.max(1.0)
         }
@@ -144,7 +145,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
             load.max() * tb
         }
         Pattern::NearestNeighbor => {
-            let bytes = machine.chunks_for_payload(spec.payload_bytes) * machine.torus().chunk_bytes;
+            let bytes = machine.chunks_for_payload(spec.packet_payload(machine)) * machine.torus().chunk_bytes;
             let mut load = PathLoad::new(geo.nodes());
             for v in 0..geo.nodes() {
                 for d in 0..NDIR {

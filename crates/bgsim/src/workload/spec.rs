@@ -1,6 +1,7 @@
 //! What a traffic run is asked to do: the pattern and its parameters. The
 //! same names work from the CLI, from Python and in experiment definitions.
 
+use crate::machine::Machine;
 use serde::{Deserialize, Serialize};
 
 /// Built-in traffic patterns of the packet layer.
@@ -72,9 +73,6 @@ fn d_seed() -> u64 {
 fn d_routing() -> RoutingMode {
     RoutingMode::Dynamic
 }
-fn d_payload() -> u32 {
-    240
-}
 fn d_load() -> f64 {
     0.5
 }
@@ -121,9 +119,10 @@ pub struct TrafficSpec {
     pub seed: u64,
     #[serde(default = "d_routing")]
     pub routing: RoutingMode,
-    /// Payload bytes per packet (the packet carries 16 more header bytes).
-    #[serde(default = "d_payload")]
-    pub payload_bytes: u32,
+    /// Payload bytes per packet (the packet also carries the hardware and
+    /// software headers); `None`: the machine's largest, full packets.
+    #[serde(default)]
+    pub payload_bytes: Option<u32>,
     /// Draw each packet's size uniformly from 1..=max chunks instead.
     #[serde(default)]
     pub variable_size: bool,
@@ -214,5 +213,24 @@ impl TrafficSpec {
             return bad("backlog_packets", "0".into(), "at least 1");
         }
         Ok(())
+    }
+
+    /// Checks the values that depend on the machine.
+    pub fn validate_for(&self, m: &Machine) -> Result<(), String> {
+        let max = m.max_payload_bytes();
+        match self.payload_bytes {
+            Some(p) if p == 0 || p > max => Err(format!(
+                "traffic `payload_bytes` = {p}: 1 to {max} on this machine (torus.max_packet_chunks = {} chunks of {} bytes, less {} header bytes)",
+                m.torus().max_packet_chunks,
+                m.torus().chunk_bytes,
+                m.max_packet_bytes() - max
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Payload bytes of each fixed-size packet on machine `m`.
+    pub fn packet_payload(&self, m: &Machine) -> u32 {
+        self.payload_bytes.unwrap_or_else(|| m.max_payload_bytes())
     }
 }
