@@ -130,6 +130,9 @@ def _traffic(a: argparse.Namespace) -> int:
         spec["region_size"] = [1, 1, 1]
     if a.out:
         spec["per_link"] = True
+        if err := _out_dir_error(a.out, "--out"):
+            print(f"bgsim traffic: error: {err}", file=sys.stderr)
+            return 2
     machine = Machine(a.machine, [])
 
     def progress(f: float) -> None:
@@ -194,6 +197,29 @@ def _write_traffic_outputs(r, out: str) -> None:
     plots.heatmap(r.plane_link_util(0), os.path.join(out, "links_z0.png"), "link utilization, plane z=0", "mean outgoing link utilization (%)")
 
 
+def _out_dir_error(path: str, option: str) -> Optional[str]:
+    """Creates output directory `path` now, so that a bad one stops before the run."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        return f"{option} {path}: cannot create the directory: {e.strerror}"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{option} {path}: the directory is not writable"
+    return None
+
+
+def _out_file_error(path: str, option: str) -> Optional[str]:
+    """Checks that output file `path` can be written, before the run."""
+    d = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        return f"{option} {path}: is a directory; give a file name"
+    if not os.path.isdir(d):
+        return f"{option} {path}: directory {d} does not exist"
+    if not os.access(d, os.W_OK | os.X_OK):
+        return f"{option} {path}: directory {d} is not writable"
+    return None
+
+
 def _reproduce(a: argparse.Namespace) -> int:
     from .experiments import REGISTRY
     from .reproduce import reproduce
@@ -208,6 +234,9 @@ def _reproduce(a: argparse.Namespace) -> int:
     if a.name != "all" and a.name not in REGISTRY:
         print(f"bgsim reproduce: error: unknown experiment `{a.name}`; known: {', '.join(REGISTRY)}", file=sys.stderr)
         return 2
+    if a.out and (err := _out_dir_error(a.out, "--out")):
+        print(f"bgsim reproduce: error: {err}", file=sys.stderr)
+        return 2
     return reproduce(a.name, a.scale, a.out, a.seed, a.json)
 
 
@@ -220,6 +249,9 @@ def _run(a: argparse.Namespace) -> int:
         return 2
     if not os.path.isfile(a.program):
         print(f"bgsim run: error: program `{a.program}` not found", file=sys.stderr)
+        return 2
+    if a.json and (err := _out_file_error(a.json, "--json")):
+        print(f"bgsim run: error: {err}", file=sys.stderr)
         return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     try:
@@ -274,6 +306,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"bgsim: error: {e}", file=sys.stderr)
         return 2
     except BgsimError as e:
+        print(f"bgsim: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # writing results: disk full, permissions changed mid-run
         print(f"bgsim: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -36,6 +36,23 @@ def test_bad_setting_and_mode(cli):
     assert p.returncode == 2 and "--packets" in p.stderr and "at least 1" in p.stderr
 
 
+def test_unwritable_outputs_are_refused_before_running(cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--out", str(blocker / "sub"))
+    assert p.returncode == 2 and "--out" in p.stderr and "cannot create" in p.stderr and "Traceback" not in p.stderr
+    p = cli("reproduce", "torus-pingpong", "--out", str(blocker))
+    assert p.returncode == 2 and "--out" in p.stderr and "Traceback" not in p.stderr
+    prog = tmp_path / "p.py"
+    prog.write_text("from mpi4py import MPI\n")
+    p = cli("run", "-n", "2", "--json", str(tmp_path / "missing" / "r.json"), str(prog))
+    assert p.returncode == 2 and "--json" in p.stderr and "does not exist" in p.stderr
+    p = cli("run", "-n", "2", "--json", str(tmp_path), str(prog))
+    assert p.returncode == 2 and "is a directory" in p.stderr
+    p = cli("run", "-n", "2", "--quiet", "--json", str(tmp_path / "r.json"), str(prog), check=True)
+    assert json.loads((tmp_path / "r.json").read_text())["nranks"] == 2
+
+
 def test_machine_prints_validated_toml(cli):
     p = cli("machine", "--shape", "4x4x2", "--set", "torus.dynamic_vcs=4", check=True)
     assert 'shape = "4x4x2"' in p.stdout and "dynamic_vcs = 4" in p.stdout

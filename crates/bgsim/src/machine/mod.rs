@@ -130,7 +130,13 @@ pub fn load(source: &MachineSource, settings: &[String]) -> Result<Machine, Mach
             };
             match base {
                 Some(b) => {
-                    let mut base_v: toml::Value = toml::from_str(preset_text(&b)?).map_err(|e| parse_err(&b, e.to_string()))?;
+                    let text = preset_text(&b).map_err(|_| MachineError::Invalid {
+                        source_name: name.clone(),
+                        key: "base".into(),
+                        value: format!("{b:?}"),
+                        allowed: format!("a preset name ({})", PRESETS.join(", ")),
+                    })?;
+                    let mut base_v: toml::Value = toml::from_str(text).map_err(|e| parse_err(&b, e.to_string()))?;
                     merge(&mut base_v, v);
                     (name.clone(), base_v)
                 }

@@ -81,7 +81,8 @@ fn file_with_base_merges_over_preset() {
     let src = MachineSource::File { name: "syntax.toml".into(), text: "[torus\n".into() };
     assert!(load(&src, &[]).unwrap_err().to_string().contains("syntax.toml"));
     let src = MachineSource::File { name: "b.toml".into(), text: "base = \"bgq\"\n".into() };
-    assert!(load(&src, &[]).unwrap_err().to_string().contains("bgq"));
+    let e = load(&src, &[]).unwrap_err().to_string();
+    assert!(e.contains("b.toml") && e.contains("`base` = \"bgq\"") && e.contains("bgl"), "{e}");
 }
 
 #[test]
