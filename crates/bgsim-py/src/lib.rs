@@ -13,6 +13,9 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 
+/// What `finish` returns: (source, tag, count, cancelled, truncated, data).
+type Finished<'py> = (i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>);
+
 create_exception!(_core, BgsimError, pyo3::exceptions::PyException, "Base class of bgsim errors.");
 create_exception!(_core, MachineError, PyValueError, "The machine description is invalid.");
 create_exception!(_core, WorkloadError, PyValueError, "The workload description is invalid.");
@@ -365,7 +368,7 @@ impl World {
     /// (source, tag, count, cancelled, truncated, data or None). The data of
     /// a receive posted by `irecv_fast` goes into its buffer instead (unless
     /// truncated), and None is returned for it.
-    fn finish<'py>(&mut self, py: Python<'py>, req: u32) -> PyResult<(i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>)> {
+    fn finish<'py>(&mut self, py: Python<'py>, req: u32) -> PyResult<Finished<'py>> {
         let s = self.w.status(req);
         let data = self.w.take_data(req);
         let data = match self.recv_bufs.get_mut(req as usize).and_then(Option::take) {

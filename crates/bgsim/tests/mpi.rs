@@ -156,7 +156,7 @@ fn rendezvous_data_arrives_out_of_order_and_is_reassembled() {
     for r in 1..64u32 {
         if r != 21 {
             bg.push(w.isend(r, ((r * 7) % 64) as i64, 1, 0, vec![0; 20_000], SendMode::Standard, None).unwrap());
-            bg.push(w.irecv(((r * 7) % 64) as u32, -1, 1, -1, 20_000).unwrap());
+            bg.push(w.irecv((r * 7) % 64, -1, 1, -1, 20_000).unwrap());
         }
     }
     let s = w.isend(0, 21, 0, 0, data.clone(), SendMode::Standard, Some(Protocol::Rendezvous)).unwrap();

@@ -310,7 +310,7 @@ impl EventQueue {
 
     /// Advances time to `t` if nothing is pending before it.
     pub fn advance_to(&mut self, t: Tick) {
-        if t > self.now && self.peek_time().map_or(true, |p| p >= t) {
+        if t > self.now && self.peek_time().is_none_or(|p| p >= t) {
             // Only legal when no event lies before t.
             self.now = t;
             self.refill();
@@ -436,7 +436,7 @@ mod tests {
                     }
                 }
                 q.advance_to(until);
-                assert!(reference.keys().next().map_or(true, |&(t, _)| t >= until));
+                assert!(reference.keys().next().is_none_or(|&(t, _)| t >= until));
             }
         }
     }

@@ -1206,7 +1206,7 @@ impl Torus {
                         // Delivery uses the receiver's own path to its reception FIFO.
                         if let Some((id, f, bytes)) = delivery_room(p, r, pool, port, v) {
                             let arrived = pool.get(id).arrived;
-                            if delivery.map_or(true, |d| arrived < d.4) {
+                            if delivery.is_none_or(|d| arrived < d.4) {
                                 delivery = Some((v, id, f, bytes, arrived));
                             }
                         }
@@ -1462,7 +1462,7 @@ impl Torus {
                                 latest = latest.max(self.pool.get(h).arrived);
                             }
                             // Several cycles may exist by now: keep the one that closed first.
-                            if best.map_or(true, |(t, _)| latest < t) {
+                            if best.is_none_or(|(t, _)| latest < t) {
                                 best = Some((latest, members.len()));
                             }
                             break;
@@ -1926,6 +1926,20 @@ fn pick_slq_mask(rng: &mut impl Draws, reqs: &[Req], set: u32, slq: bool, p: &Pa
     }
 }
 
+// The router's lines as its comments place them: what every arbitration
+// reads in the first two, the injection FIFO heads and VCs 4.. in the third,
+// the six senders from the fourth on.
+const _: () = assert!(std::mem::offset_of!(Router, tokens_lo) == 64);
+const _: () = assert!(std::mem::offset_of!(Router, inj_ready) + 4 <= 128);
+const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
+const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
+const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
+const _: () = assert!(std::mem::size_of::<Sender>() == 32);
+const _: () = assert!(std::mem::size_of::<Vc>() == 16);
+// Injection FIFOs two to a line (see `Torus::touch_injection`).
+const _: () = assert!(std::mem::size_of::<Fifo>() == 32 && std::mem::offset_of!(Router, inj) % 64 == 0);
+// A sender and its link counters share one cache line.
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2067,17 +2081,3 @@ mod tests {
         assert_eq!(high + low as u64, u32::MAX as u64 - 1 + 240 + 3 * u32::MAX as u64);
     }
 }
-
-// The router's lines as its comments place them: what every arbitration
-// reads in the first two, the injection FIFO heads and VCs 4.. in the third,
-// the six senders from the fourth on.
-const _: () = assert!(std::mem::offset_of!(Router, tokens_lo) == 64);
-const _: () = assert!(std::mem::offset_of!(Router, inj_ready) + 4 <= 128);
-const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
-const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
-const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
-const _: () = assert!(std::mem::size_of::<Sender>() == 32);
-const _: () = assert!(std::mem::size_of::<Vc>() == 16);
-// Injection FIFOs two to a line (see `Torus::touch_injection`).
-const _: () = assert!(std::mem::size_of::<Fifo>() == 32 && std::mem::offset_of!(Router, inj) % 64 == 0);
-// A sender and its link counters share one cache line.
