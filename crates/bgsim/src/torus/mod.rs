@@ -1934,11 +1934,11 @@ const _: () = assert!(std::mem::offset_of!(Router, inj_ready) + 4 <= 128);
 const _: () = assert!(std::mem::offset_of!(Router, inj_hprod) == 128);
 const _: () = assert!(std::mem::offset_of!(Router, rx_nonempty) + 2 <= 192);
 const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
+// A sender and its link counters: two to a cache line.
 const _: () = assert!(std::mem::size_of::<Sender>() == 32);
 const _: () = assert!(std::mem::size_of::<Vc>() == 16);
 // Injection FIFOs two to a line (see `Torus::touch_injection`).
 const _: () = assert!(std::mem::size_of::<Fifo>() == 32 && std::mem::offset_of!(Router, inj) % 64 == 0);
-// A sender and its link counters share one cache line.
 
 #[cfg(test)]
 mod tests {
