@@ -92,6 +92,14 @@ def test_payload_defaults_to_full_packets_and_is_checked_against_the_machine():
     with pytest.raises(WorkloadError) as e:
         run_traffic("uniform", shape="4x4x4", payload_bytes=0, measure_ncycles=1000)
     assert "payload_bytes" in str(e.value)
+    with pytest.raises(WorkloadError) as e:
+        run_traffic("uniform", shape="4x4x4", payload_bytes=100, variable_size=True, measure_ncycles=1000)
+    assert "payload_bytes" in str(e.value) and "variable_size" in str(e.value)
+    # The echoed spec is the spec as run, and runs again as it is.
+    var = run_traffic("uniform", shape="4x4x4", load=0.3, variable_size=True, measure_ncycles=1000)
+    assert var.data["spec"]["payload_bytes"] is None
+    again = dict(var.data["spec"])
+    assert run_traffic(again.pop("pattern"), shape="4x4x4", **again).latency_histogram == var.latency_histogram
     full = run_traffic("uniform", shape="4x4x4", load=0.3, measure_ncycles=2000)
     explicit = run_traffic("uniform", shape="4x4x4", load=0.3, measure_ncycles=2000, payload_bytes=240)
     assert full.latency_histogram == explicit.latency_histogram

@@ -239,7 +239,7 @@ pub fn summarize(
         mode: m.mode.name().to_string(),
         pattern: spec.pattern.name().to_string(),
         // The spec as run: a default payload is the machine's full packet.
-        spec: TrafficSpec { payload_bytes: Some(spec.packet_payload(m)), ..spec.clone() },
+        spec: TrafficSpec { payload_bytes: (!spec.variable_size).then(|| spec.packet_payload(m)), ..spec.clone() },
         nodes: geo.nodes(),
         completed,
         deadlock: deadlock_at.is_some(),

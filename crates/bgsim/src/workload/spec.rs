@@ -212,6 +212,9 @@ impl TrafficSpec {
         if self.backlog_packets == 0 {
             return bad("backlog_packets", "0".into(), "at least 1");
         }
+        if let (true, Some(p)) = (self.variable_size, self.payload_bytes) {
+            return bad("payload_bytes", p.to_string(), "not with variable_size, which draws every packet's size");
+        }
         Ok(())
     }
 
