@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from . import __version__
 from ._core import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError
@@ -48,12 +48,16 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     t = sub.add_parser("traffic", help="run a built-in traffic pattern through the packet layer",
-                       description="Runs a built-in traffic pattern on the simulated torus and prints a summary.")
+                       description="Runs a built-in traffic pattern on the simulated torus and prints a summary. "
+                                   "Timed patterns (uniform, hot_region, alltoall_stream) generate traffic for "
+                                   "--warmup + --measure network cycles; the others send a fixed set of packets "
+                                   "and run until every one is delivered. An option the pattern does not read "
+                                   "is an error.")
     from .api import patterns
     t.add_argument("--pattern", required=True, choices=patterns(), help="traffic pattern")
     _machine_args(t)
     t.add_argument("--routing", choices=["dynamic", "deterministic"], default="dynamic", help="default dynamic")
-    t.add_argument("--load", type=float, help="offered load, fraction of peak (timed patterns; default 0.5)")
+    t.add_argument("--load", type=float, help="offered load, fraction of peak (uniform, hot_region; default 0.5)")
     t.add_argument("--packets", type=_count, help="packets per source and destination (hot_spot, nearest_neighbor)")
     t.add_argument("--message-bytes", type=_count, help="message bytes (pingpong, alltoall per pair, line/plane fill)")
     t.add_argument("--payload-bytes", type=_count, help="payload bytes per packet (default: full packets, 240 bytes on bgl)")
@@ -64,9 +68,9 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--region-size", type=_triple, metavar="X,Y,Z", help="hot region size")
     t.add_argument("--hot-fraction", type=float, help="share of packets to the hot region (hot_region)")
     t.add_argument("--warmup", type=int, dest="warmup_ncycles", help="warm-up, network cycles (timed patterns)")
-    t.add_argument("--measure", type=_count, dest="measure_ncycles", help="measured span, network cycles")
+    t.add_argument("--measure", type=_count, dest="measure_ncycles", help="measured span, network cycles (timed patterns)")
     t.add_argument("--window", type=_count, dest="window_ncycles", help="throughput window, network cycles")
-    t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty")
+    t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty (timed patterns)")
     t.add_argument("--random-start", action="store_true",
                    help="all-to-all: start each node's walk over the destinations at a random node")
     t.add_argument("--seed", type=int, help="random seed (default 1)")
@@ -111,6 +115,35 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# The pattern options each pattern reads (the others - routing, seed, window,
+# the machine, the outputs - apply to all); as workload/drivers.rs reads them.
+_TIMED = {"warmup_ncycles", "measure_ncycles", "drain"}
+_SIZED = {"payload_bytes", "variable_size"}
+_APPLIES = {
+    "pingpong": {"message_bytes", "hops", "iters"},
+    "uniform": {"load"} | _TIMED | _SIZED,
+    "hot_region": {"load", "region_lo", "region_size", "hot_fraction"} | _TIMED | _SIZED,
+    "alltoall_stream": {"random_start"} | _TIMED | _SIZED,
+    "hot_spot": {"packets", "region_lo", "region_size"} | _SIZED,
+    "nearest_neighbor": {"packets"} | _SIZED,
+    "alltoall": {"message_bytes", "random_start"},
+    "line_fill": {"message_bytes"},
+    "plane_fill": {"message_bytes"},
+}
+_FLAG = {"warmup_ncycles": "--warmup", "measure_ncycles": "--measure", "window_ncycles": "--window"}
+
+
+def _inapplicable(pattern: str, given: Dict[str, Any]) -> Optional[str]:
+    """An error naming a given option that `pattern` would ignore, if any."""
+    every = set().union(*_APPLIES.values())
+    for k in given:
+        if k in every and k not in _APPLIES.get(pattern, every):
+            flag = _FLAG.get(k, "--" + k.replace("_", "-"))
+            users = ", ".join(p for p, keys in _APPLIES.items() if k in keys)
+            return f"{flag} does not apply to pattern {pattern} (it applies to: {users})"
+    return None
+
+
 def _traffic(a: argparse.Namespace) -> int:
     from .api import Machine, run_traffic
 
@@ -126,6 +159,9 @@ def _traffic(a: argparse.Namespace) -> int:
         spec["drain"] = True
     if a.random_start:
         spec["random_start"] = True
+    if err := _inapplicable(a.pattern, spec):
+        print(f"bgsim traffic: error: {err}", file=sys.stderr)
+        return 2
     if a.pattern in ("hot_region", "hot_spot") and "region_size" not in spec:
         spec["region_size"] = [1, 1, 1]
     if a.out:

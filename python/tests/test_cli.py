@@ -82,3 +82,38 @@ def test_help_texts(cli):
     for args in (["--help"], ["traffic", "--help"], ["reproduce", "--help"], ["machine", "--help"]):
         p = cli(*args, check=True)
         assert "usage: bgsim" in p.stdout
+
+
+# Two values of each pattern option: the second must change the run of a
+# pattern that reads the option and leave any other pattern's run as it was.
+_OPTION_VALUES = {
+    "message_bytes": (240, 1000), "hops": (1, 2), "iters": (1, 2), "load": (0.2, 0.6),
+    "warmup_ncycles": (0, 500), "measure_ncycles": (1000, 1500), "drain": (False, True),
+    "payload_bytes": (240, 100), "variable_size": (False, True), "region_lo": ([0, 0, 0], [1, 1, 0]),
+    "region_size": ([1, 1, 1], [2, 1, 1]), "hot_fraction": (0.25, 0.9), "packets": (1, 2),
+    "random_start": (False, True),
+}
+
+
+def _fingerprint(r):
+    return (r.packets, r.latency_histogram, r.data["span_ncycles"], r.data["link_util_pct"])
+
+
+def test_the_cli_refuses_exactly_the_options_a_pattern_ignores(cli):
+    from bgsim import run_traffic
+    from bgsim.cli import _APPLIES
+
+    assert set(_OPTION_VALUES) == set().union(*_APPLIES.values())
+    for pattern, reads in _APPLIES.items():
+        base = {k: v[0] for k, v in _OPTION_VALUES.items()}
+        ref = _fingerprint(run_traffic(pattern, shape="4x4x2", **base))
+        for k, (_, other) in _OPTION_VALUES.items():
+            spec = {**base, k: other}
+            if k == "variable_size":
+                spec["payload_bytes"] = None  # the two do not go together
+            changed = _fingerprint(run_traffic(pattern, shape="4x4x2", **spec))
+            assert (changed != ref) == (k in reads), (pattern, k)
+    p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x2", "--hops", "2")
+    assert p.returncode == 2 and "--hops does not apply to pattern uniform" in p.stderr and "pingpong" in p.stderr
+    p = cli("traffic", "--pattern", "pingpong", "--shape", "4x4x2", "--warmup", "10")
+    assert p.returncode == 2 and "--warmup" in p.stderr
