@@ -100,9 +100,10 @@ def _fingerprint(r):
 
 
 def test_the_cli_refuses_exactly_the_options_a_pattern_ignores(cli):
-    from bgsim import run_traffic
+    from bgsim import patterns, run_traffic
     from bgsim.cli import _APPLIES
 
+    assert set(_APPLIES) == set(patterns())
     assert set(_OPTION_VALUES) == set().union(*_APPLIES.values())
     for pattern, reads in _APPLIES.items():
         base = {k: v[0] for k, v in _OPTION_VALUES.items()}
