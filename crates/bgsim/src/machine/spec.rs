@@ -459,6 +459,10 @@ impl Machine {
         let t = &self.spec.torus;
         (payload + t.hw_header_bytes + t.sw_header_bytes).div_ceil(t.chunk_bytes).clamp(1, t.max_packet_chunks)
     }
+    /// Bytes of a packet carrying `payload` bytes: its whole chunks.
+    pub fn packet_bytes_for_payload(&self, payload: u32) -> u32 {
+        self.chunks_for_payload(payload) * self.spec.torus.chunk_bytes
+    }
     /// Link byte-times one packet of `bytes` takes on the forward link.
     pub fn wire_bytes(&self, bytes: u32) -> u32 {
         bytes + self.spec.torus.trailer_bytes + self.spec.torus.gap_bytes

@@ -51,7 +51,7 @@ pub fn peak_rate(machine: &Machine, spec: &TrafficSpec, hot: &[u32]) -> f64 {
         // Mean of 1..=max chunks.
         (machine.torus().max_packet_chunks + 1) * machine.torus().chunk_bytes / 2
     } else {
-        machine.chunks_for_payload(spec.packet_payload(machine)) * machine.torus().chunk_bytes
+        machine.packet_bytes_for_payload(spec.packet_payload(machine))
     };
     let uni = bounds::uniform_peak_rate(&geo, machine, bytes);
     match spec.pattern {
@@ -88,7 +88,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
             while left > 0 {
                 let pl = left.min(maxp);
                 left -= pl;
-                bytes += (machine.chunks_for_payload(pl) * machine.torus().chunk_bytes) as f64;
+                bytes += machine.packet_bytes_for_payload(pl) as f64;
                 count += 1;
             }
             let gaps = (count - 1) as f64 * (machine.torus().trailer_bytes + machine.torus().gap_bytes) as f64;
@@ -96,7 +96,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
         }
         Pattern::HotSpot => {
             let links = bounds::links_into_region(geo, spec.region_lo, spec.region_size) as f64;
-            let bytes = machine.chunks_for_payload(spec.packet_payload(machine)) * machine.torus().chunk_bytes;
+            let bytes = machine.packet_bytes_for_payload(spec.packet_payload(machine));
             let n = driver.progress.expected_reads as f64;
             n * machine.wire_bytes(bytes) as f64 * tb / links.max(1.0)
         }
@@ -108,7 +108,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
             for _ in 0..per_pair {
                 let pl = left.min(maxp);
                 left -= pl;
-                let bytes = machine.chunks_for_payload(pl) * machine.torus().chunk_bytes;
+                let bytes = machine.packet_bytes_for_payload(pl);
                 let rate = bounds::uniform_peak_rate(geo, machine, bytes);
                 t += (geo.nodes() - 1) as f64 / rate;
             }
@@ -145,7 +145,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
             load.max() * tb
         }
         Pattern::NearestNeighbor => {
-            let bytes = machine.chunks_for_payload(spec.packet_payload(machine)) * machine.torus().chunk_bytes;
+            let bytes = machine.packet_bytes_for_payload(spec.packet_payload(machine));
             let mut load = PathLoad::new(geo.nodes());
             for v in 0..geo.nodes() {
                 for d in 0..NDIR {
