@@ -167,3 +167,82 @@ pub struct GlobalCounters {
     /// Time of the last packet movement (for deadlock detection).
     pub last_progress: Tick,
 }
+
+use super::{LinkHigh, Torus, NDIR};
+
+impl Torus {
+
+    /// Restarts every counter at `now` (measurement after a warm-up).
+    pub fn reset_counters(&mut self, now: Tick) {
+        // Close open integrals so that they restart at now.
+        for r in self.routers.iter_mut() {
+            for f in r.inj.iter_mut().chain(r.rx.iter_mut()) {
+                if f.full_since != Tick::MAX {
+                    f.full_since = now;
+                }
+            }
+            r.link_high = [LinkHigh::default(); NDIR];
+            for s in r.send.iter_mut() {
+                // A transfer under way was counted before the restart.
+                (s.packets, s.chunks, s.payload, s.acks, s.owed) = (0, 0, 0, 0, false);
+            }
+        }
+        for c in self.nodes.iter_mut() {
+            *c = NodeCounters::default();
+        }
+        let last = self.global.last_progress;
+        let mut vcs = self.global.vcs;
+        for c in vcs.iter_mut() {
+            *c = VcCounters { used: c.used, last_change: now, ..Default::default() };
+        }
+        self.global = GlobalCounters { last_progress: last, vcs, ..Default::default() };
+        self.counters_since = now;
+    }
+
+    /// Brings time integrals up to `now` (call before reading counters).
+    pub fn close_counters(&mut self, now: Tick) {
+        let token_bytes = self.p.token_bytes as u64;
+        for c in self.global.vcs.iter_mut() {
+            c.advance(now, token_bytes);
+        }
+        for n in 0..self.routers.len() {
+            let r = &mut self.routers[n];
+            for f in r.inj.iter_mut() {
+                if f.full_since != Tick::MAX {
+                    self.nodes[n].inj_full_ticks += now - f.full_since.max(self.counters_since);
+                    f.full_since = now;
+                }
+            }
+            for f in r.rx.iter_mut() {
+                if f.full_since != Tick::MAX {
+                    self.nodes[n].rx_full_ticks += now - f.full_since.max(self.counters_since);
+                    f.full_since = now;
+                }
+            }
+        }
+    }
+
+    /// Counters of the link leaving node `n` in direction `d`.
+    pub fn link(&self, n: u32, d: usize) -> LinkCounters {
+        let r = &self.routers[n as usize];
+        let (s, h) = (&r.send[d], &r.link_high[d]);
+        let (packets, chunks) = (h.packets + s.packets as u64, h.chunks + s.chunks as u64);
+        LinkCounters {
+            bytes: chunks * self.p.chunk_bytes as u64 + packets * self.p.trailer_gap as u64,
+            packets,
+            payload: h.payload + s.payload as u64 + if s.owed { self.pool.get(s.xfer).payload as u64 } else { 0 },
+            ack_bytes: (h.acks + s.acks as u64) * self.p.ack_bytes as u64,
+            stalls: h.stalls,
+        }
+    }
+
+    /// Counters of every link direction, node by node, in direction order.
+    pub fn links(&self) -> impl Iterator<Item = LinkCounters> + '_ {
+        (0..self.routers.len() as u32).flat_map(move |n| (0..NDIR).map(move |d| self.link(n, d)))
+    }
+
+    /// Bytes in the injection FIFO `f` of node `n` (reserved or held).
+    pub fn inj_used(&self, n: u32, f: usize) -> u32 {
+        self.routers[n as usize].inj[f].used
+    }
+}
