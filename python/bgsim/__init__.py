@@ -8,7 +8,7 @@ experiment suite and plots.
 """
 
 from ._core import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError, __version__
-from .api import Machine, TrafficResult, patterns, run_traffic
+from .api import Machine, TrafficResult, patterns, routings, run_traffic
 from .runtime import RankError, RunResult, collective_algorithms, compute, run, run_file
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "Machine",
     "TrafficResult",
     "patterns",
+    "routings",
     "run_traffic",
     "__version__",
 ]

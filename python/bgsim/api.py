@@ -161,13 +161,18 @@ def patterns() -> list:
     return list(_core.patterns())
 
 
+def routings() -> dict:
+    """The routing algorithms: name -> one-line description."""
+    return dict(_core.routings())
+
+
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
                 progress: Optional[Callable[[float], None]] = None, **spec: Any) -> TrafficResult:
     """Runs a built-in traffic pattern and returns its result.
 
     ``spec`` holds the pattern's parameters (``load``, ``packets``,
-    ``message_bytes``, ``routing='dynamic'|'deterministic'``, ``seed`` ...;
+    ``message_bytes``, ``routing`` (a name of ``routings()``), ``seed`` ...;
     see ``bgsim traffic --help``).
     """
     if isinstance(machine, str):

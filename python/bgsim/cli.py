@@ -53,10 +53,11 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "--warmup + --measure network cycles; the others send a fixed set of packets "
                                    "and run until every one is delivered. An option the pattern does not read "
                                    "is an error.")
-    from .api import patterns
+    from .api import patterns, routings
     t.add_argument("--pattern", required=True, choices=patterns(), help="traffic pattern")
     _machine_args(t)
-    t.add_argument("--routing", choices=["dynamic", "deterministic"], default="dynamic", help="default dynamic")
+    t.add_argument("--routing", choices=list(routings()), default="dynamic",
+                   help="; ".join(f"{k}: {v}" for k, v in routings().items()) + " (default dynamic)")
     t.add_argument("--load", type=float, help="offered load, fraction of peak (uniform, hot_region; default 0.5)")
     t.add_argument("--packets", type=_count, help="packets per source and destination (hot_spot, nearest_neighbor)")
     t.add_argument("--message-bytes", type=_count, help="message bytes (pingpong, alltoall per pair, line/plane fill)")

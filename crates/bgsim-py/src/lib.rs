@@ -58,6 +58,12 @@ fn collective_algorithms() -> Vec<(&'static str, Vec<&'static str>)> {
     bgsim::machine::COLLECTIVE_ALGORITHMS.iter().map(|(op, names)| (*op, names.to_vec())).collect()
 }
 
+/// The routing algorithms: [(name, description)].
+#[pyfunction]
+fn routings() -> Vec<(&'static str, &'static str)> {
+    bgsim::torus::Routing::ALL.iter().map(|r| (r.name(), r.description())).collect()
+}
+
 #[pyfunction]
 fn patterns() -> Vec<&'static str> {
     Pattern::ALL.iter().map(|p| p.name()).collect()
@@ -545,6 +551,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Members>()?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
     m.add_function(wrap_pyfunction!(patterns, m)?)?;
+    m.add_function(wrap_pyfunction!(routings, m)?)?;
     m.add_function(wrap_pyfunction!(collective_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

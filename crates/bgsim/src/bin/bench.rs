@@ -11,7 +11,7 @@
 
 use bgsim::machine::bgl;
 use bgsim::torus::Torus;
-use bgsim::workload::{run, Pattern, RoutingMode, TrafficSpec};
+use bgsim::workload::{run, Pattern, Routing, TrafficSpec};
 use std::time::Instant;
 
 fn rss_kb() -> u64 {
@@ -80,7 +80,7 @@ fn main() {
     // 1. Throughput on 16x16x16.
     let m = bgl(&[&format!("partition.shape={shape}")]).unwrap_or_else(|e| usage_error(&format!("--shape {shape}: {e}")));
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.routing = RoutingMode::Dynamic;
+    s.routing = Routing::Dynamic;
     s.payload_bytes = Some(240);
     s.load = 0.9;
     s.warmup_ncycles = 0;

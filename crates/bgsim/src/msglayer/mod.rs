@@ -572,7 +572,7 @@ impl MsgLayer {
         let base = if self.mode == NodeMode::Vn { task * k } else { 0 };
         let fifo_of = |d: usize| base + d * k / 6;
         let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
-        if !p.is(flags::DYNAMIC) || p.hint.count_ones() < 2 {
+        if !Routing::of(p.flags).adaptive() || p.hint.count_ones() < 2 {
             return fifo_of(first);
         }
         (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.torus.inj_used(node, f)).unwrap_or(fifo_of(first))

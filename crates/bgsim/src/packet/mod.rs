@@ -10,6 +10,7 @@
 use crate::engine::{Event, EventQueue, Tick};
 use crate::machine::Machine;
 use crate::node::Cores;
+pub use crate::torus::Routing;
 use crate::torus::{flags, Notice, Packet, Torus, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
@@ -43,15 +44,6 @@ impl Costs {
             interrupt: c.interrupt_cycles as Tick * t,
         }
     }
-}
-
-/// How a packet is routed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Routing {
-    /// Dimension-ordered on the escape VC; in order between a pair of nodes.
-    Deterministic,
-    /// Adaptive over the dynamic VCs (escape VC as fallback).
-    Dynamic,
 }
 
 /// The header of a packet as software sees it (peek).
@@ -114,9 +106,7 @@ impl Net {
     /// A packet from `src` to `dest` with `payload` bytes, routed as given.
     pub fn packet(&self, src: u32, dest: u32, payload: u32, routing: Routing, now: Tick) -> Packet {
         let mut p = self.torus.make_packet(src, dest, payload, now);
-        if routing == Routing::Dynamic {
-            p.flags |= flags::DYNAMIC;
-        }
+        p.flags |= routing.flags();
         p
     }
 
@@ -142,7 +132,7 @@ impl Net {
             return nf;
         }
         let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
-        if !p.is(flags::DYNAMIC) || p.hint.count_ones() < 2 {
+        if !Routing::of(p.flags).adaptive() || p.hint.count_ones() < 2 {
             return first % nf;
         }
         let start = self.rr_fifo[node as usize] as usize;

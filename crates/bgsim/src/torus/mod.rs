@@ -30,7 +30,7 @@ pub use counters::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCoun
 pub use geometry::{dim_of, is_minus, opposite, Geometry, DIR_NAMES, NDIR};
 pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
 pub use params::Params;
-pub use routing::prod_at;
+pub use routing::{prod_at, Routing};
 
 use arbitration::*;
 use params::*;

@@ -3,10 +3,78 @@
 //! dynamic VCs of their productive directions (JSQ in `arbitration`), the
 //! escape move is dimension-ordered on the escape VC(s) of the machine's
 //! escape scheme (bubble or dateline pair).
+//!
+//! [`Routing`] is the one list of routing algorithms: its names are the ones
+//! TOML, the CLI and Python accept. A packet carries its algorithm in its
+//! flags ([`Routing::flags`]); [`choose_move`] asks it for the candidate
+//! moves. Adding an algorithm: a variant here with its name, description
+//! and flag, its candidate set in `choose_move`, a test, and its entry in
+//! `docs/torus.md`.
 
 use super::*;
 use crate::engine::nth_set_bit;
 use crate::machine::{BubbleAccounting, Escape};
+use serde::{Deserialize, Serialize};
+
+/// How a packet is routed. Stable names (`snake_case`) in TOML, the CLI and
+/// Python.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// Dimension-ordered on the escape VC; in order between a pair of nodes.
+    Deterministic,
+    /// Adaptive: minimal, over the dynamic VCs of every productive
+    /// direction (JSQ), the escape VC as the fallback.
+    #[default]
+    Dynamic,
+}
+
+impl Routing {
+    pub const ALL: [Routing; 2] = [Routing::Deterministic, Routing::Dynamic];
+
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Routing::Deterministic => "deterministic",
+            Routing::Dynamic => "dynamic",
+        }
+    }
+
+    /// One line for `--help` and the docs.
+    pub fn description(self) -> &'static str {
+        match self {
+            Routing::Deterministic => "dimension-ordered on the escape VC, in order between a pair of nodes",
+            Routing::Dynamic => "adaptive over the dynamic VCs of the productive directions (JSQ), escape VC as fallback",
+        }
+    }
+
+    /// The packet flags that carry this algorithm.
+    #[inline]
+    pub fn flags(self) -> u8 {
+        match self {
+            Routing::Deterministic => 0,
+            Routing::Dynamic => flags::DYNAMIC,
+        }
+    }
+
+    /// The algorithm a packet with these flags is routed by.
+    #[inline]
+    pub fn of(pk_flags: u8) -> Routing {
+        if pk_flags & flags::DYNAMIC != 0 {
+            Routing::Dynamic
+        } else {
+            Routing::Deterministic
+        }
+    }
+
+    /// Whether packets may take any productive direction (so software may
+    /// pick among the injection FIFOs of several directions); otherwise
+    /// their route, and their FIFO, is fixed by source and destination.
+    #[inline]
+    pub fn adaptive(self) -> bool {
+        self == Routing::Dynamic
+    }
+}
 
 /// Productive directions of a packet at a node with coordinates `c`: the
 /// hint bits of the dimensions where it has not reached its destination.
@@ -112,7 +180,8 @@ pub(super) const FREE_OPTIONS: [u64; 64] = {
 /// if it has the tokens.
 #[inline(always)]
 pub(super) fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_vc: u8, prod: u8, free: u8) -> Choice {
-    if h.flags & (flags::DYNAMIC | flags::HIGH_PRIORITY) == flags::DYNAMIC {
+    // High-priority packets take the escape move on the high-priority VC.
+    if Routing::of(h.flags) == Routing::Dynamic && !h.is(flags::HIGH_PRIORITY) {
         // The (direction, dynamic VC) options in the best token range, as
         // bits direction * 4 + VC; one of those on a free link at random
         // when several tie.
@@ -139,5 +208,23 @@ pub(super) fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h:
         Choice::Move(d as u8, v as u8, charge as u8)
     } else {
         Choice::NoTokens(d, v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_routing_keeps_its_name_and_its_flag() {
+        for r in Routing::ALL {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.name()));
+            assert_eq!(serde_json::from_str::<Routing>(&json).unwrap(), r);
+            assert_eq!(Routing::of(r.flags()), r, "{r:?} is not read back from its packet flags");
+            assert_eq!(Routing::of(r.flags() | flags::HIGH_PRIORITY | flags::DEPOSIT), r);
+            assert!(!r.description().is_empty());
+        }
+        assert!(serde_json::from_str::<Routing>("\"adaptive\"").is_err());
     }
 }

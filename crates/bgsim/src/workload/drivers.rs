@@ -1,7 +1,7 @@
 //! Built-in traffic drivers: software on the simulated cores that uses the
 //! packet layer to produce each pattern.
 
-use super::spec::{Pattern, RoutingMode, TrafficSpec};
+use super::spec::{Pattern, TrafficSpec};
 use crate::engine::{EventQueue, Draws, Rng, Tick};
 use crate::packet::{Net, Routing, Software};
 use crate::torus::{dim_of, Geometry, Packet};
@@ -222,10 +222,7 @@ impl Driver {
     }
 
     fn routing(&self) -> Routing {
-        match self.spec.routing {
-            RoutingMode::Deterministic => Routing::Deterministic,
-            RoutingMode::Dynamic => Routing::Dynamic,
-        }
+        self.spec.routing
     }
 
     fn payload(&mut self, node: u32, net: &Net) -> u32 {

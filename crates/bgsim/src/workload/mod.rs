@@ -7,7 +7,8 @@ pub mod drivers;
 pub mod spec;
 
 pub use drivers::{node_at_hops, Driver, PLANE_COLOURS};
-pub use spec::{Pattern, RoutingMode, TrafficSpec};
+pub use crate::torus::Routing;
+pub use spec::{Pattern, TrafficSpec};
 
 use crate::engine::{run_until, EngineStats, Event, EventQueue, Model, Tick};
 use crate::machine::Machine;

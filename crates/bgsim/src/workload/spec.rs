@@ -2,6 +2,7 @@
 //! same names work from the CLI, from Python and in experiment definitions.
 
 use crate::machine::Machine;
+use crate::torus::Routing;
 use serde::{Deserialize, Serialize};
 
 /// Built-in traffic patterns of the packet layer.
@@ -59,19 +60,11 @@ impl Pattern {
     }
 }
 
-/// Routing of the pattern's packets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoutingMode {
-    Deterministic,
-    Dynamic,
-}
-
 fn d_seed() -> u64 {
     1
 }
-fn d_routing() -> RoutingMode {
-    RoutingMode::Dynamic
+fn d_routing() -> Routing {
+    Routing::Dynamic
 }
 fn d_load() -> f64 {
     0.5
@@ -118,7 +111,7 @@ pub struct TrafficSpec {
     #[serde(default = "d_seed")]
     pub seed: u64,
     #[serde(default = "d_routing")]
-    pub routing: RoutingMode,
+    pub routing: Routing,
     /// Payload bytes per packet (the packet also carries the hardware and
     /// software headers); `None`: the machine's largest, full packets.
     #[serde(default)]
