@@ -5,7 +5,7 @@ use bgsim::engine::{run_until, EngineStats, EventQueue, Tick};
 use bgsim::machine::{bgl, Machine};
 use bgsim::packet::{Net, Routing, Software};
 use bgsim::torus::{flags, Packet};
-use bgsim::workload::{self, build, Pattern, RoutingMode, TrafficSpec};
+use bgsim::workload::{self, build, Pattern, Routing, TrafficSpec};
 use std::collections::HashMap;
 
 /// Test software: every node sends `per_pair` packets to every other node
@@ -239,7 +239,7 @@ fn deposit_bit_reaches_every_node_of_the_line() {
 
 fn deadlock_spec(seed: u64) -> TrafficSpec {
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.routing = RoutingMode::Deterministic;
+    s.routing = Routing::Deterministic;
     s.variable_size = true;
     s.load = 3.0;
     s.warmup_ncycles = 0;
@@ -326,7 +326,7 @@ fn pingpong_latency_is_above_its_bound_and_grows_per_hop() {
         let mut s = TrafficSpec::new(Pattern::Pingpong);
         s.hops = hops;
         s.message_bytes = 32;
-        s.routing = RoutingMode::Deterministic;
+        s.routing = Routing::Deterministic;
         let r = workload::run(&m, &s, &mut |_| true).unwrap();
         let one_way = r.oneway_cycles.iter().sum::<f64>() / r.oneway_cycles.len() as f64;
         // Legs differ at most by one poll of an idle core, and lie above the network-only bound.
@@ -413,17 +413,17 @@ impl bgsim::engine::Model for Conserving {
 
 #[test]
 fn arbitration_leaves_no_head_that_could_move() {
-    let cases: &[(&str, &[&str], Pattern, RoutingMode, bool)] = &[
-        ("4x4x4", &[], Pattern::Uniform, RoutingMode::Dynamic, false),
-        ("4x4x4", &["torus.dynamic_vcs=1", "torus.paths_per_receiver=1"], Pattern::Uniform, RoutingMode::Dynamic, false),
-        ("4x4x4", &["torus.dynamic_vcs=4", "torus.paths_per_receiver=4", "torus.arbitration=slq"], Pattern::Uniform, RoutingMode::Dynamic, true),
-        ("4x4x4", &["torus.arbitration=random"], Pattern::HotRegion, RoutingMode::Dynamic, false),
-        ("4x4x4", &[], Pattern::Uniform, RoutingMode::Deterministic, true),
-        ("8x4x2", &["torus.escape=dateline_dir"], Pattern::Uniform, RoutingMode::Dynamic, false),
-        ("4x4x4", &["torus.escape=dateline_dim", "torus.vc_buffer_bytes=512"], Pattern::HotRegion, RoutingMode::Dynamic, true),
-        ("8x8x2", &[], Pattern::LineFill, RoutingMode::Dynamic, false),
-        ("8x8x2", &[], Pattern::PlaneFill, RoutingMode::Dynamic, false),
-        ("4x4x4", &["partition.mesh=xz", "partition.mode=vn"], Pattern::Uniform, RoutingMode::Dynamic, true),
+    let cases: &[(&str, &[&str], Pattern, Routing, bool)] = &[
+        ("4x4x4", &[], Pattern::Uniform, Routing::Dynamic, false),
+        ("4x4x4", &["torus.dynamic_vcs=1", "torus.paths_per_receiver=1"], Pattern::Uniform, Routing::Dynamic, false),
+        ("4x4x4", &["torus.dynamic_vcs=4", "torus.paths_per_receiver=4", "torus.arbitration=slq"], Pattern::Uniform, Routing::Dynamic, true),
+        ("4x4x4", &["torus.arbitration=random"], Pattern::HotRegion, Routing::Dynamic, false),
+        ("4x4x4", &[], Pattern::Uniform, Routing::Deterministic, true),
+        ("8x4x2", &["torus.escape=dateline_dir"], Pattern::Uniform, Routing::Dynamic, false),
+        ("4x4x4", &["torus.escape=dateline_dim", "torus.vc_buffer_bytes=512"], Pattern::HotRegion, Routing::Dynamic, true),
+        ("8x8x2", &[], Pattern::LineFill, Routing::Dynamic, false),
+        ("8x8x2", &[], Pattern::PlaneFill, Routing::Dynamic, false),
+        ("4x4x4", &["partition.mesh=xz", "partition.mode=vn"], Pattern::Uniform, Routing::Dynamic, true),
     ];
     for &(shape, settings, pattern, routing, variable_size) in cases {
         let m = machine(shape, settings);
