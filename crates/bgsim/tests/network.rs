@@ -5,7 +5,7 @@ use bgsim::engine::{run_until, EngineStats, EventQueue, Tick};
 use bgsim::machine::{bgl, Machine};
 use bgsim::packet::{Net, Routing, Software};
 use bgsim::torus::{flags, Packet};
-use bgsim::workload::{self, build, Pattern, Routing, TrafficSpec};
+use bgsim::workload::{self, build, Pattern, TrafficSpec};
 use std::collections::HashMap;
 
 /// Test software: every node sends `per_pair` packets to every other node
