@@ -18,6 +18,9 @@ import numpy as _np
 from greenlet import getcurrent as _getcurrent
 
 from . import _core
+from .errors import ArgumentTypeError as _TypeError
+from .errors import BgsimError as _BgsimError
+from .errors import UsageError as _ValueError
 from . import coll as _coll
 from . import runtime as _rt
 
@@ -73,8 +76,8 @@ _ERR_NAMES = {
 }
 
 
-class Exception(RuntimeError):  # noqa: A001 - the name mpi4py uses
-    """An MPI error (``mpi4py.MPI.Exception``)."""
+class Exception(_BgsimError, RuntimeError):  # noqa: A001 - the name mpi4py uses
+    """An MPI error (``mpi4py.MPI.Exception``; a ``RuntimeError`` as there, and a ``bgsim.BgsimError``)."""
 
     def __init__(self, ierr: int = SUCCESS, detail: str = ""):
         self.error_code = ierr
@@ -425,9 +428,9 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
     try:
         mv = memoryview(obj)
     except TypeError:
-        raise TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
+        raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
     if not readonly_ok and mv.readonly:
-        raise TypeError("message: the receive buffer is read-only")
+        raise _TypeError("message: the receive buffer is read-only")
     key = (mv.format, mv.itemsize)
     dt = _FMT_CACHE.get(key)
     if dt is None:
@@ -435,7 +438,7 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
     if mv.ndim == 1 and mv.format == "B":
         return mv, dt
     if not mv.contiguous:
-        raise ValueError("message: the buffer is not contiguous")
+        raise _ValueError("message: the buffer is not contiguous")
     return mv.cast("B") if (mv.format != "B" or mv.ndim != 1) else mv, dt
 
 
@@ -446,7 +449,7 @@ def _msg(spec: Any, recv: bool) -> _Msg:
         return _Msg(memoryview(b""), BYTE, 0, spec)
     if isinstance(spec, (list, tuple)):
         if not spec or len(spec) > 3:
-            raise ValueError(f"message: expecting a list of 1 to 3 items [data, count, datatype], got {len(spec)}")
+            raise _ValueError(f"message: expecting a list of 1 to 3 items [data, count, datatype], got {len(spec)}")
         data = spec[0]
         mv, dt = _bytes_view(data, not recv)
         count = None
@@ -458,18 +461,18 @@ def _msg(spec: Any, recv: bool) -> _Msg:
             c = rest[0]
             if isinstance(c, (tuple, list)):
                 if len(c) != 2:
-                    raise ValueError("message: expecting (count, displacement)")
+                    raise _ValueError("message: expecting (count, displacement)")
                 count, displ = c
             elif c is not None:
                 count = c
         if count is None:
             count = len(mv) // max(1, dt.size) - displ
         if not isinstance(count, (int, _np.integer)) or count < 0:
-            raise ValueError(f"message: negative count {count}" if isinstance(count, (int, _np.integer)) else f"message: count must be an integer, got {count!r}")
+            raise _ValueError(f"message: negative count {count}" if isinstance(count, (int, _np.integer)) else f"message: count must be an integer, got {count!r}")
         start = displ * dt.size
         need = start + count * dt.size
         if need > len(mv):
-            raise ValueError(f"message: buffer is too small for {count} x {dt.name} at displacement {displ} "
+            raise _ValueError(f"message: buffer is too small for {count} x {dt.name} at displacement {displ} "
                              f"({need} bytes needed, {len(mv)} available)")
         return _Msg(mv[start:need], dt, int(count), data)
     mv, dt = _bytes_view(spec, not recv)
@@ -500,7 +503,7 @@ def _vmsg(spec: Any, n: int, recv: bool) -> Tuple[memoryview, Datatype, List[int
     total = len(mv) // max(1, dt.size)
     if counts is None:
         if total % n:
-            raise ValueError(f"message: the buffer of {total} elements does not split evenly over {n} processes")
+            raise _ValueError(f"message: the buffer of {total} elements does not split evenly over {n} processes")
         counts = [total // n] * n
     if displs is None:
         displs, acc = [], 0
@@ -508,12 +511,12 @@ def _vmsg(spec: Any, n: int, recv: bool) -> Tuple[memoryview, Datatype, List[int
             displs.append(acc)
             acc += c
     if len(counts) != n or len(displs) != n:
-        raise ValueError(f"message: expecting {n} counts and displacements, got {len(counts)} and {len(displs)}")
+        raise _ValueError(f"message: expecting {n} counts and displacements, got {len(counts)} and {len(displs)}")
     for c, d in zip(counts, displs):
         if c < 0:
-            raise ValueError(f"message: negative count {c}")
+            raise _ValueError(f"message: negative count {c}")
         if (d + c) * dt.size > len(mv):
-            raise ValueError(f"message: buffer is too small for {c} x {dt.name} at displacement {d}")
+            raise _ValueError(f"message: buffer is too small for {c} x {dt.name} at displacement {d}")
     return mv, dt, [int(c) for c in counts], [int(d) for d in displs]
 
 
@@ -953,7 +956,7 @@ def _check_tag(tag: int, recv: bool) -> int:
     if tag.__class__ is int and 0 <= tag <= TAG_UB:
         return tag
     if not isinstance(tag, (int, _np.integer)):
-        raise TypeError(f"tag must be an integer, got {type(tag).__name__}")
+        raise _TypeError(f"tag must be an integer, got {type(tag).__name__}")
     if (recv and tag == ANY_TAG) or 0 <= tag <= TAG_UB:
         return int(tag)
     raise Exception(ERR_TAG, f"tag {tag}")
@@ -1404,7 +1407,7 @@ class Comm:
         parts = None
         if c.me == root:
             if sendobj is None or len(sendobj) != c.n:
-                raise ValueError(f"scatter: the root needs a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
+                raise _ValueError(f"scatter: the root needs a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
             parts = [_dump(o) for o in sendobj]
         _coll.choose(c, "scatter", 0)
         return _load(_coll.scatter_binomial(c, parts, root))
@@ -1416,7 +1419,7 @@ class Comm:
     def alltoall(self, sendobj: Sequence[Any]) -> List[Any]:
         c = _coll.Call(self, "alltoall")
         if sendobj is None or len(sendobj) != c.n:
-            raise ValueError(f"alltoall: expecting a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
+            raise _ValueError(f"alltoall: expecting a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
         parts = [_dump(o) for o in sendobj]
         algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
         return [_load(p) for p in _coll.alltoall(c, parts, algo)]
@@ -1747,7 +1750,7 @@ def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Opti
     if counts is None:
         counts = [s.count // n] * n
     if sum(counts) > s.count:
-        raise ValueError(f"Reduce_scatter: counts {list(counts)} add up to more than the {s.count} elements sent")
+        raise _ValueError(f"Reduce_scatter: counts {list(counts)} add up to more than the {s.count} elements sent")
     parts, off = [], 0
     for k in counts:
         parts.append(bytes(full[off * s.dt.size:(off + k) * s.dt.size]))

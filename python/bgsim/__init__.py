@@ -7,12 +7,15 @@ the simulated machine (``bgsim.run``, with ``bgsim.MPI`` standing in for
 experiment suite and plots.
 """
 
-from ._core import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError, __version__
+from ._core import __version__
+from . import errors
+from .errors import BgsimError, DeadlockError, MachineError, MappingError, RankError, WorkloadError
 from .api import Machine, TrafficResult, patterns, routings, run_traffic
-from .runtime import RankError, RunResult, collective_algorithms, compute, run, run_file
+from .runtime import RunResult, collective_algorithms, compute, run, run_file
 
 __all__ = [
     "BgsimError",
+    "errors",
     "DeadlockError",
     "MappingError",
     "RankError",

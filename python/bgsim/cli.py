@@ -9,7 +9,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from . import __version__
-from ._core import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError
+from .errors import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError
 
 
 def _triple(s: str) -> list:

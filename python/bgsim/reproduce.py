@@ -11,6 +11,7 @@ from typing import Dict, List, Optional
 
 from . import plots
 from .api import write_atomic
+from .errors import ModelError
 from .experiments import Context, get, names
 
 
@@ -20,7 +21,7 @@ def _finite(metrics: Dict[str, float], name: str) -> Dict[str, float]:
         if isinstance(v, bool):
             v = int(v)
         if not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"experiment {name}: metric {k} = {v!r} is not a finite number")
+            raise ModelError(f"experiment {name}: metric {k} = {v!r} is not a finite number")
         out[k] = v
     return out
 

@@ -29,19 +29,8 @@ import greenlet
 from . import _core
 from .api import Machine, _settings
 
-DeadlockError = _core.DeadlockError
-
-
-class RankError(_core.BgsimError):
-    """An exception escaped one rank's program; the run stopped.
-
-    ``rank`` is the failing rank, ``traceback`` its formatted traceback
-    (the original exception is chained as ``__cause__``)."""
-
-    def __init__(self, rank: int, tb: str):
-        super().__init__(f"rank {rank} raised an exception; the run stopped.\n{tb}")
-        self.rank = rank
-        self.traceback = tb
+from .errors import (DeadlockError, MachineError, MappingError, ProgramNotFoundError, RankError, StateError,
+                     UsageError, ArgumentTypeError)
 
 
 class _RankGreenlet(greenlet.greenlet):
@@ -81,7 +70,7 @@ def current() -> RankContext:
     g = greenlet.getcurrent()
     ctx = getattr(g, "ctx", None)
     if ctx is None:
-        raise RuntimeError("bgsim: MPI called outside a simulated rank (run the program with `bgsim run` or bgsim.run)")
+        raise StateError("bgsim: MPI called outside a simulated rank (run the program with `bgsim run` or bgsim.run)")
     return ctx
 
 
@@ -158,7 +147,7 @@ class Runtime:
     def run(self, main: Callable[[], Any]) -> None:
         global _current_runtime
         if _current_runtime is not None:
-            raise RuntimeError("bgsim: a simulated run is already in progress in this process")
+            raise StateError("bgsim: a simulated run is already in progress in this process")
         _current_runtime = self
         # Thousands of ranks' greenlets, frames and requests would make each
         # full pass of Python's cycle collector long, and the per-message
@@ -352,12 +341,12 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         machine = Machine(machine)
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
     if nranks is not None and (not isinstance(nranks, int) or nranks < 1):
-        raise ValueError(f"nranks = {nranks!r}: must be a positive integer")
+        raise UsageError(f"nranks = {nranks!r}: must be a positive integer")
     mapping = mapping or "XYZT"
     if _is_order(mapping):
         return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi)
     if not os.path.exists(mapping):
-        raise _core.MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
+        raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
     with open(mapping) as f:
         text = f.read()
     return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi)
@@ -383,7 +372,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     `coll` chooses collective algorithms, e.g. ``{"bcast": "torus_p2p"}``
     (the names of `bgsim.collective_algorithms()`; same as ``--coll``)."""
     if layer not in ("mpi", "msglayer"):
-        raise ValueError(f"layer = {layer!r}: allowed mpi, msglayer")
+        raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi")
     with _mpi4py_installed():
@@ -401,7 +390,7 @@ def coll_settings(coll: Optional[Any]) -> List[str]:
     for op, name in items:
         op, name = op.strip(), name.strip()
         if op not in known:
-            raise _core.MachineError(f"--coll {op}={name}: unknown operation `{op}` (allowed: {', '.join(known)})")
+            raise MachineError(f"--coll {op}={name}: unknown operation `{op}` (allowed: {', '.join(known)})")
         out.append(f'collectives.{op}="{name}"')
     return out
 
@@ -418,7 +407,7 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         with open(path, "rb") as f:
             source = f.read()
     except OSError as e:
-        raise FileNotFoundError(f"bgsim run: cannot read program `{path}`: {e.strerror}") from None
+        raise ProgramNotFoundError(f"bgsim run: cannot read program `{path}`: {e.strerror}") from None
     code = compile(source, path, "exec")
 
     def main() -> Any:
@@ -499,16 +488,16 @@ def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> 
     """Charges application compute to the calling rank's core: `seconds` of
     simulated time or `cycles` processor cycles."""
     if (seconds is None) == (cycles is None):
-        raise TypeError("bgsim.compute: give exactly one of seconds= or cycles=")
+        raise ArgumentTypeError("bgsim.compute: give exactly one of seconds= or cycles=")
     ctx = current()
     rt = ctx.runtime
     if seconds is not None:
         if seconds < 0:
-            raise ValueError(f"bgsim.compute: seconds = {seconds} must be >= 0")
+            raise UsageError(f"bgsim.compute: seconds = {seconds} must be >= 0")
         ticks = int(round(seconds * rt.ticks_per_second))
     else:
         if cycles < 0:
-            raise ValueError(f"bgsim.compute: cycles = {cycles} must be >= 0")
+            raise UsageError(f"bgsim.compute: cycles = {cycles} must be >= 0")
         ticks = int(round(cycles * rt.world.ticks_per_cycle))
     rt.charge_host_cpu(ctx)
     req = rt.world.compute(ctx.rank, ticks)

@@ -1,6 +1,10 @@
 //! Python binding of bgsim: conversions, GIL release and error mapping only.
 //! No model logic lives here.
 
+mod errors;
+
+use errors::to_py;
+
 use bgsim::machine::{self, MachineSource};
 use bgsim::machine::{Mapping, Protocol};
 use bgsim::mpi;
@@ -9,22 +13,16 @@ use bgsim::workload::{self, Pattern, TrafficSpec};
 use pyo3::buffer::PyBuffer;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 use std::collections::HashSet;
-use pyo3::create_exception;
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
 /// What `finish` returns: (source, tag, count, cancelled, truncated, data).
 type Finished<'py> = (i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>);
 
-create_exception!(_core, BgsimError, pyo3::exceptions::PyException, "Base class of bgsim errors.");
-create_exception!(_core, MachineError, PyValueError, "The machine description is invalid.");
-create_exception!(_core, WorkloadError, PyValueError, "The workload description is invalid.");
-create_exception!(_core, MappingError, PyValueError, "The rank mapping (name or mapfile) is invalid.");
-create_exception!(_core, DeadlockError, BgsimError, "No rank of an MPI program can ever go on.");
 
 fn load_machine(machine: &str, settings: Vec<String>) -> PyResult<machine::Machine> {
-    let src = MachineSource::from_arg(machine).map_err(|e| MachineError::new_err(e.to_string()))?;
-    machine::load(&src, &settings).map_err(|e| MachineError::new_err(e.to_string()))
+    let src = MachineSource::from_arg(machine).map_err(to_py)?;
+    machine::load(&src, &settings).map_err(to_py)
 }
 
 /// Validates a machine and returns it as TOML text plus derived values (JSON).
@@ -82,9 +80,9 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
         let msg = e.into_inner().to_string();
         let msg = msg.split(" at line ").next().unwrap_or(&msg).replace("expected u32", "expected a non-negative integer");
         if path.is_empty() || path == "." {
-            WorkloadError::new_err(format!("traffic spec: {msg}"))
+            errors::workload(format!("traffic spec: {msg}"))
         } else {
-            WorkloadError::new_err(format!("traffic `{path}`: {msg}"))
+            errors::workload(format!("traffic `{path}`: {msg}"))
         }
     })?;
     let mut interrupted = false;
@@ -110,8 +108,8 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
     if let Some(e) = callback_error {
         return Err(if interrupted { PyKeyboardInterrupt::new_err("bgsim run interrupted") } else { e });
     }
-    let r = result.map_err(WorkloadError::new_err)?;
-    serde_json::to_string(&r).map_err(|e| BgsimError::new_err(e.to_string()))
+    let r = result.map_err(to_py)?;
+    Ok(serde_json::to_string(&r).expect("a traffic result is plain data"))
 }
 
 /// Copies `data` into the start of `buf` (which holds at least as many bytes).
@@ -119,7 +117,7 @@ fn copy_into(py: Python<'_>, buf: &PyBuffer<u8>, data: &[u8]) -> PyResult<()> {
     if data.len() == buf.item_count() {
         return buf.copy_from_slice(py, data);
     }
-    let cells = buf.as_mut_slice(py).ok_or_else(|| PyValueError::new_err("receive buffer is not writable and contiguous"))?;
+    let cells = buf.as_mut_slice(py).ok_or_else(|| errors::usage("receive buffer is not writable and contiguous"))?;
     for (c, &b) in cells.iter().zip(data) {
         c.set(b);
     }
@@ -193,16 +191,8 @@ fn send_mode(m: u8) -> PyResult<SendMode> {
         2 => SendMode::Ready,
         3 => SendMode::Buffered,
         4 => SendMode::Direct,
-        _ => return Err(PyValueError::new_err(format!("send mode {m}: allowed 0..4"))),
+        _ => return Err(errors::usage(format!("send mode {m}: allowed 0..4"))),
     })
-}
-
-fn mpi_err(e: mpi::MpiError) -> PyErr {
-    match e {
-        mpi::MpiError::Mapping(m) => MappingError::new_err(m.to_string()),
-        mpi::MpiError::Rank(..) => PyValueError::new_err(e.to_string()),
-        mpi::MpiError::Blocked(_) => DeadlockError::new_err(e.to_string()),
-    }
 }
 
 #[pymethods]
@@ -216,19 +206,19 @@ impl World {
         let tasks = m.tasks_per_node();
         let (map, n) = match mapfile {
             Some((file, text)) => {
-                let map = Mapping::mapfile(&text, &file, &m.shape, tasks, nranks).map_err(|e| MappingError::new_err(e.to_string()))?;
+                let map = Mapping::mapfile(&text, &file, &m.shape, tasks, nranks).map_err(to_py)?;
                 let n = match &map {
                     Mapping::Slots(s) => s.len() as u32,
                     _ => unreachable!(),
                 };
                 (map, n)
             }
-            None => (Mapping::order(mapping).map_err(|e| MappingError::new_err(e.to_string()))?, nranks.unwrap_or(m.shape.nodes() * tasks)),
+            None => (Mapping::order(mapping).map_err(to_py)?, nranks.unwrap_or(m.shape.nodes() * tasks)),
         };
         if n == 0 {
-            return Err(PyValueError::new_err("the number of ranks must be at least 1"));
+            return Err(errors::usage("the number of ranks must be at least 1"));
         }
-        let w = mpi::World::new(&m, n, &map, seed, mpi).map_err(mpi_err)?;
+        let w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
         Ok(World { w, recv_bufs: Vec::new() })
     }
     #[getter]
@@ -299,7 +289,7 @@ impl World {
     #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None, length=None))]
     #[allow(clippy::too_many_arguments)]
     fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>, length: Option<u32>) -> PyResult<u32> {
-        let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(PyValueError::new_err)?;
+        let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(to_py)?;
         match length {
             Some(n) => self.w.isend_sized(rank, dest, ctx, tag, Vec::new(), n, send_mode(mode)?, force),
             None => {
@@ -307,7 +297,7 @@ impl World {
                 self.w.isend(rank, dest, ctx, tag, data, send_mode(mode)?, force)
             }
         }
-        .map_err(mpi_err)
+        .map_err(to_py)
     }
     /// The common case of the buffer API's `Isend`, in one call: a standard
     /// send of `data` by world rank `rank`, a member of `comm`, to rank
@@ -411,10 +401,10 @@ impl World {
     }
     #[pyo3(signature = (rank, src, ctx, tag, capacity, unaligned=false))]
     fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> PyResult<u32> {
-        self.w.irecv_into(rank, src, ctx, tag, capacity, unaligned).map_err(mpi_err)
+        self.w.irecv_into(rank, src, ctx, tag, capacity, unaligned).map_err(to_py)
     }
     fn probe(&mut self, rank: u32, src: i64, ctx: u32, tag: i32) -> PyResult<u32> {
-        self.w.probe(rank, src, ctx, tag).map_err(mpi_err)
+        self.w.probe(rank, src, ctx, tag).map_err(to_py)
     }
     /// Joins a hardware collective: `kind` is "barrier", "bcast", "reduce"
     /// or "allreduce" (tree network); `key` names the operation (the same on
@@ -426,9 +416,9 @@ impl World {
             "bcast" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Bcast { root }, bytes: nbytes, two_pass },
             "reduce" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Reduce { root }, bytes: nbytes, two_pass },
             "allreduce" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Allreduce, bytes: nbytes, two_pass },
-            _ => return Err(PyValueError::new_err(format!("hardware collective `{kind}`: allowed barrier, bcast, reduce, allreduce"))),
+            _ => return Err(errors::usage(format!("hardware collective `{kind}`: allowed barrier, bcast, reduce, allreduce"))),
         };
-        self.w.hw_collective(rank, key, expected, what).map_err(PyValueError::new_err)
+        self.w.hw_collective(rank, key, expected, what).map_err(to_py)
     }
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0).
     fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> u32 {
@@ -481,15 +471,7 @@ impl World {
     /// Advances until some blocked ranks may go on; returns them. Raises
     /// DeadlockError (args: message, [(rank, [what it waits for])]).
     fn run(&mut self) -> PyResult<Vec<u32>> {
-        match self.w.run() {
-            Ok(v) => Ok(v),
-            Err(mpi::MpiError::Blocked(b)) => {
-                let msg = mpi::MpiError::Blocked(b.clone()).to_string();
-                let list: Vec<(u32, Vec<String>)> = b.into_iter().map(|r| (r.rank, r.waiting_for)).collect();
-                Err(DeadlockError::new_err((msg, list)))
-            }
-            Err(e) => Err(mpi_err(e)),
-        }
+        self.w.run().map_err(to_py)
     }
     fn drain(&mut self) -> u64 {
         self.w.drain()
@@ -542,11 +524,6 @@ impl World {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("BgsimError", m.py().get_type_bound::<BgsimError>())?;
-    m.add("MachineError", m.py().get_type_bound::<MachineError>())?;
-    m.add("WorkloadError", m.py().get_type_bound::<WorkloadError>())?;
-    m.add("MappingError", m.py().get_type_bound::<MappingError>())?;
-    m.add("DeadlockError", m.py().get_type_bound::<DeadlockError>())?;
     m.add_class::<World>()?;
     m.add_class::<Members>()?;
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;

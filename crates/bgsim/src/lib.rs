@@ -20,11 +20,29 @@ pub mod report;
 pub mod torus;
 pub mod workload;
 
-/// Errors of a run (machine description or workload).
+/// Every error bgsim's core returns, one variant per layer; the Python
+/// binding maps this type to Python exceptions in one place.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The machine description (preset, TOML, settings).
     #[error(transparent)]
     Machine(#[from] machine::MachineError),
-    #[error("{0}")]
-    Workload(String),
+    /// A partition shape or mesh.
+    #[error(transparent)]
+    Shape(#[from] machine::ShapeError),
+    /// A name that is not one of an algorithm's stable names.
+    #[error(transparent)]
+    Name(#[from] machine::UnknownName),
+    /// The rank mapping (order name or mapfile).
+    #[error(transparent)]
+    Mapping(#[from] machine::MappingError),
+    /// A broken torus invariant.
+    #[error(transparent)]
+    Torus(#[from] torus::TorusError),
+    /// An MPI program's run (ranks, collectives, deadlock).
+    #[error(transparent)]
+    Mpi(#[from] mpi::MpiError),
+    /// A traffic run's spec or its fit to the machine.
+    #[error(transparent)]
+    Workload(#[from] workload::WorkloadError),
 }

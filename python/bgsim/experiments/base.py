@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from ..errors import UnknownExperimentError
+
 SCALES = ("quick", "paper")
 
 
@@ -89,4 +91,4 @@ def get(name: str) -> Experiment:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown experiment {name!r}; `bgsim reproduce --list` lists them: {', '.join(REGISTRY)}") from None
+        raise UnknownExperimentError(f"unknown experiment {name!r}; `bgsim reproduce --list` lists them: {', '.join(REGISTRY)}") from None

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import MPI
 from ..api import Machine
+from ..errors import WorkloadError
 from ..runtime import run
 from .base import Context, Outcome, register
 from .base import size_label as _label
@@ -83,7 +84,7 @@ def _node_at_hops(h: int, dims: Sequence[int]) -> List[int]:
         c.append(step)
         h -= step
     if h:
-        raise ValueError("too many hops for this torus")
+        raise WorkloadError("too many hops for this torus")
     return c
 
 

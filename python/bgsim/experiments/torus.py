@@ -7,6 +7,7 @@ import statistics
 from typing import Dict, List, Sequence
 
 from ..api import Machine, TrafficResult, coords, run_traffic
+from ..errors import ModelError
 from .base import Context, Outcome, register
 from .base import size_label as _size_label
 
@@ -79,7 +80,7 @@ def alltoall(ctx: Context) -> Outcome:
             ctx.log(f"{shape} P={p}")
             r = _run(ctx, "alltoall", shape, message_bytes=p, routing="dynamic")
             if not r.completed:
-                raise RuntimeError(f"torus-alltoall {shape} P={p} did not complete")
+                raise ModelError(f"torus-alltoall {shape} P={p} did not complete")
             out.metrics[f"pct_peak_{shape}_{p}B"] = round(r.pct_peak, 2)
             ys.append(r.pct_peak)
         out.add_series(f"pct_peak_{shape}", ps, ys, "payload bytes per pair", "% of peak", group="pct_peak")
@@ -118,7 +119,7 @@ def _broadcast(ctx: Context, out: Outcome, pattern: str, shape: str, m: int) -> 
     ctx.log(f"{_size_label(m)}")
     r = _run(ctx, pattern, shape, message_bytes=m)
     if not r.completed:
-        raise RuntimeError(f"{pattern} of {_size_label(m)} on {shape} did not complete")
+        raise ModelError(f"{pattern} of {_size_label(m)} on {shape} did not complete")
     out.metrics["pct_peak"] = round(r.pct_peak, 2)
     out.metrics["payload_MBps"] = round(m / r.span_us, 2)
     out.add_series("throughput", [i * r.window_ncycles for i in range(len(r.window_packets))],

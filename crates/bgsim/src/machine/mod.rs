@@ -12,7 +12,7 @@ mod spec;
 
 pub use mapping::{Mapping, MappingError, Slot};
 
-pub use shape::{NodeMode, Shape};
+pub use shape::{NodeMode, Shape, ShapeError, UnknownName};
 pub use spec::*;
 
 use thiserror::Error;

@@ -3,6 +3,39 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use thiserror::Error;
+
+/// A partition shape or mesh that cannot be parsed.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ShapeError {
+    #[error("`{0}` is not a shape: expected XxYxZ with three positive integers, e.g. 8x8x8")]
+    NotAShape(String),
+    #[error("`{shape}`: `{part}` is not a positive integer (expected XxYxZ, e.g. 8x8x8)")]
+    NotAnInteger { shape: String, part: String },
+    #[error("`{shape}`: dimension {dim} is {value}; every dimension must be at least 1")]
+    TooSmall { shape: String, dim: char, value: i64 },
+    #[error("`{shape}`: dimension {dim} is {value}; at most 256 nodes per dimension are supported")]
+    TooLarge { shape: String, dim: char, value: i64 },
+    #[error("mesh dimensions `{mesh}`: `{letter}` is not one of x, y, z")]
+    MeshLetter { mesh: String, letter: char },
+    #[error("`{shape}` has {nodes} nodes; at most 4,194,304 are supported")]
+    TooManyNodes { shape: String, nodes: u64 },
+}
+
+/// A name that is not one of an enum's stable names.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[error("`{value}` is not a {what} (allowed: {allowed})")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub value: String,
+    pub allowed: String,
+}
+
+impl UnknownName {
+    pub fn new<'a>(what: &'static str, value: &str, allowed: impl IntoIterator<Item = &'a str>) -> Self {
+        UnknownName { what, value: value.to_string(), allowed: allowed.into_iter().collect::<Vec<_>>().join(", ") }
+    }
+}
 
 /// A partition shape X x Y x Z, each dimension a torus (with wrap-around
 /// links) or a mesh.
@@ -23,19 +56,19 @@ impl Shape {
         self.dims[0] * self.dims[1] * self.dims[2]
     }
     /// Parses `XxYxZ` (e.g. `8x8x8`); every dimension a positive integer.
-    pub fn parse(s: &str, mesh: &str) -> Result<Self, String> {
+    pub fn parse(s: &str, mesh: &str) -> Result<Self, ShapeError> {
         let parts: Vec<&str> = s.trim().split(['x', 'X']).collect();
         if parts.len() != 3 {
-            return Err(format!("`{s}` is not a shape: expected XxYxZ with three positive integers, e.g. 8x8x8"));
+            return Err(ShapeError::NotAShape(s.to_string()));
         }
         let mut dims = [0u32; 3];
         for (i, p) in parts.iter().enumerate() {
-            let v: i64 = p.trim().parse().map_err(|_| format!("`{s}`: `{p}` is not a positive integer (expected XxYxZ, e.g. 8x8x8)"))?;
+            let v: i64 = p.trim().parse().map_err(|_| ShapeError::NotAnInteger { shape: s.to_string(), part: p.to_string() })?;
             if v < 1 {
-                return Err(format!("`{s}`: dimension {} is {v}; every dimension must be at least 1", ["X", "Y", "Z"][i]));
+                return Err(ShapeError::TooSmall { shape: s.to_string(), dim: ['X', 'Y', 'Z'][i], value: v });
             }
             if v > 256 {
-                return Err(format!("`{s}`: dimension {} is {v}; at most 256 nodes per dimension are supported", ["X", "Y", "Z"][i]));
+                return Err(ShapeError::TooLarge { shape: s.to_string(), dim: ['X', 'Y', 'Z'][i], value: v });
             }
             dims[i] = v as u32;
         }
@@ -46,12 +79,12 @@ impl Shape {
                 'y' => torus[1] = false,
                 'z' => torus[2] = false,
                 ',' | ' ' => {}
-                other => return Err(format!("mesh dimensions `{mesh}`: `{other}` is not one of x, y, z")),
+                other => return Err(ShapeError::MeshLetter { mesh: mesh.to_string(), letter: other }),
             }
         }
         let n = dims.iter().map(|&d| d as u64).product::<u64>();
         if n > (1 << 22) {
-            return Err(format!("`{s}` has {n} nodes; at most 4,194,304 are supported"));
+            return Err(ShapeError::TooManyNodes { shape: s.to_string(), nodes: n });
         }
         Ok(Shape { dims, torus })
     }
@@ -117,12 +150,12 @@ impl NodeMode {
 }
 
 impl FromStr for NodeMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         NodeMode::ALL
             .iter()
             .copied()
             .find(|m| m.name() == s.trim().to_ascii_lowercase())
-            .ok_or_else(|| format!("`{s}` is not a node mode (allowed: coprocessor, vn, heater, smp, dual)"))
+            .ok_or_else(|| UnknownName::new("node mode", s, NodeMode::ALL.iter().map(|m| m.name())))
     }
 }

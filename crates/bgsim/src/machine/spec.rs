@@ -145,13 +145,13 @@ impl Protocol {
 }
 
 impl std::str::FromStr for Protocol {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = super::UnknownName;
+    fn from_str(s: &str) -> Result<Self, super::UnknownName> {
         Protocol::ALL
             .iter()
             .copied()
             .find(|p| p.name() == s.trim())
-            .ok_or_else(|| format!("unknown protocol `{s}` (allowed: one_packet, eager, adaptive_eager, rendezvous)"))
+            .ok_or_else(|| super::UnknownName::new("protocol", s, Protocol::ALL.iter().map(|p| p.name())))
     }
 }
 
@@ -401,11 +401,14 @@ impl Machine {
             check(names.contains(&v), src, &format!("collectives.{op}"), format!("{v:?}"), &format!("one of {}", names.join(", ")))?;
         }
         let p = &spec.partition;
-        let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| MachineError::Invalid {
-            source_name: src.into(),
-            key: if e.starts_with("mesh") { "partition.mesh".into() } else { "partition.shape".into() },
-            value: if e.starts_with("mesh") { format!("{:?}", p.mesh) } else { format!("{:?}", p.shape) },
-            allowed: e,
+        let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| {
+            let mesh = matches!(e, super::ShapeError::MeshLetter { .. });
+            MachineError::Invalid {
+                source_name: src.into(),
+                key: if mesh { "partition.mesh".into() } else { "partition.shape".into() },
+                value: if mesh { format!("{:?}", p.mesh) } else { format!("{:?}", p.shape) },
+                allowed: e.to_string(),
+            }
         })?;
         check(n.modes.contains(&p.mode), src, "partition.mode", p.mode.name(),
             &format!("one of this machine's modes: {}", n.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")))?;

@@ -30,6 +30,9 @@ pub enum MpiError {
     Mapping(#[from] crate::machine::MappingError),
     #[error("rank {0} is out of range (the world has {1} ranks)")]
     Rank(i64, u32),
+    /// The ranks of one hardware collective called it differently.
+    #[error("collective arguments differ between ranks: rank {rank} calls {what:?} with {expected} participants, rank {other} called {other_what:?} with {other_expected}")]
+    CollectiveMismatch { rank: u32, what: HwOp, expected: u32, other: u32, other_what: HwOp, other_expected: u32 },
     /// No rank can make progress.
     #[error("{}", blocked_message(.0))]
     Blocked(Vec<BlockedRank>),
@@ -277,13 +280,13 @@ impl World {
     /// Joins hardware collective `key` (the same for every participant) with
     /// `expected` participants; the returned request completes when this
     /// rank is done. Every participant must pass the same `what`.
-    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, String> {
+    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, MpiError> {
         let now = self.rank_time(rank);
         let req = self.stack.ml.pending_req(rank);
         let j = self.joining.entry(key).or_insert_with(|| Joining { ranks: Vec::new(), expected, what });
         if j.what != what || j.expected != expected {
-            return Err(format!("collective arguments differ between ranks: rank {rank} calls {what:?} with {expected} participants, rank {} called {:?} with {}",
-                j.ranks.first().map(|r| r.0).unwrap_or(0), j.what, j.expected));
+            let (other, other_what, other_expected) = (j.ranks.first().map(|r| r.0).unwrap_or(0), j.what, j.expected);
+            return Err(MpiError::CollectiveMismatch { rank, what, expected, other, other_what, other_expected });
         }
         j.ranks.push((rank, req, now));
         if j.ranks.len() as u32 == j.expected {

@@ -10,7 +10,7 @@ impl Torus {
     /// downstream VC holds plus what is in flight adds up to the VC size, and
     /// that no VC holds more than its size. Only exact when no packet or
     /// token is in flight (e.g. after the network drained).
-    pub fn check_tokens_quiescent(&self) -> Result<(), String> {
+    pub fn check_tokens_quiescent(&self) -> Result<(), TorusError> {
         for n in 0..self.routers.len() as u32 {
             for d in 0..NDIR {
                 if !self.geo.has_link(n, d) {
@@ -21,7 +21,7 @@ impl Torus {
                     let t = self.routers[n as usize].tokens(d, v);
                     let used = self.routers[nb as usize].recv[d].vc[v].used;
                     if t + used != self.p.vc_tokens {
-                        return Err(format!("node {n} dir {} vc {v}: tokens {t} + used downstream {used} != {}", DIR_NAMES[d], self.p.vc_tokens));
+                        return Err(TorusError::Tokens { node: n, dir: DIR_NAMES[d], vc: v, tokens: t, used, size: self.p.vc_tokens });
                     }
                 }
             }

@@ -71,6 +71,15 @@ pub mod ev {
     pub const TORUS_MAX: u8 = 16;
 }
 
+/// A broken invariant of the torus (a model error, never an input error).
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum TorusError {
+    /// A sender's tokens and what its downstream VC holds do not add up to
+    /// the VC's size once nothing is in flight.
+    #[error("node {node} dir {dir} vc {vc}: tokens {tokens} + used downstream {used} != {size}")]
+    Tokens { node: u32, dir: &'static str, vc: usize, tokens: u16, used: u16, size: u16 },
+}
+
 /// What the torus tells the node layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Notice {

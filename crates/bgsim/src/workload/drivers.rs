@@ -1,7 +1,7 @@
 //! Built-in traffic drivers: software on the simulated cores that uses the
 //! packet layer to produce each pattern.
 
-use super::spec::{Pattern, TrafficSpec};
+use super::spec::{Pattern, TrafficSpec, WorkloadError};
 use crate::engine::{EventQueue, Draws, Rng, Tick};
 use crate::packet::{Net, Routing, Software};
 use crate::torus::{dim_of, Geometry, Packet};
@@ -63,7 +63,7 @@ struct PingPong {
 }
 
 impl Driver {
-    pub fn new(spec: &TrafficSpec, net: &Net) -> Result<Self, String> {
+    pub fn new(spec: &TrafficSpec, net: &Net) -> Result<Self, WorkloadError> {
         let geo = net.torus.geo.clone();
         let n = geo.nodes();
         let m = &net.machine;
@@ -87,17 +87,20 @@ impl Driver {
         };
         let max_payload = m.max_payload_bytes();
         let npk = spec.message_bytes.div_ceil(max_payload);
+        let unfit = |reason: String| Err(WorkloadError::Unfit { pattern: spec.pattern.name(), reason });
         match spec.pattern {
             Pattern::Pingpong => {
-                let b = node_at_hops(&geo, spec.hops).ok_or_else(|| {
-                    format!("traffic `hops` = {}: the partition {} has no node that far from node 0", spec.hops, net.machine.shape)
+                let b = node_at_hops(&geo, spec.hops).ok_or_else(|| WorkloadError::Invalid {
+                    key: "hops",
+                    value: spec.hops.to_string(),
+                    allowed: format!("the partition {} has no node that far from node 0", net.machine.shape),
                 })?;
                 d.pp = PingPong { a: 0, b, npk, ..Default::default() };
                 d.progress.expected_reads = npk as u64 * 2 * spec.iters as u64;
             }
             Pattern::Uniform | Pattern::HotRegion | Pattern::AlltoallStream => {
                 if n < 2 {
-                    return Err("traffic needs at least 2 nodes".into());
+                    return unfit("needs at least 2 nodes".into());
                 }
                 if spec.pattern == Pattern::HotRegion {
                     d.set_region(spec)?;
@@ -111,12 +114,12 @@ impl Driver {
                 let outside = n as u64 - d.hot.len() as u64;
                 d.progress.expected_reads = outside * d.hot.len() as u64 * spec.packets as u64;
                 if d.progress.expected_reads == 0 {
-                    return Err("hot_spot: the region covers the whole partition".into());
+                    return unfit("the region covers the whole partition".into());
                 }
             }
             Pattern::Alltoall => {
                 if n < 2 {
-                    return Err("alltoall needs at least 2 nodes".into());
+                    return unfit("needs at least 2 nodes".into());
                 }
                 d.set_starts(spec.random_start);
                 let per_pair = spec.message_bytes.div_ceil(max_payload);
@@ -125,7 +128,7 @@ impl Driver {
             }
             Pattern::LineFill => {
                 if geo.dims[0] < 2 {
-                    return Err(format!("line_fill needs an X dimension of at least 2 (shape {})", net.machine.shape));
+                    return unfit(format!("needs an X dimension of at least 2 (shape {})", net.machine.shape));
                 }
                 d.per_node_expected = npk;
                 d.progress.expected_reads = npk as u64 * (geo.dims[0] as u64 - 1);
@@ -135,7 +138,7 @@ impl Driver {
             }
             Pattern::PlaneFill => {
                 if geo.dims[0] < 2 || geo.dims[1] < 2 || !geo.torus[0] || !geo.torus[1] {
-                    return Err(format!("plane_fill needs X and Y torus dimensions of at least 2 (shape {})", net.machine.shape));
+                    return unfit(format!("needs X and Y torus dimensions of at least 2 (shape {})", net.machine.shape));
                 }
                 d.per_node_expected = npk;
                 d.progress.expected_reads = npk as u64 * (geo.dims[0] as u64 * geo.dims[1] as u64 - 1);
@@ -152,7 +155,7 @@ impl Driver {
                     }
                 }
                 if total == 0 {
-                    return Err("nearest_neighbor: the partition has no links".into());
+                    return unfit("the partition has no links".into());
                 }
                 d.progress.expected_reads = total;
             }
@@ -183,14 +186,11 @@ impl Driver {
         Some(item)
     }
 
-    fn set_region(&mut self, spec: &TrafficSpec) -> Result<(), String> {
+    fn set_region(&mut self, spec: &TrafficSpec) -> Result<(), WorkloadError> {
         let g = &self.geo;
         for k in 0..3 {
             if spec.region_size[k] == 0 || spec.region_size[k] > g.dims[k] || spec.region_lo[k] >= g.dims[k] {
-                return Err(format!(
-                    "traffic region: size {:?} at {:?} does not fit the partition {}x{}x{} (every size at least 1)",
-                    spec.region_size, spec.region_lo, g.dims[0], g.dims[1], g.dims[2]
-                ));
+                return Err(WorkloadError::Region { size: spec.region_size, lo: spec.region_lo, dims: g.dims });
             }
         }
         self.in_hot = vec![false; g.nodes() as usize];

@@ -8,7 +8,7 @@ pub mod spec;
 
 pub use drivers::{node_at_hops, Driver, PLANE_COLOURS};
 pub use crate::torus::Routing;
-pub use spec::{Pattern, TrafficSpec};
+pub use spec::{Pattern, TrafficSpec, WorkloadError};
 
 use crate::engine::{run_until, EngineStats, Event, EventQueue, Model, Tick};
 use crate::machine::Machine;
@@ -36,7 +36,7 @@ impl Model for Sim {
 }
 
 /// Builds the simulation of `spec` on `machine`.
-pub fn build(machine: &Machine, spec: &TrafficSpec) -> Result<Sim, String> {
+pub fn build(machine: &Machine, spec: &TrafficSpec) -> Result<Sim, WorkloadError> {
     spec.validate()?;
     spec.validate_for(machine)?;
     let net = Net::new(machine, spec.seed);
@@ -165,7 +165,7 @@ pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f6
 /// fraction of the run done (of simulated time for timed patterns, of packets
 /// read for finite ones).
 /// Returning false from `progress` stops the run with an error.
-pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrafficResult, String> {
+pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrafficResult, WorkloadError> {
     let wall = Instant::now();
     let mut sim = build(machine, spec)?;
     let tb = machine.tick_byte;
@@ -227,7 +227,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
                 sim.driver.progress.reads as f64 / sim.driver.progress.expected_reads.max(1) as f64
             };
             if !progress(f.min(1.0)) {
-                return Err("interrupted".into());
+                return Err(WorkloadError::Interrupted);
             }
         }
     }

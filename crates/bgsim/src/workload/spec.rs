@@ -3,6 +3,24 @@
 
 use crate::machine::Machine;
 use crate::torus::Routing;
+use thiserror::Error;
+
+/// A traffic run that cannot be run as asked.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum WorkloadError {
+    /// A spec value out of its range.
+    #[error("traffic `{key}` = {value}: {allowed}")]
+    Invalid { key: &'static str, value: String, allowed: String },
+    /// The pattern cannot run on this partition.
+    #[error("{pattern}: {reason}")]
+    Unfit { pattern: &'static str, reason: String },
+    /// The box region does not fit the partition.
+    #[error("traffic region: size {size:?} at {lo:?} does not fit the partition {}x{}x{} (every size at least 1)", dims[0], dims[1], dims[2])]
+    Region { size: [u32; 3], lo: [u32; 3], dims: [u32; 3] },
+    /// The caller's progress callback asked the run to stop.
+    #[error("interrupted")]
+    Interrupted,
+}
 use serde::{Deserialize, Serialize};
 
 /// Built-in traffic patterns of the packet layer.
@@ -182,8 +200,8 @@ impl TrafficSpec {
     }
 
     /// Checks values that do not depend on the machine.
-    pub fn validate(&self) -> Result<(), String> {
-        let bad = |k: &str, v: String, allowed: &str| Err(format!("traffic `{k}` = {v}: {allowed}"));
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        let bad = |key: &'static str, value: String, allowed: &str| Err(WorkloadError::Invalid { key, value, allowed: allowed.to_string() });
         if !(self.load > 0.0 && self.load <= 4.0) {
             return bad("load", self.load.to_string(), "a fraction of peak in (0, 4]");
         }
@@ -212,15 +230,19 @@ impl TrafficSpec {
     }
 
     /// Checks the values that depend on the machine.
-    pub fn validate_for(&self, m: &Machine) -> Result<(), String> {
+    pub fn validate_for(&self, m: &Machine) -> Result<(), WorkloadError> {
         let max = m.max_payload_bytes();
         match self.payload_bytes {
-            Some(p) if p == 0 || p > max => Err(format!(
-                "traffic `payload_bytes` = {p}: 1 to {max} on this machine (torus.max_packet_chunks = {} chunks of {} bytes, less {} header bytes)",
-                m.torus().max_packet_chunks,
-                m.torus().chunk_bytes,
-                m.max_packet_bytes() - max
-            )),
+            Some(p) if p == 0 || p > max => Err(WorkloadError::Invalid {
+                key: "payload_bytes",
+                value: p.to_string(),
+                allowed: format!(
+                    "1 to {max} on this machine (torus.max_packet_chunks = {} chunks of {} bytes, less {} header bytes)",
+                    m.torus().max_packet_chunks,
+                    m.torus().chunk_bytes,
+                    m.max_packet_bytes() - max
+                ),
+            }),
             _ => Ok(()),
         }
     }

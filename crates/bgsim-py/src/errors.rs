@@ -1,0 +1,40 @@
+//! The one place where the core's errors become Python exceptions. The
+//! classes live in `bgsim.errors` (each derives from `bgsim.BgsimError` and
+//! from the standard class a user expects); they are imported on first use.
+
+use bgsim::Error;
+use pyo3::prelude::*;
+
+pyo3::import_exception!(bgsim.errors, MachineError);
+pyo3::import_exception!(bgsim.errors, WorkloadError);
+pyo3::import_exception!(bgsim.errors, MappingError);
+pyo3::import_exception!(bgsim.errors, UsageError);
+pyo3::import_exception!(bgsim.errors, ModelError);
+pyo3::import_exception!(bgsim.errors, DeadlockError);
+
+/// The Python exception for a core error.
+pub fn to_py(e: impl Into<Error>) -> PyErr {
+    let e = e.into();
+    let msg = e.to_string();
+    match e {
+        Error::Machine(_) | Error::Shape(_) => MachineError::new_err(msg),
+        Error::Mapping(_) | Error::Mpi(bgsim::mpi::MpiError::Mapping(_)) => MappingError::new_err(msg),
+        Error::Mpi(bgsim::mpi::MpiError::Blocked(b)) => {
+            let list: Vec<(u32, Vec<String>)> = b.into_iter().map(|r| (r.rank, r.waiting_for)).collect();
+            DeadlockError::new_err((msg, list))
+        }
+        Error::Mpi(_) | Error::Name(_) => UsageError::new_err(msg),
+        Error::Workload(_) => WorkloadError::new_err(msg),
+        Error::Torus(_) => ModelError::new_err(msg),
+    }
+}
+
+/// A bad argument the binding itself finds (outside the core's types).
+pub fn usage(msg: impl Into<String>) -> PyErr {
+    UsageError::new_err(msg.into())
+}
+
+/// A traffic spec the binding cannot read.
+pub fn workload(msg: impl Into<String>) -> PyErr {
+    WorkloadError::new_err(msg.into())
+}

@@ -1,0 +1,80 @@
+"""Every exception bgsim raises derives from bgsim.BgsimError and keeps the
+standard class a user expects; the core's errors arrive as these classes."""
+
+import ast
+import os
+
+import pytest
+
+import bgsim
+from bgsim import MPI, errors
+from bgsim.experiments import get
+
+PKG = os.path.dirname(os.path.abspath(bgsim.__file__))
+
+
+def raises(cls, std, fn, *a, **kw):
+    with pytest.raises(cls) as e:
+        fn(*a, **kw)
+    assert isinstance(e.value, bgsim.BgsimError), type(e.value).__mro__
+    assert isinstance(e.value, std), type(e.value).__mro__
+    return e.value
+
+
+def test_core_errors_map_to_their_classes():
+    e = raises(bgsim.MachineError, ValueError, bgsim.Machine, "bgl", ["torus.dynamic_vcs=9"])
+    assert "torus.dynamic_vcs" in str(e)
+    raises(bgsim.MachineError, ValueError, bgsim.Machine, "bgl", ['partition.shape="4x4"'])
+    raises(bgsim.MachineError, ValueError, bgsim.Machine, "bgp7")
+    e = raises(bgsim.WorkloadError, ValueError, bgsim.run_traffic, "uniform", shape="2x2x2", load=-1.0)
+    assert "load" in str(e)
+    e = raises(bgsim.WorkloadError, ValueError, bgsim.run_traffic, "hot_spot", shape="2x2x2",
+               region_lo=[0, 0, 0], region_size=[3, 1, 1])
+    assert "region" in str(e)
+    raises(bgsim.WorkloadError, ValueError, bgsim.run_traffic, "uniform", shape="2x2x2", lod=0.5)
+    raises(bgsim.MappingError, ValueError, bgsim.run, lambda: None, shape="2x1x1", mapping="XYQT")
+
+
+def test_python_side_errors_keep_their_standard_class():
+    raises(errors.UsageError, ValueError, bgsim.run, lambda: None, shape="2x1x1", nranks=0)
+    raises(errors.StateError, RuntimeError, lambda: MPI.COMM_WORLD.Get_rank())
+    raises(errors.ProgramNotFoundError, FileNotFoundError, bgsim.run_file, "no/such/program.py", shape="2x1x1")
+    raises(errors.UnknownExperimentError, KeyError, get, "no-such-experiment")
+
+    def bad_compute():
+        bgsim.compute(seconds=-1.0)
+    e = raises(bgsim.RankError, bgsim.BgsimError, bgsim.run, bad_compute, shape="2x1x1")
+    assert isinstance(e.__cause__, errors.UsageError) and isinstance(e.__cause__, ValueError)
+
+
+def test_deadlock_and_mpi_errors():
+    def stuck():
+        MPI.COMM_WORLD.recv(source=MPI.ANY_SOURCE)
+    e = raises(bgsim.DeadlockError, bgsim.BgsimError, bgsim.run, stuck, shape="2x1x1")
+    assert "rank 0" in str(e) and "rank 1" in str(e)
+
+    def bad_rank():
+        MPI.COMM_WORLD.send(1, dest=5)
+    e = raises(bgsim.RankError, bgsim.BgsimError, bgsim.run, bad_rank, shape="2x1x1")
+    assert isinstance(e.__cause__, MPI.Exception)
+    assert isinstance(e.__cause__, bgsim.BgsimError) and isinstance(e.__cause__, RuntimeError)
+
+
+def test_the_package_raises_no_bare_standard_exception():
+    """A `raise ValueError(...)` (or TypeError, RuntimeError, KeyError, ...) in
+    the package would escape `except bgsim.BgsimError`."""
+    bare = {"ValueError", "TypeError", "RuntimeError", "KeyError", "FileNotFoundError", "Exception", "OSError"}
+    found = []
+    for root, _, files in os.walk(PKG):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(root, f)
+            for node in ast.walk(ast.parse(open(path).read(), path)):
+                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                    fn = node.exc.func
+                    name = fn.id if isinstance(fn, ast.Name) else None
+                    # In the MPI module, `Exception` is MPI.Exception.
+                    if name in bare and not (f == "MPI.py" and name == "Exception"):
+                        found.append(f"{os.path.relpath(path, PKG)}:{node.lineno} raise {name}")
+    assert not found, found
