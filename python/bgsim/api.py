@@ -161,6 +161,15 @@ def patterns() -> list:
     return list(_core.patterns())
 
 
+def pattern_options() -> tuple:
+    """The traffic patterns as the core declares them: ({name: {"description",
+    "timed", "options": {option: default}}}, {common option: default})."""
+    patterns, common = _core.pattern_options()
+    table = {name: {"description": desc, "timed": timed, "options": json.loads(opts)}
+             for name, desc, timed, opts in patterns}
+    return table, json.loads(common)
+
+
 def routings() -> dict:
     """The routing algorithms: name -> one-line description."""
     return dict(_core.routings())

@@ -53,27 +53,36 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "--warmup + --measure network cycles; the others send a fixed set of packets "
                                    "and run until every one is delivered. An option the pattern does not read "
                                    "is an error.")
-    from .api import patterns, routings
-    t.add_argument("--pattern", required=True, choices=patterns(), help="traffic pattern")
+    from .api import pattern_options, routings
+    table, _ = pattern_options()
+    t.add_argument("--pattern", required=True, choices=list(table), metavar="PATTERN",
+                   help="; ".join(f"{p}: {d['description']}" + (" (timed)" if d["timed"] else "")
+                                  for p, d in table.items()))
     _machine_args(t)
     t.add_argument("--routing", choices=list(routings()), default="dynamic",
                    help="; ".join(f"{k}: {v}" for k, v in routings().items()) + " (default dynamic)")
-    t.add_argument("--load", type=float, help="offered load, fraction of peak (uniform, hot_region; default 0.5)")
-    t.add_argument("--packets", type=_count, help="packets per source and destination (hot_spot, nearest_neighbor)")
-    t.add_argument("--message-bytes", type=_count, help="message bytes (pingpong, alltoall per pair, line/plane fill)")
-    t.add_argument("--payload-bytes", type=_count, help="payload bytes per packet (default: full packets, 240 bytes on bgl)")
-    t.add_argument("--variable-size", action="store_true", help="packet sizes uniformly 1..8 chunks")
-    t.add_argument("--hops", type=_count, help="ping-pong distance in hops")
-    t.add_argument("--iters", type=_count, help="ping-pong round trips")
-    t.add_argument("--region-lo", type=_triple, metavar="X,Y,Z", help="hot region low corner")
-    t.add_argument("--region-size", type=_triple, metavar="X,Y,Z", help="hot region size")
-    t.add_argument("--hot-fraction", type=float, help="share of packets to the hot region (hot_region)")
-    t.add_argument("--warmup", type=int, dest="warmup_ncycles", help="warm-up, network cycles (timed patterns)")
-    t.add_argument("--measure", type=_count, dest="measure_ncycles", help="measured span, network cycles (timed patterns)")
-    t.add_argument("--window", type=_count, dest="window_ncycles", help="throughput window, network cycles")
-    t.add_argument("--drain", action="store_true", help="after generation, run until the network is empty (timed patterns)")
+    t.add_argument("--load", type=float, help="offered load, fraction of peak " + _applies_to("load"))
+    t.add_argument("--packets", type=_count, help="packets per source and destination " + _applies_to("packets"))
+    t.add_argument("--message-bytes", type=_count,
+                   help="message bytes (per pair for alltoall, in all for the fills) " + _applies_to("message_bytes"))
+    t.add_argument("--payload-bytes", type=_count,
+                   help="payload bytes per packet, default full packets (240 bytes on bgl) " + _applies_to("payload_bytes"))
+    t.add_argument("--variable-size", action="store_true",
+                   help="packet sizes uniformly 1..8 chunks " + _applies_to("variable_size"))
+    t.add_argument("--hops", type=_count, help="ping-pong distance in hops " + _applies_to("hops"))
+    t.add_argument("--iters", type=_count, help="ping-pong round trips " + _applies_to("iters"))
+    t.add_argument("--region-lo", type=_triple, metavar="X,Y,Z", help="region low corner " + _applies_to("region_lo"))
+    t.add_argument("--region-size", type=_triple, metavar="X,Y,Z", help="region size " + _applies_to("region_size"))
+    t.add_argument("--hot-fraction", type=float, help="share of packets to the region " + _applies_to("hot_fraction"))
+    t.add_argument("--warmup", type=int, dest="warmup_ncycles",
+                   help="warm-up, network cycles " + _applies_to("warmup_ncycles"))
+    t.add_argument("--measure", type=_count, dest="measure_ncycles",
+                   help="measured span, network cycles " + _applies_to("measure_ncycles"))
+    t.add_argument("--window", type=_count, dest="window_ncycles", help="throughput window, network cycles (default 10000)")
+    t.add_argument("--drain", action="store_true",
+                   help="after generation, run until the network is empty " + _applies_to("drain"))
     t.add_argument("--random-start", action="store_true",
-                   help="all-to-all: start each node's walk over the destinations at a random node")
+                   help="start each node's walk over the destinations at a random node " + _applies_to("random_start"))
     t.add_argument("--seed", type=int, help="random seed (default 1)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
     t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/nodes/throughput CSVs and plots to DIR")
@@ -116,33 +125,33 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
-# The pattern options each pattern reads (the others - routing, seed, window,
-# the machine, the outputs - apply to all); as workload/drivers.rs reads them.
-_TIMED = {"warmup_ncycles", "measure_ncycles", "drain"}
-_SIZED = {"payload_bytes", "variable_size"}
-_APPLIES = {
-    "pingpong": {"message_bytes", "hops", "iters"},
-    "uniform": {"load"} | _TIMED | _SIZED,
-    "hot_region": {"load", "region_lo", "region_size", "hot_fraction"} | _TIMED | _SIZED,
-    "alltoall_stream": {"random_start"} | _TIMED | _SIZED,
-    "hot_spot": {"packets", "region_lo", "region_size"} | _SIZED,
-    "nearest_neighbor": {"packets"} | _SIZED,
-    "alltoall": {"message_bytes", "random_start"},
-    "line_fill": {"message_bytes"},
-    "plane_fill": {"message_bytes"},
-}
 _FLAG = {"warmup_ncycles": "--warmup", "measure_ncycles": "--measure", "window_ncycles": "--window"}
 
 
 def _inapplicable(pattern: str, given: Dict[str, Any]) -> Optional[str]:
-    """An error naming a given option that `pattern` would ignore, if any."""
-    every = set().union(*_APPLIES.values())
+    """An error naming a given option, by its flag, that `pattern` does not
+    read (the core refuses it too; the table comes from the core)."""
+    from .api import pattern_options
+
+    table, common = pattern_options()
     for k in given:
-        if k in every and k not in _APPLIES.get(pattern, every):
-            flag = _FLAG.get(k, "--" + k.replace("_", "-"))
-            users = ", ".join(p for p, keys in _APPLIES.items() if k in keys)
-            return f"{flag} does not apply to pattern {pattern} (it applies to: {users})"
+        if k in common or k in table[pattern]["options"]:
+            continue
+        flag = _FLAG.get(k, "--" + k.replace("_", "-"))
+        users = ", ".join(p for p, d in table.items() if k in d["options"])
+        return f"{flag} does not apply to pattern {pattern} (it applies to: {users})"
     return None
+
+
+def _applies_to(option: str) -> str:
+    """Which patterns read an option, and its default, for --help."""
+    from .api import pattern_options
+
+    table, _ = pattern_options()
+    users = [p for p, d in table.items() if option in d["options"]]
+    defaults = {json.dumps(table[p]["options"][option]) for p in users}
+    default = f"; default {defaults.pop()}" if len(defaults) == 1 else ""
+    return f"({', '.join(users)}{default})"
 
 
 def _traffic(a: argparse.Namespace) -> int:
@@ -163,8 +172,6 @@ def _traffic(a: argparse.Namespace) -> int:
     if err := _inapplicable(a.pattern, spec):
         print(f"bgsim traffic: error: {err}", file=sys.stderr)
         return 2
-    if a.pattern in ("hot_region", "hot_spot") and "region_size" not in spec:
-        spec["region_size"] = [1, 1, 1]
     if a.out:
         spec["per_link"] = True
         if err := _out_dir_error(a.out, "--out"):

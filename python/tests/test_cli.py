@@ -1,6 +1,8 @@
 import json
 import os
 
+import pytest
+
 
 def test_traffic_prints_summary(cli):
     p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.3", "--measure", "2000", check=True)
@@ -91,29 +93,42 @@ _OPTION_VALUES = {
     "warmup_ncycles": (0, 500), "measure_ncycles": (1000, 1500), "drain": (False, True),
     "payload_bytes": (240, 100), "variable_size": (False, True), "region_lo": ([0, 0, 0], [1, 1, 0]),
     "region_size": ([1, 1, 1], [2, 1, 1]), "hot_fraction": (0.25, 0.9), "packets": (1, 2),
-    "random_start": (False, True),
+    "random_start": (False, True), "backlog_packets": (32, 1),
 }
+# Options whose effect shows only in some setting: compared there.
+_OPTION_CONTEXT = {"backlog_packets": {"load": 4.0}}
 
 
 def _fingerprint(r):
     return (r.packets, r.latency_histogram, r.data["span_ncycles"], r.data["link_util_pct"])
 
 
-def test_the_cli_refuses_exactly_the_options_a_pattern_ignores(cli):
-    from bgsim import patterns, run_traffic
-    from bgsim.cli import _APPLIES
+def test_every_option_a_pattern_declares_changes_its_run_and_the_others_are_refused(cli):
+    """The core's table of which pattern reads which option, checked against
+    what the model reads, both ways: changing a declared option changes the
+    run; any other option is refused by the core (from Python) and the CLI."""
+    from bgsim import errors, patterns, run_traffic
+    from bgsim.api import pattern_options
 
-    assert set(_APPLIES) == set(patterns())
-    assert set(_OPTION_VALUES) == set().union(*_APPLIES.values())
-    for pattern, reads in _APPLIES.items():
-        base = {k: v[0] for k, v in _OPTION_VALUES.items()}
+    table, common = pattern_options()
+    assert set(table) == set(patterns())
+    assert set(_OPTION_VALUES) == set().union(*(d["options"] for d in table.values()))
+    for pattern, d in table.items():
+        reads = d["options"]
+        base = {k: v[0] for k, v in _OPTION_VALUES.items() if k in reads}
         ref = _fingerprint(run_traffic(pattern, shape="4x4x2", **base))
         for k, (_, other) in _OPTION_VALUES.items():
             spec = {**base, k: other}
             if k == "variable_size":
-                spec["payload_bytes"] = None  # the two do not go together
-            changed = _fingerprint(run_traffic(pattern, shape="4x4x2", **spec))
-            assert (changed != ref) == (k in reads), (pattern, k)
+                spec.pop("payload_bytes", None)  # the two do not go together
+            if k in reads:
+                ctx = _OPTION_CONTEXT.get(k, {})
+                before = _fingerprint(run_traffic(pattern, shape="4x4x2", **{**base, **ctx})) if ctx else ref
+                changed = _fingerprint(run_traffic(pattern, shape="4x4x2", **{**spec, **ctx}))
+                assert changed != before, (pattern, k)
+            else:
+                with pytest.raises(errors.WorkloadError, match=f"`{k}` does not apply to pattern {pattern}"):
+                    run_traffic(pattern, shape="4x4x2", **spec)
     p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x2", "--hops", "2")
     assert p.returncode == 2 and "--hops does not apply to pattern uniform" in p.stderr and "pingpong" in p.stderr
     p = cli("traffic", "--pattern", "pingpong", "--shape", "4x4x2", "--warmup", "10")

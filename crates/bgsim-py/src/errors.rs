@@ -33,8 +33,3 @@ pub fn to_py(e: impl Into<Error>) -> PyErr {
 pub fn usage(msg: impl Into<String>) -> PyErr {
     UsageError::new_err(msg.into())
 }
-
-/// A traffic spec the binding cannot read.
-pub fn workload(msg: impl Into<String>) -> PyErr {
-    WorkloadError::new_err(msg.into())
-}

@@ -67,6 +67,15 @@ fn patterns() -> Vec<&'static str> {
     Pattern::ALL.iter().map(|p| p.name()).collect()
 }
 
+/// Every traffic pattern: [(name, description, timed, its options with
+/// their defaults as JSON)], and the options every pattern has (JSON).
+#[pyfunction]
+fn pattern_options() -> (Vec<(&'static str, &'static str, bool, String)>, String) {
+    let patterns = Pattern::ALL.iter().map(|p| (p.name(), p.description(), p.is_timed(), serde_json::Value::Object(p.options()).to_string())).collect();
+    let common = serde_json::to_string(&workload::spec::Common::default()).expect("plain data");
+    (patterns, common)
+}
+
 /// Runs a traffic pattern. `spec_json` is a TrafficSpec as JSON; returns the
 /// result as JSON. `progress(fraction)` is called now and then with the GIL
 /// held; Ctrl-C stops the run.
@@ -74,17 +83,7 @@ fn patterns() -> Vec<&'static str> {
 #[pyo3(signature = (machine, settings, spec_json, progress=None))]
 fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: &str, progress: Option<PyObject>) -> PyResult<String> {
     let m = load_machine(machine, settings)?;
-    let de = &mut serde_json::Deserializer::from_str(spec_json);
-    let spec: TrafficSpec = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let msg = e.into_inner().to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).replace("expected u32", "expected a non-negative integer");
-        if path.is_empty() || path == "." {
-            errors::workload(format!("traffic spec: {msg}"))
-        } else {
-            errors::workload(format!("traffic `{path}`: {msg}"))
-        }
-    })?;
+    let spec = TrafficSpec::from_json(spec_json).map_err(to_py)?;
     let mut interrupted = false;
     let mut callback_error: Option<PyErr> = None;
     let result = py.allow_threads(|| {
@@ -529,6 +528,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(machine_info, m)?)?;
     m.add_function(wrap_pyfunction!(patterns, m)?)?;
     m.add_function(wrap_pyfunction!(routings, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_options, m)?)?;
     m.add_function(wrap_pyfunction!(collective_algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

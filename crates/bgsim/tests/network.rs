@@ -239,14 +239,14 @@ fn deposit_bit_reaches_every_node_of_the_line() {
 
 fn deadlock_spec(seed: u64) -> TrafficSpec {
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.routing = Routing::Deterministic;
-    s.variable_size = true;
-    s.load = 3.0;
-    s.warmup_ncycles = 0;
-    s.measure_ncycles = 20_000;
-    s.deadlock_ncycles = 20_000;
-    s.drain = true;
-    s.seed = seed;
+    s.common.routing = Routing::Deterministic;
+    s.set("variable_size", true).unwrap();
+    s.set("load", 3.0).unwrap();
+    s.set("warmup_ncycles", 0).unwrap();
+    s.set("measure_ncycles", 20_000).unwrap();
+    s.common.deadlock_ncycles = 20_000;
+    s.set("drain", true).unwrap();
+    s.common.seed = seed;
     s
 }
 
@@ -280,12 +280,12 @@ fn strip_wall(v: &mut serde_json::Value) {
 fn same_seed_same_results_and_counters() {
     let m = machine("4x4x4", &[]);
     let mut s = TrafficSpec::new(Pattern::HotRegion);
-    s.region_lo = [1, 1, 1];
-    s.region_size = [2, 2, 2];
-    s.load = 0.9;
-    s.warmup_ncycles = 1000;
-    s.measure_ncycles = 5000;
-    s.per_link = true;
+    s.set("region_lo", [1, 1, 1]).unwrap();
+    s.set("region_size", [2, 2, 2]).unwrap();
+    s.set("load", 0.9).unwrap();
+    s.set("warmup_ncycles", 1000).unwrap();
+    s.set("measure_ncycles", 5000).unwrap();
+    s.common.per_link = true;
     let run = |s: &TrafficSpec| {
         let mut v = serde_json::to_value(workload::run(&m, s, &mut |_| true).unwrap()).unwrap();
         strip_wall(&mut v);
@@ -294,7 +294,7 @@ fn same_seed_same_results_and_counters() {
     let a = run(&s);
     let b = run(&s);
     assert_eq!(a, b);
-    s.seed = 2;
+    s.common.seed = 2;
     let c = run(&s);
     assert_ne!(a["latency_histogram"], c["latency_histogram"]);
 }
@@ -310,8 +310,9 @@ fn finite_patterns_complete_and_stay_within_their_bound() {
     ] {
         let m = machine(shape, &[]);
         let mut s = TrafficSpec::new(pat);
-        s.message_bytes = bytes;
-        s.packets = 4;
+        // Each pattern reads one of the two.
+        let (m_ok, p_ok) = (s.set("message_bytes", bytes).is_ok(), s.set("packets", 4).is_ok());
+        assert!(m_ok != p_ok, "{pat:?} reads message_bytes: {m_ok}, packets: {p_ok}");
         let r = workload::run(&m, &s, &mut |_| true).unwrap();
         assert!(r.completed, "{pat:?} did not complete");
         assert!(r.pct_peak > 10.0 && r.pct_peak <= 100.0, "{pat:?}: {}% of peak", r.pct_peak);
@@ -324,9 +325,9 @@ fn pingpong_latency_is_above_its_bound_and_grows_per_hop() {
     let mut prev = 0.0;
     for hops in 1..=3 {
         let mut s = TrafficSpec::new(Pattern::Pingpong);
-        s.hops = hops;
-        s.message_bytes = 32;
-        s.routing = Routing::Deterministic;
+        s.set("hops", hops).unwrap();
+        s.set("message_bytes", 32).unwrap();
+        s.common.routing = Routing::Deterministic;
         let r = workload::run(&m, &s, &mut |_| true).unwrap();
         let one_way = r.oneway_cycles.iter().sum::<f64>() / r.oneway_cycles.len() as f64;
         // Legs differ at most by one poll of an idle core, and lie above the network-only bound.
@@ -344,17 +345,17 @@ fn pingpong_latency_is_above_its_bound_and_grows_per_hop() {
 fn traffic_spec_errors_name_the_value() {
     let m = machine("2x2x2", &[]);
     let mut s = TrafficSpec::new(Pattern::Pingpong);
-    s.hops = 9;
+    s.set("hops", 9).unwrap();
     let e = build(&m, &s).err().unwrap();
     assert!(matches!(e, WorkloadError::Invalid { key: "hops", ref value, .. } if value == "9"), "{e}");
     assert!(e.to_string().contains("hops") && e.to_string().contains('9'), "{e}");
     let mut s = TrafficSpec::new(Pattern::HotSpot);
-    s.region_size = [3, 1, 1];
+    s.set("region_size", [3, 1, 1]).unwrap();
     let e = build(&m, &s).err().unwrap();
     assert_eq!(e, WorkloadError::Region { size: [3, 1, 1], lo: [0, 0, 0], dims: [2, 2, 2] });
     assert!(e.to_string().contains("region"), "{e}");
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.load = -1.0;
+    s.set("load", -1.0).unwrap();
     assert!(matches!(build(&m, &s).err().unwrap(), WorkloadError::Invalid { key: "load", .. }));
     let e = serde_json::from_str::<TrafficSpec>(r#"{"pattern":"uniform","lod":0.5}"#).unwrap_err().to_string();
     assert!(e.contains("lod"), "{e}");
@@ -369,12 +370,13 @@ fn running_in_lookahead_windows_gives_the_same_result() {
     // give exactly what one long run gives.
     let m = machine("4x4x4", &[]);
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.load = 0.8;
+    s.set("load", 0.8).unwrap();
     let plan = bgsim::engine::WindowPlan::new(m.hop_latency);
     let end: Tick = 20_000 * m.tick_byte;
     let run = |windowed: bool| {
         let mut sim = build(&m, &s).unwrap();
-        sim.driver.set_rate(workload::peak_rate(&m, &s, &[]) * s.load, end);
+        let rate = sim.driver.offered_rate(sim.driver.peak_rate(&m));
+        sim.driver.set_rate(rate, end);
         let mut q = EventQueue::new();
         let mut st = EngineStats::default();
         sim.driver.start(&mut sim.net, &mut q);
@@ -430,20 +432,25 @@ fn arbitration_leaves_no_head_that_could_move() {
     for &(shape, settings, pattern, routing, variable_size) in cases {
         let m = machine(shape, settings);
         let mut s = TrafficSpec::new(pattern);
-        s.routing = routing;
-        s.variable_size = variable_size;
-        s.load = 0.95;
+        s.common.routing = routing;
+        if variable_size {
+            s.set("variable_size", true).unwrap();
+        }
+        if pattern.options().contains_key("load") {
+            s.set("load", 0.95).unwrap();
+        }
         if pattern == Pattern::HotRegion {
-            s.region_lo = [1, 1, 1];
-            s.region_size = [2, 2, 2];
+            s.set("region_lo", [1, 1, 1]).unwrap();
+            s.set("region_size", [2, 2, 2]).unwrap();
         }
         if matches!(pattern, Pattern::LineFill | Pattern::PlaneFill) {
-            s.message_bytes = 40_000;
+            s.set("message_bytes", 40_000).unwrap();
         }
         let end: Tick = 8_000 * m.tick_byte;
         let mut sim = build(&m, &s).unwrap();
         if pattern.is_timed() {
-            sim.driver.set_rate(workload::peak_rate(&m, &s, sim.driver.hot_nodes()) * s.load, end);
+            let rate = sim.driver.offered_rate(sim.driver.peak_rate(&m));
+            sim.driver.set_rate(rate, end);
         }
         let mut q = EventQueue::new();
         let mut st = EngineStats::default();

@@ -12,6 +12,7 @@
 use bgsim::machine::bgl;
 use bgsim::torus::Torus;
 use bgsim::workload::{run, Pattern, Routing, TrafficSpec};
+use serde_json::json;
 use std::time::Instant;
 
 fn rss_kb() -> u64 {
@@ -79,12 +80,12 @@ fn main() {
     }
     // 1. Throughput on 16x16x16.
     let m = bgl(&[&format!("partition.shape={shape}")]).unwrap_or_else(|e| usage_error(&format!("--shape {shape}: {e}")));
+    let measure_ncycles: u64 = if quick { 5_000 } else { 40_000 };
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.routing = Routing::Dynamic;
-    s.payload_bytes = Some(240);
-    s.load = 0.9;
-    s.warmup_ncycles = 0;
-    s.measure_ncycles = if quick { 5_000 } else { 40_000 };
+    s.common.routing = Routing::Dynamic;
+    for (k, v) in [("payload_bytes", json!(240)), ("load", json!(0.9)), ("warmup_ncycles", json!(0)), ("measure_ncycles", json!(measure_ncycles))] {
+        s.set(k, v).expect("a uniform option");
+    }
     let before = rss_kb();
     let mut walls = Vec::new();
     let mut r = None;
@@ -96,12 +97,12 @@ fn main() {
     let r = r.expect("one run");
     walls.sort_by(f64::total_cmp);
     let (median, best) = (walls[walls.len() / 2], walls[0]);
-    let sim_us = m.micros(s.measure_ncycles * m.tick_byte);
+    let sim_us = m.micros(measure_ncycles * m.tick_byte);
     println!(
         "{}",
         serde_json::json!({
             "benchmark": format!("torus_uniform_{shape}_load0.9_dynamic"),
-            "simulated_ncycles": s.measure_ncycles,
+            "simulated_ncycles": measure_ncycles,
             "simulated_us": sim_us,
             "runs": walls.len(),
             "wall_s": median,
@@ -144,16 +145,17 @@ fn main() {
     drop(torus);
     drop(cores);
     // 3. A short random-traffic run on 65,536 nodes.
+    let measure_ncycles: u64 = if quick { 500 } else { 3_000 };
     let mut s = TrafficSpec::new(Pattern::Uniform);
-    s.load = 0.5;
-    s.warmup_ncycles = 0;
-    s.measure_ncycles = if quick { 500 } else { 3_000 };
+    for (k, v) in [("load", json!(0.5)), ("warmup_ncycles", json!(0)), ("measure_ncycles", json!(measure_ncycles))] {
+        s.set(k, v).expect("a uniform option");
+    }
     let r = run(&big, &s, &mut |_| true).expect("run");
     println!(
         "{}",
         serde_json::json!({
             "benchmark": "uniform_64x32x32_load0.5",
-            "simulated_ncycles": s.measure_ncycles,
+            "simulated_ncycles": measure_ncycles,
             "wall_s": r.engine.wall_s,
             "packets_delivered": r.packets.delivered,
             "packet_hops_per_s": r.engine.hops_per_s,

@@ -3,8 +3,8 @@
 
 use crate::engine::{EngineStats, Tick};
 use crate::node::CoreCounters;
+use crate::packet::Net;
 use crate::torus::NDIR;
-use crate::workload::{Sim, TrafficSpec};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize)]
@@ -75,7 +75,7 @@ pub struct TrafficResult {
     pub shape: String,
     pub mode: String,
     pub pattern: String,
-    pub spec: TrafficSpec,
+    pub spec: serde_json::Map<String, serde_json::Value>,
     pub nodes: u32,
     /// Finite patterns: every expected packet was read.
     pub completed: bool,
@@ -148,22 +148,34 @@ fn lat(h: &crate::torus::Histogram, tb: f64) -> LatencySummary {
     }
 }
 
-/// Builds the result of a finished run.
-#[allow(clippy::too_many_arguments)]
-pub fn summarize(
-    sim: &Sim,
-    spec: &TrafficSpec,
-    from: Tick,
-    end: Tick,
-    now: Tick,
-    bound: f64,
-    peak_rate: f64,
-    deadlock_at: Option<Tick>,
-    stats: &EngineStats,
-    wall_s: f64,
-) -> TrafficResult {
-    let m = &sim.net.machine;
-    let t = &sim.net.torus;
+/// What a traffic run's driver knows at its end, beside the machine's counters.
+pub struct TrafficRun {
+    pub pattern: &'static str,
+    /// The spec as run (its JSON fields).
+    pub spec: serde_json::Map<String, serde_json::Value>,
+    pub timed: bool,
+    pub per_link: bool,
+    pub window_ncycles: u64,
+    /// The measured span [from, end), the time the run stopped, its bound
+    /// (finite patterns) and peak rate (timed ones).
+    pub from: Tick,
+    pub end: Tick,
+    pub now: Tick,
+    pub bound: f64,
+    pub peak_rate: f64,
+    pub deadlock_at: Option<Tick>,
+    pub finished: bool,
+    pub created: u64,
+    pub throttled: u64,
+    pub oneway: Vec<Tick>,
+}
+
+/// Builds the result of a finished run from the machine's counters and what
+/// the driver knows.
+pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -> TrafficResult {
+    let TrafficRun { from, end, now, bound, peak_rate, deadlock_at, .. } = run;
+    let m = &net.machine;
+    let t = &net.torus;
     let tb = m.tick_byte as f64;
     let span = end.saturating_sub(from).max(1) as f64;
     let counters_span = now.saturating_sub(t.counters_since).max(1) as f64;
@@ -180,7 +192,7 @@ pub fn summarize(
             let l = t.link(n, d);
             stalls += l.stalls;
             let u = (l.bytes + l.ack_bytes) as f64 * tb / counters_span * 100.0;
-            if spec.per_link {
+            if run.per_link {
                 per_link.push(u);
                 per_stall.push(l.stalls);
             }
@@ -219,7 +231,7 @@ pub fn summarize(
             stalls: g.stalls_by_vc[v],
         })
         .collect();
-    let cores = sim.net.cores.totals();
+    let cores = net.cores.totals();
     let cyc = m.tick_cycle as f64;
     let cores = CoreCounters {
         inject_ticks: (cores.inject_ticks as f64 / cyc) as u64,
@@ -228,18 +240,16 @@ pub fn summarize(
         compute_ticks: (cores.compute_ticks as f64 / cyc) as u64,
         ..cores
     };
-    let d = &sim.driver.progress;
     let sim_us = m.micros(now);
-    let completed = if spec.pattern.is_timed() { deadlock_at.is_none() } else { d.finished_at.is_some() };
+    let completed = if run.timed { deadlock_at.is_none() } else { run.finished };
     let inj_full: u64 = t.nodes.iter().map(|c| c.inj_full_ticks).sum();
     let rx_full: u64 = t.nodes.iter().map(|c| c.rx_full_ticks).sum();
     TrafficResult {
         machine: m.name().to_string(),
         shape: format!("{}", m.shape),
         mode: m.mode.name().to_string(),
-        pattern: spec.pattern.name().to_string(),
-        // The spec as run: a default payload is the machine's full packet.
-        spec: TrafficSpec { payload_bytes: (!spec.variable_size).then(|| spec.packet_payload(m)), ..spec.clone() },
+        pattern: run.pattern.to_string(),
+        spec: run.spec,
         nodes: geo.nodes(),
         completed,
         deadlock: deadlock_at.is_some(),
@@ -253,8 +263,8 @@ pub fn summarize(
         peak_packets_per_node_ncycle: peak_rate * tb,
         payload_MBps: g.delivered_payload as f64 / (m.micros(counters_span as Tick).max(1e-12)),
         packets: PacketCounts {
-            created: d.created,
-            throttled: d.throttled,
+            created: run.created,
+            throttled: run.throttled,
             injected: g.injected_packets,
             delivered: g.delivered_packets,
             deposit_copies: g.deposit_copies,
@@ -266,7 +276,7 @@ pub fn summarize(
         latency_ncycles: lat(&g.latency, tb),
         network_latency_ncycles: lat(&g.network_latency, tb),
         latency_histogram: g.latency.buckets().into_iter().map(|(b, c)| (b as f64 / tb, c)).collect(),
-        window_ncycles: spec.window_ncycles,
+        window_ncycles: run.window_ncycles,
         window_packets: g.window_packets.clone(),
         window_payload_bytes: g.window_payload.clone(),
         links: LinkSummary {
@@ -278,8 +288,8 @@ pub fn summarize(
         },
         link_util_pct: per_link,
         link_stalls: per_stall,
-        node_inj_full_ncycles: if spec.per_link { t.nodes.iter().map(|c| c.inj_full_ticks as f64 / tb).collect() } else { vec![] },
-        node_rx_full_ncycles: if spec.per_link { t.nodes.iter().map(|c| c.rx_full_ticks as f64 / tb).collect() } else { vec![] },
+        node_inj_full_ncycles: if run.per_link { t.nodes.iter().map(|c| c.inj_full_ticks as f64 / tb).collect() } else { vec![] },
+        node_rx_full_ncycles: if run.per_link { t.nodes.iter().map(|c| c.rx_full_ticks as f64 / tb).collect() } else { vec![] },
         vcs,
         escape_pct: if g.hops == 0 { 0.0 } else { g.escape_hops as f64 * 100.0 / g.hops as f64 },
         token_returns: g.token_returns,
@@ -288,7 +298,7 @@ pub fn summarize(
         inj_fifo_full_ncycles: inj_full as f64 / tb,
         rx_fifo_full_ncycles: rx_full as f64 / tb,
         cores,
-        oneway_cycles: d.oneway.iter().map(|&x| x as f64 / cyc).collect(),
+        oneway_cycles: run.oneway.iter().map(|&x| x as f64 / cyc).collect(),
         engine: EngineSummary {
             events: stats.events,
             wall_s,

@@ -1,21 +1,22 @@
 //! Layer 8: what drives a run. Built-in traffic patterns on the packet layer
-//! (`spec`, `drivers`), the bounds behind "% of peak" (`bounds`), and the run
-//! loop that ties engine, machine and software together.
+//! (`spec` says what a run asks for, `patterns` holds one file per pattern,
+//! `driver` the state they share), the bounds behind "% of peak" (`bounds`),
+//! and the run loop that ties engine, machine and software together.
 
 pub mod bounds;
-pub mod drivers;
+pub mod driver;
+pub mod patterns;
 pub mod spec;
 
-pub use drivers::{node_at_hops, Driver, PLANE_COLOURS};
 pub use crate::torus::Routing;
-pub use spec::{Pattern, TrafficSpec, WorkloadError};
+pub use driver::{Driver, Progress, Source};
+pub use patterns::{node_at_hops, TrafficPattern, PLANE_COLOURS};
+pub use spec::{Pattern, PatternSpec, TrafficSpec, WorkloadError};
 
 use crate::engine::{run_until, EngineStats, Event, EventQueue, Model, Tick};
 use crate::machine::Machine;
 use crate::packet::{Net, Software};
-use crate::report::TrafficResult;
-use crate::torus::{dim_of, NDIR};
-use bounds::PathLoad;
+use crate::report::{TrafficResult, TrafficRun};
 use std::time::Instant;
 
 /// A run: the machine below, the driver above.
@@ -39,126 +40,9 @@ impl Model for Sim {
 pub fn build(machine: &Machine, spec: &TrafficSpec) -> Result<Sim, WorkloadError> {
     spec.validate()?;
     spec.validate_for(machine)?;
-    let net = Net::new(machine, spec.seed);
+    let net = Net::new(machine, spec.common.seed);
     let driver = Driver::new(spec, &net)?;
     Ok(Sim { net, driver })
-}
-
-/// Peak packet rate per node of a timed pattern (packets per tick), and the
-/// payload bytes per packet it assumes.
-pub fn peak_rate(machine: &Machine, spec: &TrafficSpec, hot: &[u32]) -> f64 {
-    let geo = crate::torus::Geometry::new(&machine.shape);
-    let bytes = if spec.variable_size {
-        // Mean of 1..=max chunks.
-        (machine.torus().max_packet_chunks + 1) * machine.torus().chunk_bytes / 2
-    } else {
-        machine.packet_bytes_for_payload(spec.packet_payload(machine))
-    };
-    let uni = bounds::uniform_peak_rate(&geo, machine, bytes);
-    match spec.pattern {
-        spec::Pattern::HotRegion => {
-            let n = geo.nodes() as f64;
-            let h = hot.len() as f64;
-            let links = bounds::links_into_region(&geo, spec.region_lo, spec.region_size) as f64;
-            // Packets entering the region per packet injected per node (sources outside).
-            let inflow = (n - h) * (spec.hot_fraction + (1.0 - spec.hot_fraction) * h / (n - 1.0));
-            let cut = if inflow > 0.0 && links > 0.0 {
-                links / (inflow * machine.wire_bytes(bytes) as f64 * machine.tick_byte as f64)
-            } else {
-                f64::INFINITY
-            };
-            uni.min(cut)
-        }
-        _ => uni,
-    }
-}
-
-/// The lower bound on the completion time of a finite pattern, ticks.
-pub fn bound_ticks(machine: &Machine, spec: &TrafficSpec, driver: &Driver) -> f64 {
-    let geo = &driver.geo;
-    let full = machine.max_packet_bytes();
-    let maxp = machine.max_payload_bytes();
-    let tb = machine.tick_byte as f64;
-    match spec.pattern {
-        Pattern::Pingpong => {
-            let b = node_at_hops(geo, spec.hops).unwrap_or(0);
-            let hops = geo.distance(0, b) as f64;
-            let mut left = spec.message_bytes;
-            let mut bytes = 0.0;
-            let mut count = 0;
-            while left > 0 {
-                let pl = left.min(maxp);
-                left -= pl;
-                bytes += machine.packet_bytes_for_payload(pl) as f64;
-                count += 1;
-            }
-            let gaps = (count - 1) as f64 * (machine.torus().trailer_bytes + machine.torus().gap_bytes) as f64;
-            hops * machine.hop_latency as f64 + (bytes + gaps) * tb
-        }
-        Pattern::HotSpot => {
-            let links = bounds::links_into_region(geo, spec.region_lo, spec.region_size) as f64;
-            let bytes = machine.packet_bytes_for_payload(spec.packet_payload(machine));
-            let n = driver.progress.expected_reads as f64;
-            n * machine.wire_bytes(bytes) as f64 * tb / links.max(1.0)
-        }
-        Pattern::Alltoall => {
-            // Uniform traffic: every node sends the same to every other node.
-            let per_pair = spec.message_bytes.div_ceil(maxp);
-            let mut t = 0.0;
-            let mut left = spec.message_bytes;
-            for _ in 0..per_pair {
-                let pl = left.min(maxp);
-                left -= pl;
-                let bytes = machine.packet_bytes_for_payload(pl);
-                let rate = bounds::uniform_peak_rate(geo, machine, bytes);
-                t += (geo.nodes() - 1) as f64 / rate;
-            }
-            t
-        }
-        Pattern::LineFill | Pattern::PlaneFill => {
-            let mut load = PathLoad::new(geo.nodes());
-            let npk = spec.message_bytes.div_ceil(maxp);
-            let count = |c: u32, colours: u32| (0..npk).filter(|i| i % colours == c).count() as f64;
-            if spec.pattern == Pattern::LineFill {
-                let colours = if geo.torus[0] { 2 } else { 1 };
-                for c in 0..colours {
-                    load.add_line(geo, machine, 0, c as usize, geo.dims[0] - 1, full, count(c, colours));
-                }
-            } else {
-                for (c, &(d1, d2)) in PLANE_COLOURS.iter().enumerate() {
-                    let k = count(c as u32, 4);
-                    let l1 = geo.dims[dim_of(d1)] - 1;
-                    let l2 = geo.dims[dim_of(d2)] - 1;
-                    load.add_line(geo, machine, 0, d1, l1, full, k);
-                    let mut v = 0;
-                    for _ in 0..l1 {
-                        v = geo.neighbor(v, d1);
-                        load.add_line(geo, machine, v, d2, l2, full, k);
-                    }
-                    // The far end's d2 line closes the root's own d2 line.
-                    let mut w = v;
-                    for _ in 0..l2 {
-                        w = geo.neighbor(w, d2);
-                        load.add_line(geo, machine, w, d1, 1, full, k);
-                    }
-                }
-            }
-            load.max() * tb
-        }
-        Pattern::NearestNeighbor => {
-            let bytes = machine.packet_bytes_for_payload(spec.packet_payload(machine));
-            let mut load = PathLoad::new(geo.nodes());
-            for v in 0..geo.nodes() {
-                for d in 0..NDIR {
-                    if geo.has_link(v, d) && geo.neighbor(v, d) != v {
-                        load.add_line(geo, machine, v, d, 1, bytes, spec.packets as f64);
-                    }
-                }
-            }
-            load.max() * tb
-        }
-        _ => 0.0,
-    }
 }
 
 /// Runs a traffic pattern. `progress` is called now and then with the
@@ -169,21 +53,23 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
     let wall = Instant::now();
     let mut sim = build(machine, spec)?;
     let tb = machine.tick_byte;
-    let timed = spec.pattern.is_timed();
-    let warm = spec.warmup_ncycles * tb;
-    let end_gen = warm + spec.measure_ncycles * tb;
-    sim.net.torus.p.window = spec.window_ncycles * tb;
-    let peak = peak_rate(machine, spec, sim.driver.hot_nodes());
+    let timing = spec.pattern.timed().cloned();
+    let timed = timing.is_some();
+    let (warm, drain) = timing.as_ref().map_or((0, false), |t| (t.warmup_ncycles * tb, t.drain));
+    let end_gen = warm + timing.as_ref().map_or(0, |t| t.measure_ncycles * tb);
+    let c = &spec.common;
+    sim.net.torus.p.window = c.window_ncycles * tb;
+    let peak = sim.driver.peak_rate(machine);
     if timed {
-        let rate = if spec.pattern == Pattern::AlltoallStream { f64::INFINITY } else { peak * spec.load };
+        let rate = sim.driver.offered_rate(peak);
         sim.driver.set_rate(rate, end_gen);
     }
     let mut q = EventQueue::new();
     let mut stats = EngineStats::default();
     sim.driver.start(&mut sim.net, &mut q);
-    let max_t = spec.max_ncycles * tb;
+    let max_t = c.max_ncycles * tb;
     let step = (2_000 * tb).max(1);
-    let dl = spec.deadlock_ncycles * tb;
+    let dl = c.deadlock_ncycles * tb;
     let mut t: Tick = 0;
     let mut deadlock_at: Option<Tick> = None;
     let mut measured_from = 0;
@@ -198,7 +84,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             measured_from = t;
         }
         if timed && t >= end_gen && !draining {
-            if !spec.drain {
+            if !drain {
                 break;
             }
             draining = true;
@@ -206,7 +92,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
         if draining && sim.net.torus.live_packets() == 0 {
             break;
         }
-        if !timed && (sim.driver.progress.finished_at.is_some() || q.is_empty()) {
+        if !timed && (sim.driver.progress().finished_at.is_some() || q.is_empty()) {
             break;
         }
         if t >= max_t {
@@ -224,17 +110,36 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             let f = if timed {
                 t as f64 / end_gen as f64
             } else {
-                sim.driver.progress.reads as f64 / sim.driver.progress.expected_reads.max(1) as f64
+                let p = sim.driver.progress();
+                p.reads as f64 / p.expected_reads.max(1) as f64
             };
             if !progress(f.min(1.0)) {
                 return Err(WorkloadError::Interrupted);
             }
         }
     }
-    let end = if timed { t.min(end_gen) } else { sim.driver.progress.finished_at.unwrap_or(t) };
+    let progress_at_end = sim.driver.progress().clone();
+    let end = if timed { t.min(end_gen) } else { progress_at_end.finished_at.unwrap_or(t) };
     sim.net.torus.close_counters(t);
-    let bound = bound_ticks(machine, spec, &sim.driver);
-    let result = crate::report::summarize(&sim, spec, measured_from, end, t, bound, peak, deadlock_at, &stats, wall.elapsed().as_secs_f64());
+    let bound = sim.driver.bound_ticks(machine);
+    let run = TrafficRun {
+        pattern: spec.kind().name(),
+        spec: spec.resolved(machine).to_map(),
+        timed,
+        per_link: c.per_link,
+        window_ncycles: c.window_ncycles,
+        from: measured_from,
+        end,
+        now: t,
+        bound,
+        peak_rate: peak,
+        deadlock_at,
+        finished: progress_at_end.finished_at.is_some(),
+        created: progress_at_end.created,
+        throttled: progress_at_end.throttled,
+        oneway: progress_at_end.oneway,
+    };
+    let result = crate::report::summarize(&sim.net, run, &stats, wall.elapsed().as_secs_f64());
     progress(1.0);
     Ok(result)
 }
