@@ -155,9 +155,10 @@ def choose(call: Call, op: str, nbytes: int, *, hw_ok: bool = True, pow2_only: S
     algo, note = wanted, ""
     if wanted == "auto":
         algo = default
-    elif wanted in ("tree", "gi") and not (hw_ok and call.spans_partition()):
+    elif wanted in ("tree", "gi") and not (hw_ok and call.spans_partition() and _has(call, wanted)):
         algo = default if default not in ("tree", "gi") else _generic_default(op, nbytes, call.n)
         note = (f"{wanted} needs a communicator spanning the whole partition" if not call.spans_partition()
+                else f"{wanted} needs a network this machine does not have" if not _has(call, wanted)
                 else f"{wanted} cannot do this operation or datatype")
     elif wanted in ("torus_p2p", "torus_deposit") and not _rectangular(call):
         algo, note = _generic_default(op, nbytes, call.n), f"{wanted} needs one rank per node of the whole partition"
@@ -179,6 +180,11 @@ def choose(call: Call, op: str, nbytes: int, *, hw_ok: bool = True, pow2_only: S
         stats = rt.coll_stats.setdefault(op, {})
         stats[name] = stats.get(name, 0) + 1
     return algo
+
+
+def _has(call: Call, algo: str) -> bool:
+    """Whether the machine has the network a hardware algorithm runs on."""
+    return {"tree": "collective", "gi": "barrier"}[algo] in call.rt.world.components
 
 
 def _rectangular(call: Call) -> bool:
@@ -204,9 +210,9 @@ def _default(call: Call, op: str, nbytes: int, hw_ok: bool) -> str:
     """bgsim's default: the hardware networks where they apply (whole
     partition, an operation the ALU does), else what a portable MPI does."""
     if hw_ok and call.spans_partition():
-        if op == "barrier":
+        if op == "barrier" and _has(call, "gi"):
             return "gi"
-        if op in ("bcast", "reduce", "allreduce"):
+        if op in ("bcast", "reduce", "allreduce") and _has(call, "tree"):
             return "tree"
     return _generic_default(op, nbytes, call.n)
 

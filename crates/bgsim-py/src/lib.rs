@@ -224,6 +224,11 @@ impl World {
     fn nranks(&self) -> u32 {
         self.w.nranks()
     }
+    /// The machine's hardware components ("torus", "node", "collective", "barrier").
+    #[getter]
+    fn components(&self) -> Vec<&'static str> {
+        self.w.machine().spec.components().iter().map(|c| c.name()).collect()
+    }
     #[getter]
     fn tasks_per_node(&self) -> u32 {
         self.w.machine().tasks_per_node()
@@ -426,7 +431,7 @@ impl World {
     /// Per tree link with traffic: (node, parent, packets up, packets down,
     /// busy seconds up, busy seconds down).
     fn tree_links(&self) -> Vec<(u32, u32, u64, u64, f64, f64)> {
-        let t = self.w.tree();
+        let Some(t) = self.w.tree() else { return vec![] };
         let secs = t.packet_ticks() as f64 / self.ticks_per_second();
         (0..self.w.machine().shape.nodes())
             .filter(|&n| t.up_packets[n as usize] + t.down_packets[n as usize] > 0)
@@ -438,8 +443,8 @@ impl World {
     }
     /// (operations, link packets, link busy seconds) of the collective network.
     fn tree_counters(&self) -> (u64, u64, f64) {
-        let (o, p, t) = self.w.tree_counters();
-        (o, p, t as f64 / self.ticks_per_second())
+        let c = self.w.tree_counters();
+        (c.operations, c.link_packets, c.link_busy_ticks as f64 / self.ticks_per_second())
     }
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)
@@ -514,9 +519,9 @@ impl World {
         d.set_item("messages_completed", self.w.messages_done())?;
         d.set_item("out_of_order_packets", self.w.out_of_order_packets())?;
         d.set_item("packets_in_network", net.torus.live_packets())?;
-        let (ops, tree_packets, _) = self.w.tree_counters();
-        d.set_item("tree_operations", ops)?;
-        d.set_item("tree_link_packets", tree_packets)?;
+        let c = self.w.tree_counters();
+        d.set_item("tree_operations", c.operations)?;
+        d.set_item("tree_link_packets", c.link_packets)?;
         Ok(d)
     }
 }

@@ -9,6 +9,7 @@
 //! protocols), `mpi` (MPI point-to-point over it, ranks driven from outside),
 //! `workload` (what drives a run), `report` (results).
 
+pub mod barrier;
 pub mod collective;
 pub mod engine;
 pub mod machine;

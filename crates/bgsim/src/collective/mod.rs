@@ -1,4 +1,4 @@
-//! Layer 3: the collective (tree) network and the global-interrupt barrier.
+//! Layer 3: the collective (tree) network.
 //!
 //! The tree joins every node of the partition: each node has a link to its
 //! parent and up to two children (three links at most), the root is set by
@@ -16,11 +16,41 @@
 //! The data itself (the ALU's integer and two-pass floating-point sums) is
 //! computed by the layer that owns the buffers.
 //!
-//! The global-interrupt barrier completes a fixed latency after the last node
-//! has entered it.
+//! The tree is a component with its own event kind: software hands it an
+//! operation (who joins when, which node's core to tell, with which tag)
+//! and it tells each participant's core with a [`ev::DONE`] event when its
+//! part is done. Its timing is worked out as the dataflow above when the
+//! last node joins: exact, as nothing else uses the tree's links.
 
-use crate::engine::Tick;
+use crate::engine::{Event, EventQueue, Tick};
 use crate::machine::Machine;
+
+/// Event kinds of the collective network.
+pub mod ev {
+    use crate::machine::Component;
+    /// A participant's part of an operation is done: core `a` of the node
+    /// is told with tag `data`.
+    pub const DONE: u8 = Component::Collective.kind(0);
+}
+
+/// Who takes part in an operation and whom to tell when it is done: node,
+/// its core, the tag the core is told with, and a time before which it is
+/// not done (the participant joined then).
+#[derive(Clone, Copy, Debug)]
+pub struct Participant {
+    pub node: u32,
+    pub core: usize,
+    pub tag: u32,
+    pub joined: Tick,
+}
+
+/// The collective network's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TreeCounters {
+    pub operations: u64,
+    pub link_packets: u64,
+    pub link_busy_ticks: u64,
+}
 
 /// What a tree operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +91,7 @@ pub struct Tree {
 impl Tree {
     pub fn new(m: &Machine) -> Self {
         let n = m.shape.nodes();
-        let c = &m.spec.collective;
+        let c = m.spec.collective.as_ref().expect("a machine with a collective network");
         let geo = crate::torus::Geometry::new(&m.shape);
         let root = geo.index([c.root_node[0] % m.shape.dims[0], c.root_node[1] % m.shape.dims[1], c.root_node[2] % m.shape.dims[2]]);
         // A binary heap over positions; position 0 is the root, position p
@@ -119,6 +149,37 @@ impl Tree {
     /// Packets an operation of `bytes` takes (at least one).
     pub fn packets(&self, bytes: u64) -> u64 {
         bytes.div_ceil(self.payload_bytes as u64).max(1)
+    }
+
+    /// Runs an operation of `bytes` for `who` (a node may appear for several
+    /// of its tasks: it joins when the last of them has), and schedules each
+    /// participant's [`ev::DONE`]. With `two_pass` (floating-point sums), a
+    /// first allreduce pass of the maximum exponents (2 bytes per 8-byte
+    /// value) precedes the mantissas, summed as integers.
+    pub fn operate(&mut self, q: &mut EventQueue, op: TreeOp, bytes: u64, two_pass: bool, who: &[Participant]) {
+        let nodes = self.parent.len();
+        let mut join: Vec<Option<Tick>> = vec![None; nodes];
+        for p in who {
+            let n = p.node as usize;
+            join[n] = Some(join[n].map_or(p.joined, |x: Tick| x.max(p.joined)));
+        }
+        let packets = self.packets(bytes);
+        let done = if two_pass {
+            let first = self.run(TreeOp::Allreduce, &join, self.packets(bytes.div_ceil(4)));
+            let join2: Vec<Option<Tick>> = join.iter().zip(&first).map(|(j, &f)| j.map(|_| f)).collect();
+            self.run(op, &join2, packets)
+        } else {
+            self.run(op, &join, packets)
+        };
+        for p in who {
+            let at = done[p.node as usize].max(p.joined);
+            q.push_at(at, Event { kind: ev::DONE, a: p.core as u8, b: 0, c: 0, node: p.node, data: p.tag });
+        }
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> TreeCounters {
+        TreeCounters { operations: self.operations, link_packets: self.link_packets, link_busy_ticks: self.link_busy_ticks }
     }
 
     /// Runs one operation of `packets` packets. `join[n]`: when node n's
@@ -201,30 +262,6 @@ impl Tree {
     }
 }
 
-/// The global-interrupt network: a partition-wide AND with a fixed latency.
-#[derive(Clone, Copy, Debug)]
-pub struct Barrier {
-    pub latency: Tick,
-    pub entry: Tick,
-    pub exit: Tick,
-}
-
-impl Barrier {
-    pub fn new(m: &Machine) -> Self {
-        let b = &m.spec.barrier;
-        let t = m.tick_cycle as f64;
-        Barrier {
-            latency: (b.latency_ns * 1e-3 * m.spec.clock.cpu_mhz * t).round() as Tick,
-            entry: (b.entry_cycles as f64 * t) as Tick,
-            exit: (b.exit_cycles as f64 * t) as Tick,
-        }
-    }
-    /// When every participant leaves, given when each entered.
-    pub fn release(&self, entered: impl Iterator<Item = Tick>) -> Tick {
-        entered.map(|t| t + self.entry).max().unwrap_or(0) + self.latency + self.exit
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +316,27 @@ mod tests {
         let d = t.run(TreeOp::Reduce { dest: 5 }, &join, 1);
         let max_other = d.iter().enumerate().filter(|&(v, _)| v != 5).map(|(_, &x)| x).max().unwrap();
         assert!(d[5] > max_other);
+    }
+
+    #[test]
+    fn an_operation_tells_each_participant_when_its_node_is_done() {
+        let m = bgl(&["partition.shape=\"4x2x1\""]).unwrap();
+        let join = vec![Some(50); 8];
+        let done = Tree::new(&m).run(TreeOp::Allreduce, &join, 2);
+        let mut t = Tree::new(&m);
+        let mut q = EventQueue::new();
+        // Node 3 has two tasks: the later one's join counts for the node.
+        let mut who: Vec<Participant> = (0..8).map(|n| Participant { node: n, core: 0, tag: n, joined: 50 }).collect();
+        who.push(Participant { node: 3, core: 1, tag: 99, joined: 20 });
+        t.operate(&mut q, TreeOp::Allreduce, 2 * t.payload_bytes as u64, false, &who);
+        let mut seen = 0;
+        while let Some((at, e)) = q.pop_before(Tick::MAX) {
+            assert_eq!(e.kind, ev::DONE);
+            assert_eq!(at, done[e.node as usize], "node {} tag {}", e.node, e.data);
+            assert_eq!((e.a, e.data), if e.data == 99 { (1, 99) } else { (0, e.node) });
+            seen += 1;
+        }
+        assert_eq!(seen, 9);
+        assert_eq!(t.counters().operations, 1);
     }
 }

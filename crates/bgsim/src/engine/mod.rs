@@ -41,6 +41,20 @@ impl Event {
     pub const fn new(kind: u8, node: u32) -> Self {
         Event { kind, a: 0, b: 0, c: 0, node, data: 0 }
     }
+
+    /// The owner of the event's kind (see [`event_kind`]).
+    #[inline(always)]
+    pub const fn owner(&self) -> u8 {
+        self.kind >> 4
+    }
+}
+
+/// An event kind: `local`, one of 16 kinds of model component `owner` (one
+/// of 16). The model declares its components and their kinds with this;
+/// the dispatcher reads the owner back with [`Event::owner`].
+pub const fn event_kind(owner: u8, local: u8) -> u8 {
+    assert!(owner < 16 && local < 16, "an event kind is 16 owners x 16 kinds");
+    owner << 4 | local
 }
 
 /// A model driven by the engine: it handles one event at a time and may

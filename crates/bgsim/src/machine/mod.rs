@@ -6,10 +6,12 @@
 //! unknown keys, values out of range and malformed shapes stop with a message
 //! naming the key, the value and what is allowed.
 
+mod component;
 mod mapping;
 mod shape;
 mod spec;
 
+pub use component::Component;
 pub use mapping::{Mapping, MappingError, Slot};
 
 pub use shape::{NodeMode, Shape, ShapeError, UnknownName};

@@ -298,10 +298,29 @@ pub struct MachineSpec {
     pub cpu: CpuSpec,
     pub msglayer: MsgLayerSpec,
     pub mpi: MpiSpec,
-    pub collective: CollectiveSpec,
-    pub barrier: BarrierSpec,
+    /// The collective (tree) network; absent on a machine without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<CollectiveSpec>,
+    /// The global-interrupt barrier network; absent on a machine without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<BarrierSpec>,
     pub collectives: CollectivesSpec,
     pub partition: PartitionSpec,
+}
+
+impl MachineSpec {
+    /// The hardware components this machine has (its TOML's sections say).
+    pub fn components(&self) -> Vec<super::Component> {
+        use super::Component;
+        let mut c = vec![Component::Torus, Component::Node];
+        if self.collective.is_some() {
+            c.push(Component::Collective);
+        }
+        if self.barrier.is_some() {
+            c.push(Component::Barrier);
+        }
+        c
+    }
 }
 
 /// A validated machine with the values the model uses, in ticks.
@@ -389,16 +408,25 @@ impl Machine {
             &format!("at most one packet's payload minus msglayer.metadata_bytes ({})", maxp - ml.metadata_bytes))?;
         check(mp.eager_max_bytes >= mp.one_packet_max_bytes, src, "mpi.eager_max_bytes", mp.eager_max_bytes, "at least mpi.one_packet_max_bytes")?;
         check(mp.protocol == "auto" || mp.forced().is_some(), src, "mpi.protocol", format!("{:?}", mp.protocol), "auto, one_packet, eager, adaptive_eager or rendezvous")?;
-        let co = &spec.collective;
-        check(co.packet_bytes >= 8 && co.packet_bytes <= 4096, src, "collective.packet_bytes", co.packet_bytes, "8 to 4096")?;
-        check(co.overhead_bytes <= 1024, src, "collective.overhead_bytes", co.overhead_bytes, "0 to 1024")?;
-        check(co.cycles_per_byte > 0.0 && co.cycles_per_byte.is_finite(), src, "collective.cycles_per_byte", co.cycles_per_byte, "a positive number")?;
-        check(co.hop_latency_cycles >= 1, src, "collective.hop_latency_cycles", co.hop_latency_cycles, "at least 1 cycle")?;
-        let b = &spec.barrier;
-        check(b.latency_ns >= 0.0 && b.latency_ns.is_finite(), src, "barrier.latency_ns", b.latency_ns, "a non-negative number of ns")?;
+        if let Some(co) = &spec.collective {
+            check(co.packet_bytes >= 8 && co.packet_bytes <= 4096, src, "collective.packet_bytes", co.packet_bytes, "8 to 4096")?;
+            check(co.overhead_bytes <= 1024, src, "collective.overhead_bytes", co.overhead_bytes, "0 to 1024")?;
+            check(co.cycles_per_byte > 0.0 && co.cycles_per_byte.is_finite(), src, "collective.cycles_per_byte", co.cycles_per_byte, "a positive number")?;
+            check(co.hop_latency_cycles >= 1, src, "collective.hop_latency_cycles", co.hop_latency_cycles, "at least 1 cycle")?;
+        }
+        if let Some(b) = &spec.barrier {
+            check(b.latency_ns >= 0.0 && b.latency_ns.is_finite(), src, "barrier.latency_ns", b.latency_ns, "a non-negative number of ns")?;
+        }
         for (op, names) in COLLECTIVE_ALGORITHMS {
             let v = spec.collectives.get(op).unwrap_or("");
             check(names.contains(&v), src, &format!("collectives.{op}"), format!("{v:?}"), &format!("one of {}", names.join(", ")))?;
+            // The hardware algorithms need their component.
+            let (needs, section) = match v {
+                "tree" => (spec.collective.is_none(), "a [collective] section (this machine has no collective network)"),
+                "gi" => (spec.barrier.is_none(), "a [barrier] section (this machine has no global-interrupt barrier)"),
+                _ => (false, ""),
+            };
+            check(!needs, src, &format!("collectives.{op}"), format!("{v:?}"), &format!("an algorithm of this machine: `{v}` needs {section}"))?;
         }
         let p = &spec.partition;
         let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| {

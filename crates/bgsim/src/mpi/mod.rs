@@ -14,7 +14,7 @@
 //! size, its per-message costs, send modes and the blocking discipline.
 //! Communicators reach this layer as context ids and world ranks.
 
-use crate::collective::{Barrier, Tree, TreeOp};
+use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
 use crate::engine::{EngineStats, EventQueue, Model, Tick};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
@@ -30,6 +30,9 @@ pub enum MpiError {
     Mapping(#[from] crate::machine::MappingError),
     #[error("rank {0} is out of range (the world has {1} ranks)")]
     Rank(i64, u32),
+    /// A hardware collective on a machine without its network.
+    #[error("{what:?} needs {component}, which this machine does not have")]
+    NoComponent { what: HwOp, component: &'static str },
     /// The ranks of one hardware collective called it differently.
     #[error("collective arguments differ between ranks: rank {rank} calls {what:?} with {expected} participants, rank {other} called {other_what:?} with {other_expected}")]
     CollectiveMismatch { rank: u32, what: HwOp, expected: u32, other: u32, other_what: HwOp, other_expected: u32 },
@@ -112,8 +115,6 @@ pub struct World {
     eager_max: u32,
     one_packet_max: u32,
     forced: Option<Protocol>,
-    tree: Tree,
-    gi: Barrier,
     joining: HashMap<u64, Joining>,
     /// Message buffers given back by their last reader, for the next sends,
     /// and their bytes (at most SPARE_BYTES, in buffers of at most
@@ -145,8 +146,6 @@ impl World {
             eager_max: m.eager_max_bytes,
             one_packet_max: m.one_packet_max_bytes,
             forced: m.forced(),
-            tree: Tree::new(machine),
-            gi: Barrier::new(machine),
             joining: HashMap::new(),
             spare: Vec::new(),
             spare_bytes: 0,
@@ -281,6 +280,14 @@ impl World {
     /// `expected` participants; the returned request completes when this
     /// rank is done. Every participant must pass the same `what`.
     pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, MpiError> {
+        let net = &self.stack.net;
+        let missing = match what {
+            HwOp::Barrier => net.barrier.is_none().then_some("a global-interrupt barrier"),
+            HwOp::Tree { .. } => net.tree.is_none().then_some("a collective network"),
+        };
+        if let Some(component) = missing {
+            return Err(MpiError::NoComponent { what, component });
+        }
         let now = self.rank_time(rank);
         let req = self.stack.ml.pending_req(rank);
         let j = self.joining.entry(key).or_insert_with(|| Joining { ranks: Vec::new(), expected, what });
@@ -297,40 +304,27 @@ impl World {
     }
 
     fn release_joined(&mut self, j: Joining) {
-        let nodes = self.stack.net.machine.shape.nodes() as usize;
-        let done_at: Vec<Tick> = match j.what {
-            HwOp::Barrier => {
-                let t = self.gi.release(j.ranks.iter().map(|r| r.2));
-                vec![t; nodes]
-            }
+        let Stack { net, ml } = &mut self.stack;
+        let who: Vec<Participant> = j
+            .ranks
+            .iter()
+            .map(|&(rank, req, joined)| {
+                let (node, core, tag) = ml.completion(req);
+                debug_assert_eq!(node, ml.place(rank).0);
+                Participant { node, core, tag, joined }
+            })
+            .collect();
+        match j.what {
+            HwOp::Barrier => net.barrier.as_mut().expect("checked at join").operate(&mut self.q, &who),
             HwOp::Tree { op, bytes, two_pass } => {
-                let mut join: Vec<Option<Tick>> = vec![None; nodes];
-                for &(rank, _, t) in &j.ranks {
-                    let n = self.stack.ml.place(rank).0 as usize;
-                    join[n] = Some(join[n].map_or(t, |x: Tick| x.max(t)));
-                }
-                let node = |r: u32| self.stack.ml.place(r).0;
+                let node = |r: u32| ml.place(r).0;
                 let op = match op {
                     TreeOpRanks::Bcast { root } => TreeOp::Bcast { source: node(root) },
                     TreeOpRanks::Reduce { root } => TreeOp::Reduce { dest: node(root) },
                     TreeOpRanks::Allreduce => TreeOp::Allreduce,
                 };
-                let packets = self.tree.packets(bytes);
-                if two_pass {
-                    // Pass 1: the maximum exponent (2 bytes per 8-byte value);
-                    // pass 2: the mantissas aligned to it, summed as integers.
-                    let first = self.tree.run(TreeOp::Allreduce, &join, self.tree.packets(bytes.div_ceil(4)));
-                    let join2: Vec<Option<Tick>> = join.iter().zip(&first).map(|(j, &f)| j.map(|_| f)).collect();
-                    self.tree.run(op, &join2, packets)
-                } else {
-                    self.tree.run(op, &join, packets)
-                }
+                net.tree.as_mut().expect("checked at join").operate(&mut self.q, op, bytes, two_pass, &who);
             }
-        };
-        let Stack { net, ml } = &mut self.stack;
-        for &(rank, req, t) in &j.ranks {
-            let n = ml.place(rank).0 as usize;
-            ml.complete_at(net, &mut self.q, req, done_at[n].max(t));
         }
     }
 
@@ -345,13 +339,13 @@ impl World {
     }
 
     /// The collective network (its per-link counters).
-    pub fn tree(&self) -> &Tree {
-        &self.tree
+    pub fn tree(&self) -> Option<&Tree> {
+        self.stack.net.tree.as_ref()
     }
 
-    /// Counters of the collective network: (operations, link packets, link busy ticks).
-    pub fn tree_counters(&self) -> (u64, u64, u64) {
-        (self.tree.operations, self.tree.link_packets, self.tree.link_busy_ticks)
+    /// Counters of the collective network (zero on a machine without one).
+    pub fn tree_counters(&self) -> TreeCounters {
+        self.tree().map(Tree::counters).unwrap_or_default()
     }
 
     /// Cancels a pending receive or probe.

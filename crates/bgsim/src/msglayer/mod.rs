@@ -930,6 +930,13 @@ impl MsgLayer {
     }
 
     /// Completes `req` at time `at`.
+    /// Where and how a request is told it is done by hardware (the node and
+    /// core of its rank, and the timer tag that completes it).
+    pub fn completion(&self, req: ReqId) -> (u32, usize, u32) {
+        let (node, core) = self.place(self.reqs[req as usize].rank);
+        (node, core, timer_tag(tk::REQ_DONE, req))
+    }
+
     pub fn complete_at(&mut self, net: &mut Net, q: &mut EventQueue, req: ReqId, at: Tick) {
         let (node, core) = self.place(self.reqs[req as usize].rank);
         net.timer(q, at, node, core, timer_tag(tk::REQ_DONE, req));

@@ -8,18 +8,23 @@
 //! its timers fires, and it queues packets with [`Net::send`].
 
 use crate::engine::{Event, EventQueue, Tick};
-use crate::machine::Machine;
+use crate::barrier::Barrier;
+use crate::collective::Tree;
+use crate::machine::{Component, Machine};
 use crate::node::Cores;
 pub use crate::torus::Routing;
 use crate::torus::{flags, Notice, Packet, Torus, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
 pub mod ev {
-    pub const CORE_WAKE: u8 = 16;
+    use crate::machine::Component;
+    /// Core `a` takes its next step.
+    pub const CORE_WAKE: u8 = Component::Node.kind(0);
     /// A core has written packet `data` into injection FIFO `c`: the packet
     /// enters the FIFO and core `a` goes on (a CORE_WAKE).
-    pub const WRITTEN: u8 = 17;
-    pub const TIMER: u8 = 18;
+    pub const WRITTEN: u8 = Component::Node.kind(1);
+    /// A software timer with tag `data` fires on core `a`.
+    pub const TIMER: u8 = Component::Node.kind(2);
 }
 
 /// Processor costs of the packet layer, in ticks.
@@ -57,11 +62,15 @@ pub struct Header {
     pub deposit_copy: bool,
 }
 
-/// The simulated machine below the software: torus, cores and the queue.
+/// The simulated machine below the software: its hardware components
+/// (torus, cores, and the collective and barrier networks where the machine
+/// has them), and the packet layer's state.
 pub struct Net {
     pub machine: Machine,
     pub torus: Torus,
     pub cores: Cores,
+    pub tree: Option<Tree>,
+    pub barrier: Option<Barrier>,
     pub costs: Costs,
     /// Writes come from main memory (true) or cache (false).
     pub write_from_memory: bool,
@@ -95,6 +104,8 @@ impl Net {
         Net {
             torus: Torus::new(machine, seed),
             cores: Cores::new(machine),
+            tree: machine.spec.collective.is_some().then(|| Tree::new(machine)),
+            barrier: machine.spec.barrier.is_some().then(|| Barrier::new(machine)),
             costs: Costs::from_machine(machine),
             machine: machine.clone(),
             write_from_memory: false,
@@ -371,7 +382,7 @@ impl Net {
     #[inline(always)]
     pub fn touch(&self, e: &Event, stage: usize) {
         use crate::torus::{ev as tev, NDIR};
-        if e.kind < tev::TORUS_MAX {
+        if e.owner() == Component::Torus as u8 {
             self.torus.touch(e, stage);
             if stage == 1 && (e.kind == tev::RX_DONE || (e.kind == tev::XFER_DONE && e.b as usize >= NDIR)) {
                 self.touch_notified_core(e);
@@ -410,7 +421,7 @@ impl Net {
     /// Dispatches one event to the torus or the cores.
     #[inline]
     pub fn handle<S: Software + ?Sized>(&mut self, sw: &mut S, now: Tick, e: Event, q: &mut EventQueue) {
-        if e.kind < crate::torus::ev::TORUS_MAX {
+        if e.owner() == Component::Torus as u8 {
             self.torus.handle(now, e, q);
         } else {
             match e.kind {
@@ -423,6 +434,9 @@ impl Net {
                     self.core_step(sw, q, now, e.node, e.a as usize)
                 }
                 ev::TIMER => sw.on_timer(self, q, now, e.node, e.a as usize, e.data),
+                // The collective and barrier networks tell a core its part
+                // of an operation is done, with the tag software gave them.
+                crate::collective::ev::DONE | crate::barrier::ev::RELEASE => sw.on_timer(self, q, now, e.node, e.a as usize, e.data),
                 k => unreachable!("unknown event kind {k}"),
             }
         }

@@ -16,7 +16,7 @@ impl Torus {
     /// FIFO.
     #[inline]
     pub fn touch(&self, e: &Event, stage: usize) {
-        if e.kind >= ev::TORUS_MAX {
+        if e.owner() != crate::machine::Component::Torus as u8 {
             return;
         }
         let Some(r) = self.routers.get(e.node as usize) else { return };

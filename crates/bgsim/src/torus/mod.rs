@@ -60,15 +60,19 @@ pub fn rx_index(pk_flags: u8, port: usize) -> usize {
     if pk_flags & flags::GROUP1 != 0 { f + RX_GROUP } else { f }
 }
 
-/// Event kinds owned by the torus (the dispatcher routes kinds < 16 here).
+/// Event kinds owned by the torus.
 pub mod ev {
-    pub const ARRIVE: u8 = 1;
-    pub const XFER_DONE: u8 = 2;
-    pub const RX_DONE: u8 = 3;
-    pub const COPY_DONE: u8 = 4;
-    pub const TOKEN: u8 = 5;
-    /// Kinds below this belong to the torus.
-    pub const TORUS_MAX: u8 = 16;
+    use crate::machine::Component;
+    /// A packet's head arrives in a VC of the next router.
+    pub const ARRIVE: u8 = Component::Torus.kind(1);
+    /// A transfer over a link (or into a reception FIFO) ends.
+    pub const XFER_DONE: u8 = Component::Torus.kind(2);
+    /// A packet is in its reception FIFO.
+    pub const RX_DONE: u8 = Component::Torus.kind(3);
+    /// A deposit-bit copy is in its reception FIFO.
+    pub const COPY_DONE: u8 = Component::Torus.kind(4);
+    /// Tokens come back to a sender.
+    pub const TOKEN: u8 = Component::Torus.kind(5);
 }
 
 /// A broken invariant of the torus (a model error, never an input error).
