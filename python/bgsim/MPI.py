@@ -1288,7 +1288,7 @@ class Comm:
 
     def _sync(self, what: str) -> None:
         """The synchronisation a communicator constructor does (a barrier)."""
-        _coll.barrier_dissemination(_coll.Call(self, what))
+        _coll.barrier.barrier_dissemination(_coll.Call(self, what))
 
     def Dup(self, info: Any = None) -> "Comm":
         self._sync("Dup")
@@ -1309,7 +1309,7 @@ class Comm:
         seqkey = self._next_key("split")
         c = _coll.Call(self, "Split")
         mine = _dump((int(color), int(key)))
-        parts = (_coll.allgather_recursive_doubling(c, mine) if c.n & (c.n - 1) == 0 else _coll.allgather_ring(c, mine))
+        parts = (_coll.allgather.allgather_recursive_doubling(c, mine) if c.n & (c.n - 1) == 0 else _coll.allgather.allgather_ring(c, mine))
         pairs = [_load(p) for p in parts]
         if color == UNDEFINED:
             return COMM_NULL
@@ -1385,7 +1385,7 @@ class Comm:
         c = _coll.Call(self, "bcast", root)
         # As mpi4py does: the size first, then the pickled object.
         data = _dump(obj) if c.me == root else None
-        size = _coll.bcast_binomial(c, len(data).to_bytes(8, "little") if c.me == root else None, root)
+        size = _coll.bcast.bcast_binomial(c, len(data).to_bytes(8, "little") if c.me == root else None, root)
         out = _bcast_bytes(c, data, root, int.from_bytes(size, "little"))
         return obj if c.me == root else _load(out)
 
@@ -1398,8 +1398,7 @@ class Comm:
 
     def gather(self, sendobj: Any, root: int = 0) -> Optional[List[Any]]:
         c = _coll.Call(self, "gather", root)
-        _coll.choose(c, "gather", 0)
-        parts = _coll.gather_binomial(c, _dump(sendobj), root)
+        parts = _coll.run("gather", c, _dump(sendobj), root, nbytes=0)
         return None if parts is None else [_load(p) for p in parts]
 
     def scatter(self, sendobj: Optional[Sequence[Any]] = None, root: int = 0) -> Any:
@@ -1409,8 +1408,7 @@ class Comm:
             if sendobj is None or len(sendobj) != c.n:
                 raise _ValueError(f"scatter: the root needs a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
             parts = [_dump(o) for o in sendobj]
-        _coll.choose(c, "scatter", 0)
-        return _load(_coll.scatter_binomial(c, parts, root))
+        return _load(_coll.run("scatter", c, parts, root, nbytes=0))
 
     def allgather(self, sendobj: Any) -> List[Any]:
         c = _coll.Call(self, "allgather")
@@ -1421,19 +1419,15 @@ class Comm:
         if sendobj is None or len(sendobj) != c.n:
             raise _ValueError(f"alltoall: expecting a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
         parts = [_dump(o) for o in sendobj]
-        algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
-        return [_load(p) for p in _coll.alltoall(c, parts, algo)]
+        return [_load(p) for p in _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))]
 
     def reduce(self, sendobj: Any, op: Op = SUM, root: int = 0) -> Any:
         c = _coll.Call(self, "reduce", root, check=op.name)
-        _coll.choose(c, "reduce", 0, hw_ok=False)
-        return _coll.reduce_binomial(c, sendobj, _obj_reducer(op), root)
+        return _coll.run("reduce", c, sendobj, _obj_reducer(op), root, nbytes=0, alu=False)
 
     def allreduce(self, sendobj: Any, op: Op = SUM) -> Any:
         c = _coll.Call(self, "allreduce", check=op.name)
-        _coll.choose(c, "allreduce", 0, hw_ok=False,
-                     unsupported={"reduce_scatter_allgather": "needs array data (the buffer API)"})
-        return _coll.allreduce_recursive_doubling(c, sendobj, _obj_reducer(op))
+        return _coll.run("allreduce", c, sendobj, _obj_reducer(op), nbytes=0, alu=False)
 
     def scan(self, sendobj: Any, op: Op = SUM) -> Any:
         return _scan(self, sendobj, _obj_reducer(op), exclusive=False)
@@ -1641,34 +1635,15 @@ TAG_UB_KEYVAL = 1001
 
 
 def _barrier(comm: Comm) -> None:
-    c = _coll.Call(comm, "barrier")
-    if _coll.choose(c, "barrier", 0) == "gi":
-        _coll.hw_join(c, "barrier")
-    else:
-        _coll.barrier_dissemination(c)
+    _coll.run("barrier", _coll.Call(comm, "barrier"), nbytes=0)
 
 
 def _bcast_bytes(c: "_coll.Call", data: Optional[bytes], root: int, nbytes: int) -> bytes:
-    algo = _coll.choose(c, "bcast", nbytes)
-    if algo == "generic":
-        algo = _coll._generic_default("bcast", nbytes, c.n)
-    if algo == "tree":
-        rec = _coll.hw_join(c, "bcast", root, nbytes, contribution=data if c.me == root else None)
-        return rec["parts"][root]
-    if algo == "scatter_allgather" and c.n > 1:
-        return _coll.bcast_scatter_allgather(c, data, root, nbytes)
-    if algo == "torus_p2p":
-        return _coll.bcast_torus_p2p(c, data, root, nbytes)
-    if algo == "torus_deposit":
-        return _coll.bcast_deposit(c, data, root, nbytes)
-    return _coll.bcast_binomial(c, data, root)
+    return _coll.run("bcast", c, data, root, nbytes, nbytes=nbytes)
 
 
 def _allgather_bytes(c: "_coll.Call", data: bytes) -> List[bytes]:
-    algo = _coll.choose(c, "allgather", len(data), pow2_only=("recursive_doubling",))
-    if algo == "recursive_doubling":
-        return _coll.allgather_recursive_doubling(c, data)
-    return _coll.allgather_ring(c, data)
+    return _coll.run("allgather", c, data, nbytes=len(data))
 
 
 def _obj_reducer(op: Op) -> "_coll.Reducer":
@@ -1677,7 +1652,7 @@ def _obj_reducer(op: Op) -> "_coll.Reducer":
 
 def _array_reducer(op: Op, dt: Datatype) -> "_coll.Reducer":
     return _coll.Reducer(lambda a, b: op._arrays(a, b, dt), lambda a: a.tobytes(), lambda b: _as_array(b, dt),
-                         op.is_commutative, array=True)
+                         op.is_commutative, array=True, op=op, floating=dt.np.kind == "f")
 
 
 def _scan(comm: Comm, value: Any, red: "_coll.Reducer", exclusive: bool) -> Any:
@@ -1711,28 +1686,13 @@ def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Option
         data, dt = s.mv.tobytes(), s.dt
     c = _coll.Call(comm, kind, root, check=(op.name, len(data)))
     mine = _as_array(data, dt)
-    hw_ok = _coll.tree_ok(op, dt.np)
-    short = {"reduce_scatter_allgather": f"needs at least one element per rank ({len(mine)} for {c.n} ranks)"} \
-        if kind == "allreduce" and len(mine) < c.n else None
-    algo = _coll.choose(c, kind, len(data), hw_ok=hw_ok, unsupported=short)
+    alu = _coll.tree_ok(op, dt.np)
     red = _array_reducer(op, dt)
-    if algo == "tree":
-        two = dt.np.kind == "f"
-        rec = _coll.hw_join(c, kind, 0 if root is None else root, len(data), two, contribution=mine)
-        if root is None or c.me == root:
-            if "result" not in rec:
-                rec["result"] = _coll.tree_combine([rec["parts"][i] for i in range(c.n)], op)
-            out = rec["result"].tobytes()
-        else:
-            out = None
-    elif root is None:
-        if algo == "reduce_scatter_allgather":
-            out = _coll.allreduce_rabenseifner(c, mine, red).tobytes()
-        else:
-            out = _coll.allreduce_recursive_doubling(c, mine, red).tobytes()
+    if root is None:
+        res = _coll.run("allreduce", c, mine, red, nbytes=len(data), alu=alu, elements=len(mine))
     else:
-        res = _coll.reduce_binomial(c, mine, red, root)
-        out = res.tobytes() if c.me == root else None
+        res = _coll.run("reduce", c, mine, red, root, nbytes=len(data), alu=alu, elements=len(mine))
+    out = None if res is None else res.tobytes()
     if out is not None:
         m = _msg(recvbuf, recv=True)
         if m.nbytes < len(out):
@@ -1755,8 +1715,7 @@ def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Opti
     for k in counts:
         parts.append(bytes(full[off * s.dt.size:(off + k) * s.dt.size]))
         off += k
-    _coll.choose(c, "scatter", 0)
-    mine = _coll.scatter_binomial(c, parts if c.me == 0 else None, 0)
+    mine = _coll.run("scatter", c, parts if c.me == 0 else None, 0, nbytes=0)
     m = _msg(recvbuf, recv=True)
     m.mv[: len(mine)] = mine
 
@@ -1781,8 +1740,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
                     if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
         else:
             mine = _msg(sendbuf, recv=False).mv.tobytes()
-        _coll.choose(c, "gather", len(mine))
-        parts = _coll.gather_binomial(c, mine, root)
+        parts = _coll.run("gather", c, mine, root, nbytes=len(mine))
         if me == root:
             for i, p in enumerate(parts):
                 _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
@@ -1791,8 +1749,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         if me == root:
             smv, sdt, counts, displs = _vmsg(sendbuf, n, recv=False)
             parts = [smv[displs[i] * sdt.size:(displs[i] + counts[i]) * sdt.size].tobytes() for i in range(n)]
-        _coll.choose(c, "scatter", 0)
-        mine = _coll.scatter_binomial(c, parts, root)
+        mine = _coll.run("scatter", c, parts, root, nbytes=0)
         if not (me == root and recvbuf is IN_PLACE):
             m = _msg(recvbuf, recv=True)
             if len(mine) > m.nbytes:
@@ -1812,8 +1769,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         else:
             smv, sdt, scounts, sdispls = _vmsg(sendbuf, n, recv=False)
         parts = [smv[sdispls[i] * sdt.size:(sdispls[i] + scounts[i]) * sdt.size].tobytes() for i in range(n)]
-        algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
-        got = _coll.alltoall(c, parts, algo)
+        got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
         for i, p in enumerate(got):
             _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
 
@@ -1831,8 +1787,7 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
     smv, sc, sd, st = spec(sendbuf, False)
     rmv, rc, rd, rtyp = spec(recvbuf, True)
     parts = [smv[sd[i]:sd[i] + sc[i] * st[i].size].tobytes() for i in range(n)]
-    algo = _coll.choose(c, "alltoall", max(len(p) for p in parts))
-    got = _coll.alltoall(c, parts, algo)
+    got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
     for i, p in enumerate(got):
         if len(p) > rc[i] * rtyp[i].size:
             raise Exception(ERR_TRUNCATE, f"rank {i} sent {len(p)} bytes for a slot of {rc[i]} x {rtyp[i].name}")

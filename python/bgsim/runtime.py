@@ -262,8 +262,8 @@ def where(depth: int = 2) -> str:
 
 def where_frame(f: Any) -> str:
     """`file:line` of the first frame at or above `f` outside bgsim."""
-    here = os.path.dirname(__file__)
-    while f is not None and os.path.dirname(f.f_code.co_filename) == here:
+    here = os.path.dirname(__file__) + os.sep
+    while f is not None and f.f_code.co_filename.startswith(here):
         f = f.f_back
     if f is None:
         return "?"

@@ -39,10 +39,10 @@ class Sized:
         return self.n * self.itemsize
 
 
-def _reducer(itemsize: int) -> _coll.Reducer:
+def _reducer(itemsize: int, floating: bool = False) -> _coll.Reducer:
     def load(x: Any) -> Sized:
         return Sized((x if isinstance(x, int) else len(x)) // itemsize, itemsize)
-    return _coll.Reducer(lambda a, b: a, lambda a: a.nbytes, load, True, True)
+    return _coll.Reducer(lambda a, b: a, lambda a: a.nbytes, load, True, True, floating=floating)
 
 
 def barrier(comm: Any) -> None:
@@ -59,8 +59,7 @@ def bcast(comm: Any, nbytes: int, root: int = 0) -> int:
 def alltoall(comm: Any, nbytes: int) -> None:
     """MPI_Alltoall of `nbytes` per pair."""
     c = _coll.Call(comm, "alltoall", check=nbytes)
-    algo = _coll.choose(c, "alltoall", nbytes)
-    _coll.alltoall(c, [nbytes] * c.n, algo)
+    _coll.run("alltoall", c, [nbytes] * c.n, nbytes=nbytes)
 
 
 def allreduce(comm: Any, nbytes: int, itemsize: int = 8, floating: bool = False) -> None:
@@ -68,11 +67,4 @@ def allreduce(comm: Any, nbytes: int, itemsize: int = 8, floating: bool = False)
     or (`floating`) floating point: two passes on the tree."""
     c = _coll.Call(comm, "allreduce", check=nbytes)
     v = Sized(nbytes // itemsize, itemsize)
-    short = {"reduce_scatter_allgather": "needs at least one element per rank"} if v.n < c.n else None
-    algo = _coll.choose(c, "allreduce", nbytes, hw_ok=True, unsupported=short)
-    if algo == "tree":
-        _coll.hw_join(c, "allreduce", 0, nbytes, floating)
-    elif algo == "reduce_scatter_allgather":
-        _coll.allreduce_rabenseifner(c, v, _reducer(itemsize))
-    else:
-        _coll.allreduce_recursive_doubling(c, v, _reducer(itemsize))
+    _coll.run("allreduce", c, v, _reducer(itemsize, floating), nbytes=nbytes, alu=True, elements=v.n)

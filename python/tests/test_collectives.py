@@ -3,12 +3,14 @@ split halves, odd sizes, size 1), checked against references computed in
 plain numpy; hardware variants on sub-communicators; the tree's two-pass
 float sum; mismatched collective arguments."""
 
+import os
+
 import numpy as np
 import pytest
 
 import bgsim
 from bgsim import MPI
-from bgsim.coll import tree_float_sum
+from bgsim.coll.base import tree_float_sum
 
 ALGOS = bgsim.collective_algorithms()
 K = 40          # elements per rank in reductions
@@ -266,3 +268,28 @@ def test_a_rank_missing_from_a_hardware_collective_is_reported():
     msg = str(e.value)
     assert "rank 0: in MPI.Comm.barrier()" in msg and "the global-interrupt barrier (3 of 4 ranks have joined)" in msg
     assert "rank 2: in MPI.Comm.recv(source=0, tag=-1)" in msg
+
+
+def test_the_registry_and_the_implementations_list_the_same_algorithms():
+    """Every algorithm the core declares has exactly one Python
+    implementation, every implementation is declared, and --coll, the
+    machine's [collectives] table and docs/collectives.md read the registry."""
+    from bgsim.coll import IMPLEMENTATIONS, markdown, registry
+
+    declared = {op: {a[0] for a in algos} for op, algos in registry().items()}
+    assert {op: set(impls) for op, impls in IMPLEMENTATIONS.items()} == declared
+    assert {op: set(names) - {"auto"} for op, names in ALGOS.items()} == declared
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "collectives.md")).read()
+    assert markdown() in doc, "docs/collectives.md's table differs from `python -m bgsim.coll`"
+    for op, names in declared.items():
+        for name in names:
+            bgsim.Machine("bgl", [f'collectives.{op}="{name}"'])
+    with pytest.raises(bgsim.MachineError, match="collectives.bcast"):
+        bgsim.Machine("bgl", ['collectives.bcast="binomial_tree"'])
+
+
+def test_an_algorithm_the_core_does_not_declare_cannot_be_registered():
+    from bgsim.coll.registry import algorithm
+
+    with pytest.raises(bgsim.errors.ModelError, match="not declared"):
+        algorithm("bcast", "my_new_bcast")(lambda c, data, root, nbytes: data)

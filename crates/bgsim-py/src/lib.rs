@@ -8,6 +8,7 @@ use errors::to_py;
 use bgsim::machine::{self, MachineSource};
 use bgsim::machine::{Mapping, Protocol};
 use bgsim::mpi;
+use bgsim::mpi::coll;
 use bgsim::msglayer::SendMode;
 use bgsim::workload::{self, Pattern, TrafficSpec};
 use pyo3::buffer::PyBuffer;
@@ -50,10 +51,41 @@ fn machine_info(machine: &str, settings: Vec<String>) -> PyResult<(String, Strin
 }
 
 /// Names of the built-in traffic patterns.
-/// Every selectable collective algorithm: [(op, [names])].
+/// Every selectable collective algorithm: [(op, [names])] ("auto" first).
 #[pyfunction]
 fn collective_algorithms() -> Vec<(&'static str, Vec<&'static str>)> {
-    bgsim::machine::COLLECTIVE_ALGORITHMS.iter().map(|(op, names)| (*op, names.to_vec())).collect()
+    coll::OPERATIONS.iter().map(|op| (op.name, coll::choices(op))).collect()
+}
+
+/// One algorithm of the registry: (name, description, [needs], hardware).
+type AlgorithmRow = (&'static str, &'static str, Vec<String>, bool);
+
+/// The collective registry: [(op, [algorithm])].
+#[pyfunction]
+fn collective_registry() -> Vec<(&'static str, Vec<AlgorithmRow>)> {
+    let need = |n: &coll::Need| serde_json::to_value(n).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    coll::OPERATIONS
+        .iter()
+        .map(|op| (op.name, op.algorithms.iter().map(|a| (a.name, a.description, a.needs.iter().map(need).collect(), a.hardware)).collect()))
+        .collect()
+}
+
+/// What the algorithm `generic` of `op` runs for `nbytes` on `n` ranks.
+#[pyfunction]
+fn collective_generic(op: &str, nbytes: u64, n: u32) -> PyResult<&'static str> {
+    coll::operation(op).and_then(|o| coll::generic(o, nbytes, n)).ok_or_else(|| errors::usage(format!("`{op}` has no generic algorithm")))
+}
+
+/// The algorithm of one collective call: `wanted` ("auto" or a name) and
+/// what the call offers -> (algorithm, why the wanted one cannot run, if so).
+#[pyfunction]
+#[pyo3(signature = (op, wanted, nbytes, n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements=None))]
+fn collective_choose(op: &str, wanted: &str, nbytes: u64, n: u32, whole_partition: bool, one_task_per_node: bool, collective_network: bool,
+                     barrier_network: bool, alu: bool, elements: Option<u64>) -> PyResult<(&'static str, Option<String>)> {
+    let operation = coll::operation(op).ok_or_else(|| errors::usage(format!("`{op}` is not a collective operation")))?;
+    let facts = coll::CallFacts { n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements };
+    let c = coll::choose(operation, wanted, &facts, nbytes);
+    Ok((c.algorithm, c.fallback))
 }
 
 /// The routing algorithms: [(name, description)].
@@ -263,9 +295,9 @@ impl World {
     }
     /// The machine's collective algorithm choices, op -> name ("auto" or an algorithm).
     fn collectives(&self) -> Vec<(String, String)> {
-        bgsim::machine::COLLECTIVE_ALGORITHMS
+        coll::OPERATIONS
             .iter()
-            .map(|(op, _)| (op.to_string(), self.w.machine().spec.collectives.get(op).unwrap_or("auto").to_string()))
+            .map(|op| (op.name.to_string(), self.w.machine().spec.collectives.get(op.name).unwrap_or("auto").to_string()))
             .collect()
     }
     fn machine_toml(&self) -> String {
@@ -535,6 +567,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(routings, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_options, m)?)?;
     m.add_function(wrap_pyfunction!(collective_algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_choose, m)?)?;
+    m.add_function(wrap_pyfunction!(collective_generic, m)?)?;
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

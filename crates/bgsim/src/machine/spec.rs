@@ -213,7 +213,7 @@ pub struct BarrierSpec {
 }
 
 /// Collective algorithms, by operation: "auto" (the default selection) or
-/// an algorithm name (see `COLLECTIVE_ALGORITHMS`).
+/// an algorithm name (see `mpi::coll`, the registry).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CollectivesSpec {
@@ -226,19 +226,6 @@ pub struct CollectivesSpec {
     pub gather: String,
     pub scatter: String,
 }
-
-/// Every selectable collective algorithm, by operation (stable names: the
-/// same in machine TOML, `--coll OP=NAME` and Python).
-pub const COLLECTIVE_ALGORITHMS: &[(&str, &[&str])] = &[
-    ("barrier", &["auto", "dissemination", "gi"]),
-    ("bcast", &["auto", "generic", "binomial", "scatter_allgather", "torus_p2p", "torus_deposit", "tree"]),
-    ("reduce", &["auto", "binomial", "tree"]),
-    ("allreduce", &["auto", "recursive_doubling", "reduce_scatter_allgather", "tree"]),
-    ("allgather", &["auto", "ring", "recursive_doubling"]),
-    ("alltoall", &["auto", "generic", "postall", "pairwise", "torus_spread", "msglayer"]),
-    ("gather", &["auto", "binomial"]),
-    ("scatter", &["auto", "binomial"]),
-];
 
 impl CollectivesSpec {
     pub fn get(&self, op: &str) -> Option<&str> {
@@ -417,8 +404,12 @@ impl Machine {
         if let Some(b) = &spec.barrier {
             check(b.latency_ns >= 0.0 && b.latency_ns.is_finite(), src, "barrier.latency_ns", b.latency_ns, "a non-negative number of ns")?;
         }
-        for (op, names) in COLLECTIVE_ALGORITHMS {
-            let v = spec.collectives.get(op).unwrap_or("");
+        // The names come from the collective registry (pure data, read here
+        // so that a machine naming an unknown algorithm is refused at load).
+        for op in crate::mpi::coll::OPERATIONS {
+            let names = crate::mpi::coll::choices(op);
+            let v = spec.collectives.get(op.name).unwrap_or("");
+            let op = op.name;
             check(names.contains(&v), src, &format!("collectives.{op}"), format!("{v:?}"), &format!("one of {}", names.join(", ")))?;
             // The hardware algorithms need their component.
             let (needs, section) = match v {

@@ -14,6 +14,8 @@
 //! size, its per-message costs, send modes and the blocking discipline.
 //! Communicators reach this layer as context ids and world ranks.
 
+pub mod coll;
+
 use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
 use crate::engine::{EngineStats, EventQueue, Model, Tick};
 use std::collections::HashMap;

@@ -1,0 +1,41 @@
+//! MPI_Bcast.
+
+use super::{Algorithm, Need, Operation, BCAST_LONG};
+
+pub static OP: Operation = Operation {
+    name: "bcast",
+    algorithms: &[
+        Algorithm { name: "generic", description: "a portable MPI's choice by size: binomial, or scatter + allgather for long messages", needs: &[], hardware: false },
+        Algorithm { name: "binomial", description: "binomial tree of point-to-point messages", needs: &[], hardware: false },
+        Algorithm { name: "scatter_allgather", description: "binomial scatter then ring allgather (van de Geijn)", needs: &[], hardware: false },
+        Algorithm {
+            name: "torus_p2p",
+            description: "one colour per dimension along edge-disjoint torus lines of MPI messages, pipelined in 16 KB segments",
+            needs: &[Need::OneRankPerNode],
+            hardware: false,
+        },
+        Algorithm {
+            name: "torus_deposit",
+            description: "the same lines as deposit-bit line packets of the message layer",
+            needs: &[Need::OneRankPerNode],
+            hardware: false,
+        },
+        Algorithm {
+            name: "tree",
+            description: "the collective network",
+            needs: &[Need::WholePartition, Need::CollectiveNetwork],
+            hardware: true,
+        },
+    ],
+    portable: long_or_short,
+    generic: Some(long_or_short),
+    safe: "binomial",
+};
+
+fn long_or_short(nbytes: u64, n: u32) -> &'static str {
+    if nbytes >= BCAST_LONG && n > 2 {
+        "scatter_allgather"
+    } else {
+        "binomial"
+    }
+}

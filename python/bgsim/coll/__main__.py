@@ -1,0 +1,5 @@
+"""Prints the collective registry as the table of docs/collectives.md."""
+
+from . import markdown
+
+print(markdown())

@@ -1,0 +1,53 @@
+"""MPI_Alltoall: `f(call, parts (one per rank)) -> the parts every rank sent this one`."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from .base import DIRECT, Call
+from .registry import algorithm, generic
+
+
+
+@algorithm("alltoall", "generic")
+def alltoall_generic(c: Call, parts: List[bytes]) -> List[bytes]:
+    return generic("alltoall", c, parts)
+
+
+@algorithm("alltoall", "postall")
+def alltoall_postall(c: Call, parts: List[bytes], order: Optional[Sequence[int]] = None, mode: int = 0) -> List[bytes]:
+    n, me = c.n, c.me
+    dests = list(order) if order is not None else [(me + k) % n for k in range(1, n)]
+    recvs = {i: c.irecv(i) for i in range(n) if i != me}
+    sends = [c.isend(parts[d], d, mode) for d in dests]
+    c.wait(list(recvs.values()) + sends)
+    return [parts[i] if i == me else recvs[i]._obj for i in range(n)]
+
+
+@algorithm("alltoall", "pairwise")
+def alltoall_pairwise(c: Call, parts: List[bytes]) -> List[bytes]:
+    n, me = c.n, c.me
+    out = list(parts)
+    for k in range(1, n):
+        dest, src = (me + k) % n, (me - k) % n
+        out[src] = c.sendrecv(parts[dest], dest, src)
+    return out
+
+
+def _random_order(c: Call) -> List[int]:
+    """Every rank visits its destinations in its own random order, so the
+    injections of all ranks spread evenly over the links."""
+    rng = np.random.default_rng([c.rt.seed, c.world_rank(c.me), c.seq])
+    return [int(d) for d in rng.permutation(c.n) if d != c.me]
+
+
+@algorithm("alltoall", "torus_spread")
+def alltoall_torus_spread(c: Call, parts: List[bytes]) -> List[bytes]:
+    return alltoall_postall(c, parts, _random_order(c))
+
+
+@algorithm("alltoall", "msglayer")
+def alltoall_msglayer(c: Call, parts: List[bytes]) -> List[bytes]:
+    return alltoall_postall(c, parts, _random_order(c), mode=DIRECT)

@@ -1,0 +1,266 @@
+"""What every collective algorithm uses: the call (its communicator, tag
+and point-to-point helpers on the collective context), reductions, pieces of
+messages (bytes, or a skeleton's sizes), and the hardware networks' join.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import sys
+from typing import Any, Callable, List, Optional, Tuple
+
+import numpy as np
+
+PIPELINE_SEGMENT = 16 * 1024
+DIRECT = 4  # send mode: message-layer direct injection
+
+
+def _dump(obj: Any) -> bytes:
+    return pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+
+
+class CollError(Exception):
+    pass
+
+
+class Call:
+    """One collective call on one rank: the communicator, the tag of this
+    call, and point-to-point helpers on the collective context."""
+
+    def __init__(self, comm: Any, op: str, root: Optional[int] = None, check: Any = None):
+        from .. import MPI
+
+        self.MPI = MPI
+        self.comm = comm
+        self.ctx, self.me = comm._me()
+        self.n = comm.Get_size()
+        self.rt = self.ctx.runtime
+        seqs = self.ctx.state.setdefault("coll_seq", {})
+        self.seq = seqs.get(comm._context, 0)
+        seqs[comm._context] = self.seq + 1
+        self.tag = self.seq % MPI.TAG_UB
+        self.op = op
+        if root is not None and (not isinstance(root, (int, np.integer)) or not 0 <= root < self.n):
+            raise MPI.Exception(MPI.ERR_ROOT, f"{op}: root {root} in a communicator of size {self.n}")
+        self._check_match(op, root, check)
+
+    def _check_match(self, op: str, root: Optional[int], check: Any) -> None:
+        """Collective calls must agree across ranks (same operation, root and,
+        where MPI requires it, size): the first rank to arrive records them,
+        every other rank compares."""
+        if self.n == 1:
+            return
+        table = self.rt.coll_checks
+        key = (self.comm._context, self.seq)
+        mine = (op, root, check)
+        entry = table.get(key)
+        if entry is None:
+            table[key] = [mine, self.me, 1]
+        else:
+            (theirs, who, count) = entry
+            entry[2] = count + 1
+            if entry[2] == self.n:
+                del table[key]
+            if theirs != mine:
+                what = []
+                if theirs[0] != op:
+                    what.append(f"rank {who} called {theirs[0]}, rank {self.me} calls {op}")
+                elif theirs[1] != root:
+                    what.append(f"root {theirs[1]} on rank {who}, root {root} on rank {self.me}")
+                else:
+                    what.append(f"{theirs[2]} on rank {who}, {check} on rank {self.me}")
+                cls = self.MPI.ERR_ROOT if theirs[0] == op and theirs[1] != root else self.MPI.ERR_ARG
+                raise self.MPI.Exception(cls, f"collective call #{self.seq} on this communicator does not match "
+                                              f"across ranks: {'; '.join(what)}")
+
+    # -- point-to-point on the collective context --
+
+    def isend(self, data: bytes, dest: int, mode: int = 0, sub: Optional[int] = None):
+        return self.comm._isend_bytes(data, dest, self._tag(sub), mode, "collective", ctx_off=1)
+
+    def irecv(self, src: int, sub: Optional[int] = None):
+        # A message without content (a skeleton's) arrives as its size.
+        return self.comm._irecv_into((1 << 30) - 1, src, self._tag(sub), lambda st, d: d if d or not st[2] else st[2],
+                                     ctx_off=1)
+
+    def _tag(self, sub: Optional[int]) -> int:
+        """The call's tag, or a sub-tag of it (for algorithms whose messages
+        between one pair may complete out of order)."""
+        if sub is None:
+            return self.tag
+        return ((self.seq % (1 << 14)) << 16 | (sub & 0xFFFF)) + (1 << 30)
+
+    def wait(self, reqs: List[Any]) -> None:
+        from ..MPI import _wait_all
+        _wait_all(reqs, f"MPI.Comm.{self.op}()")
+        for r in reqs:
+            r._raise()
+
+    def sendrecv(self, data: bytes, dest: int, src: int) -> bytes:
+        r = self.irecv(src)
+        s = self.isend(data, dest)
+        self.wait([s, r])
+        return r._obj
+
+    # -- the partition --
+
+    def spans_partition(self) -> bool:
+        """Whether the communicator holds every task slot of the partition
+        (COMM_WORLD and its dups on a full machine)."""
+        w = self.rt.world
+        slots = w.shape[0] * w.shape[1] * w.shape[2] * w.tasks_per_node
+        return self.n == w.nranks == slots
+
+    def world_rank(self, r: int) -> int:
+        return self.comm._group._ranks[r]
+
+
+def _split(data: Any, parts: int) -> List[Any]:
+    """`data` in `parts` pieces (a skeleton's size: the sizes of the pieces)."""
+    if isinstance(data, int):
+        size = -(-data // parts) if data else 0
+        return [max(0, min(size, data - i * size)) for i in range(parts)]
+    size = -(-len(data) // parts) if data else 0
+    return [data[i * size:(i + 1) * size] for i in range(parts)]
+
+
+def _cat(parts: List[Any]) -> Any:
+    """Pieces joined (a skeleton's pieces - sizes, or empty bytes - summed)."""
+    if any(isinstance(p, int) for p in parts):
+        return sum(p if isinstance(p, int) else len(p) for p in parts)
+    return b"".join(parts)
+
+
+def _size(data: Any) -> int:
+    return data if isinstance(data, int) else len(data)
+
+
+def _slice(data: Any, a: int, b: int) -> Any:
+    if isinstance(data, int):
+        return max(0, min(b, data) - a)
+    return data[a:b]
+
+
+class Reducer:
+    """How to combine contributions: `combine(a, b)` = a op b with a from the
+    lower ranks; `dump` / `load` move a value; `split` / `join` cut arrays.
+    `op` (the MPI operation, for the tree's ALU; None for a skeleton) and
+    `floating` (two passes on the tree) describe array reductions."""
+
+    def __init__(self, combine: Callable[[Any, Any], Any], dump: Callable[[Any], bytes], load: Callable[[bytes], Any],
+                 commute: bool, array: bool, op: Any = None, floating: bool = False):
+        self.combine, self.dump, self.load, self.commute, self.array = combine, dump, load, commute, array
+        self.op, self.floating = op, floating
+
+
+def _fold(c: Call) -> Tuple[int, int, int]:
+    """Non-power-of-two sizes: the first 2*rem ranks pair up, odd ones go on.
+    Returns (pof2, rem, newrank or -1)."""
+    pof2 = 1 << (c.n.bit_length() - 1)
+    rem = c.n - pof2
+    if c.me < 2 * rem:
+        return pof2, rem, (c.me // 2 if c.me % 2 else -1)
+    return pof2, rem, c.me - rem
+
+
+def _fold_in(c: Call, value: Any, red: Reducer, rem: int) -> Any:
+    """The first 2*rem ranks pair up: even ones hand their value to the odd
+    one above, which goes on with the combination."""
+    if c.me < 2 * rem:
+        if c.me % 2 == 0:
+            c.wait([c.isend(red.dump(value), c.me + 1)])
+        else:
+            r = c.irecv(c.me - 1)
+            c.wait([r])
+            value = red.combine(red.load(r._obj), value)
+    return value
+
+
+def _fold_out(c: Call, value: Any, red: Reducer, rem: int) -> Any:
+    """The odd ranks of the first 2*rem give the result back to their pair."""
+    if c.me < 2 * rem:
+        if c.me % 2:
+            c.wait([c.isend(red.dump(value), c.me - 1)])
+        else:
+            r = c.irecv(c.me + 1)
+            c.wait([r])
+            value = red.load(r._obj)
+    return value
+
+
+def _old(newrank: int, rem: int) -> int:
+    return newrank * 2 + 1 if newrank < rem else newrank + rem
+
+
+# ---------------------------------------------------------------- hardware
+
+#: Operations the tree's ALU does, by MPI op name and numpy kind ('i','u','f').
+TREE_OPS = {"MPI_SUM": "iuf", "MPI_MAX": "iu", "MPI_MIN": "iu", "MPI_BAND": "iu", "MPI_BOR": "iu", "MPI_BXOR": "iu"}
+
+
+def tree_ok(op: Any, dtype: Optional[np.dtype]) -> bool:
+    return dtype is not None and dtype.fields is None and op.name in TREE_OPS and dtype.kind in TREE_OPS[op.name]
+
+
+def tree_float_sum(arrays: List[np.ndarray]) -> np.ndarray:
+    """The collective network's two-pass floating-point sum: pass 1 finds
+    every element's largest exponent (an integer max); pass 2 sums every
+    contribution's mantissa aligned to it as 64-bit integers. Each addend is
+    truncated (toward zero) to a multiple of 2**(emax - 62 + ceil(log2 n)),
+    which leaves the headroom for n additions: the result is the same in any
+    order, and differs from the exact sum by less than n units of that grid."""
+    stack = np.stack([np.asarray(a, dtype=np.float64) for a in arrays])
+    n = len(arrays)
+    _, exps = np.frexp(stack)
+    emax = np.where(np.any(stack != 0, axis=0), exps.max(axis=0), 0)
+    shift = 62 - int(math.ceil(math.log2(max(n, 2)))) - emax  # bits kept below emax
+    scaled = np.trunc(np.ldexp(stack, shift[None, ...])).astype(np.int64)
+    total = scaled.sum(axis=0, dtype=np.int64)
+    out = np.ldexp(total.astype(np.float64), -shift)
+    return out.astype(stack.dtype if stack.dtype.kind == "f" else np.float64)
+
+
+def tree_combine(arrays: List[np.ndarray], op: Any) -> np.ndarray:
+    a0 = arrays[0]
+    if a0.dtype.kind == "f":
+        return tree_float_sum(arrays).astype(a0.dtype)
+    fn = {"MPI_SUM": np.add, "MPI_MAX": np.maximum, "MPI_MIN": np.minimum, "MPI_BAND": np.bitwise_and,
+          "MPI_BOR": np.bitwise_or, "MPI_BXOR": np.bitwise_xor}[op.name]
+    acc = a0.copy()
+    for a in arrays[1:]:
+        acc = fn(acc, a).astype(a0.dtype)
+    return acc
+
+
+def hw_join(c: Call, kind: str, root: int = 0, nbytes: int = 0, two_pass: bool = False, contribution: Any = None) -> Any:
+    """Takes part in a hardware collective; returns the shared record of the
+    operation (its contributions, keyed by rank) once this rank is done."""
+    rt = c.rt
+    key = ("hw", c.comm._context, c.seq)
+    rec = rt.hw_data.setdefault(key, {"parts": {}, "left": c.n})
+    if contribution is not None:
+        rec["parts"][c.me] = contribution
+    hkey = rt.hw_key(key)
+    try:
+        req = rt.world.hw_collective(c.ctx.rank, hkey, c.n, kind, c.world_rank(root), nbytes, two_pass)
+    except ValueError as e:
+        raise c.MPI.Exception(c.MPI.ERR_ARG, str(e)) from None
+    c.ctx.call, c.ctx.frame = f"MPI.Comm.{c.op}()", sys._getframe(2)
+    rt.wait(c.ctx, [req], 1)
+    rt.world.finish(req)
+    rec["left"] -= 1
+    if rec["left"] == 0:
+        del rt.hw_data[key]
+    return rec
+
+
+def tree_reduce(c: Call, kind: str, value: Any, red: Reducer, root: int = 0) -> Any:
+    """A reduce or allreduce on the collective network: the combined value
+    where the operation delivers it (None elsewhere, and for a skeleton)."""
+    rec = hw_join(c, kind, root, c.nbytes, red.floating, contribution=value if red.op is not None else None)
+    if red.op is None or (kind == "reduce" and c.me != root):
+        return None
+    if "result" not in rec:
+        rec["result"] = tree_combine([rec["parts"][i] for i in range(c.n)], red.op)
+    return rec["result"]

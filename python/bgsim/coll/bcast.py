@@ -1,0 +1,180 @@
+"""MPI_Bcast: `f(call, data (the root's; None elsewhere), root, nbytes) -> data`."""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional, Sequence, Tuple
+
+from .allgather import allgather_ring
+from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
+from .registry import algorithm, generic
+from .scatter import scatter_binomial
+
+
+
+@algorithm("bcast", "generic")
+def bcast_generic(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    return generic("bcast", c, data, root, nbytes)
+
+
+@algorithm("bcast", "binomial")
+def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -> bytes:
+    n, rel = c.n, (c.me - root) % c.n
+    mask = 1
+    while mask < n:
+        if rel & mask:
+            r = c.irecv((c.me - mask) % n)
+            c.wait([r])
+            data = r._obj
+            break
+        mask <<= 1
+    mask >>= 1
+    sends = []
+    while mask > 0:
+        if rel + mask < n:
+            sends.append(c.isend(data, (c.me + mask) % n))
+        mask >>= 1
+    c.wait(sends)
+    return data
+
+
+@algorithm("bcast", "scatter_allgather")
+def bcast_scatter_allgather(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    """van de Geijn: scatter the message in n parts (binomial), then a ring allgather."""
+    if c.n == 1:
+        return bcast_binomial(c, data, root)
+    parts = _split(data, c.n) if c.me == root else None
+    mine = scatter_binomial(c, parts, root)
+    out = _cat(allgather_ring(c, mine))
+    return out if isinstance(out, int) else out[:nbytes]
+
+
+def _torus_tree(c: Call, root: int, colour: int) -> Tuple[Optional[int], List[int]]:
+    """Parent and children of this rank in colour `colour`'s spanning tree:
+    the same edge-disjoint scheme as the message layer's deposit-bit
+    broadcast, with chains of point-to-point messages for line packets.
+    With m dimensions longer than one, colour c takes the rotation (d0, d1,
+    d2) of them starting at the c-th: the root's d0 line (stage 1), d1 lines
+    from it (2), d2 lines from that plane (3) - every node off the root's
+    d0 plane - then one hop into that plane from its neighbour plane (4).
+    Chains run + only on a torus, both ways from the sender on a mesh."""
+    w = c.rt.world
+    dims = w.shape
+    torus = c.rt.torus_dims
+    coords = [w.coords(c.world_rank(i))[:3] for i in range(c.n)]
+    index = {tuple(x): i for i, x in enumerate(coords)}
+    R = coords[root]
+    nontrivial = [d for d in range(3) if dims[d] > 1]
+    m = len(nontrivial)
+    order = [nontrivial[(colour + i) % m] for i in range(m)] if m else []
+
+    def back(x: List[int], d: int) -> List[int]:
+        """One step back along a chain of dimension d that started at R[d]."""
+        x = list(x)
+        if torus[d]:
+            x[d] = (x[d] - 1) % dims[d]
+        else:
+            x[d] += -1 if x[d] > R[d] else 1
+        return x
+
+    def parent_of(x: Sequence[int]) -> Optional[Tuple[int, ...]]:
+        x = list(x)
+        if x == list(R) or not m:
+            return None
+        d0 = order[0]
+        if x[d0] == R[d0]:
+            # Stage 4: from the neighbour plane.
+            size = dims[d0]
+            src = (R[d0] - 1) % size if torus[d0] else (R[d0] + 1 if R[d0] + 1 < size else R[d0] - 1)
+            y = list(x)
+            y[d0] = src
+            return tuple(y)
+        for s in range(m - 1, -1, -1):
+            d = order[s]
+            if all(x[order[t]] == R[order[t]] for t in range(s + 1, m)):
+                # x is reached in stage s+1: along order[s] from the node
+                # where that line starts (its coordinate order[s] = R's).
+                if s > 0 and x[d] == R[d]:
+                    continue
+                return tuple(back(x, d))
+        return None
+
+    parents = [parent_of(x) for x in coords]
+    me = c.me
+    p = parents[me]
+    children = [i for i, q in enumerate(parents) if q is not None and index[q] == me]
+    return (index[p] if p is not None else None), children
+
+
+@algorithm("bcast", "torus_p2p")
+def bcast_torus_p2p(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    """One part per dimension longer than one (a colour), each spread along
+    its own edge-disjoint tree (`_torus_tree`), pipelined in segments: the
+    parts leave the root by different links and use different links all the
+    way."""
+    ncol = max(1, sum(1 for d in c.rt.world.shape if d > 1))
+    parts = _split(data, ncol) if c.me == root else [b""] * ncol
+    sizes = _split(nbytes, ncol)
+    trees = [_torus_tree(c, root, k) for k in range(ncol)]
+    nseg = [max(1, -(-s // PIPELINE_SEGMENT)) for s in sizes]
+    got: List[dict] = [{} for _ in range(ncol)]
+    pending = []
+    # Every (colour, segment) has its own sub-tag, and each node forwards
+    # whichever segment comes in first: the colours' pipelines do not wait
+    # for each other.
+    sub = lambda k, s: (k << 14) | s  # noqa: E731
+    incoming = []
+    for s in range(max(nseg)):
+        for k in range(ncol):
+            parent, children = trees[k]
+            if s >= nseg[k]:
+                continue
+            if parent is None:
+                seg = _slice(parts[k], s * PIPELINE_SEGMENT, (s + 1) * PIPELINE_SEGMENT)
+                got[k][s] = seg
+                pending += [c.isend(seg, ch, sub=sub(k, s)) for ch in children]
+            else:
+                incoming.append((k, s, c.irecv(parent, sub=sub(k, s))))
+    from ..MPI import _wait_some
+    while incoming:
+        reqs = [r for _, _, r in incoming]
+        done = _wait_some(reqs, "MPI.Comm.bcast()", any_one=False)
+        for i in sorted(done, reverse=True):
+            k, s, r = incoming.pop(i)
+            r._raise()
+            got[k][s] = r._obj
+            pending += [c.isend(r._obj, ch, sub=sub(k, s)) for ch in trees[k][1]]
+    got = [[g[s] for s in range(len(g))] for g in got]
+    c.wait(pending)
+    out = _cat([_cat(g) for g in got])
+    return out if isinstance(out, int) else out[:nbytes]
+
+
+@algorithm("bcast", "torus_deposit")
+def bcast_deposit(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    """Message-layer broadcast with deposit-bit line packets (see
+    `World.ml_bcast`): the data as three colours, each spread x->y->z,
+    y->z->x, z->x->y by line packets, each node forwarding every packet it
+    gets into the next dimension as soon as it has read it."""
+    rt = c.rt
+    key = ("deposit", c.comm._context, c.seq)
+    rec = rt.hw_data.setdefault(key, {"parts": {}, "left": c.n})
+    if c.me == root:
+        rec["parts"][root] = data
+    if key not in rt.deposit_ids:
+        rt.deposit_ids[key] = len(rt.deposit_ids)
+    req = rt.world.ml_bcast(c.ctx.rank, rt.deposit_ids[key], c.world_rank(root), nbytes)
+    c.ctx.call, c.ctx.frame = "MPI.Comm.bcast()", sys._getframe(2)
+    rt.wait(c.ctx, [req], 1)
+    rt.world.finish(req)
+    rec["left"] -= 1
+    out = rec["parts"][root]
+    if rec["left"] == 0:
+        del rt.hw_data[key]
+    return out
+
+
+@algorithm("bcast", "tree")
+def bcast_tree(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    rec = hw_join(c, "bcast", root, nbytes, contribution=data if c.me == root else None)
+    return rec["parts"][root]
