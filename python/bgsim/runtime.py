@@ -438,23 +438,14 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
     shim._reset(world.nranks)
     rt.run(main)
     wall = time.perf_counter() - t0
-    end = max((c.finished_at or 0) for c in rt.ctxs)
-    ranks = []
-    for c in rt.ctxs:
-        d = {"rank": c.rank}
-        x, y, z, t = world.coords(c.rank)
-        d.update({"x": x, "y": y, "z": z, "t": t, "end_s": rt.seconds(c.finished_at or 0)})
-        d.update(world.rank_stats(c.rank))
-        ranks.append(d)
+    # The core's report (components' counters, per-rank statistics) and
+    # what only the Python side knows.
+    report = json.loads(world.report([c.finished_at for c in rt.ctxs]))
     return RunResult(
-        nranks=world.nranks, shape=world.shape, mode=world.mode, time_s=rt.seconds(end), ranks=ranks,
-        counters=dict(world.counters()), results=[c.result for c in rt.ctxs], wall_s=wall,
-        collectives=rt.coll_stats,
-        tree_links=[{"node": n, "parent": p, "packets_up": u, "packets_down": d, "busy_up_s": bu, "busy_down_s": bd,
-                     "util_up_pct": 100 * bu / rt.seconds(end) if end else 0.0,
-                     "util_down_pct": 100 * bd / rt.seconds(end) if end else 0.0}
-                    for n, p, u, d, bu, bd in world.tree_links()],
-        python_wall_s=rt.python_wall, machine_toml=world.machine_toml())
+        nranks=report["nranks"], shape=tuple(report["shape"]), mode=report["mode"], time_s=report["time_s"],
+        ranks=report["ranks"], counters=report["counters"], results=[c.result for c in rt.ctxs], wall_s=wall,
+        collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
+        machine_toml=report["machine_toml"])
 
 
 class _mpi4py_installed:

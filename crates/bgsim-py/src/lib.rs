@@ -12,7 +12,7 @@ use bgsim::mpi::coll;
 use bgsim::msglayer::SendMode;
 use bgsim::workload::{self, Pattern, TrafficSpec};
 use pyo3::buffer::PyBuffer;
-use pyo3::types::{PyBytes, PyDict, PyMemoryView};
+use pyo3::types::{PyBytes, PyMemoryView};
 use std::collections::HashSet;
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
@@ -460,24 +460,6 @@ impl World {
     fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> u32 {
         self.w.line_bcast(rank, id, root, nbytes)
     }
-    /// Per tree link with traffic: (node, parent, packets up, packets down,
-    /// busy seconds up, busy seconds down).
-    fn tree_links(&self) -> Vec<(u32, u32, u64, u64, f64, f64)> {
-        let Some(t) = self.w.tree() else { return vec![] };
-        let secs = t.packet_ticks() as f64 / self.ticks_per_second();
-        (0..self.w.machine().shape.nodes())
-            .filter(|&n| t.up_packets[n as usize] + t.down_packets[n as usize] > 0)
-            .map(|n| {
-                let (u, d) = (t.up_packets[n as usize], t.down_packets[n as usize]);
-                (n, t.parent(n), u, d, u as f64 * secs, d as f64 * secs)
-            })
-            .collect()
-    }
-    /// (operations, link packets, link busy seconds) of the collective network.
-    fn tree_counters(&self) -> (u64, u64, f64) {
-        let c = self.w.tree_counters();
-        (c.operations, c.link_packets, c.link_busy_ticks as f64 / self.ticks_per_second())
-    }
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)
     }
@@ -512,49 +494,10 @@ impl World {
     fn drain(&mut self) -> u64 {
         self.w.drain()
     }
-    /// Per-rank counters as a dict.
-    fn rank_stats<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.w.rank_stats(rank);
-        let c = self.w.core_counters(rank);
-        let t = self.w.machine().tick_cycle as f64;
-        let d = PyDict::new_bound(py);
-        d.set_item("sends", s.sends)?;
-        d.set_item("recvs", s.recvs)?;
-        d.set_item("bytes_sent", s.bytes_sent)?;
-        d.set_item("bytes_received", s.bytes_received)?;
-        d.set_item("unexpected", s.unexpected)?;
-        for (i, p) in ["one_packet", "eager", "adaptive_eager", "rendezvous", "intranode"].iter().enumerate() {
-            d.set_item(format!("msgs_{p}"), s.by_protocol[i])?;
-        }
-        d.set_item("core_inject_cycles", c.inject_ticks as f64 / t)?;
-        d.set_item("core_read_cycles", c.read_ticks as f64 / t)?;
-        d.set_item("core_poll_cycles", c.poll_ticks as f64 / t)?;
-        d.set_item("core_protocol_cycles", c.protocol_ticks as f64 / t)?;
-        d.set_item("core_copy_cycles", c.copy_ticks as f64 / t)?;
-        d.set_item("core_compute_cycles", c.compute_ticks as f64 / t)?;
-        d.set_item("core_interrupt_cycles", c.interrupt_ticks as f64 / t)?;
-        d.set_item("packets_written", c.packets_written)?;
-        d.set_item("packets_read", c.packets_read)?;
-        Ok(d)
-    }
-    /// Network-wide counters as a dict.
-    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let net = self.w.net();
-        let g = &net.torus.global;
-        let d = PyDict::new_bound(py);
-        d.set_item("events", self.w.events())?;
-        d.set_item("packets_sent", self.w.packets_sent())?;
-        d.set_item("packets_delivered", g.delivered_packets)?;
-        d.set_item("payload_bytes_delivered", g.delivered_payload)?;
-        d.set_item("wire_bytes_delivered", g.delivered_wire_bytes)?;
-        d.set_item("packet_hops", g.hops)?;
-        d.set_item("messages_completed", self.w.messages_done())?;
-        d.set_item("out_of_order_packets", self.w.out_of_order_packets())?;
-        d.set_item("packets_in_network", net.torus.live_packets())?;
-        let c = self.w.tree_counters();
-        d.set_item("tree_operations", c.operations)?;
-        d.set_item("tree_link_packets", c.link_packets)?;
-        Ok(d)
+    /// The run's report (JSON): per rank, network-wide counters, the
+    /// collective network's busy links. `finished[r]`: when rank r ended.
+    fn report(&self, finished: Vec<Option<u64>>) -> String {
+        serde_json::to_string(&bgsim::report::mpi_report(&self.w, &finished)).expect("a report is plain data")
     }
 }
 

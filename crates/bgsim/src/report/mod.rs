@@ -1,5 +1,12 @@
-//! Layer 9: counters and results as data. A run's result serializes to JSON;
-//! the Python package turns it into CSV tables, plots and reports.
+//! Layer 9: counters and results as data. Every run's result is one typed
+//! report assembled from the components' counters - [`TrafficResult`] for a
+//! traffic pattern, [`MpiReport`] for an MPI program - serialized to JSON
+//! once; the Python package reads it and turns it into CSV, plots and
+//! reports.
+
+mod mpi;
+
+pub use mpi::{mpi_report, MpiCounters, MpiReport, RankReport, TreeLinkReport};
 
 use crate::engine::{EngineStats, Tick};
 use crate::node::CoreCounters;

@@ -1,15 +1,18 @@
 //! Layer 8: what drives a run. Built-in traffic patterns on the packet layer
 //! (`spec` says what a run asks for, `patterns` holds one file per pattern,
-//! `driver` the state they share), the bounds behind "% of peak" (`bounds`),
+//! `source` the state they share, `driver` hands them the packet layer's
+//! calls), the bounds behind "% of peak" (`bounds`),
 //! and the run loop that ties engine, machine and software together.
 
 pub mod bounds;
 pub mod driver;
 pub mod patterns;
+pub mod source;
 pub mod spec;
 
 pub use crate::torus::Routing;
-pub use driver::{Driver, Progress, Source};
+pub use driver::Driver;
+pub use source::{Progress, Source};
 pub use patterns::{node_at_hops, TrafficPattern, PLANE_COLOURS};
 pub use spec::{Pattern, PatternSpec, TrafficSpec, WorkloadError};
 

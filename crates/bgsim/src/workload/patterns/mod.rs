@@ -20,7 +20,7 @@ mod random;
 pub use fill::PLANE_COLOURS;
 pub use pingpong::node_at_hops;
 
-use super::driver::Source;
+use super::source::Source;
 use super::spec::{PatternSpec, WorkloadError};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Machine;

@@ -1,0 +1,179 @@
+//! The result of an MPI program's run, assembled from the components'
+//! counters (torus, cores, collective network) and the message layer's per
+//! rank statistics; the Python side adds what only it knows (each rank's
+//! return value, the collective choices, host wall time).
+
+use crate::engine::Tick;
+use crate::mpi::World;
+use serde::Serialize;
+
+/// One rank: where it ran, when it ended, what it sent, where its core's
+/// time went (processor cycles).
+#[derive(Clone, Debug, Serialize)]
+pub struct RankReport {
+    pub rank: u32,
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+    pub t: u32,
+    pub end_s: f64,
+    pub sends: u64,
+    pub recvs: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub unexpected: u64,
+    pub msgs_one_packet: u64,
+    pub msgs_eager: u64,
+    pub msgs_adaptive_eager: u64,
+    pub msgs_rendezvous: u64,
+    pub msgs_intranode: u64,
+    pub core_inject_cycles: f64,
+    pub core_read_cycles: f64,
+    pub core_poll_cycles: f64,
+    pub core_protocol_cycles: f64,
+    pub core_copy_cycles: f64,
+    pub core_compute_cycles: f64,
+    pub core_interrupt_cycles: f64,
+    pub packets_written: u64,
+    pub packets_read: u64,
+}
+
+/// Network-wide counters.
+#[derive(Clone, Debug, Serialize)]
+pub struct MpiCounters {
+    pub events: u64,
+    pub packets_sent: u64,
+    pub packets_delivered: u64,
+    pub payload_bytes_delivered: u64,
+    pub wire_bytes_delivered: u64,
+    pub packet_hops: u64,
+    pub messages_completed: u64,
+    pub out_of_order_packets: u64,
+    pub packets_in_network: u32,
+    pub tree_operations: u64,
+    pub tree_link_packets: u64,
+}
+
+/// A collective-network link that carried packets.
+#[derive(Clone, Debug, Serialize)]
+pub struct TreeLinkReport {
+    pub node: u32,
+    pub parent: u32,
+    pub packets_up: u64,
+    pub packets_down: u64,
+    pub busy_up_s: f64,
+    pub busy_down_s: f64,
+    /// Busy share of the run, %.
+    pub util_up_pct: f64,
+    pub util_down_pct: f64,
+}
+
+/// An MPI run's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct MpiReport {
+    pub nranks: u32,
+    pub shape: [u32; 3],
+    pub mode: String,
+    /// From the start to the last rank's end.
+    pub time_s: f64,
+    pub ranks: Vec<RankReport>,
+    pub counters: MpiCounters,
+    pub tree_links: Vec<TreeLinkReport>,
+    pub machine_toml: String,
+}
+
+/// The report of `world` after its run; `finished[r]`: when rank r's
+/// program ended (None: it did not).
+pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
+    let m = world.machine();
+    let tps = m.spec.clock.cpu_mhz * 1e6 * m.tick_cycle as f64;
+    let secs = |t: Tick| t as f64 / tps;
+    let cyc = m.tick_cycle as f64;
+    let end = finished.iter().map(|f| f.unwrap_or(0)).max().unwrap_or(0);
+    let ranks = (0..world.nranks())
+        .map(|r| {
+            let [x, y, z, t] = world.coords(r);
+            let s = world.rank_stats(r);
+            let c = world.core_counters(r);
+            let p = s.by_protocol;
+            RankReport {
+                rank: r,
+                x,
+                y,
+                z,
+                t,
+                end_s: secs(finished.get(r as usize).copied().flatten().unwrap_or(0)),
+                sends: s.sends,
+                recvs: s.recvs,
+                bytes_sent: s.bytes_sent,
+                bytes_received: s.bytes_received,
+                unexpected: s.unexpected,
+                msgs_one_packet: p[0],
+                msgs_eager: p[1],
+                msgs_adaptive_eager: p[2],
+                msgs_rendezvous: p[3],
+                msgs_intranode: p[4],
+                core_inject_cycles: c.inject_ticks as f64 / cyc,
+                core_read_cycles: c.read_ticks as f64 / cyc,
+                core_poll_cycles: c.poll_ticks as f64 / cyc,
+                core_protocol_cycles: c.protocol_ticks as f64 / cyc,
+                core_copy_cycles: c.copy_ticks as f64 / cyc,
+                core_compute_cycles: c.compute_ticks as f64 / cyc,
+                core_interrupt_cycles: c.interrupt_ticks as f64 / cyc,
+                packets_written: c.packets_written,
+                packets_read: c.packets_read,
+            }
+        })
+        .collect();
+    let net = world.net();
+    let g = &net.torus.global;
+    let tree = world.tree_counters();
+    let counters = MpiCounters {
+        events: world.events(),
+        packets_sent: world.packets_sent(),
+        packets_delivered: g.delivered_packets,
+        payload_bytes_delivered: g.delivered_payload,
+        wire_bytes_delivered: g.delivered_wire_bytes,
+        packet_hops: g.hops,
+        messages_completed: world.messages_done(),
+        out_of_order_packets: world.out_of_order_packets(),
+        packets_in_network: net.torus.live_packets(),
+        tree_operations: tree.operations,
+        tree_link_packets: tree.link_packets,
+    };
+    let run_s = secs(end);
+    let util = |busy: f64| if end > 0 { 100.0 * busy / run_s } else { 0.0 };
+    let tree_links = match world.tree() {
+        None => vec![],
+        Some(t) => {
+            let pkt = secs(t.packet_ticks());
+            (0..m.shape.nodes())
+                .filter(|&n| t.up_packets[n as usize] + t.down_packets[n as usize] > 0)
+                .map(|n| {
+                    let (u, d) = (t.up_packets[n as usize], t.down_packets[n as usize]);
+                    let (bu, bd) = (u as f64 * pkt, d as f64 * pkt);
+                    TreeLinkReport {
+                        node: n,
+                        parent: t.parent(n),
+                        packets_up: u,
+                        packets_down: d,
+                        busy_up_s: bu,
+                        busy_down_s: bd,
+                        util_up_pct: util(bu),
+                        util_down_pct: util(bd),
+                    }
+                })
+                .collect()
+        }
+    };
+    MpiReport {
+        nranks: world.nranks(),
+        shape: m.shape.dims,
+        mode: m.mode.name().to_string(),
+        time_s: run_s,
+        ranks,
+        counters,
+        tree_links,
+        machine_toml: m.to_toml(),
+    }
+}
