@@ -11,7 +11,8 @@ from ._core import __version__
 from . import errors
 from .errors import BgsimError, DeadlockError, MachineError, MappingError, RankError, WorkloadError
 from .api import Machine, TrafficResult, patterns, routings, run_traffic
-from .runtime import RunResult, collective_algorithms, compute, run, run_file
+from .program import RunResult, collective_algorithms, run, run_file
+from .runtime import compute
 
 __all__ = [
     "BgsimError",

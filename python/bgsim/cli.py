@@ -286,7 +286,8 @@ def _reproduce(a: argparse.Namespace) -> int:
 
 def _run(a: argparse.Namespace) -> int:
     from .api import Machine, write_atomic
-    from .runtime import RankError, run_file
+    from .errors import RankError
+    from .program import run_file
 
     if a.cpu_factor is not None and a.cpu_factor < 0:
         print(f"bgsim run: error: --cpu-factor {a.cpu_factor}: must be >= 0", file=sys.stderr)

@@ -51,7 +51,7 @@ def barrier(comm: Any) -> None:
 
 def bcast(comm: Any, nbytes: int, root: int = 0) -> int:
     """MPI_Bcast of `nbytes` from `root`."""
-    from .MPI import _bcast_bytes
+    from .mpishim.collectives import _bcast_bytes
     c = _coll.Call(comm, "bcast", root, check=nbytes)
     return _bcast_bytes(c, nbytes if c.me == root else None, root, nbytes)
 

@@ -9,7 +9,6 @@ from .base import Call, _dump
 from .registry import algorithm
 
 
-
 @algorithm("allgather", "ring")
 def allgather_ring(c: Call, data: bytes) -> List[bytes]:
     n, me = c.n, c.me

@@ -10,7 +10,6 @@ from .base import Call, Reducer, _fold, _fold_in, _fold_out, _old, tree_reduce
 from .registry import algorithm
 
 
-
 @algorithm("allreduce", "recursive_doubling")
 def allreduce_recursive_doubling(c: Call, value: Any, red: Reducer) -> Any:
     pof2, rem, new = _fold(c)

@@ -10,7 +10,6 @@ from .base import DIRECT, Call
 from .registry import algorithm, generic
 
 
-
 @algorithm("alltoall", "generic")
 def alltoall_generic(c: Call, parts: List[bytes]) -> List[bytes]:
     return generic("alltoall", c, parts)

@@ -6,7 +6,6 @@ from .base import Call, hw_join
 from .registry import algorithm
 
 
-
 @algorithm("barrier", "dissemination")
 def barrier_dissemination(c: Call) -> None:
     k = 1

@@ -12,6 +12,11 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
+from ..mpishim.constants import TAG_UB
+from ..mpishim.errors import ERR_ARG, ERR_ROOT
+from ..mpishim.errors import Exception as MPIException
+from ..mpishim.requests import _wait_all
+
 PIPELINE_SEGMENT = 16 * 1024
 DIRECT = 4  # send mode: message-layer direct injection
 
@@ -29,9 +34,6 @@ class Call:
     call, and point-to-point helpers on the collective context."""
 
     def __init__(self, comm: Any, op: str, root: Optional[int] = None, check: Any = None):
-        from .. import MPI
-
-        self.MPI = MPI
         self.comm = comm
         self.ctx, self.me = comm._me()
         self.n = comm.Get_size()
@@ -39,10 +41,10 @@ class Call:
         seqs = self.ctx.state.setdefault("coll_seq", {})
         self.seq = seqs.get(comm._context, 0)
         seqs[comm._context] = self.seq + 1
-        self.tag = self.seq % MPI.TAG_UB
+        self.tag = self.seq % TAG_UB
         self.op = op
         if root is not None and (not isinstance(root, (int, np.integer)) or not 0 <= root < self.n):
-            raise MPI.Exception(MPI.ERR_ROOT, f"{op}: root {root} in a communicator of size {self.n}")
+            raise MPIException(ERR_ROOT, f"{op}: root {root} in a communicator of size {self.n}")
         self._check_match(op, root, check)
 
     def _check_match(self, op: str, root: Optional[int], check: Any) -> None:
@@ -70,8 +72,8 @@ class Call:
                     what.append(f"root {theirs[1]} on rank {who}, root {root} on rank {self.me}")
                 else:
                     what.append(f"{theirs[2]} on rank {who}, {check} on rank {self.me}")
-                cls = self.MPI.ERR_ROOT if theirs[0] == op and theirs[1] != root else self.MPI.ERR_ARG
-                raise self.MPI.Exception(cls, f"collective call #{self.seq} on this communicator does not match "
+                cls = ERR_ROOT if theirs[0] == op and theirs[1] != root else ERR_ARG
+                raise MPIException(cls, f"collective call #{self.seq} on this communicator does not match "
                                               f"across ranks: {'; '.join(what)}")
 
     # -- point-to-point on the collective context --
@@ -92,7 +94,6 @@ class Call:
         return ((self.seq % (1 << 14)) << 16 | (sub & 0xFFFF)) + (1 << 30)
 
     def wait(self, reqs: List[Any]) -> None:
-        from ..MPI import _wait_all
         _wait_all(reqs, f"MPI.Comm.{self.op}()")
         for r in reqs:
             r._raise()
@@ -245,7 +246,7 @@ def hw_join(c: Call, kind: str, root: int = 0, nbytes: int = 0, two_pass: bool =
     try:
         req = rt.world.hw_collective(c.ctx.rank, hkey, c.n, kind, c.world_rank(root), nbytes, two_pass)
     except ValueError as e:
-        raise c.MPI.Exception(c.MPI.ERR_ARG, str(e)) from None
+        raise MPIException(ERR_ARG, str(e)) from None
     c.ctx.call, c.ctx.frame = f"MPI.Comm.{c.op}()", sys._getframe(2)
     rt.wait(c.ctx, [req], 1)
     rt.world.finish(req)

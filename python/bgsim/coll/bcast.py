@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from ..mpishim.requests import _wait_some
 from .allgather import allgather_ring
 from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
 from .registry import algorithm, generic
 from .scatter import scatter_binomial
-
 
 
 @algorithm("bcast", "generic")
@@ -135,7 +135,6 @@ def bcast_torus_p2p(c: Call, data: Optional[bytes], root: int, nbytes: int) -> b
                 pending += [c.isend(seg, ch, sub=sub(k, s)) for ch in children]
             else:
                 incoming.append((k, s, c.irecv(parent, sub=sub(k, s))))
-    from ..MPI import _wait_some
     while incoming:
         reqs = [r for _, _, r in incoming]
         done = _wait_some(reqs, "MPI.Comm.bcast()", any_one=False)

@@ -9,7 +9,6 @@ from .base import Call, _dump
 from .registry import algorithm
 
 
-
 @algorithm("gather", "binomial")
 def gather_binomial(c: Call, data: bytes, root: int) -> Optional[List[bytes]]:
     """Binomial gather: each rank forwards its subtree's parts in one message."""

@@ -8,7 +8,6 @@ from .base import Call, Reducer, tree_reduce
 from .registry import algorithm
 
 
-
 @algorithm("reduce", "binomial")
 def reduce_binomial(c: Call, value: Any, red: Reducer, root: int) -> Any:
     """Binomial tree to rank 0 in rank order (also right for non-commutative

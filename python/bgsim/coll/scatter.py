@@ -9,7 +9,6 @@ from .base import Call, _dump
 from .registry import algorithm
 
 
-
 @algorithm("scatter", "binomial")
 def scatter_binomial(c: Call, parts: Optional[List[bytes]], root: int) -> bytes:
     """Binomial scatter: each subtree's share travels as one message."""

@@ -10,7 +10,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from .. import MPI, skeleton
 from ..api import Machine
-from ..runtime import run
+from ..program import run
 from .base import Context, Outcome, register
 from .base import size_label as _label
 

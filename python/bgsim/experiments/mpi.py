@@ -11,7 +11,7 @@ import numpy as np
 from .. import MPI
 from ..api import Machine
 from ..errors import WorkloadError
-from ..runtime import run
+from ..program import run
 from .base import Context, Outcome, register
 from .base import size_label as _label
 

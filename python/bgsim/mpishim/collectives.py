@@ -1,0 +1,300 @@
+"""The collective operations on buffers and objects, over the algorithms of ``bgsim.coll``."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as _np
+
+from .. import coll as _coll
+from ..errors import UsageError as _ValueError
+from .buffers import _bytes_view, _dump, _load, _msg, _vmsg
+from .constants import IN_PLACE
+from .datatypes import Datatype
+from .errors import ERR_TRUNCATE, Exception
+from .ops import SUM, Op
+
+#: A communicator (``mpishim.comm.Comm``; not imported here: comm imports
+#: this module).
+Comm = Any
+
+
+def _barrier(comm: Comm) -> None:
+    _coll.run("barrier", _coll.Call(comm, "barrier"), nbytes=0)
+
+
+def _bcast_bytes(c: "_coll.Call", data: Optional[bytes], root: int, nbytes: int) -> bytes:
+    return _coll.run("bcast", c, data, root, nbytes, nbytes=nbytes)
+
+
+def _allgather_bytes(c: "_coll.Call", data: bytes) -> List[bytes]:
+    return _coll.run("allgather", c, data, nbytes=len(data))
+
+
+def _obj_reducer(op: Op) -> "_coll.Reducer":
+    return _coll.Reducer(op, _dump, _load, op.is_commutative, array=False)
+
+
+def _array_reducer(op: Op, dt: Datatype) -> "_coll.Reducer":
+    return _coll.Reducer(lambda a, b: op._arrays(a, b, dt), lambda a: a.tobytes(), lambda b: _as_array(b, dt),
+                         op.is_commutative, array=True, op=op, floating=dt.np.kind == "f")
+
+
+def _scan(comm: Comm, value: Any, red: "_coll.Reducer", exclusive: bool) -> Any:
+    """Linear chain: rank i gets the prefix of ranks 0..i-1 from rank i-1."""
+    c = _coll.Call(comm, "exscan" if exclusive else "scan")
+    if c.me == 0:
+        stats = c.rt.coll_stats.setdefault(c.op, {})
+        stats["linear"] = stats.get("linear", 0) + 1
+    prefix = None
+    if c.me > 0:
+        r = c.irecv(c.me - 1)
+        c.wait([r])
+        prefix = red.load(r._obj)
+    mine = value if prefix is None else red.combine(prefix, value)
+    if c.me + 1 < c.n:
+        c.wait([c.isend(red.dump(mine), c.me + 1)])
+    return prefix if exclusive else mine
+
+
+def _as_array(data: bytes, dt: Datatype) -> "_np.ndarray":
+    return _np.frombuffer(bytearray(data), dtype=dt.np)
+
+
+def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Optional[int]) -> None:
+    kind = "allreduce" if root is None else "reduce"
+    if sendbuf is IN_PLACE:
+        m = _msg(recvbuf, recv=True)
+        data, dt = m.mv.tobytes(), m.dt
+    else:
+        s = _msg(sendbuf, recv=False)
+        data, dt = s.mv.tobytes(), s.dt
+    c = _coll.Call(comm, kind, root, check=(op.name, len(data)))
+    mine = _as_array(data, dt)
+    alu = _coll.tree_ok(op, dt.np)
+    red = _array_reducer(op, dt)
+    if root is None:
+        res = _coll.run("allreduce", c, mine, red, nbytes=len(data), alu=alu, elements=len(mine))
+    else:
+        res = _coll.run("reduce", c, mine, red, root, nbytes=len(data), alu=alu, elements=len(mine))
+    out = None if res is None else res.tobytes()
+    if out is not None:
+        m = _msg(recvbuf, recv=True)
+        if m.nbytes < len(out):
+            raise Exception(ERR_TRUNCATE, f"the receive buffer holds {m.nbytes} bytes, the result has {len(out)}")
+        m.mv[: len(out)] = out
+
+
+def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Optional[Sequence[int]]) -> None:
+    n = comm.Get_size()
+    src = recvbuf if sendbuf is IN_PLACE else sendbuf
+    s = _msg(src, recv=False)
+    full = bytearray(s.nbytes)
+    _reduce_buffers(comm, [bytearray(s.mv.tobytes()), s.count, s.dt], [full, s.count, s.dt], op, 0)
+    c = _coll.Call(comm, "scatter", 0)
+    if counts is None:
+        counts = [s.count // n] * n
+    if sum(counts) > s.count:
+        raise _ValueError(f"Reduce_scatter: counts {list(counts)} add up to more than the {s.count} elements sent")
+    parts, off = [], 0
+    for k in counts:
+        parts.append(bytes(full[off * s.dt.size:(off + k) * s.dt.size]))
+        off += k
+    mine = _coll.run("scatter", c, parts if c.me == 0 else None, 0, nbytes=0)
+    m = _msg(recvbuf, recv=True)
+    m.mv[: len(mine)] = mine
+
+
+def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: bool) -> None:
+    src = recvbuf if sendbuf is IN_PLACE else sendbuf
+    s = _msg(src, recv=False)
+    out = _scan(comm, _as_array(s.mv.tobytes(), s.dt), _array_reducer(op, s.dt), exclusive)
+    if out is not None:
+        m = _msg(recvbuf, recv=True)
+        m.mv[: out.nbytes] = out.tobytes()
+
+
+def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+    """Gather(v) / Scatter(v) / Allgather(v) / Alltoall(v) on buffers."""
+    c = _coll.Call(comm, kind, root if kind in ("gather", "scatter") else None)
+    n, me = c.n, c.me
+    if kind == "gather":
+        if me == root:
+            rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
+            mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
+                    if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
+        else:
+            mine = _msg(sendbuf, recv=False).mv.tobytes()
+        parts = _coll.run("gather", c, mine, root, nbytes=len(mine))
+        if me == root:
+            for i, p in enumerate(parts):
+                _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
+    elif kind == "scatter":
+        parts = None
+        if me == root:
+            smv, sdt, counts, displs = _vmsg(sendbuf, n, recv=False)
+            parts = [smv[displs[i] * sdt.size:(displs[i] + counts[i]) * sdt.size].tobytes() for i in range(n)]
+        mine = _coll.run("scatter", c, parts, root, nbytes=0)
+        if not (me == root and recvbuf is IN_PLACE):
+            m = _msg(recvbuf, recv=True)
+            if len(mine) > m.nbytes:
+                raise Exception(ERR_TRUNCATE, f"Scatter: {len(mine)} bytes for a buffer of {m.nbytes}")
+            m.mv[: len(mine)] = mine
+    elif kind == "allgather":
+        rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
+        mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
+                if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
+        parts = _allgather_bytes(c, mine)
+        for i, p in enumerate(parts):
+            _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
+    elif kind == "alltoall":
+        rmv, rdt, rcounts, rdispls = _vmsg(recvbuf, n, recv=True)
+        if sendbuf is IN_PLACE:
+            smv, sdt, scounts, sdispls = rmv, rdt, rcounts, rdispls
+        else:
+            smv, sdt, scounts, sdispls = _vmsg(sendbuf, n, recv=False)
+        parts = [smv[sdispls[i] * sdt.size:(sdispls[i] + scounts[i]) * sdt.size].tobytes() for i in range(n)]
+        got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
+        for i, p in enumerate(got):
+            _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
+
+
+def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
+    c = _coll.Call(comm, "alltoall")
+    n = c.n
+
+    def spec(b: Any, recv: bool):
+        data, (counts, displs), types = b
+        mv, _ = _bytes_view(data, not recv)
+        types = list(types) if isinstance(types, (list, tuple)) else [types] * n
+        return mv, list(counts), list(displs), types
+
+    smv, sc, sd, st = spec(sendbuf, False)
+    rmv, rc, rd, rtyp = spec(recvbuf, True)
+    parts = [smv[sd[i]:sd[i] + sc[i] * st[i].size].tobytes() for i in range(n)]
+    got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
+    for i, p in enumerate(got):
+        if len(p) > rc[i] * rtyp[i].size:
+            raise Exception(ERR_TRUNCATE, f"rank {i} sent {len(p)} bytes for a slot of {rc[i]} x {rtyp[i].name}")
+        rmv[rd[i]:rd[i] + len(p)] = p
+
+
+def _place(mv: memoryview, dt: Datatype, count: int, displ: int, data: bytes, who: str) -> None:
+    if len(data) > count * dt.size:
+        raise Exception(ERR_TRUNCATE, f"{who} sent {len(data)} bytes for a slot of {count} x {dt.name}")
+    start = displ * dt.size
+    mv[start:start + len(data)] = data
+
+
+class CollectiveCalls:
+    """The collective operations of ``Comm`` (a mixin): each builds a
+    ``bgsim.coll.Call`` and runs the algorithm the registry chooses."""
+
+    # -- collectives (algorithm families in bgsim.coll) --
+
+    def Barrier(self) -> None:
+        _barrier(self)
+
+    def barrier(self) -> None:
+        _barrier(self)
+
+    def bcast(self, obj: Any = None, root: int = 0) -> Any:
+        c = _coll.Call(self, "bcast", root)
+        # As mpi4py does: the size first, then the pickled object.
+        data = _dump(obj) if c.me == root else None
+        size = _coll.bcast.bcast_binomial(c, len(data).to_bytes(8, "little") if c.me == root else None, root)
+        out = _bcast_bytes(c, data, root, int.from_bytes(size, "little"))
+        return obj if c.me == root else _load(out)
+
+    def Bcast(self, buf: Any, root: int = 0) -> None:
+        m = _msg(buf, recv=True)
+        c = _coll.Call(self, "bcast", root, check=m.nbytes)
+        data = _bcast_bytes(c, m.mv.tobytes() if c.me == root else None, root, m.nbytes)
+        if c.me != root:
+            m.mv[:] = data
+
+    def gather(self, sendobj: Any, root: int = 0) -> Optional[List[Any]]:
+        c = _coll.Call(self, "gather", root)
+        parts = _coll.run("gather", c, _dump(sendobj), root, nbytes=0)
+        return None if parts is None else [_load(p) for p in parts]
+
+    def scatter(self, sendobj: Optional[Sequence[Any]] = None, root: int = 0) -> Any:
+        c = _coll.Call(self, "scatter", root)
+        parts = None
+        if c.me == root:
+            if sendobj is None or len(sendobj) != c.n:
+                raise _ValueError(f"scatter: the root needs a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
+            parts = [_dump(o) for o in sendobj]
+        return _load(_coll.run("scatter", c, parts, root, nbytes=0))
+
+    def allgather(self, sendobj: Any) -> List[Any]:
+        c = _coll.Call(self, "allgather")
+        return [_load(p) for p in _allgather_bytes(c, _dump(sendobj))]
+
+    def alltoall(self, sendobj: Sequence[Any]) -> List[Any]:
+        c = _coll.Call(self, "alltoall")
+        if sendobj is None or len(sendobj) != c.n:
+            raise _ValueError(f"alltoall: expecting a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
+        parts = [_dump(o) for o in sendobj]
+        return [_load(p) for p in _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))]
+
+    def reduce(self, sendobj: Any, op: Op = SUM, root: int = 0) -> Any:
+        c = _coll.Call(self, "reduce", root, check=op.name)
+        return _coll.run("reduce", c, sendobj, _obj_reducer(op), root, nbytes=0, alu=False)
+
+    def allreduce(self, sendobj: Any, op: Op = SUM) -> Any:
+        c = _coll.Call(self, "allreduce", check=op.name)
+        return _coll.run("allreduce", c, sendobj, _obj_reducer(op), nbytes=0, alu=False)
+
+    def scan(self, sendobj: Any, op: Op = SUM) -> Any:
+        return _scan(self, sendobj, _obj_reducer(op), exclusive=False)
+
+    def exscan(self, sendobj: Any, op: Op = SUM) -> Any:
+        return _scan(self, sendobj, _obj_reducer(op), exclusive=True)
+
+    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        _buffer_collective(self, "gather", sendbuf, recvbuf, root=root)
+
+    def Gatherv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        _buffer_collective(self, "gather", sendbuf, recvbuf, root=root)
+
+    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        _buffer_collective(self, "scatter", sendbuf, recvbuf, root=root)
+
+    def Scatterv(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
+        _buffer_collective(self, "scatter", sendbuf, recvbuf, root=root)
+
+    def Allgather(self, sendbuf: Any, recvbuf: Any) -> None:
+        _buffer_collective(self, "allgather", sendbuf, recvbuf)
+
+    def Allgatherv(self, sendbuf: Any, recvbuf: Any) -> None:
+        _buffer_collective(self, "allgather", sendbuf, recvbuf)
+
+    def Alltoall(self, sendbuf: Any, recvbuf: Any) -> None:
+        _buffer_collective(self, "alltoall", sendbuf, recvbuf)
+
+    def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
+        _buffer_collective(self, "alltoall", sendbuf, recvbuf)
+
+    def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
+        """sendbuf / recvbuf: [buf, (counts, displs), datatypes] with counts
+        in elements of each peer's datatype and displacements in bytes."""
+        _alltoallw(self, sendbuf, recvbuf)
+
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM, root: int = 0) -> None:
+        _reduce_buffers(self, sendbuf, recvbuf, op, root)
+
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        _reduce_buffers(self, sendbuf, recvbuf, op, None)
+
+    def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        _reduce_scatter(self, sendbuf, recvbuf, op, None)
+
+    def Reduce_scatter(self, sendbuf: Any, recvbuf: Any, recvcounts: Optional[Sequence[int]] = None, op: Op = SUM) -> None:
+        _reduce_scatter(self, sendbuf, recvbuf, op, recvcounts)
+
+    def Scan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        _scan_buffers(self, sendbuf, recvbuf, op, exclusive=False)
+
+    def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
+        _scan_buffers(self, sendbuf, recvbuf, op, exclusive=True)

@@ -1,0 +1,379 @@
+"""Communicators: ``Comm``, ``Intracomm``, ``Cartcomm``."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as _np
+from greenlet import getcurrent as _getcurrent
+
+from .. import coll as _coll
+from .. import runtime as _rt
+from .buffers import _dump, _load, _members
+from .collectives import CollectiveCalls
+from .constants import ANY_SOURCE, CART, CONGRUENT, IDENT, PROC_NULL, TAG_UB, UNDEFINED
+from .errors import ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_RANK, Exception
+from .groups import Group
+from .p2p import PointToPoint
+from .requests import _ctx
+
+_ndarray = _np.ndarray
+
+
+class Comm(PointToPoint, CollectiveCalls):
+    """A communicator: a group of world ranks and a context id."""
+
+    def __init__(self, group: Group, context: int, name: str = ""):
+        self._group = group
+        self._context = context
+        self._name = name
+        self._freed = False
+        self._bind()
+
+    def _bind(self) -> None:
+        """Points the fast path of Isend / Irecv at the communicator's
+        current group and context (called again whenever they change)."""
+        self._p2p = None if self._context < 0 or self._freed else _members(self._context, self._group._ranks)
+        # The group a receive's source goes through: none when comm rank i
+        # is world rank i.
+        self._p2p_group = None if self._p2p is not None and self._p2p.identity else self._group
+
+    # -- identity --
+
+    def _me(self) -> "Tuple[_rt.RankContext, int]":
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
+        r = self._group._index.get(ctx.rank)
+        if r is None or self._freed:
+            raise Exception(ERR_COMM, "the calling rank is not a member of this communicator" if r is None else "freed communicator")
+        if ctx.runtime.cpu_factor:
+            ctx.runtime.charge_host_cpu(ctx)
+        return ctx, r
+
+    def Get_rank(self) -> int:
+        return self._me()[1]
+
+    def Get_size(self) -> int:
+        return len(self._group._ranks)
+
+    @property
+    def rank(self) -> int:
+        return self.Get_rank()
+
+    @property
+    def size(self) -> int:
+        return self.Get_size()
+
+    def Get_group(self) -> Group:
+        return Group(self._group._ranks)
+
+    @property
+    def group(self) -> Group:
+        return self.Get_group()
+
+    def Get_name(self) -> str:
+        return self._name
+
+    def Set_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, v: str) -> None:
+        self._name = v
+
+    def Is_inter(self) -> bool:
+        return False
+
+    def Is_intra(self) -> bool:
+        return True
+
+    @property
+    def is_inter(self) -> bool:
+        return False
+
+    @property
+    def is_intra(self) -> bool:
+        return True
+
+    def Get_topology(self) -> int:
+        return UNDEFINED
+
+    @property
+    def topology(self) -> int:
+        return self.Get_topology()
+
+    def Compare(self, comm: "Comm") -> int:
+        if self._context == comm._context:
+            return IDENT
+        c = self._group.Compare(comm._group)
+        return CONGRUENT if c == IDENT else c
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Comm) and self._context == other._context
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        return self._context >= 0
+
+    def _world_rank(self, r: int, what: str, allow_null: bool = True, allow_any: bool = False) -> int:
+        if r.__class__ is int and 0 <= r < len(self._group._ranks):
+            return self._group._ranks[r]
+        if allow_null and r == PROC_NULL:
+            return PROC_NULL
+        if allow_any and r == ANY_SOURCE:
+            return ANY_SOURCE
+        if not isinstance(r, (int, _np.integer)) or not 0 <= r < len(self._group._ranks):
+            raise Exception(ERR_RANK, f"{what} {r} in a communicator of size {len(self._group._ranks)}")
+        return self._group._ranks[r]
+
+    # -- communicator management --
+
+    def _next_key(self, kind: str) -> Tuple:
+        ctx = _ctx()
+        seqs = ctx.state.setdefault("comm_seq", {})
+        n = seqs.get(self._context, 0)
+        seqs[self._context] = n + 1
+        return (self._context, kind, n)
+
+    def _sync(self, what: str) -> None:
+        """The synchronisation a communicator constructor does (a barrier)."""
+        _coll.barrier.barrier_dissemination(_coll.Call(self, what))
+
+    def Dup(self, info: Any = None) -> "Comm":
+        self._sync("Dup")
+        key = self._next_key("dup")
+        c = self._clone(Group(self._group._ranks), _ctx().runtime.new_context(key))
+        c._name = self._name
+        return c
+
+    Clone = Dup
+
+    def _clone(self, group: Group, context: int) -> "Comm":
+        return Intracomm(group, context)
+
+    def Split(self, color: int = 0, key: int = 0) -> "Comm":
+        ctx, me = self._me()
+        if color != UNDEFINED and (not isinstance(color, (int, _np.integer)) or color < 0):
+            raise Exception(ERR_ARG, f"color {color} (must be >= 0 or MPI.UNDEFINED)")
+        seqkey = self._next_key("split")
+        c = _coll.Call(self, "Split")
+        mine = _dump((int(color), int(key)))
+        parts = (_coll.allgather.allgather_recursive_doubling(c, mine) if c.n & (c.n - 1) == 0 else _coll.allgather.allgather_ring(c, mine))
+        pairs = [_load(p) for p in parts]
+        if color == UNDEFINED:
+            return COMM_NULL
+        members = sorted((k, i) for i, (c, k) in enumerate(pairs) if c == color)
+        group = Group([self._group._ranks[i] for _, i in members])
+        return Intracomm(group, ctx.runtime.new_context(seqkey + (int(color),)))
+
+    def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> "Comm":
+        ctx, me = self._me()
+        node = ctx.runtime.world.node_of(ctx.rank)
+        return self.Split(node if split_type != UNDEFINED else UNDEFINED, key)
+
+    def Create(self, group: Group) -> "Comm":
+        ctx, me = self._me()
+        seqkey = self._next_key("create")
+        self._sync("Create")
+        if ctx.rank not in group._index:
+            return COMM_NULL
+        return Intracomm(Group(group._ranks), ctx.runtime.new_context(seqkey + (group._ranks,)))
+
+    def Create_group(self, group: Group, tag: int = 0) -> "Comm":
+        ctx, me = self._me()
+        if ctx.rank not in group._index:
+            raise Exception(ERR_GROUP, "the calling rank is not in the group")
+        sub = Intracomm(Group(group._ranks), -1)
+        seqs = ctx.state.setdefault("group_seq", {})
+        k = (self._context, group._ranks, tag)
+        n = seqs.get(k, 0)
+        seqs[k] = n + 1
+        sub._context = ctx.runtime.new_context(("create_group",) + k + (n,))
+        sub._bind()
+        sub._sync("Create_group")
+        return sub
+
+    def Free(self) -> None:
+        self._freed = True
+        self._bind()
+
+    def Abort(self, errorcode: int = 0) -> None:
+        raise SystemExit(f"MPI_Abort called by rank {_ctx().rank} with error code {errorcode}")
+
+    def Get_attr(self, keyval: int) -> Any:
+        return {TAG_UB_KEYVAL: TAG_UB}.get(keyval)
+
+    def Create_cart(self, dims: Sequence[int], periods: Optional[Sequence[bool]] = None, reorder: bool = False) -> "Cartcomm":
+        ctx, me = self._me()
+        dims = [int(d) for d in dims]
+        if any(d <= 0 for d in dims):
+            raise Exception(ERR_DIMS, f"dims {dims}")
+        periods = [bool(p) for p in (periods if periods is not None else [False] * len(dims))]
+        if len(periods) != len(dims):
+            raise Exception(ERR_ARG, "periods and dims differ in length")
+        n = 1
+        for d in dims:
+            n *= d
+        if n > self.Get_size():
+            raise Exception(ERR_DIMS, f"a grid of {n} processes does not fit in a communicator of {self.Get_size()}")
+        seqkey = self._next_key("cart")
+        self._sync("Create_cart")
+        if me >= n:
+            return COMM_NULL
+        return Cartcomm(Group(self._group._ranks[:n]), ctx.runtime.new_context(seqkey), dims, periods)
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.{type(self).__name__} size={len(self._group._ranks)} context={self._context}>"
+
+
+class Intracomm(Comm):
+    """An intra-communicator."""
+
+
+class Topocomm(Intracomm):
+    pass
+
+
+class Cartcomm(Topocomm):
+    """A communicator with a Cartesian topology (row-major ranks)."""
+
+    def __init__(self, group: Group, context: int, dims: Sequence[int], periods: Sequence[bool]):
+        super().__init__(group, context)
+        self._dims = list(dims)
+        self._periods = list(periods)
+
+    def _clone(self, group: Group, context: int) -> "Comm":
+        return Cartcomm(group, context, self._dims, self._periods)
+
+    def Get_topology(self) -> int:
+        return CART
+
+    def Get_dim(self) -> int:
+        return len(self._dims)
+
+    @property
+    def dim(self) -> int:
+        return len(self._dims)
+
+    ndim = dim
+
+    @property
+    def dims(self) -> List[int]:
+        return list(self._dims)
+
+    @property
+    def periods(self) -> List[int]:
+        return [int(p) for p in self._periods]
+
+    @property
+    def coords(self) -> List[int]:
+        return self.Get_coords(self.Get_rank())
+
+    @property
+    def topo(self) -> Tuple[List[int], List[int], List[int]]:
+        return self.Get_topo()
+
+    def Get_topo(self) -> Tuple[List[int], List[int], List[int]]:
+        return list(self._dims), [int(p) for p in self._periods], self.Get_coords(self.Get_rank())
+
+    def Get_coords(self, rank: int) -> List[int]:
+        if not 0 <= rank < self.Get_size():
+            raise Exception(ERR_RANK, f"rank {rank}")
+        out = []
+        for d in reversed(self._dims):
+            out.append(rank % d)
+            rank //= d
+        return out[::-1]
+
+    def Get_cart_rank(self, coords: Sequence[int]) -> int:
+        if len(coords) != len(self._dims):
+            raise Exception(ERR_ARG, f"{len(coords)} coordinates for {len(self._dims)} dimensions")
+        r = 0
+        for c, d, p in zip(coords, self._dims, self._periods):
+            if p:
+                c %= d
+            elif not 0 <= c < d:
+                raise Exception(ERR_RANK, f"coordinate {c} outside a non-periodic dimension of {d}")
+            r = r * d + c
+        return r
+
+    def Shift(self, direction: int, disp: int) -> Tuple[int, int]:
+        if not 0 <= direction < len(self._dims):
+            raise Exception(ERR_DIMS, f"direction {direction}")
+        me = self.Get_coords(self.Get_rank())
+
+        def at(delta: int) -> int:
+            c = list(me)
+            c[direction] += delta
+            d = self._dims[direction]
+            if self._periods[direction]:
+                c[direction] %= d
+            elif not 0 <= c[direction] < d:
+                return PROC_NULL
+            return self.Get_cart_rank(c)
+
+        return at(-disp), at(disp)
+
+    def Sub(self, remain_dims: Sequence[bool]) -> "Cartcomm":
+        if len(remain_dims) != len(self._dims):
+            raise Exception(ERR_ARG, "remain_dims and dims differ in length")
+        me = self.Get_coords(self.Get_rank())
+        color = 0
+        for c, d, keep in zip(me, self._dims, remain_dims):
+            if not keep:
+                color = color * d + c
+        key = 0
+        for c, d, keep in zip(me, self._dims, remain_dims):
+            if keep:
+                key = key * d + c
+        sub = self.Split(color, key)
+        dims = [d for d, k in zip(self._dims, remain_dims) if k]
+        periods = [p for p, k in zip(self._periods, remain_dims) if k]
+        return Cartcomm(sub._group, sub._context, dims or [1], periods or [False])
+
+
+def Compute_dims(nnodes: int, dims: Any) -> List[int]:
+    """MPI_Dims_create: a balanced grid of `nnodes` in len(dims) dimensions
+    (or `dims` dimensions if an int); nonzero entries are kept."""
+    dims = [0] * dims if isinstance(dims, int) else list(dims)
+    fixed = 1
+    for d in dims:
+        if d < 0:
+            raise Exception(ERR_DIMS, f"negative dimension {d}")
+        if d:
+            fixed *= d
+    free = [i for i, d in enumerate(dims) if d == 0]
+    if nnodes % fixed:
+        raise Exception(ERR_DIMS, f"{nnodes} is not divisible by the fixed dimensions' product {fixed}")
+    rest = nnodes // fixed
+    if not free:
+        if rest != 1:
+            raise Exception(ERR_DIMS, f"dims {dims} do not multiply to {nnodes}")
+        return dims
+    # Prime factors, largest first, each to the currently smallest dimension.
+    factors, n, p = [], rest, 2
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    sizes = [1] * len(free)
+    for f in sorted(factors, reverse=True):
+        i = sizes.index(min(sizes))
+        sizes[i] *= f
+    sizes.sort(reverse=True)
+    for i, s in zip(free, sizes):
+        dims[i] = s
+    return dims
+
+
+TAG_UB_KEYVAL = 1001
+
+
+COMM_NULL = Intracomm(Group(), -1, "MPI_COMM_NULL")

@@ -1,0 +1,37 @@
+"""Constants of the MPI standard as mpi4py names them, and the IN_PLACE / BOTTOM sentinels."""
+
+from __future__ import annotations
+
+#: The mpi4py version whose API this module follows.
+_MPI4PY_VERSION = "3.1.6"
+
+
+
+
+
+ANY_SOURCE = -1
+ANY_TAG = -1
+PROC_NULL = -2
+ROOT = -3
+UNDEFINED = -32766
+KEYVAL_INVALID = -1
+TAG_UB = 2**31 - 1
+IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
+CART, GRAPH, DIST_GRAPH = 1, 2, 3
+MAX_PROCESSOR_NAME = 256
+MAX_ERROR_STRING = 512
+BSEND_OVERHEAD = 0
+THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
+VERSION, SUBVERSION = 1, 2
+
+
+class _Sentinel:
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+IN_PLACE = _Sentinel("IN_PLACE")
+BOTTOM = _Sentinel("BOTTOM")

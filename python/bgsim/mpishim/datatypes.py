@@ -1,0 +1,138 @@
+"""Datatypes: the predefined ones and their numpy types."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as _np
+
+from .errors import ERR_COUNT, Exception
+
+
+class Datatype:
+    """A predefined (or contiguous derived) datatype."""
+
+    def __init__(self, name: str, np_dtype: Any, base: Optional["Datatype"] = None, count: int = 1):
+        self.name = name
+        self.np = _np.dtype(np_dtype)
+        self._base = base
+        self._count = count
+        self._committed = base is None
+
+    @property
+    def size(self) -> int:
+        return self.np.itemsize * self._count
+
+    @property
+    def extent(self) -> int:
+        return self.size
+
+    @property
+    def lb(self) -> int:
+        return 0
+
+    @property
+    def ub(self) -> int:
+        return self.size
+
+    def Get_size(self) -> int:
+        return self.size
+
+    def Get_extent(self) -> Tuple[int, int]:
+        return (0, self.extent)
+
+    def Get_name(self) -> str:
+        return self.name
+
+    def Create_contiguous(self, count: int) -> "Datatype":
+        if count < 0:
+            raise Exception(ERR_COUNT, f"count = {count}")
+        return Datatype(f"contiguous({count} x {self.name})", self.np, self, self._count * count)
+
+    def Dup(self) -> "Datatype":
+        return Datatype(self.name, self.np, self._base, self._count)
+
+    def Commit(self) -> "Datatype":
+        self._committed = True
+        return self
+
+    def Free(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.Datatype {self.name}>"
+
+
+def _dt(name: str, np_dtype: Any) -> Datatype:
+    return Datatype(name, np_dtype)
+
+
+DATATYPE_NULL = _dt("MPI_DATATYPE_NULL", "u1")
+BYTE = _dt("MPI_BYTE", "u1")
+PACKED = _dt("MPI_PACKED", "u1")
+CHAR = _dt("MPI_CHAR", "i1")
+SIGNED_CHAR = _dt("MPI_SIGNED_CHAR", "i1")
+UNSIGNED_CHAR = _dt("MPI_UNSIGNED_CHAR", "u1")
+WCHAR = _dt("MPI_WCHAR", "u4")
+SHORT = _dt("MPI_SHORT", "i2")
+UNSIGNED_SHORT = _dt("MPI_UNSIGNED_SHORT", "u2")
+INT = _dt("MPI_INT", "i4")
+UNSIGNED = _dt("MPI_UNSIGNED", "u4")
+UNSIGNED_INT = UNSIGNED
+LONG = _dt("MPI_LONG", "i8")
+UNSIGNED_LONG = _dt("MPI_UNSIGNED_LONG", "u8")
+LONG_LONG = _dt("MPI_LONG_LONG", "i8")
+UNSIGNED_LONG_LONG = _dt("MPI_UNSIGNED_LONG_LONG", "u8")
+FLOAT = _dt("MPI_FLOAT", "f4")
+DOUBLE = _dt("MPI_DOUBLE", "f8")
+LONG_DOUBLE = _dt("MPI_LONG_DOUBLE", _np.longdouble)
+C_BOOL = _dt("MPI_C_BOOL", "?")
+BOOL = C_BOOL
+INT8_T = _dt("MPI_INT8_T", "i1")
+INT16_T = _dt("MPI_INT16_T", "i2")
+INT32_T = _dt("MPI_INT32_T", "i4")
+INT64_T = _dt("MPI_INT64_T", "i8")
+UINT8_T = _dt("MPI_UINT8_T", "u1")
+UINT16_T = _dt("MPI_UINT16_T", "u2")
+UINT32_T = _dt("MPI_UINT32_T", "u4")
+UINT64_T = _dt("MPI_UINT64_T", "u8")
+C_FLOAT_COMPLEX = _dt("MPI_C_FLOAT_COMPLEX", "c8")
+C_DOUBLE_COMPLEX = _dt("MPI_C_DOUBLE_COMPLEX", "c16")
+COMPLEX = C_FLOAT_COMPLEX
+DOUBLE_COMPLEX = C_DOUBLE_COMPLEX
+C_COMPLEX = C_FLOAT_COMPLEX
+AINT = _dt("MPI_AINT", "i8")
+OFFSET = _dt("MPI_OFFSET", "i8")
+COUNT = _dt("MPI_COUNT", "i8")
+# Pair types for MAXLOC / MINLOC (C struct layout, with padding).
+FLOAT_INT = _dt("MPI_FLOAT_INT", _np.dtype([("v", "f4"), ("i", "i4")], align=True))
+DOUBLE_INT = _dt("MPI_DOUBLE_INT", _np.dtype([("v", "f8"), ("i", "i4")], align=True))
+LONG_INT = _dt("MPI_LONG_INT", _np.dtype([("v", "i8"), ("i", "i4")], align=True))
+SHORT_INT = _dt("MPI_SHORT_INT", _np.dtype([("v", "i2"), ("i", "i4")], align=True))
+TWOINT = _dt("MPI_2INT", _np.dtype([("v", "i4"), ("i", "i4")], align=True))
+INT_INT = TWOINT
+
+# Buffer format characters (struct / PEP 3118) -> datatype.
+_FORMATS = {
+    "b": SIGNED_CHAR, "B": BYTE, "c": CHAR, "h": SHORT, "H": UNSIGNED_SHORT,
+    "i": INT, "I": UNSIGNED, "l": LONG, "L": UNSIGNED_LONG, "q": LONG_LONG,
+    "Q": UNSIGNED_LONG_LONG, "f": FLOAT, "d": DOUBLE, "g": LONG_DOUBLE, "?": C_BOOL,
+    "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "n": LONG, "N": UNSIGNED_LONG,
+}
+_NP_TO_DT = {}
+for _d in (SIGNED_CHAR, BYTE, SHORT, UNSIGNED_SHORT, INT, UNSIGNED, LONG, UNSIGNED_LONG, FLOAT, DOUBLE,
+           C_BOOL, C_FLOAT_COMPLEX, C_DOUBLE_COMPLEX, LONG_DOUBLE):
+    _NP_TO_DT.setdefault(_d.np.str, _d)
+
+
+def _format_datatype(fmt: str, itemsize: int) -> Datatype:
+    f = fmt.lstrip("@=<>!")
+    dt = _FORMATS.get(f)
+    if dt is None:
+        try:
+            dt = _NP_TO_DT.get(_np.dtype(fmt).str) or Datatype(f"buffer format {fmt!r}", _np.dtype(fmt))
+        except TypeError:
+            dt = BYTE
+    if dt.size != itemsize and dt is not BYTE:
+        dt = Datatype(f"buffer format {fmt!r}", f"V{itemsize}")
+    return dt

@@ -1,0 +1,240 @@
+"""Point-to-point communication of a communicator: the buffer API (Send,
+Recv, Isend ...), the pickle API (send, recv, isend ...), probes. A mixin of
+``Comm``, which provides the identity (``_me``, ``_world_rank``, the
+context and the core's fast path ``_p2p``)."""
+
+from __future__ import annotations
+
+import sys as _sys
+from typing import Any, Optional
+
+import numpy as _np
+
+from .. import runtime as _rt
+from ..errors import ArgumentTypeError as _TypeError
+from .buffers import _BIG, _address, _dump, _load, _msg
+from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
+from .errors import ERR_TAG, Exception
+from .requests import Prequest, Request, _ctx, _wait_all
+from .status import Status
+
+_ndarray = _np.ndarray
+
+
+def _check_tag(tag: int, recv: bool) -> int:
+    if tag.__class__ is int and 0 <= tag <= TAG_UB:
+        return tag
+    if not isinstance(tag, (int, _np.integer)):
+        raise _TypeError(f"tag must be an integer, got {type(tag).__name__}")
+    if (recv and tag == ANY_TAG) or 0 <= tag <= TAG_UB:
+        return int(tag)
+    raise Exception(ERR_TAG, f"tag {tag}")
+
+
+class PointToPoint:
+    """Sends, receives and probes of ``Comm``."""
+
+    # -- point-to-point core --
+
+    def _isend_bytes(self, data: bytes, dest: int, tag: int, mode: int, call: str, ctx_off: int = 0) -> Request:
+        ctx, me = self._me()
+        wdest = self._world_rank(dest, "dest")
+        tag = _check_tag(tag, False) if ctx_off == 0 else tag
+        if wdest == PROC_NULL:
+            return Request(-1, "send")
+        if data.__class__ is int:  # a skeleton's message: a size, no content
+            rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, b"", mode, None, data)
+        else:
+            rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, data, mode)
+        return Request(rid, "send", None, ctx)
+
+    def _irecv_into(self, capacity: int, source: int, tag: int, finish: Any, ctx_off: int = 0,
+                    unaligned: bool = False, ctx: Any = None) -> Request:
+        if ctx is None:
+            ctx, me = self._me()
+        wsrc = self._world_rank(source, "source", allow_any=True)
+        tag = _check_tag(tag, True) if ctx_off == 0 else tag
+        if wsrc == PROC_NULL:
+            r = Request(-1, "recv")
+            r._obj = finish((PROC_NULL, ANY_TAG, 0, False, False), b"") if finish else None
+            return r
+        rid = ctx.runtime.world.irecv(ctx.rank, wsrc, self._context + ctx_off, tag, capacity, unaligned)
+        return Request(rid, "recv", finish, ctx, "", self._group)
+
+    def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
+        cls = buf.__class__
+        if cls is _ndarray:
+            data = buf.tobytes()  # C order, also for a non-contiguous view
+        elif cls is bytes:
+            data = buf
+        else:
+            data = _msg(buf, recv=False).mv.tobytes()
+        return self._isend_bytes(data, dest, tag, mode, call)
+
+    def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
+        mv = None
+        if buf.__class__ is _ndarray:
+            try:
+                mv = memoryview(buf).cast("B")
+                nbytes = len(mv)
+                # An array that owns its data starts 16-byte aligned (numpy's
+                # allocator); a view may not.
+                addr = 0 if buf.base is None else buf.__array_interface__["data"][0]
+            except TypeError:  # not contiguous: the general path explains
+                mv = None
+        if mv is None or mv.readonly:
+            m = _msg(buf, recv=True)
+            mv, nbytes = m.mv, m.nbytes
+            addr = _address(mv)
+        ctx, me = self._me()
+        req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0, ctx=ctx)
+        req._into = mv
+        return req
+
+    def _wait(self, req: Request, status: Optional[Status], call: str) -> Any:
+        if not req._poll():
+            ctx = _ctx()
+            ctx.call, ctx.frame = call, _sys._getframe(2)
+            ctx.runtime.wait(ctx, [req._id], 1)
+            req._complete()
+        req._fill(status)
+        req._raise()
+        return req._obj
+
+    # -- buffer API --
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
+
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self._send_buf(buf, dest, tag, 1, "Ssend"), None, lambda: f"MPI.Comm.Ssend(dest={dest}, tag={tag})")
+
+    def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self._send_buf(buf, dest, tag, 2, "Rsend"), None, lambda: f"MPI.Comm.Rsend(dest={dest}, tag={tag})")
+
+    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self._send_buf(buf, dest, tag, 3, "Bsend"), None, lambda: f"MPI.Comm.Bsend(dest={dest}, tag={tag})")
+
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        # The common case (a numpy array to a rank of this communicator) in
+        # one call into the core; anything else, errors included, goes the
+        # general way.
+        ctx = _rt.fast
+        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None:
+            rid = ctx.world.isend_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
+            if rid >= 0:
+                return Request(rid, "send", None, ctx)
+        return self._send_buf(buf, dest, tag, 0, "Isend")
+
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        return self._send_buf(buf, dest, tag, 1, "Issend")
+
+    def Irsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        return self._send_buf(buf, dest, tag, 2, "Irsend")
+
+    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> Request:
+        return self._send_buf(buf, dest, tag, 3, "Ibsend")
+
+    def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        self._wait(self.Irecv(buf, source, tag), status, lambda: f"MPI.Comm.Recv(source={source}, tag={tag})")
+
+    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        # As Isend: the core copies the message straight into `buf`.
+        ctx = _rt.fast
+        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None:
+            rid = ctx.world.irecv_fast(ctx.rank, self._p2p, source, tag, buf)
+            if rid >= 0:
+                return Request(rid, "recv", None, ctx, "", self._p2p_group)
+        return self._recv_buf(buf, source, tag)
+
+    def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self._send_buf(buf, dest, tag, 0, "Send_init"))
+
+    def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
+        return Prequest(lambda: self._recv_buf(buf, source, tag))
+
+    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        r = self.Irecv(recvbuf, source, recvtag)
+        s = self.Isend(sendbuf, dest, sendtag)
+        _wait_all([s, r], "MPI.Comm.Sendrecv()")
+        r._fill(status)
+        r._raise()
+
+    def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
+                         recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        m = _msg(buf, recv=True)
+        data = m.mv.tobytes()
+        r = self._recv_buf(buf, source, recvtag)
+        s = self._isend_bytes(data, dest, sendtag, 0, "Sendrecv_replace")
+        _wait_all([s, r], "MPI.Comm.Sendrecv_replace()")
+        r._fill(status)
+        r._raise()
+
+    def _probe_req(self, source: int, tag: int) -> Request:
+        ctx, me = self._me()
+        wsrc = self._world_rank(source, "source", allow_any=True)
+        tag = _check_tag(tag, True)
+        if wsrc == PROC_NULL:
+            return Request(-1, "probe")
+        rid = ctx.runtime.world.probe(ctx.rank, wsrc, self._context, tag)
+        return Request(rid, "probe", None, ctx, "", self._group)
+
+    def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+        self._wait(self._probe_req(source, tag), status, lambda: f"MPI.Comm.Probe(source={source}, tag={tag})")
+        return True
+
+    def Iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+        req = self._probe_req(source, tag)
+        if req._poll():
+            req._fill(status)
+            return True
+        if req._id >= 0:
+            req._ctx.runtime.world.cancel(req._id)
+            req._ctx.runtime.world.release(req._id)
+        return False
+
+    # -- pickle API --
+
+    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self._isend_bytes(_dump(obj), dest, tag, 0, "send"), None, lambda: f"MPI.Comm.send(dest={dest}, tag={tag})")
+
+    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self._isend_bytes(_dump(obj), dest, tag, 1, "ssend"), None, lambda: f"MPI.Comm.ssend(dest={dest}, tag={tag})")
+
+    def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._wait(self._isend_bytes(_dump(obj), dest, tag, 3, "bsend"), None, lambda: f"MPI.Comm.bsend(dest={dest}, tag={tag})")
+
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        return self._isend_bytes(_dump(obj), dest, tag, 0, "isend")
+
+    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        return self._isend_bytes(_dump(obj), dest, tag, 1, "issend")
+
+    def ibsend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        return self._isend_bytes(_dump(obj), dest, tag, 3, "ibsend")
+
+    def _irecv_obj(self, buf: Any, source: int, tag: int) -> Request:
+        cap = _BIG if buf is None else len(memoryview(buf).cast("B"))
+        return self._irecv_into(cap, source, tag, lambda st, data: None if st[0] == PROC_NULL else _load(data))
+
+    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> Any:
+        return self._wait(self._irecv_obj(buf, source, tag), status, lambda: f"MPI.Comm.recv(source={source}, tag={tag})")
+
+    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        return self._irecv_obj(buf, source, tag)
+
+    def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status: Optional[Status] = None) -> Any:
+        r = self._irecv_obj(recvbuf, source, recvtag)
+        s = self._isend_bytes(_dump(sendobj), dest, sendtag, 0, "sendrecv")
+        _wait_all([s, r], "MPI.Comm.sendrecv()")
+        r._fill(status)
+        r._raise()
+        return r._obj
+
+    def probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+        return self.Probe(source, tag, status)
+
+    def iprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
+        return self.Iprobe(source, tag, status)

@@ -1,0 +1,315 @@
+"""Requests: non-blocking operations, waits and tests."""
+
+from __future__ import annotations
+
+import sys as _sys
+from typing import Any, List, Optional, Sequence, Tuple
+
+from greenlet import getcurrent as _getcurrent
+
+from .. import runtime as _rt
+from .constants import ANY_TAG, PROC_NULL, UNDEFINED
+from .errors import ERR_TRUNCATE, SUCCESS, Exception
+from .groups import Group
+from .status import Status
+
+
+def _ctx() -> "_rt.RankContext":
+    return _rt.current()
+
+
+class Request:
+    """A non-blocking operation (``mpi4py.MPI.Request``)."""
+
+    # Defaults as class attributes: a request sets only what it needs (this
+    # object is made for every message, so it is kept cheap).
+    _group: Optional["Group"] = None  # translates world ranks in the status
+    _into: Optional[memoryview] = None  # receive buffer (buffer API)
+    _finish: Any = None  # called with the status and data once; may return an object
+    _status: Optional[tuple] = None
+    _obj: Any = None
+    _error: Optional[BaseException] = None
+    _desc = ""
+
+    def __init__(self, rid: int = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
+                 group: Optional["Group"] = None):
+        self._id = rid
+        self._kind = kind
+        self._ctx = ctx
+        self._done = rid < 0
+        if rid < 0:
+            self._status = (PROC_NULL, ANY_TAG, 0, False, False)
+        if finish is not None:
+            self._finish = finish
+        if group is not None:
+            self._group = group
+
+    def __bool__(self) -> bool:
+        return self._id >= 0 and not self._done
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, Request):
+            return self is other or (not self and not other)
+        return NotImplemented
+
+    __hash__ = object.__hash__
+
+    def _complete(self) -> None:
+        """Collects a finished core request (data, status) exactly once."""
+        if self._done:
+            return
+        self._finished(self._ctx.runtime.world.finish(self._id))
+
+    def _finished(self, res: tuple) -> None:
+        """Takes the status and data the core returned for this request
+        (a status alone: no data)."""
+        src, tag, count, cancelled, truncated = res[:5]
+        data = res[5] if len(res) > 5 else None
+        if self._group is not None and src >= 0:
+            # World rank -> rank in the receiving communicator.
+            src = self._group._index.get(src, src)
+        st = self._status = (src, tag, count, cancelled, truncated)
+        self._done = True
+        if self._into is not None and data and not truncated:
+            self._into[: len(data)] = data
+            return
+        if self._finish is not None and not st[3] and not st[4]:  # not cancelled, not truncated
+            try:
+                self._obj = self._finish(st, data)
+            except BaseException as e:  # raised again from Wait/Test
+                self._error = e
+
+    def _poll(self) -> bool:
+        if self._done:
+            return True
+        if self._ctx.runtime.world.done(self._id):
+            self._complete()
+            return True
+        return False
+
+    def _fill(self, status: Optional[Status]) -> None:
+        if status is not None and self._status is not None:
+            s, t, c, canc, trunc = self._status
+            status._set(s, t, c, canc, ERR_TRUNCATE if trunc else SUCCESS)
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            e, self._error = self._error, None
+            raise e
+        if self._status is not None and self._status[4]:
+            raise Exception(ERR_TRUNCATE, f"a message of more bytes than the receive buffer holds from rank {self._status[0]}")
+
+    def Wait(self, status: Optional[Status] = None) -> bool:
+        _wait_all([self], "MPI.Request.Wait()")
+        self._fill(status)
+        self._raise()
+        return True
+
+    def Test(self, status: Optional[Status] = None) -> bool:
+        if self._poll():
+            self._fill(status)
+            self._raise()
+            return True
+        return False
+
+    def wait(self, status: Optional[Status] = None) -> Any:
+        self.Wait(status)
+        return self._obj
+
+    def test(self, status: Optional[Status] = None) -> Tuple[bool, Any]:
+        flag = self.Test(status)
+        return flag, (self._obj if flag else None)
+
+    def Get_status(self, status: Optional[Status] = None) -> bool:
+        flag = self._poll()
+        if flag:
+            self._fill(status)
+        return flag
+
+    def Cancel(self) -> None:
+        if not self._done and self._ctx is not None:
+            self._ctx.runtime.world.cancel(self._id)
+
+    def Free(self) -> None:
+        self._done = True
+
+    def cancel(self) -> None:
+        self.Cancel()
+
+    def free(self) -> None:
+        self.Free()
+
+    # -- multiple completions (mpi4py's static methods) --
+
+    @staticmethod
+    def Waitall(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> bool:
+        requests = list(requests)
+        _wait_all(requests, "MPI.Request.Waitall()")
+        if statuses is not None:
+            for i, r in enumerate(requests):
+                while len(statuses) <= i:
+                    statuses.append(Status())
+                r._fill(statuses[i])
+        for r in requests:
+            if r._error is not None or (r._status is not None and r._status[4]):
+                r._raise()
+        return True
+
+    @staticmethod
+    def waitall(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> List[Any]:
+        Request.Waitall(requests, statuses)
+        return [r._obj for r in requests]
+
+    @staticmethod
+    def Waitany(requests: Sequence["Request"], status: Optional[Status] = None) -> int:
+        i = _wait_some(list(requests), "Request.Waitany", any_one=True)
+        if i and i[0] != UNDEFINED:
+            requests[i[0]]._fill(status)
+            requests[i[0]]._raise()
+            requests[i[0]]._kind = "null-done"
+            return i[0]
+        return UNDEFINED
+
+    @staticmethod
+    def waitany(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, Any]:
+        i = Request.Waitany(requests, status)
+        return i, (requests[i]._obj if i != UNDEFINED else None)
+
+    @staticmethod
+    def Waitsome(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Optional[List[int]]:
+        idx = _wait_some(list(requests), "Request.Waitsome", any_one=False)
+        if idx == [UNDEFINED]:
+            return None
+        _retire(requests, idx, statuses)
+        return idx
+
+    @staticmethod
+    def waitsome(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Tuple[Optional[List[int]], Optional[List[Any]]]:
+        idx = Request.Waitsome(requests, statuses)
+        return idx, (None if idx is None else [requests[i]._obj for i in idx])
+
+    @staticmethod
+    def Testall(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> bool:
+        if all(r._poll() for r in requests):
+            Request.Waitall(requests, statuses)
+            return True
+        return False
+
+    @staticmethod
+    def testall(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Tuple[bool, Optional[List[Any]]]:
+        flag = Request.Testall(requests, statuses)
+        return flag, ([r._obj for r in requests] if flag else None)
+
+    @staticmethod
+    def Testany(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool]:
+        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
+        if not active:
+            return UNDEFINED, True
+        for i in active:
+            if requests[i]._poll():
+                requests[i]._fill(status)
+                requests[i]._raise()
+                requests[i]._kind = "null-done"
+                return i, True
+        return UNDEFINED, False
+
+    @staticmethod
+    def testany(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool, Any]:
+        i, flag = Request.Testany(requests, status)
+        return i, flag, (requests[i]._obj if flag and i != UNDEFINED else None)
+
+    @staticmethod
+    def Testsome(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Optional[List[int]]:
+        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
+        if not active:
+            return None
+        idx = [i for i in active if requests[i]._poll()]
+        _retire(requests, idx, statuses)
+        return idx
+
+    @staticmethod
+    def testsome(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Tuple[Optional[List[int]], Optional[List[Any]]]:
+        idx = Request.Testsome(requests, statuses)
+        return idx, (None if idx is None else [requests[i]._obj for i in idx])
+
+    @staticmethod
+    def Startall(requests: Sequence["Prequest"]) -> None:
+        for r in requests:
+            r.Start()
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.Request {self._kind}{' done' if self._done else ''}>"
+
+
+class Prequest(Request):
+    """A persistent request (``Send_init`` / ``Recv_init``)."""
+
+    def __init__(self, start: Any):
+        super().__init__(-1, "persistent")
+        self._start = start
+        self._active: Optional[Request] = None
+        self._done = True
+
+    def Start(self) -> None:
+        self._active = self._start()
+        self._id, self._ctx, self._finish = self._active._id, self._active._ctx, self._active._finish
+        self._group = self._active._group
+        self._into = self._active._into
+        self._done = self._active._done
+        self._status = self._active._status
+        self._kind = "persistent-active"
+
+    def Free(self) -> None:
+        self._done = True
+
+
+REQUEST_NULL = Request()
+
+
+def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List[Status]]) -> None:
+    """Fills the statuses of the completed requests `idx` (in order), raises
+    their errors and makes them inactive for later Wait/Test calls."""
+    for k, i in enumerate(idx):
+        if statuses is not None:
+            while len(statuses) <= k:
+                statuses.append(Status())
+            requests[i]._fill(statuses[k])
+        requests[i]._raise()
+        requests[i]._kind = "null-done"
+
+
+def _wait_all(reqs: List[Request], call: str) -> None:
+    pending = [r for r in reqs if not r._done]
+    if pending:
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
+        ctx.call, ctx.frame = call, _sys._getframe(2)
+        ids = [r._id for r in pending]
+        if len(set(ids)) != len(ids):  # the same request passed twice
+            pending = list({r._id: r for r in pending}.values())
+            ids = [r._id for r in pending]
+        world = ctx.world
+        if world.block(ctx.rank, ids, len(ids)):
+            ctx.runtime.hub.switch()
+        # One call into the core collects every request's status and data:
+        # a status alone for a request without data, which needs no more
+        # than this when it has no group to translate its source through
+        # and no function to finish it.
+        for r, res in zip(pending, world.finish_all(ids)):
+            if len(res) == 5 and r._group is None and r._finish is None:
+                r._status = res
+                r._done = True
+            else:
+                r._finished(res)
+
+
+def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
+    active = [i for i, r in enumerate(reqs) if r._kind not in ("null", "null-done")]
+    if not active:
+        return [UNDEFINED]
+    done = [i for i in active if reqs[i]._poll()]
+    if not done:
+        ctx = _ctx()
+        ctx.call, ctx.frame = f"MPI.{call}()", _sys._getframe(2)
+        ctx.runtime.wait(ctx, [reqs[i]._id for i in active], 1)
+        done = [i for i in active if reqs[i]._poll()]
+    return done[:1] if any_one else done

@@ -1,0 +1,138 @@
+"""COMM_WORLD, COMM_SELF and the module-level functions (time, init, version)."""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+from greenlet import getcurrent as _getcurrent
+
+from .._core import __version__
+from .buffers import _members_cache
+from .comm import Intracomm
+from .constants import SUBVERSION, THREAD_MULTIPLE, THREAD_SINGLE, VERSION
+from .groups import Group
+from .requests import _ctx
+
+
+class _WorldComm(Intracomm):
+    """COMM_WORLD: every rank of the run (resolved at call time)."""
+
+    def __init__(self):
+        super().__init__(Group(), 0, "MPI_COMM_WORLD")
+
+    def _me(self):
+        ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
+        if ctx.runtime.cpu_factor:
+            ctx.runtime.charge_host_cpu(ctx)
+        return ctx, ctx.rank
+
+
+class _SelfComm(Intracomm):
+    """COMM_SELF: the calling rank alone (its own context per rank)."""
+
+    def __init__(self):
+        super().__init__(Group(), 2, "MPI_COMM_SELF")
+
+    def _bind(self) -> None:
+        self._p2p = None  # the group is the caller's own: the general path
+        self._p2p_group = None
+
+    def _me(self):
+        ctx = _ctx()
+        self._group = Group([ctx.rank])
+        ctx.runtime.charge_host_cpu(ctx)
+        return ctx, 0
+
+    def Get_size(self) -> int:
+        return 1
+
+    def Get_group(self) -> Group:
+        return Group([_ctx().rank])
+
+
+COMM_WORLD = _WorldComm()
+COMM_SELF = _SelfComm()
+
+
+def _reset(nranks: int) -> None:
+    """Prepares the module for a new run of `nranks` ranks."""
+    _members_cache.clear()
+    COMM_WORLD._group = Group(range(nranks))
+    COMM_WORLD._bind()
+    _state.update(initialized=True, finalized=False, buffer=None)
+
+
+_state = {"initialized": True, "finalized": False, "buffer": None}
+
+
+def Wtime() -> float:
+    """Simulated time of the calling rank, seconds."""
+    ctx = _ctx()
+    rt = ctx.runtime
+    rt.charge_host_cpu(ctx)
+    return rt.seconds(rt.world.rank_time(ctx.rank))
+
+
+def Wtick() -> float:
+    ctx = _ctx()
+    return 1.0 / ctx.runtime.ticks_per_second
+
+
+def Get_processor_name() -> str:
+    ctx = _ctx()
+    x, y, z, t = ctx.runtime.world.coords(ctx.rank)
+    return f"bgsim-node-{x}-{y}-{z}"
+
+
+def Get_version() -> Tuple[int, int]:
+    return (VERSION, SUBVERSION)
+
+
+def Get_library_version() -> str:
+    return f"bgsim {__version__} simulated MPI (MPI {VERSION}.{SUBVERSION} point-to-point and collectives on a simulated Blue Gene)"
+
+
+def get_vendor() -> Tuple[str, Tuple[int, int, int]]:
+    parts = [int(p) for p in __version__.split(".")[:3] if p.isdigit()]
+    return ("bgsim", tuple((parts + [0, 0, 0])[:3]))
+
+
+def Init() -> None:
+    _state["initialized"] = True
+
+
+def Init_thread(required: int = THREAD_MULTIPLE) -> int:
+    _state["initialized"] = True
+    return THREAD_SINGLE
+
+
+def Query_thread() -> int:
+    return THREAD_SINGLE
+
+
+def Is_thread_main() -> bool:
+    return True
+
+
+def Finalize() -> None:
+    pass
+
+
+def Is_initialized() -> bool:
+    return _state["initialized"]
+
+
+def Is_finalized() -> bool:
+    return _state["finalized"]
+
+
+def Attach_buffer(buf: Any) -> None:
+    _ctx().state["buffer"] = buf
+
+
+def Detach_buffer() -> Any:
+    return _ctx().state.pop("buffer", None)
+
+
+def Pcontrol(level: int) -> None:
+    pass

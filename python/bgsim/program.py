@@ -1,0 +1,224 @@
+"""Running an MPI program on a simulated machine: builds the world of
+ranks, makes ``mpi4py`` the simulated MPI for the run, runs every rank's
+program (``runtime``) and returns the run's result: the core's report plus
+what only Python knows (each rank's return value, the collective choices,
+host time).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import sys
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import MPI as _shim
+from . import _core
+from .api import Machine, _settings
+from .errors import MachineError, MappingError, ProgramNotFoundError, UsageError
+from .runtime import Runtime
+
+
+@dataclass
+class RunResult:
+    """The outcome of a simulated MPI run.
+
+    ``time_s``: simulated time from the start to the last rank's end;
+    ``ranks``: per-rank statistics (coordinates, end time, messages, bytes,
+    per-protocol counts, core time by category); ``counters``: network-wide
+    counters; ``results``: what each rank's main returned (API runs)."""
+
+    nranks: int
+    shape: tuple
+    mode: str
+    time_s: float
+    ranks: List[dict]
+    counters: dict
+    results: List[Any]
+    wall_s: float
+    python_wall_s: float
+    machine_toml: str
+    #: The algorithm of every collective call: {op: {algorithm: calls}}.
+    collectives: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: Collective-network links that carried packets: node, parent, packets
+    #: up / down, busy seconds up / down, utilization % of the run.
+    tree_links: List[dict] = field(default_factory=list)
+
+    @property
+    def time_us(self) -> float:
+        return self.time_s * 1e6
+
+    def to_dict(self) -> dict:
+        return {
+            "nranks": self.nranks,
+            "shape": list(self.shape),
+            "mode": self.mode,
+            "time_s": self.time_s,
+            "ranks": self.ranks,
+            "counters": self.counters,
+            "collectives": self.collectives,
+            "tree_links": self.tree_links,
+            "wall_s": self.wall_s,
+            "python_wall_s": self.python_wall_s,
+        }
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_dataframe(self):
+        """Per-rank statistics as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("RunResult.to_dataframe needs pandas (pip install pandas); "
+                              "RunResult.ranks has the same data as a list of dicts") from e
+        return pd.DataFrame(self.ranks).set_index("rank")
+
+    def summary(self) -> str:
+        c = self.counters
+        return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}): "
+                f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
+                f"{c['packets_delivered']:,} packets; wall {self.wall_s:.2f} s")
+
+
+def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
+               mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
+               settings: Sequence[str] = (), seed: int = 1, mpi: bool = True) -> "_core.World":
+    """A simulated world: machine, partition, node mode, ranks and mapping.
+    `mapping` is a permutation of XYZT or the path of a mapfile."""
+    if isinstance(machine, str):
+        machine = Machine(machine)
+    sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
+    if nranks is not None and (not isinstance(nranks, int) or nranks < 1):
+        raise UsageError(f"nranks = {nranks!r}: must be a positive integer")
+    mapping = mapping or "XYZT"
+    if _is_order(mapping):
+        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi)
+    if not os.path.exists(mapping):
+        raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
+    with open(mapping) as f:
+        text = f.read()
+    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi)
+
+
+def _is_order(s: str) -> bool:
+    return len(s) == 4 and sorted(s.upper()) == ["T", "X", "Y", "Z"]
+
+
+def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Optional[int] = None,
+        shape: Optional[str] = None, mesh: Optional[str] = None, mode: Optional[str] = None,
+        mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
+        cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
+        coll: Optional[Dict[str, str]] = None) -> RunResult:
+    """Runs `main()` once per rank on a simulated machine and returns the
+    RunResult. Inside `main`, ``from mpi4py import MPI`` (or
+    ``from bgsim import MPI``) is the simulated MPI.
+
+    `layer="msglayer"` leaves out MPI's own per-message costs: the program
+    then measures the message layer below MPI (same protocols, matching as
+    the message layer's `recvnew` callback does it).
+
+    `coll` chooses collective algorithms, e.g. ``{"bcast": "torus_p2p"}``
+    (the names of `bgsim.collective_algorithms()`; same as ``--coll``)."""
+    if layer not in ("mpi", "msglayer"):
+        raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
+    world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
+                       settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi")
+    with _mpi4py_installed():
+        return _execute(world, main, cpu_factor, progress, seed)
+
+
+def coll_settings(coll: Optional[Any]) -> List[str]:
+    """Machine settings choosing collective algorithms: from a dict
+    {op: name} or strings "op=name"."""
+    if not coll:
+        return []
+    items = coll.items() if isinstance(coll, dict) else (c.split("=", 1) if "=" in c else (c, "") for c in coll)
+    out = []
+    known = dict(_core.collective_algorithms())
+    for op, name in items:
+        op, name = op.strip(), name.strip()
+        if op not in known:
+            raise MachineError(f"--coll {op}={name}: unknown operation `{op}` (allowed: {', '.join(known)})")
+        out.append(f'collectives.{op}="{name}"')
+    return out
+
+
+def collective_algorithms() -> Dict[str, List[str]]:
+    """Every selectable collective algorithm, by operation."""
+    return {op: list(names) for op, names in _core.collective_algorithms()}
+
+
+def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
+    """Runs the program at `path` once per rank, each rank in its own
+    ``__main__`` namespace, with ``sys.argv = [path, *argv]``."""
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        raise ProgramNotFoundError(f"bgsim run: cannot read program `{path}`: {e.strerror}") from None
+    code = compile(source, path, "exec")
+
+    def main() -> Any:
+        ns = {"__name__": "__main__", "__file__": path, "__builtins__": builtins, "__package__": None}
+        exec(code, ns)
+        return None
+
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        seed = kw.get("seed", 1)
+        settings = list(kw.pop("settings", [])) + coll_settings(kw.pop("coll", None))
+        world = make_world(kw.pop("machine", "bgl"), settings=settings, **{k: kw.pop(k) for k in list(kw) if k in (
+            "shape", "mesh", "mode", "nranks", "mapping", "seed")})
+        with _mpi4py_installed():
+            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed)
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
+
+
+def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
+             seed: int = 1) -> RunResult:
+    t0 = time.perf_counter()
+    rt = Runtime(world, cpu_factor, progress, seed)
+    _shim._reset(world.nranks)
+    rt.run(main)
+    wall = time.perf_counter() - t0
+    # The core's report (components' counters, per-rank statistics) and
+    # what only the Python side knows.
+    report = json.loads(world.report([c.finished_at for c in rt.ctxs]))
+    return RunResult(
+        nranks=report["nranks"], shape=tuple(report["shape"]), mode=report["mode"], time_s=report["time_s"],
+        ranks=report["ranks"], counters=report["counters"], results=[c.result for c in rt.ctxs], wall_s=wall,
+        collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
+        machine_toml=report["machine_toml"])
+
+
+class _mpi4py_installed:
+    """Makes ``import mpi4py`` / ``from mpi4py import MPI`` give the
+    simulated MPI for the duration of a run."""
+
+    def __enter__(self):
+        self.saved = {k: sys.modules.get(k) for k in ("mpi4py", "mpi4py.MPI")}
+        pkg = types.ModuleType("mpi4py")
+        pkg.__doc__ = "bgsim's simulated mpi4py"
+        pkg.MPI = _shim
+        pkg.__version__ = _shim._MPI4PY_VERSION
+        pkg.__path__ = []  # a package, so `import mpi4py.MPI` works
+        pkg.rc = types.SimpleNamespace(initialize=True, finalize=True, threads=False, thread_level="single")
+        sys.modules["mpi4py"] = pkg
+        sys.modules["mpi4py.MPI"] = _shim
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+        return False
