@@ -15,7 +15,6 @@ the module-level functions).
 
 
 from .mpishim.constants import (
-    _MPI4PY_VERSION,
     ANY_SOURCE,
     ANY_TAG,
     PROC_NULL,
@@ -156,7 +155,6 @@ from .mpishim.comm import (
 from .mpishim.world import (
     COMM_WORLD,
     COMM_SELF,
-    _reset,
     Wtime,
     Wtick,
     Get_processor_name,

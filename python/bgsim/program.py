@@ -20,6 +20,8 @@ from . import MPI as _shim
 from . import _core
 from .api import Machine, _settings
 from .errors import MachineError, MappingError, ProgramNotFoundError, UsageError
+from .mpishim.constants import _MPI4PY_VERSION
+from .mpishim.world import _reset
 from .runtime import Runtime
 
 
@@ -186,7 +188,7 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
              seed: int = 1) -> RunResult:
     t0 = time.perf_counter()
     rt = Runtime(world, cpu_factor, progress, seed)
-    _shim._reset(world.nranks)
+    _reset(world.nranks)
     rt.run(main)
     wall = time.perf_counter() - t0
     # The core's report (components' counters, per-rank statistics) and
@@ -208,7 +210,7 @@ class _mpi4py_installed:
         pkg = types.ModuleType("mpi4py")
         pkg.__doc__ = "bgsim's simulated mpi4py"
         pkg.MPI = _shim
-        pkg.__version__ = _shim._MPI4PY_VERSION
+        pkg.__version__ = _MPI4PY_VERSION
         pkg.__path__ = []  # a package, so `import mpi4py.MPI` works
         pkg.rc = types.SimpleNamespace(initialize=True, finalize=True, threads=False, thread_level="single")
         sys.modules["mpi4py"] = pkg
