@@ -168,7 +168,7 @@ impl World {
     /// work it has been given.
     pub fn rank_time(&self, rank: u32) -> Tick {
         let (node, core) = self.stack.ml.place(rank);
-        self.q.now().max(self.stack.net.cores.get(node, core).busy_until)
+        self.q.now().max(self.stack.net.core_busy_until(node, core))
     }
     /// Node index and task of a rank.
     pub fn place(&self, rank: u32) -> (u32, u32) {
@@ -176,7 +176,7 @@ impl World {
     }
     pub fn coords(&self, rank: u32) -> [u32; 4] {
         let (node, t) = self.place(rank);
-        let c = self.stack.net.torus.geo.coords32(node);
+        let c = self.stack.net.geometry().coords32(node);
         [c[0], c[1], c[2], t]
     }
     pub fn rank_stats(&self, rank: u32) -> RankStats {
@@ -184,7 +184,7 @@ impl World {
     }
     pub fn core_counters(&self, rank: u32) -> CoreCounters {
         let (node, core) = self.stack.ml.place(rank);
-        self.stack.net.cores.get(node, core).counters
+        self.stack.net.core_counters(node, core)
     }
     pub fn net(&self) -> &Net {
         &self.stack.net
@@ -284,8 +284,8 @@ impl World {
     pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, MpiError> {
         let net = &self.stack.net;
         let missing = match what {
-            HwOp::Barrier => net.barrier.is_none().then_some("a global-interrupt barrier"),
-            HwOp::Tree { .. } => net.tree.is_none().then_some("a collective network"),
+            HwOp::Barrier => (!net.has_barrier()).then_some("a global-interrupt barrier"),
+            HwOp::Tree { .. } => (!net.has_tree()).then_some("a collective network"),
         };
         if let Some(component) = missing {
             return Err(MpiError::NoComponent { what, component });
@@ -317,7 +317,7 @@ impl World {
             })
             .collect();
         match j.what {
-            HwOp::Barrier => net.barrier.as_mut().expect("checked at join").operate(&mut self.q, &who),
+            HwOp::Barrier => net.barrier_operation(&mut self.q, &who),
             HwOp::Tree { op, bytes, two_pass } => {
                 let node = |r: u32| ml.place(r).0;
                 let op = match op {
@@ -325,7 +325,7 @@ impl World {
                     TreeOpRanks::Reduce { root } => TreeOp::Reduce { dest: node(root) },
                     TreeOpRanks::Allreduce => TreeOp::Allreduce,
                 };
-                net.tree.as_mut().expect("checked at join").operate(&mut self.q, op, bytes, two_pass, &who);
+                net.tree_operation(&mut self.q, op, bytes, two_pass, &who);
             }
         }
     }
@@ -342,7 +342,7 @@ impl World {
 
     /// The collective network (its per-link counters).
     pub fn tree(&self) -> Option<&Tree> {
-        self.stack.net.tree.as_ref()
+        self.stack.net.tree()
     }
 
     /// Counters of the collective network (zero on a machine without one).

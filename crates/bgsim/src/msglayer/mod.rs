@@ -267,7 +267,7 @@ impl MsgLayer {
     /// per-message costs.
     pub fn new(net: &mut Net, slots: &[Slot], mpi: bool) -> Self {
         let m = net.machine.clone();
-        let geo = &net.torus.geo;
+        let geo = net.geometry().clone();
         let tpn = m.tasks_per_node() as usize;
         let cores = m.cores() as usize;
         let t = m.tick_cycle;
@@ -289,8 +289,7 @@ impl MsgLayer {
         for (f, r) in readers.iter_mut().enumerate() {
             *r = if f >= RX_GROUP && cores > 1 && m.mode != NodeMode::Heater { 1 } else { 0 };
         }
-        net.cores.set_readers(readers, tpn.min(cores));
-        net.cores.owners = Some(owners);
+        net.assign_fifos(readers, tpn.min(cores), Some(owners));
         let ranks = slots
             .iter()
             .map(|s| {
@@ -313,7 +312,7 @@ impl MsgLayer {
             free_msgs: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
-            streams: (0..net.cores.cores.len()).map(|_| VecDeque::new()).collect(),
+            streams: (0..net.core_count()).map(|_| VecDeque::new()).collect(),
             costs: Costs {
                 send_msg: ticks(&ml.send_message_cycles),
                 recv_msg: ticks(&ml.recv_message_cycles),
@@ -515,7 +514,7 @@ impl MsgLayer {
             // posted while the core still works on earlier calls starts
             // when it is free.
             let (node, core) = self.place(rank);
-            let busy = net.cores.get(node, core).busy_until;
+            let busy = net.core_busy_until(node, core);
             if busy > now {
                 net.timer(q, busy, node, core, timer_tag(tk::START, msg));
             } else {
@@ -547,7 +546,7 @@ impl MsgLayer {
     /// Puts a message on its sender's core's list of streams.
     fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let (node, core) = self.place(self.msgs[id as usize].src);
-        let ci = net.cores.idx(node, core);
+        let ci = net.core_index(node, core);
         self.streams[ci].push_back(id);
         if net.pending(node, core) == 0 {
             self.emit(net, q, now, node, core);
@@ -575,7 +574,7 @@ impl MsgLayer {
         if !Routing::of(p.flags).adaptive() || p.hint.count_ones() < 2 {
             return fifo_of(first);
         }
-        (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.torus.inj_used(node, f)).unwrap_or(fifo_of(first))
+        (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.inj_used(node, f)).unwrap_or(fifo_of(first))
     }
 
     fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32, kind: u64, msg: MsgId, offset: u32, payload: u32, routing: Routing, group1: bool) {
@@ -593,7 +592,7 @@ impl MsgLayer {
 
     /// Emits the next packet of the core's streams (round-robin between messages).
     fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
-        let ci = net.cores.idx(node, core);
+        let ci = net.core_index(node, core);
         let Some(id) = self.streams[ci].pop_front() else { return };
         let m = &self.msgs[id as usize];
         let proto = m.proto.expect("network message");
@@ -841,7 +840,7 @@ impl MsgLayer {
         // `recvdone` runs when the receiving rank's core has finished the
         // work charged for this message so far.
         let (node, core) = self.place(m.dst);
-        let busy = net.cores.get(node, core).busy_until;
+        let busy = net.core_busy_until(node, core);
         if busy > now {
             self.msgs[id as usize].finishing = true;
             net.timer(q, busy, node, core, timer_tag(tk::RECV_COPIED, id));
@@ -1009,8 +1008,8 @@ impl MsgLayer {
         let colour = k as usize % m;
         let order: Vec<usize> = (0..m).map(|i| dims[(colour + i) % m]).collect();
         let b = &self.bcasts[id as usize];
-        let root = net.torus.geo.coords32(b.root);
-        let c = net.torus.geo.coords32(node);
+        let root = net.geometry().coords32(b.root);
+        let c = net.geometry().coords32(node);
         let len = (self.maxp as u64).min(b.packets as u64 * self.maxp as u64 - k as u64 * self.maxp as u64) as u32;
         // (direction, hops, stage) of every line packet to send.
         let mut lines: Vec<(usize, u32, usize)> = Vec::new();
@@ -1051,7 +1050,7 @@ impl MsgLayer {
             let size = self.dims[d];
             let mut t = c;
             t[d] = if dir % 2 == 0 { (c[d] + hops) % size } else { (c[d] + size - hops) % size };
-            let dest = net.torus.geo.index(t);
+            let dest = net.geometry().index(t);
             let mut p = net.line_packet(node, dest, dir, len, now);
             p.tag = tag(pk::DEPOSIT, id, ((st as u32) << 26) | k);
             let f = self.fifo(net, node, 0, &p);
@@ -1070,7 +1069,7 @@ impl MsgLayer {
         b.got[node as usize] += 1;
         if b.got[node as usize] == b.packets {
             b.done[node as usize] = true;
-            let busy = net.cores.get(node, core).busy_until.max(now);
+            let busy = net.core_busy_until(node, core).max(now);
             for r in std::mem::take(&mut b.waiting[node as usize]) {
                 self.complete_at(net, q, r, busy);
             }
@@ -1095,12 +1094,12 @@ impl MsgLayer {
     #[inline]
     pub fn touch(&self, net: &Net, e: &Event) {
         let id = match e.kind {
-            crate::torus::ev::RX_DONE => match net.torus.pool.try_get(e.data) {
+            crate::torus::ev::RX_DONE => match net.live_packet(e.data) {
                 Some(p) => untag(p.tag).1,
                 None => return,
             },
-            crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN if (e.a as usize) < net.cores.per_node => {
-                match self.streams.get(net.cores.idx(e.node, e.a as usize)).and_then(|s| s.front()) {
+            crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN if (e.a as usize) < net.cores_per_node() => {
+                match self.streams.get(net.core_index(e.node, e.a as usize)).and_then(|s| s.front()) {
                     Some(&id) => id,
                     None => return,
                 }

@@ -9,11 +9,11 @@
 
 use crate::engine::{Event, EventQueue, Tick};
 use crate::barrier::Barrier;
-use crate::collective::Tree;
+use crate::collective::{Participant, Tree, TreeOp};
 use crate::machine::{Component, Machine};
-use crate::node::Cores;
+use crate::node::{CoreCounters, Cores};
 pub use crate::torus::Routing;
-use crate::torus::{flags, Notice, Packet, Torus, NIL, NRX};
+use crate::torus::{flags, Geometry, Notice, Packet, Torus, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
 pub mod ev {
@@ -69,8 +69,8 @@ pub struct Net {
     pub machine: Machine,
     pub torus: Torus,
     pub cores: Cores,
-    pub tree: Option<Tree>,
-    pub barrier: Option<Barrier>,
+    tree: Option<Tree>,
+    barrier: Option<Barrier>,
     pub costs: Costs,
     /// Writes come from main memory (true) or cache (false).
     pub write_from_memory: bool,
@@ -112,6 +112,126 @@ impl Net {
             rr_fifo: vec![0; machine.shape.nodes() as usize],
             step_now: Vec::new(),
         }
+    }
+
+    // ----- what software may know of the machine (the packet layer is its
+    // only road to the torus and the cores) -----
+
+    /// The partition's geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.torus.geo
+    }
+
+    /// Communication cores per node (the others compute).
+    pub fn comm_cores(&self) -> usize {
+        self.cores.comm
+    }
+
+    /// Cores per node.
+    pub fn cores_per_node(&self) -> usize {
+        self.cores.per_node
+    }
+
+    /// Cores of the machine (nodes x cores per node), and the dense index of one.
+    pub fn core_count(&self) -> usize {
+        self.cores.cores.len()
+    }
+    pub fn core_index(&self, node: u32, core: usize) -> usize {
+        self.cores.idx(node, core)
+    }
+
+    /// When a core has done what it was given.
+    pub fn core_busy_until(&self, node: u32, core: usize) -> Tick {
+        self.cores.get(node, core).busy_until
+    }
+
+    /// A core's counters (time by category, packets).
+    pub fn core_counters(&self, node: u32, core: usize) -> CoreCounters {
+        self.cores.get(node, core).counters
+    }
+
+    /// Which core reads each reception FIFO (`readers`, and how many cores
+    /// read), and which task owns each injection FIFO (VN mode): how software
+    /// lays its tasks over the node.
+    pub fn assign_fifos(&mut self, readers: [u8; NRX], reading_cores: usize, owners: Option<Vec<u8>>) {
+        self.cores.set_readers(readers, reading_cores);
+        self.cores.owners = owners;
+    }
+
+    /// Bytes held or reserved in injection FIFO `f` of `node`.
+    pub fn inj_used(&self, node: u32, f: usize) -> u32 {
+        self.torus.inj_used(node, f)
+    }
+
+    /// A packet that is still in the machine (None once freed).
+    pub fn live_packet(&self, id: u32) -> Option<&Packet> {
+        self.torus.pool.try_get(id)
+    }
+
+    /// Sets `p` to travel along direction `d` only (a line route).
+    pub fn set_line_route(&self, p: &mut Packet, d: usize) {
+        self.torus.set_line_route(p, d);
+    }
+
+    // ----- the collective and barrier networks -----
+
+    /// Whether the machine has a collective (tree) network / a GI barrier.
+    pub fn has_tree(&self) -> bool {
+        self.tree.is_some()
+    }
+    pub fn has_barrier(&self) -> bool {
+        self.barrier.is_some()
+    }
+
+    /// The collective network, where the machine has one (its counters).
+    pub fn tree(&self) -> Option<&Tree> {
+        self.tree.as_ref()
+    }
+
+    /// Hands an operation to the collective network; each participant's
+    /// core is told when its part is done (see [`Tree::operate`]).
+    /// Panics on a machine without one: check [`Net::has_tree`].
+    pub fn tree_operation(&mut self, q: &mut EventQueue, op: TreeOp, bytes: u64, two_pass: bool, who: &[Participant]) {
+        self.tree.as_mut().expect("a machine with a collective network").operate(q, op, bytes, two_pass, who);
+    }
+
+    /// Hands a barrier to the global-interrupt network (see
+    /// [`Barrier::operate`]). Panics on a machine without one: check
+    /// [`Net::has_barrier`].
+    pub fn barrier_operation(&mut self, q: &mut EventQueue, who: &[Participant]) {
+        self.barrier.as_mut().expect("a machine with a global-interrupt barrier").operate(q, who);
+    }
+
+    // ----- measurement, for the run loop -----
+
+    /// Counts throughput in windows of `ticks`.
+    pub fn set_window(&mut self, ticks: Tick) {
+        self.torus.p.window = ticks;
+    }
+    /// Restarts every counter at `now` (after a warm-up).
+    pub fn reset_counters(&mut self, now: Tick) {
+        self.torus.reset_counters(now);
+    }
+    /// Closes the counters' open integrals at `now` (the run's end).
+    pub fn close_counters(&mut self, now: Tick) {
+        self.torus.close_counters(now);
+    }
+    /// Packets in the network or held by software.
+    pub fn live_packets(&self) -> u32 {
+        self.torus.live_packets()
+    }
+    /// Packets sitting in the torus's VCs.
+    pub fn packets_in_vcs(&self) -> u64 {
+        self.torus.packets_in_vcs()
+    }
+    /// When a packet last moved.
+    pub fn last_progress(&self) -> Tick {
+        self.torus.global.last_progress
+    }
+    /// The time the first cycle of escape moves waiting on each other
+    /// closed, if one did (see [`Torus::deadlock_cycle`]).
+    pub fn deadlock_formed(&self) -> Option<Tick> {
+        self.torus.deadlock_cycle().map(|(formed, _)| formed)
     }
 
     /// A packet from `src` to `dest` with `payload` bytes, routed as given.
@@ -455,5 +575,40 @@ impl Net {
             }
         }
         self.step_now.clear();
+    }
+}
+
+#[cfg(test)]
+mod road_tests {
+    /// Software (the message layer, MPI, the traffic patterns) reaches the
+    /// torus and the cores only through the packet layer's `Net` methods,
+    /// never through its fields.
+    #[test]
+    fn software_reaches_the_machine_only_through_the_packet_layer() {
+        let sources = [
+            ("msglayer/mod.rs", include_str!("../msglayer/mod.rs")),
+            ("mpi/mod.rs", include_str!("../mpi/mod.rs")),
+            ("workload/mod.rs", include_str!("../workload/mod.rs")),
+            ("workload/driver.rs", include_str!("../workload/driver.rs")),
+            ("workload/source.rs", include_str!("../workload/source.rs")),
+            ("workload/patterns/alltoall.rs", include_str!("../workload/patterns/alltoall.rs")),
+            ("workload/patterns/fill.rs", include_str!("../workload/patterns/fill.rs")),
+            ("workload/patterns/hot_spot.rs", include_str!("../workload/patterns/hot_spot.rs")),
+            ("workload/patterns/nearest_neighbor.rs", include_str!("../workload/patterns/nearest_neighbor.rs")),
+            ("workload/patterns/pingpong.rs", include_str!("../workload/patterns/pingpong.rs")),
+            ("workload/patterns/random.rs", include_str!("../workload/patterns/random.rs")),
+        ];
+        for (file, text) in sources {
+            for (i, line) in text.lines().enumerate() {
+                for reach in ["net.torus", "net.cores", "net.tree", "net.barrier"] {
+                    let hit = line.match_indices(reach).any(|(at, _)| {
+                        let before = line[..at].chars().next_back();
+                        let after = line[at + reach.len()..].chars().next();
+                        !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.is_some_and(|c| c == '.' || c == ' ' || c == ',' || c == ')')
+                    });
+                    assert!(!hit, "{file}:{}: `{reach}` reaches past the packet layer: {line}", i + 1);
+                }
+            }
+        }
     }
 }

@@ -19,7 +19,7 @@ pub struct Driver {
 
 impl Driver {
     pub fn new(spec: &TrafficSpec, net: &Net) -> Result<Self, WorkloadError> {
-        let geo = net.torus.geo.clone();
+        let geo = net.geometry().clone();
         let n = geo.nodes();
         let mut src = Source {
             rngs: (0..n).map(|i| Rng::new(spec.common.seed, RNG_STREAM_BASE + i as u64)).collect(),

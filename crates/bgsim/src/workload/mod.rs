@@ -61,7 +61,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
     let (warm, drain) = timing.as_ref().map_or((0, false), |t| (t.warmup_ncycles * tb, t.drain));
     let end_gen = warm + timing.as_ref().map_or(0, |t| t.measure_ncycles * tb);
     let c = &spec.common;
-    sim.net.torus.p.window = c.window_ncycles * tb;
+    sim.net.set_window(c.window_ncycles * tb);
     let peak = sim.driver.peak_rate(machine);
     if timed {
         let rate = sim.driver.offered_rate(peak);
@@ -83,7 +83,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
         let target = if timed && !draining { target.min(end_gen) } else { target.min(max_t) };
         t = run_until(&mut sim, &mut q, target, &mut stats);
         if timed && t == warm && measured_from == 0 && warm > 0 {
-            sim.net.torus.reset_counters(t);
+            sim.net.reset_counters(t);
             measured_from = t;
         }
         if timed && t >= end_gen && !draining {
@@ -92,7 +92,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             }
             draining = true;
         }
-        if draining && sim.net.torus.live_packets() == 0 {
+        if draining && sim.net.live_packets() == 0 {
             break;
         }
         if !timed && (sim.driver.progress().finished_at.is_some() || q.is_empty()) {
@@ -102,10 +102,9 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             break;
         }
         // Deadlock: packets are in the network and none has moved for `dl`.
-        let last = sim.net.torus.global.last_progress;
-        if t > last + dl && sim.net.torus.packets_in_vcs() > 0 {
-            let t = &sim.net.torus;
-            deadlock_at = Some(t.deadlock_cycle().map(|(formed, _)| formed).unwrap_or(last));
+        let last = sim.net.last_progress();
+        if t > last + dl && sim.net.packets_in_vcs() > 0 {
+            deadlock_at = Some(sim.net.deadlock_formed().unwrap_or(last));
             break;
         }
         if last_report.elapsed().as_secs_f64() > 0.5 {
@@ -123,7 +122,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
     }
     let progress_at_end = sim.driver.progress().clone();
     let end = if timed { t.min(end_gen) } else { progress_at_end.finished_at.unwrap_or(t) };
-    sim.net.torus.close_counters(t);
+    sim.net.close_counters(t);
     let bound = sim.driver.bound_ticks(machine);
     let run = TrafficRun {
         pattern: spec.kind().name(),

@@ -73,7 +73,7 @@ impl Source {
     /// they can then pull their work in `refill`.
     pub fn wake_all(&self, net: &mut Net, q: &mut EventQueue) {
         for v in 0..self.geo.nodes() {
-            for c in 0..net.cores.comm {
+            for c in 0..net.comm_cores() {
                 net.compute(q, 0, v, c, 0);
             }
         }

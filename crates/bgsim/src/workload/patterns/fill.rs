@@ -69,7 +69,7 @@ impl TrafficPattern for Fill {
         // Line: colour + on core 0, colour - on core 1 (both on the one core
         // in heater mode). Plane: colours leaving in + directions on core 0,
         // - directions on core 1.
-        let cores = net.cores.comm;
+        let cores = net.comm_cores();
         let colours = if geo.torus[0] { 2 } else { 1 };
         self.items = vec![vec![]; cores];
         self.pos = vec![0; cores];
@@ -132,7 +132,7 @@ impl TrafficPattern for Fill {
                 if c[k1] == src.geo.coords32(root_end)[k1] && c[dim_of(d2)] != root_c[dim_of(d2)] {
                     let dest = src.geo.neighbor(node, d1);
                     let mut p = net.packet(node, dest, maxp, Routing::Deterministic, now);
-                    net.torus.set_line_route(&mut p, d1);
+                    net.set_line_route(&mut p, d1);
                     p.tag = (pkt.tag & !(3 << 40)) | (2 << 40);
                     net.send(q, now, node, p, None);
                 }

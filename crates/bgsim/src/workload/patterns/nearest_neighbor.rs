@@ -56,7 +56,7 @@ impl TrafficPattern for NearestNeighbor {
             let pl = src.payload(node, net, &self.spec.sizes);
             let mut p = net.packet(node, dest, pl, src.routing, now);
             if dest != node {
-                net.torus.set_line_route(&mut p, dir);
+                net.set_line_route(&mut p, dir);
             }
             net.send(q, now, node, p, None);
             return;
