@@ -26,20 +26,24 @@ pub enum MachineError {
     Parse { source_name: String, message: String },
     #[error("{source_name}: key `{key}` = {value}: {allowed}")]
     Invalid { source_name: String, key: String, value: String, allowed: String },
-    #[error("unknown machine preset `{0}` (allowed: bgl)")]
+    #[error("unknown machine preset `{0}` (allowed: {})", preset_names().join(", "))]
     UnknownPreset(String),
+}
+
+/// The built-in machines: name and TOML (`machines/NAME.toml`, every
+/// parameter commented). A preset declares its components by its sections
+/// (see [`Component`]). Adding one: its file and its line here.
+pub const PRESETS: &[(&str, &str)] = &[("bgl", include_str!("../../../../machines/bgl.toml"))];
+
+/// Names of the built-in presets.
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.0).collect()
 }
 
 /// The text of a preset.
 pub fn preset_text(name: &str) -> Result<&'static str, MachineError> {
-    match name {
-        "bgl" => Ok(include_str!("../../../../machines/bgl.toml")),
-        other => Err(MachineError::UnknownPreset(other.to_string())),
-    }
+    PRESETS.iter().find(|p| p.0 == name).map(|p| p.1).ok_or_else(|| MachineError::UnknownPreset(name.to_string()))
 }
-
-/// Names of the built-in presets.
-pub const PRESETS: &[&str] = &["bgl"];
 
 fn parse_err(source_name: &str, message: impl Into<String>) -> MachineError {
     MachineError::Parse { source_name: source_name.to_string(), message: message.into() }
@@ -101,7 +105,7 @@ impl MachineSource {
             let text = std::fs::read_to_string(arg)
                 .map_err(|e| parse_err(arg, format!("cannot read machine file: {e}")))?;
             Ok(MachineSource::File { name: arg.to_string(), text })
-        } else if PRESETS.contains(&arg) {
+        } else if preset_names().contains(&arg) {
             Ok(MachineSource::Preset(arg.to_string()))
         } else {
             Err(MachineError::UnknownPreset(arg.to_string()))
@@ -125,7 +129,7 @@ pub fn load(source: &MachineSource, settings: &[String]) -> Result<Machine, Mach
                         source_name: name.clone(),
                         key: "base".into(),
                         value: other.to_string(),
-                        allowed: format!("a preset name ({})", PRESETS.join(", ")),
+                        allowed: format!("a preset name ({})", preset_names().join(", ")),
                     })
                 }
                 None => None,
@@ -136,7 +140,7 @@ pub fn load(source: &MachineSource, settings: &[String]) -> Result<Machine, Mach
                         source_name: name.clone(),
                         key: "base".into(),
                         value: format!("{b:?}"),
-                        allowed: format!("a preset name ({})", PRESETS.join(", ")),
+                        allowed: format!("a preset name ({})", preset_names().join(", ")),
                     })?;
                     let mut base_v: toml::Value = toml::from_str(text).map_err(|e| parse_err(&b, e.to_string()))?;
                     merge(&mut base_v, v);
