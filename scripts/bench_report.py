@@ -1,7 +1,9 @@
-"""Renders the output of `bgsim-bench` (JSON lines on stdin) into BENCHMARKS.md.
+"""Renders the output of `make bench` (JSON lines on stdin) into BENCHMARKS.md.
 
-The file keeps a history: the newest run goes on top, with its date, the
-machine it ran on and the command that produced it.
+The file keeps the newest figure of each benchmark (the "Latest" section,
+with its date, machine, command and commit) and a short history table, one
+row per run (`BENCH_NOTE="..." make bench` gives the row its note); the
+narrative of past runs lives in git history.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 
 PATH = "BENCHMARKS.md"
 HEADER = """# Benchmarks
 
-Produced by `make bench` (the `bgsim-bench` binary, release build, one core).
+Produced by `make bench` (the `bgsim-bench` binary, release build, one core;
+`scripts/bench_mpi.py` and `scripts/bench_coll.py` from Python). Builds are
+compared with `python3 scripts/bench_pair.py ROUNDS BIN_A BIN_B` (alternating
+runs; only paired ratios tell changes apart on a shared machine).
 Targets of the torus issue: at least 5 million packet-hops per second on one
 core, under 4 KB per idle simulated node, and a 64x32x32 machine (65,536
 nodes) that builds and runs within 24 GiB. Target of the MPI issue: at least
@@ -45,9 +51,31 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}"
 
 
+def commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+        return out.strip() + ("+" if dirty.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+HISTORY = "## History\n\n| date | commit | torus packet-hops/s, median (best) | MPI halo messages/s | note |\n|---|---|---|---|---|\n"
+
+
+def history_row(rows: list) -> str:
+    by = {r["benchmark"]: r for r in rows}
+    t = by.get("torus_uniform_16x16x16_load0.9_dynamic")
+    h = next((r for r in rows if r["benchmark"].startswith("mpi_halo_")), None)
+    hops = (f"{t['packet_hops_per_s'] / 1e6:.2f} M ({t.get('packet_hops_per_s_best', t['packet_hops_per_s']) / 1e6:.2f} M)"
+            if t else "")
+    halo = f"{h['messages_per_s']:,.0f}" if h else ""
+    return f"| {datetime.date.today().isoformat()} | {commit()} | {hops} | {halo} | {os.environ.get('BENCH_NOTE', '')} |\n"
+
+
 def render(rows: list) -> str:
     by = {r["benchmark"]: r for r in rows}
-    out = [f"## {datetime.date.today().isoformat()}", "",
+    out = [f"## Latest: {datetime.date.today().isoformat()}, commit {commit()}", "",
            f"Machine: {machine()}. Command: `make bench`.", ""]
     t = by.get("torus_uniform_16x16x16_load0.9_dynamic")
     if t:
@@ -106,14 +134,15 @@ def main() -> None:
     if not rows:
         sys.exit("bench_report: no benchmark results on stdin")
     section = render(rows)
-    old = ""
+    old_rows = ""
     if os.path.exists(PATH):
         with open(PATH) as f:
             old = f.read()
-        old = old[len(HEADER):] if old.startswith(HEADER) else ""
+        if HISTORY in old:
+            old_rows = old.split(HISTORY, 1)[1]
     tmp = PATH + ".tmp"
     with open(tmp, "w") as f:
-        f.write(HEADER + section + ("\n" + old if old else ""))
+        f.write(HEADER + section + "\n" + HISTORY + history_row(rows) + old_rows)
     os.replace(tmp, PATH)
     print(section)
 

@@ -157,7 +157,7 @@ impl Default for Fifo {
 /// line, not two: aligned to 128 bytes (every router's first line then
 /// starts a 128-byte pair) the torus benchmark ran 1.13 times slower, while
 /// the same 64 bytes added at the end made no measurable difference
-/// (BENCHMARKS.md, 2026-11-24).
+/// (BENCHMARKS.md of 2026-11-24, commit c375420, in git history).
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub(super) struct Router {
