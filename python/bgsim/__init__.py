@@ -9,7 +9,7 @@ experiment suite and plots.
 
 from ._core import __version__
 from . import errors
-from .errors import BgsimError, DeadlockError, MachineError, MappingError, RankError, WorkloadError
+from .errors import BgsimError, DeadlockError, MachineError, MappingError, RankError, RankExit, WorkloadError
 from .api import Machine, TrafficResult, patterns, routings, run_traffic
 from .program import RunResult, collective_algorithms, run, run_file
 from .runtime import compute
@@ -20,6 +20,7 @@ __all__ = [
     "DeadlockError",
     "MappingError",
     "RankError",
+    "RankExit",
     "RunResult",
     "collective_algorithms",
     "compute",

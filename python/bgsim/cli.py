@@ -286,7 +286,7 @@ def _reproduce(a: argparse.Namespace) -> int:
 
 def _run(a: argparse.Namespace) -> int:
     from .api import Machine, write_atomic
-    from .errors import RankError
+    from .errors import RankError, RankExit
     from .program import run_file
 
     if a.cpu_factor is not None and a.cpu_factor < 0:
@@ -306,6 +306,10 @@ def _run(a: argparse.Namespace) -> int:
         sys.stdout.flush()
         print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
         return 1
+    except RankExit as e:
+        sys.stdout.flush()
+        print(f"bgsim run: {e}", file=sys.stderr)
+        return e.status
     except DeadlockError as e:
         sys.stdout.flush()
         print(f"bgsim run: {e}", file=sys.stderr)

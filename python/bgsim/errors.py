@@ -61,6 +61,23 @@ class DeadlockError(BgsimError):
     """No rank of an MPI program can ever go on. ``args``: (message, [(rank, [what it waits for])])."""
 
 
+class RankExit(BgsimError):
+    """A rank ended the run: ``sys.exit(code)`` with a code other than 0 or
+    None, or ``MPI.COMM_WORLD.Abort(code)``. ``status`` is the exit status
+    the run ends with (the code; 1 for a message)."""
+
+    def __init__(self, rank: int, code: object, abort: bool = False):
+        self.rank, self.code, self.abort = rank, code, abort
+        self.status = code if isinstance(code, int) else 1
+        if abort:
+            msg = f"rank {rank} called MPI_Abort with error code {code}"
+        elif isinstance(code, int):
+            msg = f"rank {rank} exited with status {code}"
+        else:
+            msg = f"rank {rank} exited: {code}"
+        super().__init__(msg)
+
+
 class RankError(BgsimError):
     """An exception escaped one rank's program; the run stopped.
 

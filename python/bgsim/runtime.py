@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import greenlet
 
 from . import _core
-from .errors import ArgumentTypeError, DeadlockError, RankError, StateError, UsageError
+from .errors import ArgumentTypeError, DeadlockError, RankError, RankExit, StateError, UsageError
 
 
 class _RankGreenlet(greenlet.greenlet):
@@ -132,6 +132,16 @@ class Runtime:
                 self.world.release(req)
             ctx.cpu_mark = time.process_time()
 
+    def poll(self, ctx: RankContext, call: str) -> None:
+        """A poll that found nothing (MPI_Test, MPI_Iprobe ...): the rank's
+        core spends the poll's cost and the other ranks run meanwhile, so a
+        polling loop ends when what it polls for arrives, as on the machine."""
+        self.charge_host_cpu(ctx)
+        req = self.world.poll(ctx.rank)
+        ctx.call, ctx.frame = call, sys._getframe(2)
+        self.wait(ctx, [req], 1)
+        self.world.release(req)
+
     def seconds(self, ticks: int) -> float:
         return ticks / self.ticks_per_second
 
@@ -185,7 +195,7 @@ class Runtime:
                     g.switch()
                 except BaseException as e:  # the rank's exception, re-raised in the hub
                     self._abort()
-                    if isinstance(e, KeyboardInterrupt):
+                    if isinstance(e, (KeyboardInterrupt, RankExit)):
                         raise
                     tb = e.__traceback__
                     # Start the traceback at the rank's own code.
@@ -220,7 +230,13 @@ class Runtime:
 
     def _body(self, main: Callable[[], Any], ctx: RankContext) -> Callable[[], None]:
         def body() -> None:
-            ctx.result = main()
+            try:
+                ctx.result = main()
+            except SystemExit as e:
+                # sys.exit() or sys.exit(0): this rank is done; any other
+                # code ends the run with it.
+                if e.code is not None and e.code != 0:
+                    raise RankExit(ctx.rank, e.code) from None
         return body
 
     def _abort(self) -> None:

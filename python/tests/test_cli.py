@@ -133,3 +133,21 @@ def test_every_option_a_pattern_declares_changes_its_run_and_the_others_are_refu
     assert p.returncode == 2 and "--hops does not apply to pattern uniform" in p.stderr and "pingpong" in p.stderr
     p = cli("traffic", "--pattern", "pingpong", "--shape", "4x4x2", "--warmup", "10")
     assert p.returncode == 2 and "--warmup" in p.stderr
+
+
+@pytest.mark.parametrize("body, status, says", [
+    ("import sys\nif MPI.COMM_WORLD.Get_rank() == 1:\n    sys.exit(3)\nMPI.COMM_WORLD.Barrier()\n", 3, "rank 1 exited with status 3"),
+    ("import sys\nMPI.COMM_WORLD.Barrier()\nsys.exit(0)\n", 0, None),
+    ("import sys\nsys.exit()\n", 0, None),
+    ("import sys\nif MPI.COMM_WORLD.Get_rank() == 0:\n    sys.exit('giving up')\n", 1, "rank 0 exited: giving up"),
+    ("if MPI.COMM_WORLD.Get_rank() == 1:\n    MPI.COMM_WORLD.Abort(7)\nMPI.COMM_WORLD.Barrier()\n", 7, "rank 1 called MPI_Abort with error code 7"),
+])
+def test_exit_codes_pass_through(cli, tmp_path, body, status, says):
+    prog = tmp_path / "prog.py"
+    prog.write_text("from mpi4py import MPI\n" + body)
+    p = cli("run", "--quiet", "--shape", "2x1x1", str(prog))
+    assert p.returncode == status, (p.returncode, p.stderr)
+    if says:
+        assert says in p.stderr, p.stderr
+    else:
+        assert "failed" not in p.stderr and "Traceback" not in p.stderr, p.stderr

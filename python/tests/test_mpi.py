@@ -535,3 +535,96 @@ def test_numpy_fast_path_errors_cancel_and_proc_null():
     common = [MPI.ERR_RANK, MPI.ERR_TAG, MPI.ERR_RANK, MPI.ERR_TAG, MPI.PROC_NULL, (True, [9, 9, 9, 9])]
     assert res[0] == common + [True]
     assert res[1] == common + [(True, [7, 7, 7]), True]
+
+
+@pytest.mark.parametrize("api", ["Send", "Isend", "Sendrecv", "Bcast", "Allreduce"])
+def test_object_arrays_are_refused_by_the_buffer_api_not_copied_as_pointers(api):
+    """The bytes of a dtype=object array are pointers into the sender's
+    process: copied to a receiver they crashed it once the sender's objects
+    were freed (exit 139). mpi4py refuses such buffers; so does bgsim."""
+    def main():
+        c = MPI.COMM_WORLD
+        objs = np.array([object(), "x", 3], dtype=object)
+        other = 1 - c.Get_rank()
+        if api == "Send":
+            if c.Get_rank() == 0:
+                c.Send(objs, dest=1)
+            else:
+                c.Recv(np.empty(3, dtype=object), source=0)
+        elif api == "Isend":
+            r = c.Irecv(np.empty(3, dtype=object), source=other) if c.Get_rank() else c.Isend(objs, dest=other)
+            r.Wait()
+        elif api == "Sendrecv":
+            c.Sendrecv(objs, dest=other, recvbuf=np.empty(3, dtype=object), source=other)
+        elif api == "Bcast":
+            c.Bcast(objs, root=0)
+        else:
+            c.Allreduce(objs, np.empty(3, dtype=object))
+
+    with pytest.raises(bgsim.RankError) as e:
+        bgsim.run(main, shape="2x1x1")
+    assert isinstance(e.value.__cause__, TypeError) and "dtype=object" in str(e.value.__cause__), e.value
+    # Numeric buffers still go the fast path.
+    def ok():
+        c = MPI.COMM_WORLD
+        a = np.arange(4.0) if c.Get_rank() == 0 else np.zeros(4)
+        c.Bcast(a, root=0)
+        return a.sum()
+    assert bgsim.run(ok, shape="2x1x1").results == [6.0, 6.0]
+
+
+def _no_hang(seconds):
+    """Fails the test (instead of hanging the suite) if it runs too long."""
+    import signal
+
+    def alarm(*_):
+        raise TimeoutError(f"still running after {seconds} s: the polling loop does not progress")
+    signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+
+
+@pytest.mark.parametrize("how", ["test", "Test", "Testall", "Testany", "Testsome", "Get_status", "Iprobe", "iprobe"])
+def test_a_polling_loop_progresses_the_simulation(how):
+    """Rank 0 polls until rank 1's message arrives: each poll costs rank 0's
+    core a poll and lets the others run (it hung at 100% CPU before)."""
+    def main():
+        c = MPI.COMM_WORLD
+        if c.Get_rank() == 1:
+            bgsim.compute(seconds=5e-6)
+            c.send("hi", dest=0, tag=5)
+            return None
+        polls = 0
+        if how in ("Iprobe", "iprobe"):
+            probe = c.Iprobe if how == "Iprobe" else c.iprobe
+            while not probe(source=1, tag=5):
+                polls += 1
+            return c.recv(source=1, tag=5), polls, MPI.Wtime()
+        r = c.irecv(source=1, tag=5)
+        while True:
+            if how == "test":
+                done, msg = r.test()
+            elif how == "Test":
+                done = r.Test()
+            elif how == "Testall":
+                done = MPI.Request.Testall([r])
+            elif how == "Testany":
+                done = MPI.Request.Testany([r])[1]
+            elif how == "Testsome":
+                done = bool(MPI.Request.Testsome([r]))
+            else:
+                done = r.Get_status()
+            if done:
+                break
+            polls += 1
+        return r.wait(), polls, MPI.Wtime()
+
+    _no_hang(60)
+    try:
+        r = bgsim.run(main, shape="2x1x1")
+    finally:
+        import signal
+        signal.alarm(0)
+    msg, polls, t = r.results[0]
+    assert msg == "hi" and polls > 10 and t > 5e-6, r.results[0]
+    # The polls are the core's poll time: 30 cycles each on bgl.
+    assert r.ranks[0]["core_poll_cycles"] >= 30 * polls

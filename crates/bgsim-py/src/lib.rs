@@ -463,6 +463,11 @@ impl World {
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)
     }
+    /// A poll that found nothing: a request done when the core has spent
+    /// the poll's cost.
+    fn poll(&mut self, rank: u32) -> u32 {
+        self.w.poll(rank)
+    }
     fn cancel(&mut self, req: u32) -> bool {
         self.w.cancel(req)
     }

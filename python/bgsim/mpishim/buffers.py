@@ -38,6 +38,11 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
         raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
     if not readonly_ok and mv.readonly:
         raise _TypeError("message: the receive buffer is read-only")
+    if mv.format == "O" or getattr(getattr(obj, "dtype", None), "hasobject", False):
+        # Its bytes are pointers to Python objects of this process: copied
+        # to another rank they would point at objects that may be gone.
+        raise _TypeError("message: a buffer of Python objects (numpy dtype=object) cannot be sent or received "
+                         "through the buffer API; use the lowercase pickle API (comm.send / comm.recv) or a numeric dtype")
     key = (mv.format, mv.itemsize)
     dt = _FMT_CACHE.get(key)
     if dt is None:

@@ -9,6 +9,7 @@ from greenlet import getcurrent as _getcurrent
 
 from .. import coll as _coll
 from .. import runtime as _rt
+from ..errors import RankExit
 from .buffers import _dump, _load, _members
 from .collectives import CollectiveCalls
 from .constants import ANY_SOURCE, CART, CONGRUENT, IDENT, PROC_NULL, TAG_UB, UNDEFINED
@@ -202,7 +203,8 @@ class Comm(PointToPoint, CollectiveCalls):
         self._bind()
 
     def Abort(self, errorcode: int = 0) -> None:
-        raise SystemExit(f"MPI_Abort called by rank {_ctx().rank} with error code {errorcode}")
+        """Ends the run with `errorcode` (the exit status of ``bgsim run``)."""
+        raise RankExit(_ctx().rank, errorcode, abort=True)
 
     def Get_attr(self, keyval: int) -> Any:
         return {TAG_UB_KEYVAL: TAG_UB}.get(keyval)

@@ -63,7 +63,7 @@ class PointToPoint:
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
         cls = buf.__class__
-        if cls is _ndarray:
+        if cls is _ndarray and not buf.dtype.hasobject:
             data = buf.tobytes()  # C order, also for a non-contiguous view
         elif cls is bytes:
             data = buf
@@ -73,7 +73,7 @@ class PointToPoint:
 
     def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
         mv = None
-        if buf.__class__ is _ndarray:
+        if buf.__class__ is _ndarray and not buf.dtype.hasobject:
             try:
                 mv = memoryview(buf).cast("B")
                 nbytes = len(mv)
@@ -120,7 +120,7 @@ class PointToPoint:
         # one call into the core; anything else, errors included, goes the
         # general way.
         ctx = _rt.fast
-        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None:
+        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject:
             rid = ctx.world.isend_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
             if rid >= 0:
                 return Request(rid, "send", None, ctx)
@@ -141,7 +141,7 @@ class PointToPoint:
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         # As Isend: the core copies the message straight into `buf`.
         ctx = _rt.fast
-        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None:
+        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject:
             rid = ctx.world.irecv_fast(ctx.rank, self._p2p, source, tag, buf)
             if rid >= 0:
                 return Request(rid, "recv", None, ctx, "", self._p2p_group)
@@ -192,6 +192,8 @@ class PointToPoint:
         if req._id >= 0:
             req._ctx.runtime.world.cancel(req._id)
             req._ctx.runtime.world.release(req._id)
+        ctx = _rt.current()
+        ctx.runtime.poll(ctx, f"MPI.Comm.Iprobe(source={source}, tag={tag})")
         return False
 
     # -- pickle API --

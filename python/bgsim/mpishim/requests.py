@@ -110,6 +110,7 @@ class Request:
             self._fill(status)
             self._raise()
             return True
+        _poll_cost(self, "MPI.Request.Test()")
         return False
 
     def wait(self, status: Optional[Status] = None) -> Any:
@@ -124,6 +125,8 @@ class Request:
         flag = self._poll()
         if flag:
             self._fill(status)
+        else:
+            _poll_cost(self, "MPI.Request.Get_status()")
         return flag
 
     def Cancel(self) -> None:
@@ -193,6 +196,7 @@ class Request:
         if all(r._poll() for r in requests):
             Request.Waitall(requests, statuses)
             return True
+        _poll_cost(next((r for r in requests if r._ctx is not None), None), "MPI.Request.Testall()")
         return False
 
     @staticmethod
@@ -211,6 +215,7 @@ class Request:
                 requests[i]._raise()
                 requests[i]._kind = "null-done"
                 return i, True
+        _poll_cost(requests[active[0]], "MPI.Request.Testany()")
         return UNDEFINED, False
 
     @staticmethod
@@ -224,6 +229,8 @@ class Request:
         if not active:
             return None
         idx = [i for i in active if requests[i]._poll()]
+        if not idx:
+            _poll_cost(requests[active[0]], "MPI.Request.Testsome()")
         _retire(requests, idx, statuses)
         return idx
 
@@ -264,6 +271,15 @@ class Prequest(Request):
 
 
 REQUEST_NULL = Request()
+
+
+def _poll_cost(req: Optional["Request"], call: str) -> None:
+    """A test that found its request(s) not done: the calling rank's core
+    spends a poll and the simulation goes on meanwhile."""
+    ctx = req._ctx if req is not None and req._ctx is not None else None
+    if ctx is None:
+        ctx = _rt.current()
+    ctx.runtime.poll(ctx, call)
 
 
 def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List[Status]]) -> None:

@@ -278,6 +278,18 @@ impl World {
         ml.timer_req(net, &mut self.q, rank, done)
     }
 
+    /// A poll that found nothing (MPI_Test, MPI_Iprobe ...): the rank's core
+    /// spends the machine's poll cost; the request completes when it has,
+    /// so a polling loop lets the other ranks and the network go on.
+    pub fn poll(&mut self, rank: u32) -> ReqId {
+        let now = self.q.now();
+        let ticks = self.stack.net.machine.spec.cpu.poll_cycles as Tick * self.stack.net.machine.tick_cycle;
+        let Stack { net, ml } = &mut self.stack;
+        let (node, core) = ml.place(rank);
+        let done = net.charge(&mut self.q, now, node, core, ticks.max(1), Work::Poll);
+        ml.timer_req(net, &mut self.q, rank, done)
+    }
+
     /// Joins hardware collective `key` (the same for every participant) with
     /// `expected` participants; the returned request completes when this
     /// rank is done. Every participant must pass the same `what`.

@@ -55,6 +55,8 @@ pub struct Core {
 /// What a core is busy with, for the per-core time counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Work {
+    /// Software polling for something that has not happened (an MPI test).
+    Poll,
     Protocol,
     Copy,
     Compute,

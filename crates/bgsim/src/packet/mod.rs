@@ -334,6 +334,7 @@ impl Net {
         let start = c.busy_until.max(now);
         c.busy_until = start + ticks;
         match what {
+            Work::Poll => c.counters.poll_ticks += ticks,
             Work::Protocol => c.counters.protocol_ticks += ticks,
             Work::Copy => c.counters.copy_ticks += ticks,
             Work::Compute => c.counters.compute_ticks += ticks,
