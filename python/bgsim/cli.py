@@ -196,7 +196,8 @@ def _traffic(a: argparse.Namespace) -> int:
     rows = [
         ("machine", f"{d['machine']} {d['shape']} ({d['nodes']} nodes, {d['mode']} mode)"),
         ("pattern", f"{d['pattern']}, {d['spec']['routing']} routing"),
-        ("completed", f"{d['completed']}" + (f"  DEADLOCK at {d['ncycles_to_deadlock']:.0f} ncycles" if d["deadlock"] else "")),
+        ("completed", f"{d['completed']}" + (f"  DEADLOCK at {d['ncycles_to_deadlock']:.0f} ncycles" if d["deadlock"] else "")
+         + (f"  (stopped at max_ncycles = {d['spec']['max_ncycles']})" if d.get("stopped_at_max_ncycles") else "")),
         ("simulated span", f"{d['span_ncycles']:.0f} network cycles = {d['span_us']:.2f} us"),
         ("packets", f"{d['packets']['delivered']} delivered, {d['packets']['hops']} hops"),
         ("latency (ncycles)", f"mean {lat['mean']:.1f}, p50 {lat['p50']:.0f}, p99 {lat['p99']:.0f}, max {lat['max']:.0f}"),

@@ -128,3 +128,25 @@ def test_progress_callback_is_called_and_errors_propagate():
 
     with pytest.raises(RuntimeError, match="stop here"):
         run_traffic("uniform", shape="8x8x8", load=0.9, measure_ncycles=400000, progress=boom)
+
+
+def test_variable_size_percent_of_peak_counts_the_packets_as_sent():
+    """With drawn packet sizes the bound counts the bytes actually sent (it
+    assumed full packets: 141% and 138% of peak)."""
+    for pattern, kw in (("nearest_neighbor", {"packets": 16}), ("hot_spot", {"region_size": [2, 2, 2], "packets": 8})):
+        d = bgsim.run_traffic(pattern, shape="4x4x4", variable_size=True, **kw).data
+        assert d["completed"] and 50 < d["pct_peak"] <= 100, (pattern, d["pct_peak"])
+
+
+def test_no_hidden_cap_on_simulated_time():
+    """A measured span past 50 M network cycles is measured whole (it was
+    cut at 49,996,000 and called complete); a limit the user sets is
+    reported when a run reaches it."""
+    d = bgsim.run_traffic("uniform", shape="2x2x2", load=0.01, warmup_ncycles=0, measure_ncycles=60_000_000).data
+    assert d["completed"] and d["span_ncycles"] == 60_000_000 and not d["stopped_at_max_ncycles"]
+    d = bgsim.run_traffic("alltoall", shape="4x4x2", message_bytes=24000, max_ncycles=10_000).data
+    assert d["stopped_at_max_ncycles"] and not d["completed"]
+    with pytest.raises(bgsim.WorkloadError, match="max_ncycles.*warmup_ncycles \\+ measure_ncycles"):
+        bgsim.run_traffic("uniform", shape="2x2x2", measure_ncycles=20_000, max_ncycles=10_000)
+    with pytest.raises(bgsim.WorkloadError, match="measure_ncycles.*at most"):
+        bgsim.run_traffic("uniform", shape="2x2x2", measure_ncycles=2**62)

@@ -110,11 +110,24 @@ def check(kind, name, value):
     assert d is None, f"{kind}/{name} moved: {d}"
 
 
+def check_invariants(name, d):
+    """Conservation and sanity at the end of a run."""
+    p = d["packets"]
+    assert sum(v["packets"] for v in d["vcs"]) == p["hops"], f"{name}: per-VC packets do not add up to the hops"
+    assert 0 <= d["pct_peak"] <= 100, f"{name}: {d['pct_peak']}% of peak"
+    if d["spec"]["pattern"] in ("uniform", "hot_region", "alltoall_stream"):
+        return
+    assert d["completed"], name
+    assert p["created"] == p["injected"], f"{name}: created {p['created']}, injected {p['injected']}"
+    assert p["delivered"] == p["injected"] + p["deposit_copies"] and p["in_flight_at_end"] == 0, f"{name}: {p}"
+
+
 @pytest.mark.parametrize("name", sorted(TRAFFIC))
 def test_traffic_configuration(name):
     pattern, kw = TRAFFIC[name]
     kw = dict(kw)
     r = bgsim.run_traffic(pattern, per_link=True, **kw)
+    check_invariants(name, r.data)
     check("traffic", name, r.data)
 
 

@@ -87,6 +87,8 @@ pub struct TrafficResult {
     /// Finite patterns: every expected packet was read.
     pub completed: bool,
     pub deadlock: bool,
+    /// The run reached `max_ncycles` before the pattern was done.
+    pub stopped_at_max_ncycles: bool,
     /// Time of the last movement before a deadlock, network cycles.
     pub ncycles_to_deadlock: Option<f64>,
     /// Measured span (timed: after warm-up; finite: to completion).
@@ -171,6 +173,8 @@ pub struct TrafficRun {
     pub bound: f64,
     pub peak_rate: f64,
     pub deadlock_at: Option<Tick>,
+    /// The run reached `max_ncycles` before it was done.
+    pub stopped_at_max: bool,
     pub finished: bool,
     pub created: u64,
     pub throttled: u64,
@@ -248,7 +252,7 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
         ..cores
     };
     let sim_us = m.micros(now);
-    let completed = if run.timed { deadlock_at.is_none() } else { run.finished };
+    let completed = !run.stopped_at_max && if run.timed { deadlock_at.is_none() } else { run.finished };
     let inj_full: u64 = t.nodes.iter().map(|c| c.inj_full_ticks).sum();
     let rx_full: u64 = t.nodes.iter().map(|c| c.rx_full_ticks).sum();
     TrafficResult {
@@ -260,6 +264,7 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
         nodes: geo.nodes(),
         completed,
         deadlock: deadlock_at.is_some(),
+        stopped_at_max_ncycles: run.stopped_at_max,
         ncycles_to_deadlock: deadlock_at.map(|x| x as f64 / tb),
         span_ncycles: span / tb,
         span_cycles: span / cyc,

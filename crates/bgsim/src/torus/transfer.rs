@@ -35,7 +35,6 @@ impl Torus {
         }
         let g = &mut self.global.vcs[v];
         g.change(now, self.p.token_bytes as u64, charge as i64);
-        g.packets += 1;
         // A new head none of whose productive links is free cannot move now;
         // the sender that frees will arbitrate.
         if movable && (prod == 0 || prod & free != 0) {
@@ -239,8 +238,11 @@ pub(super) fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &
     pk.vc = rq.vc;
     pk.charge = rq.charge;
     pk.flags = rq.flags & !flags::STALLED;
+    // A hop and its VC are counted together, when the transfer starts, so
+    // that counters restarted between a start and its arrival agree.
     global.hops += 1;
     let v = rq.vc as usize;
+    global.vcs[v].packets += 1;
     if v >= p.esc && v < p.hp {
         global.escape_hops += 1;
     } else if v < p.ndyn {

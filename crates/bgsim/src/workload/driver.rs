@@ -42,6 +42,13 @@ impl Driver {
         &self.src.progress
     }
 
+    /// Restarts the packets created and throttled with the machine's
+    /// counters (after a warm-up), so that all count the same span.
+    pub fn restart_counts(&mut self) {
+        self.src.progress.created = 0;
+        self.src.progress.throttled = 0;
+    }
+
     /// Sets the generation rate of timed patterns: `rate` packets per tick per node.
     pub fn set_rate(&mut self, rate: f64, until: Tick) {
         self.src.interarrival = if rate > 0.0 { 1.0 / rate } else { f64::INFINITY };

@@ -70,7 +70,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
     let mut q = EventQueue::new();
     let mut stats = EngineStats::default();
     sim.driver.start(&mut sim.net, &mut q);
-    let max_t = c.max_ncycles * tb;
+    let max_t = c.max_ncycles.map_or(Tick::MAX, |m| m * tb);
     let step = (2_000 * tb).max(1);
     let dl = c.deadlock_ncycles * tb;
     let mut t: Tick = 0;
@@ -78,12 +78,14 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
     let mut measured_from = 0;
     let mut last_report = Instant::now();
     let mut draining = false;
+    let mut stopped_at_max = false;
     loop {
-        let target = if timed && t < warm { warm.min(t + step) } else { t + step };
+        let target = if timed && t < warm { warm.min(t + step) } else { t.saturating_add(step) };
         let target = if timed && !draining { target.min(end_gen) } else { target.min(max_t) };
         t = run_until(&mut sim, &mut q, target, &mut stats);
         if timed && t == warm && measured_from == 0 && warm > 0 {
             sim.net.reset_counters(t);
+            sim.driver.restart_counts();
             measured_from = t;
         }
         if timed && t >= end_gen && !draining {
@@ -99,6 +101,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             break;
         }
         if t >= max_t {
+            stopped_at_max = true;
             break;
         }
         // Deadlock: packets are in the network and none has moved for `dl`.
@@ -136,6 +139,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
         bound,
         peak_rate: peak,
         deadlock_at,
+        stopped_at_max,
         finished: progress_at_end.finished_at.is_some(),
         created: progress_at_end.created,
         throttled: progress_at_end.throttled,

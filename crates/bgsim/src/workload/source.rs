@@ -19,7 +19,7 @@ pub struct Progress {
     pub oneway: Vec<Tick>,
     /// Packets sources did not create because their software backlog was full.
     pub throttled: u64,
-    /// Packets created by sources.
+    /// Packets created by the pattern's software (sources, and forwarding nodes of the fills).
     pub created: u64,
 }
 
@@ -59,6 +59,12 @@ impl Source {
         } else {
             d
         }
+    }
+
+    /// Queues a packet the pattern created on `node` (counted as created).
+    pub fn send(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, p: crate::torus::Packet) {
+        self.progress.created += 1;
+        net.send(q, now, node, p, None);
     }
 
     /// A packet was read.

@@ -388,8 +388,9 @@ pub struct Common {
     pub routing: Routing,
     /// Throughput window.
     pub window_ncycles: u64,
-    /// Give up after this much simulated time.
-    pub max_ncycles: u64,
+    /// Stop after this much simulated time (None: no limit; a run that
+    /// stops here says so: `stopped_at_max_ncycles`).
+    pub max_ncycles: Option<u64>,
     /// Declare a deadlock when packets sit in the network and none moves for this long.
     pub deadlock_ncycles: u64,
     /// Keep per-link and per-node counters in the result (heat maps, CSV).
@@ -402,7 +403,7 @@ impl Default for Common {
             seed: 1,
             routing: Routing::Dynamic,
             window_ncycles: 10_000,
-            max_ncycles: 50_000_000,
+            max_ncycles: None,
             deadlock_ncycles: 50_000,
             per_link: false,
         }
@@ -546,6 +547,10 @@ impl TrafficSpec {
             at_least_1("measure_ncycles", t.measure_ncycles)?;
         }
         at_least_1("window_ncycles", self.common.window_ncycles)?;
+        at_least_1("deadlock_ncycles", self.common.deadlock_ncycles)?;
+        if let Some(m) = self.common.max_ncycles {
+            at_least_1("max_ncycles", m)?;
+        }
         if let Some(Sizes { payload_bytes: Some(p), variable_size: true }) = self.pattern.sizes() {
             return bad("payload_bytes", p.to_string(), "not with variable_size, which draws every packet's size");
         }
@@ -554,6 +559,35 @@ impl TrafficSpec {
 
     /// Checks the values that depend on the machine.
     pub fn validate_for(&self, m: &Machine) -> Result<(), WorkloadError> {
+        // Every span must fit the simulator's clock (ticks in 64 bits, with
+        // room to step past its end).
+        let limit = (u64::MAX / 4) / m.tick_byte;
+        let c = &self.common;
+        let spans: [(&'static str, u64); 4] = [
+            ("window_ncycles", c.window_ncycles),
+            ("deadlock_ncycles", c.deadlock_ncycles),
+            ("max_ncycles", c.max_ncycles.unwrap_or(0)),
+            ("measure_ncycles", self.pattern.timed().map_or(0, |t| t.warmup_ncycles.saturating_add(t.measure_ncycles))),
+        ];
+        for (key, v) in spans {
+            if v > limit {
+                return Err(WorkloadError::Invalid {
+                    key,
+                    value: v.to_string(),
+                    allowed: format!("at most {limit} network cycles (with warmup_ncycles, for measure_ncycles) on this machine"),
+                });
+            }
+        }
+        if let (Some(t), Some(max)) = (self.pattern.timed(), c.max_ncycles) {
+            let need = t.warmup_ncycles + t.measure_ncycles;
+            if max < need {
+                return Err(WorkloadError::Invalid {
+                    key: "max_ncycles",
+                    value: max.to_string(),
+                    allowed: format!("at least warmup_ncycles + measure_ncycles = {need} for a timed pattern"),
+                });
+            }
+        }
         let max = m.max_payload_bytes();
         match self.pattern.sizes().and_then(|s| s.payload_bytes) {
             Some(p) if p == 0 || p > max => Err(WorkloadError::Invalid {

@@ -72,8 +72,7 @@ impl TrafficPattern for Alltoall {
             None => src.payload(node, net, &self.sizes),
         };
         let p = net.packet(node, dest, pl, src.routing, now);
-        net.send(q, now, node, p, None);
-        src.progress.created += 1;
+        src.send(net, q, now, node, p);
     }
 
     fn peak_rate(&self, src: &Source, m: &Machine) -> f64 {

@@ -92,14 +92,14 @@ impl TrafficPattern for Fill {
             let (end, _) = line_end(src, node, d1);
             let mut p = net.line_packet(node, end, d1, maxp, now);
             p.tag = (colour as u64) << 32 | i as u64;
-            net.send(q, now, node, p, None);
+            src.send(net, q, now, node, p);
         } else {
             let colours = if src.geo.torus[0] { 2 } else { 1 };
             let d = if i % colours == 0 { 0 } else { 1 };
             let (end, _) = line_end(src, node, d);
             let mut p = net.line_packet(node, end, d, maxp, now);
             p.tag = i as u64;
-            net.send(q, now, node, p, None);
+            src.send(net, q, now, node, p);
         }
     }
 
@@ -122,7 +122,7 @@ impl TrafficPattern for Fill {
                 let (end, _) = line_end(src, node, d2);
                 let mut p = net.line_packet(node, end, d2, maxp, now);
                 p.tag = (pkt.tag & !(3 << 40)) | (1 << 40);
-                net.send(q, now, node, p, None);
+                src.send(net, q, now, node, p);
             }
             1 => {
                 // Nodes at the far end of the d1 line close the root's own
@@ -134,7 +134,7 @@ impl TrafficPattern for Fill {
                     let mut p = net.packet(node, dest, maxp, Routing::Deterministic, now);
                     net.set_line_route(&mut p, d1);
                     p.tag = (pkt.tag & !(3 << 40)) | (2 << 40);
-                    net.send(q, now, node, p, None);
+                    src.send(net, q, now, node, p);
                 }
             }
             _ => {}

@@ -24,7 +24,7 @@ impl Pingpong {
         Pingpong { spec, a: 0, b: 0, npk: 0, started: 0, got: 0, legs: 0 }
     }
 
-    fn send_message(&self, src: &Source, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32) {
+    fn send_message(&self, src: &mut Source, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32) {
         let maxp = net.machine.max_payload_bytes();
         let mut left = self.spec.message_bytes;
         for i in 0..self.npk {
@@ -32,7 +32,7 @@ impl Pingpong {
             left -= pl;
             let mut p = net.packet(from, to, pl, src.routing, now);
             p.tag = i as u64;
-            net.send(q, now, from, p, None);
+            src.send(net, q, now, from, p);
         }
     }
 }

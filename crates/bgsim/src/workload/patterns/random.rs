@@ -76,8 +76,7 @@ impl TrafficPattern for Random {
             let dest = self.dest(src, node);
             let pl = src.payload(node, net, &self.sizes);
             let p = net.packet(node, dest, pl, src.routing, now);
-            net.send(q, now, node, p, None);
-            src.progress.created += 1;
+            src.send(net, q, now, node, p);
         } else {
             src.progress.throttled += 1;
         }
