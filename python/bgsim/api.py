@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _core
+from .errors import MachineError, WorkloadError
 
 DIR_NAMES = ["x+", "x-", "y+", "y-", "z+", "z-"]
 
@@ -49,6 +51,12 @@ class Machine:
 
     def __post_init__(self) -> None:
         self.settings = list(self.settings)
+        for s in self.settings:
+            try:
+                s.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise MachineError(f"setting {s.encode('utf-8', 'surrogateescape')!r}: not valid UTF-8 "
+                                   f"(at character {e.start})") from None
         toml_text, derived = _core.machine_info(self.source, self.settings)
         self.toml: str = toml_text
         self.info: dict = json.loads(derived)
@@ -187,6 +195,9 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     if isinstance(machine, str):
         machine = Machine(machine)
     m = machine.with_settings(*settings, shape=shape, mesh=mesh, mode=mode)
+    for k, v in spec.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise WorkloadError(f"traffic `{k}` = {v}: a finite number")
     body = {"pattern": pattern, **spec}
     out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), progress)
     return TrafficResult(json.loads(out), m)

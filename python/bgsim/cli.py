@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Any, Dict, List, Optional
@@ -19,6 +20,33 @@ def _triple(s: str) -> list:
         raise argparse.ArgumentTypeError(f"`{s}` is not three comma-separated integers, e.g. 2,2,2") from None
     if len(v) != 3 or min(v) < 0:
         raise argparse.ArgumentTypeError(f"`{s}` is not three non-negative comma-separated integers, e.g. 2,2,2")
+    return v
+
+
+def _finite(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{s}` is not a number") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"`{s}`: must be a finite number")
+    return v
+
+
+def _cpu_factor(s: str) -> float:
+    v = _finite(s)
+    if not 0 < v <= 1e6:
+        raise argparse.ArgumentTypeError(f"`{s}`: must be above 0 and at most 1e6 (simulated seconds per host CPU second)")
+    return v
+
+
+def _seed(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"`{s}` is not an integer") from None
+    if not 0 <= v < 2**64:
+        raise argparse.ArgumentTypeError(f"`{s}`: must be from 0 to 2**64 - 1")
     return v
 
 
@@ -61,7 +89,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _machine_args(t)
     t.add_argument("--routing", choices=list(routings()), default="dynamic",
                    help="; ".join(f"{k}: {v}" for k, v in routings().items()) + " (default dynamic)")
-    t.add_argument("--load", type=float, help="offered load, fraction of peak " + _applies_to("load"))
+    t.add_argument("--load", type=_finite, help="offered load, fraction of peak " + _applies_to("load"))
     t.add_argument("--packets", type=_count, help="packets per source and destination " + _applies_to("packets"))
     t.add_argument("--message-bytes", type=_count,
                    help="message bytes (per pair for alltoall, in all for the fills) " + _applies_to("message_bytes"))
@@ -73,7 +101,7 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--iters", type=_count, help="ping-pong round trips " + _applies_to("iters"))
     t.add_argument("--region-lo", type=_triple, metavar="X,Y,Z", help="region low corner " + _applies_to("region_lo"))
     t.add_argument("--region-size", type=_triple, metavar="X,Y,Z", help="region size " + _applies_to("region_size"))
-    t.add_argument("--hot-fraction", type=float, help="share of packets to the region " + _applies_to("hot_fraction"))
+    t.add_argument("--hot-fraction", type=_finite, help="share of packets to the region " + _applies_to("hot_fraction"))
     t.add_argument("--warmup", type=int, dest="warmup_ncycles",
                    help="warm-up, network cycles " + _applies_to("warmup_ncycles"))
     t.add_argument("--measure", type=_count, dest="measure_ncycles",
@@ -83,7 +111,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="after generation, run until the network is empty " + _applies_to("drain"))
     t.add_argument("--random-start", action="store_true",
                    help="start each node's walk over the destinations at a random node " + _applies_to("random_start"))
-    t.add_argument("--seed", type=int, help="random seed (default 1)")
+    t.add_argument("--seed", type=_seed, help="random seed (default 1)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
     t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/nodes/throughput CSVs and plots to DIR")
 
@@ -99,11 +127,11 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--map", dest="mapping", default="XYZT", metavar="XYZT|FILE",
                      help="rank mapping: a permutation of X, Y, Z, T (first letter fastest; default XYZT) "
                           "or a mapfile with one `x y z t` line per rank")
-    run.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    run.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")
-    run.add_argument("--cpu-factor", type=float, metavar="F",
+    run.add_argument("--cpu-factor", type=_cpu_factor, metavar="F",
                      help="charge the host CPU time of the Python code between MPI calls, times F, as compute")
     run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
     run.add_argument("--quiet", action="store_true", help="no summary on stderr")
@@ -116,7 +144,7 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scale", choices=["quick", "paper"], default="paper", help="default paper")
     r.add_argument("--json", action="store_true", help="print the result JSON on stdout and nothing else")
     r.add_argument("--out", metavar="DIR", help="write NAME.json, plots and NAME.md (and index.md for all)")
-    r.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    r.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
     r.add_argument("--list", action="store_true", help="list the experiments")
 
     m = sub.add_parser("machine", help="validate a machine description and print it",
@@ -287,7 +315,7 @@ def _reproduce(a: argparse.Namespace) -> int:
 
 def _run(a: argparse.Namespace) -> int:
     from .api import Machine, write_atomic
-    from .errors import RankError, RankExit
+    from .errors import ProgramSyntaxError, RankError, RankExit
     from .program import run_file
 
     if a.cpu_factor is not None and a.cpu_factor < 0:
@@ -311,6 +339,11 @@ def _run(a: argparse.Namespace) -> int:
         sys.stdout.flush()
         print(f"bgsim run: {e}", file=sys.stderr)
         return e.status
+    except ProgramSyntaxError as e:
+        text = (e.text or "").rstrip()
+        print(f"bgsim run: {e.filename}:{e.lineno}: syntax error: {e.msg}" + (f"\n    {text}" if text else ""),
+              file=sys.stderr)
+        return 2
     except DeadlockError as e:
         sys.stdout.flush()
         print(f"bgsim run: {e}", file=sys.stderr)

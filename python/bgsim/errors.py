@@ -57,6 +57,10 @@ class UnknownExperimentError(BgsimError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ProgramSyntaxError(BgsimError, SyntaxError):
+    """The MPI program does not compile (args as SyntaxError's)."""
+
+
 class DeadlockError(BgsimError):
     """No rank of an MPI program can ever go on. ``args``: (message, [(rank, [what it waits for])])."""
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from . import MPI as _shim
 from . import _core
 from .api import Machine, _settings
-from .errors import MachineError, MappingError, ProgramNotFoundError, UsageError
+from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
 from .runtime import Runtime
@@ -97,14 +97,34 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
     if nranks is not None and (not isinstance(nranks, int) or nranks < 1):
         raise UsageError(f"nranks = {nranks!r}: must be a positive integer")
+    check_seed(seed)
     mapping = mapping or "XYZT"
     if _is_order(mapping):
         return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi)
     if not os.path.exists(mapping):
         raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
-    with open(mapping) as f:
-        text = f.read()
+    try:
+        with open(mapping, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise MappingError(f"mapfile `{mapping}`: not a text file (byte {e.start} is not UTF-8); "
+                           "a mapfile has one `x y z t` line per rank") from None
+    except OSError as e:
+        raise MappingError(f"mapfile `{mapping}`: cannot be read: {e.strerror}") from None
     return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi)
+
+
+def check_seed(seed: Any) -> None:
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+        raise UsageError(f"seed = {seed!r}: an integer from 0 to 2**64 - 1")
+
+
+def check_cpu_factor(cpu_factor: Any) -> None:
+    if cpu_factor is None:
+        return
+    if isinstance(cpu_factor, bool) or not isinstance(cpu_factor, (int, float)) or not 0 < cpu_factor <= 1e6:
+        raise UsageError(f"cpu_factor = {cpu_factor!r}: a number above 0 and at most 1e6 (simulated seconds per host "
+                         "CPU second)")
 
 
 def _is_order(s: str) -> bool:
@@ -163,7 +183,10 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
             source = f.read()
     except OSError as e:
         raise ProgramNotFoundError(f"bgsim run: cannot read program `{path}`: {e.strerror}") from None
-    code = compile(source, path, "exec")
+    try:
+        code = compile(source, path, "exec")
+    except SyntaxError as e:
+        raise ProgramSyntaxError(e.msg, (e.filename, e.lineno, e.offset, e.text)) from None
 
     def main() -> Any:
         ns = {"__name__": "__main__", "__file__": path, "__builtins__": builtins, "__package__": None}
@@ -187,6 +210,7 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
 def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
              seed: int = 1) -> RunResult:
     t0 = time.perf_counter()
+    check_cpu_factor(cpu_factor)
     rt = Runtime(world, cpu_factor, progress, seed)
     _reset(world.nranks)
     rt.run(main)

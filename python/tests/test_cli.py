@@ -151,3 +151,40 @@ def test_exit_codes_pass_through(cli, tmp_path, body, status, says):
         assert says in p.stderr, p.stderr
     else:
         assert "failed" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--shape", "2x1x1", "--map", "{bin}", "{ok}"], "not a text file"),
+    (["run", "--shape", "2x1x1", "--map", "{dir}", "{ok}"], "Is a directory"),
+    (["run", "--shape", "2x1x1", "--cpu-factor", "inf", "{ok}"], "--cpu-factor: `inf`: must be a finite number"),
+    (["run", "--shape", "2x1x1", "--cpu-factor", "nan", "{ok}"], "--cpu-factor: `nan`"),
+    (["run", "--shape", "2x1x1", "--cpu-factor", "1e300", "{ok}"], "at most 1e6"),
+    (["run", "--shape", "2x1x1", "--seed", "-1", "{ok}"], "--seed: `-1`"),
+    (["run", "--shape", "2x1x1", "{bad}"], "bad.py:1: syntax error"),
+    (["traffic", "--pattern", "uniform", "--shape", "2x2x2", "--load", "nan"], "--load: `nan`: must be a finite number"),
+    (["machine", "--set", "clock.cpu_mhz=1e308"], "clock.cpu_mhz` = 1e308: 1 to 100,000 MHz"),
+    (["machine", "--set", "clock.cpu_mhz=1e-300"], "clock.cpu_mhz` = 1e-300"),
+    (["machine", "--set", "barrier.latency_ns=1e20"], "barrier.latency_ns` = 1e20: 0 to 1e12 ns"),
+    (["machine", "--set", "torus.dynamic_vcs=\udcff"], "not valid UTF-8"),
+])
+def test_bad_input_is_refused_with_a_message_not_a_traceback(cli, tmp_path, args, says):
+    (tmp_path / "ok.py").write_text("from mpi4py import MPI\nprint(MPI.COMM_WORLD.Get_rank())\n")
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    (tmp_path / "bin.map").write_bytes(bytes(range(200, 256)) * 3)
+    (tmp_path / "dir.map").mkdir()
+    paths = {"ok": tmp_path / "ok.py", "bad": tmp_path / "bad.py", "bin": tmp_path / "bin.map", "dir": tmp_path / "dir.map"}
+    args = [a.format(**paths) for a in args]
+    p = cli(*args)
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+
+
+def test_the_api_refuses_what_the_cli_refuses():
+    import bgsim
+    from bgsim import errors
+    with pytest.raises(errors.UsageError, match="seed"):
+        bgsim.run(lambda: None, shape="2x1x1", seed=-1)
+    for f in (float("inf"), float("nan"), 1e300, 0):
+        with pytest.raises(errors.UsageError, match="cpu_factor"):
+            bgsim.run(lambda: None, shape="2x1x1", cpu_factor=f)
+    with pytest.raises(bgsim.WorkloadError, match="load"):
+        bgsim.run_traffic("uniform", shape="2x2x2", load=float("nan"))

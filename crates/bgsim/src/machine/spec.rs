@@ -341,7 +341,7 @@ fn check(ok: bool, src: &str, key: &str, value: impl ToString, allowed: &str) ->
 impl Machine {
     pub fn new(spec: MachineSpec, src: &str) -> Result<Machine, MachineError> {
         let c = &spec.clock;
-        check(c.cpu_mhz > 0.0 && c.cpu_mhz.is_finite(), src, "clock.cpu_mhz", c.cpu_mhz, "a positive number of MHz")?;
+        check((1.0..=100_000.0).contains(&c.cpu_mhz), src, "clock.cpu_mhz", format!("{:?}", c.cpu_mhz), "1 to 100,000 MHz")?;
         check((1..=1000).contains(&c.ticks_per_cpu_cycle), src, "clock.ticks_per_cpu_cycle", c.ticks_per_cpu_cycle, "an integer from 1 to 1000")?;
         check((1..=1000).contains(&c.cpu_cycles_per_link_byte), src, "clock.cpu_cycles_per_link_byte", c.cpu_cycles_per_link_byte, "an integer from 1 to 1000")?;
         let n = &spec.node;
@@ -402,7 +402,7 @@ impl Machine {
             check(co.hop_latency_cycles >= 1, src, "collective.hop_latency_cycles", co.hop_latency_cycles, "at least 1 cycle")?;
         }
         if let Some(b) = &spec.barrier {
-            check(b.latency_ns >= 0.0 && b.latency_ns.is_finite(), src, "barrier.latency_ns", b.latency_ns, "a non-negative number of ns")?;
+            check((0.0..=1e12).contains(&b.latency_ns), src, "barrier.latency_ns", format!("{:?}", b.latency_ns), "0 to 1e12 ns")?;
         }
         // The names come from the collective registry (pure data, read here
         // so that a machine naming an unknown algorithm is refused at load).
