@@ -365,10 +365,12 @@ impl Machine {
         check(t.token_bytes >= 1 && t.chunk_bytes % t.token_bytes == 0 && max_bytes / t.token_bytes <= 255,
             src, "torus.token_bytes", t.token_bytes,
             &format!("a divisor of torus.chunk_bytes with at most 255 tokens in a full packet ({max_bytes} bytes)"))?;
-        check(t.vc_buffer_bytes >= max_bytes && t.vc_buffer_bytes % t.token_bytes == 0 && t.vc_buffer_bytes <= 65536
+        // Entering the bubble escape VC takes room for two full packets; a
+        // VC that holds one would never let a packet onto it.
+        check(t.vc_buffer_bytes >= 2 * max_bytes && t.vc_buffer_bytes % t.token_bytes == 0 && t.vc_buffer_bytes <= 65536
                 && t.vc_buffer_bytes / t.token_bytes <= 65535,
             src, "torus.vc_buffer_bytes", t.vc_buffer_bytes,
-            &format!("a multiple of torus.token_bytes from one full packet ({max_bytes}) to 65536, at most 65535 tokens"))?;
+            &format!("a multiple of torus.token_bytes from two full packets ({}, torus.chunk_bytes x torus.max_packet_chunks x 2) to 65536, at most 65535 tokens", 2 * max_bytes))?;
         check((1..=8).contains(&t.paths_per_receiver), src, "torus.paths_per_receiver", t.paths_per_receiver, "an integer from 1 to 8")?;
         check((0.0..=1.0).contains(&t.slq_fraction), src, "torus.slq_fraction", t.slq_fraction, "a fraction from 0 to 1")?;
         check((1..=64).contains(&t.token_ranges), src, "torus.token_ranges", t.token_ranges, "an integer from 1 to 64")?;
@@ -431,6 +433,14 @@ impl Machine {
         })?;
         check(n.modes.contains(&p.mode), src, "partition.mode", p.mode.name(),
             &format!("one of this machine's modes: {}", n.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")))?;
+        // Each task of a node reads its own group of reception FIFOs (the
+        // model has two) and injects into its own share of the FIFOs.
+        let tasks = p.mode.tasks_per_node(n.cores);
+        check(tasks <= crate::torus::RX_GROUPS as u32, src, "node.cores", n.cores,
+            &format!("at most {} tasks per node in mode {} (one reception FIFO group each; this mode runs one task per core)",
+                crate::torus::RX_GROUPS, p.mode.name()))?;
+        check(t.injection_fifos >= tasks, src, "torus.injection_fifos", t.injection_fifos,
+            &format!("at least one per task: {tasks} in mode {}", p.mode.name()))?;
         let tick_cycle = c.ticks_per_cpu_cycle as u64;
         let tick_byte = tick_cycle * c.cpu_cycles_per_link_byte as u64;
         let vcs = t.dynamic_vcs as usize + t.escape.escape_vcs() + 1;

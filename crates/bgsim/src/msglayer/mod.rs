@@ -247,7 +247,9 @@ pub struct MsgLayer {
     maxp: u32,
     meta: u32,
     coproc_rendezvous: bool,
-    mode: NodeMode,
+    /// Tasks per node (VN and DUAL modes run several, each with its own
+    /// share of the injection FIFOs and its own reception FIFO group).
+    tasks_per_node: usize,
     /// Injection FIFOs per task, and the first normal FIFO index beyond them.
     fifos_per_task: usize,
     /// Requests that completed since the owner last looked.
@@ -329,7 +331,7 @@ impl MsgLayer {
             maxp: m.max_payload_bytes(),
             meta: ml.metadata_bytes,
             coproc_rendezvous: ml.coprocessor_rendezvous && m.mode == NodeMode::Coprocessor && cores > 1,
-            mode: m.mode,
+            tasks_per_node: tpn,
             fifos_per_task,
             completed: Vec::new(),
             messages_done: 0,
@@ -355,10 +357,6 @@ impl MsgLayer {
     pub fn stats(&self, rank: u32) -> RankStats {
         self.ranks[rank as usize].stats
     }
-    pub fn mode(&self) -> NodeMode {
-        self.mode
-    }
-
     fn copy_ticks(&self, bytes: u32) -> Tick {
         ((bytes as f64 / self.costs.copy_bytes_per_cycle).ceil() as Tick) * self.costs.tick_cycle
     }
@@ -568,7 +566,7 @@ impl MsgLayer {
     /// directions; in VN mode each task has its own share of them.
     fn fifo(&self, net: &Net, node: u32, task: usize, p: &Packet) -> usize {
         let k = self.fifos_per_task;
-        let base = if self.mode == NodeMode::Vn { task * k } else { 0 };
+        let base = if self.tasks_per_node > 1 { task * k } else { 0 };
         let fifo_of = |d: usize| base + d * k / 6;
         let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
         if !Routing::of(p.flags).adaptive() || p.hint.count_ones() < 2 {
@@ -597,7 +595,7 @@ impl MsgLayer {
         let m = &self.msgs[id as usize];
         let proto = m.proto.expect("network message");
         let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);
-        let group1 = self.mode == NodeMode::Vn && self.ranks[dst as usize].task == 1;
+        let group1 = self.tasks_per_node > 1 && self.ranks[dst as usize].task == 1;
         let more;
         match proto {
             Protocol::Rendezvous if !m.scout_sent => {

@@ -482,7 +482,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn jsq_options_are_the_best_scoring_open_pairs(
-            ndyn in 1u32..=4, ranges in 1u32..=64, arb in 0usize..3, buffer_packets in 1u32..=8,
+            ndyn in 1u32..=4, ranges in 1u32..=64, arb in 0usize..3, buffer_packets in 2u32..=8,
             token_bytes in proptest::sample::select(vec![8u32, 16, 32]),
             seed: [u16; NDIR * 4], prod in 0u8..64)
         {

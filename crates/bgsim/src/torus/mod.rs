@@ -51,6 +51,8 @@ pub const NRX: usize = 14;
 pub const RX_HP: usize = 6;
 /// Reception FIFOs per group (6 directions + high priority).
 pub const RX_GROUP: usize = 7;
+/// Groups of reception FIFOs per node (one per task that reads its own).
+pub const RX_GROUPS: usize = NRX / RX_GROUP;
 
 /// The reception FIFO a packet arriving through `port` goes to: its
 /// direction's FIFO (or the high-priority one) in the group the sender chose.

@@ -104,9 +104,10 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             stopped_at_max = true;
             break;
         }
-        // Deadlock: packets are in the network and none has moved for `dl`.
+        // Deadlock: packets are in the machine (in VCs, FIFOs or software
+        // queues) and none has moved for `dl`.
         let last = sim.net.last_progress();
-        if t > last + dl && sim.net.packets_in_vcs() > 0 {
+        if t > last + dl && (sim.net.packets_in_vcs() > 0 || sim.net.live_packets() > 0) {
             deadlock_at = Some(sim.net.deadlock_formed().unwrap_or(last));
             break;
         }
