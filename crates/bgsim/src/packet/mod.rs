@@ -224,6 +224,11 @@ impl Net {
     pub fn packets_in_vcs(&self) -> u64 {
         self.torus.packets_in_vcs()
     }
+    /// With nothing in flight: every sender's tokens and its downstream VC
+    /// add up to the VC's size (see [`Torus::check_tokens_quiescent`]).
+    pub fn check_tokens(&self) -> Result<(), crate::torus::TorusError> {
+        self.torus.check_tokens_quiescent()
+    }
     /// When a packet last moved.
     pub fn last_progress(&self) -> Tick {
         self.torus.global.last_progress

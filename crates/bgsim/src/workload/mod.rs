@@ -147,6 +147,36 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
         oneway: progress_at_end.oneway,
     };
     let result = crate::report::summarize(&sim.net, run, &stats, wall.elapsed().as_secs_f64());
+    if cfg!(debug_assertions) {
+        if let Err(broken) = invariants(&sim.net, &result, q.is_empty()) {
+            panic!("{}: {broken}", spec.kind().name());
+        }
+    }
     progress(1.0);
     Ok(result)
+}
+
+/// Conservation and sanity at the end of a traffic run (checked after every
+/// run in debug builds, and by the tests): per-VC packets add up to the
+/// hops, "% of peak" is at most 100, a finite pattern that completed
+/// delivered every packet it injected (and its deposit copies), and a
+/// network with nothing left to happen (`quiet`: no event pending, so no
+/// token in flight either) has every token back.
+pub fn invariants(net: &Net, r: &TrafficResult, quiet: bool) -> Result<(), String> {
+    let p = &r.packets;
+    let vc_packets: u64 = r.vcs.iter().map(|v| v.packets).sum();
+    if vc_packets != p.hops {
+        return Err(format!("per-VC packets {vc_packets} != hops {}", p.hops));
+    }
+    if !(0.0..=100.0 + 1e-9).contains(&r.pct_peak) {
+        return Err(format!("{}% of peak", r.pct_peak));
+    }
+    let timed = r.spec.get("warmup_ncycles").is_some();
+    if !timed && r.completed && (p.delivered != p.injected + p.deposit_copies || p.created != p.injected) {
+        return Err(format!("a completed finite pattern lost or gained packets: {p:?}"));
+    }
+    if quiet && net.live_packets() == 0 {
+        net.check_tokens().map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
