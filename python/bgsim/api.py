@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from . import _core
+from . import _core, memory
 from .errors import MachineError, WorkloadError
 
 DIR_NAMES = ["x+", "x-", "y+", "y-", "z+", "z-"]
@@ -185,12 +185,14 @@ def routings() -> dict:
 
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
-                progress: Optional[Callable[[float], None]] = None, **spec: Any) -> TrafficResult:
+                progress: Optional[Callable[[float], None]] = None, memory_check: bool = True,
+                **spec: Any) -> TrafficResult:
     """Runs a built-in traffic pattern and returns its result.
 
     ``spec`` holds the pattern's parameters (``load``, ``packets``,
     ``message_bytes``, ``routing`` (a name of ``routings()``), ``seed`` ...;
-    see ``bgsim traffic --help``).
+    see ``bgsim traffic --help``). A run that cannot fit in the memory this
+    process may use is refused (``memory_check=False`` runs it anyway).
     """
     if isinstance(machine, str):
         machine = Machine(machine)
@@ -198,6 +200,8 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     for k, v in spec.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise WorkloadError(f"traffic `{k}` = {v}: a finite number")
+    if memory_check:
+        memory.check(m.nodes, per_link=bool(spec.get("per_link")), what=f"traffic on {'x'.join(map(str, m.shape))}")
     body = {"pattern": pattern, **spec}
     out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), progress)
     return TrafficResult(json.loads(out), m)

@@ -10,7 +10,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from . import __version__
-from .errors import BgsimError, DeadlockError, MachineError, MappingError, WorkloadError
+from .errors import BgsimError, DeadlockError, MachineError, MappingError, MemoryLimitError, WorkloadError
 
 
 def _triple(s: str) -> list:
@@ -113,6 +113,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="start each node's walk over the destinations at a random node " + _applies_to("random_start"))
     t.add_argument("--seed", type=_seed, help="random seed (default 1)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
+    t.add_argument("--no-memory-check", dest="memory_check", action="store_false",
+                   help="run even if the estimate exceeds the memory this process may use")
     t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/nodes/throughput CSVs and plots to DIR")
 
     run = sub.add_parser(
@@ -135,6 +137,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="charge the host CPU time of the Python code between MPI calls, times F, as compute")
     run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
     run.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
+                     help="run even if the estimate exceeds the memory this process may use, and do not stop "
+                          "the run when it nears that limit")
     run.add_argument("program", help="the Python program")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program (sys.argv[1:])")
 
@@ -211,7 +216,7 @@ def _traffic(a: argparse.Namespace) -> int:
         print(f"\r[{a.pattern}] {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
 
     r = run_traffic(a.pattern, machine, shape=a.shape, mesh=a.mesh, mode=a.mode, settings=a.settings,
-                    progress=progress if sys.stderr.isatty() else None, **spec)
+                    progress=progress if sys.stderr.isatty() else None, memory_check=a.memory_check, **spec)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     if a.out:
@@ -330,7 +335,7 @@ def _run(a: argparse.Namespace) -> int:
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     try:
         r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
-                     cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll)
+                     cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check)
     except RankError as e:
         sys.stdout.flush()
         print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
@@ -385,7 +390,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _machine(a)
         if a.command == "run":
             return _run(a)
-    except (MachineError, WorkloadError, MappingError) as e:
+    except (MachineError, WorkloadError, MappingError, MemoryLimitError) as e:
         print(f"bgsim: error: {e}", file=sys.stderr)
         return 2
     except BgsimError as e:

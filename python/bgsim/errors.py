@@ -61,6 +61,10 @@ class ProgramSyntaxError(BgsimError, SyntaxError):
     """The MPI program does not compile (args as SyntaxError's)."""
 
 
+class MemoryLimitError(BgsimError, MemoryError):
+    """A run that cannot fit in the memory this process may use."""
+
+
 class DeadlockError(BgsimError):
     """No rank of an MPI program can ever go on. ``args``: (message, [(rank, [what it waits for])])."""
 

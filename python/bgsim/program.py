@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import MPI as _shim
-from . import _core
+from . import _core, memory
 from .api import Machine, _settings
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
@@ -89,15 +89,22 @@ class RunResult:
 
 def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
-               settings: Sequence[str] = (), seed: int = 1, mpi: bool = True) -> "_core.World":
+               settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
+               memory_check: bool = True) -> "_core.World":
     """A simulated world: machine, partition, node mode, ranks and mapping.
-    `mapping` is a permutation of XYZT or the path of a mapfile."""
+    `mapping` is a permutation of XYZT or the path of a mapfile. A world
+    that cannot fit in the memory this process may use is refused
+    (`memory_check=False` builds it anyway)."""
     if isinstance(machine, str):
         machine = Machine(machine)
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
     if nranks is not None and (not isinstance(nranks, int) or nranks < 1):
         raise UsageError(f"nranks = {nranks!r}: must be a positive integer")
     check_seed(seed)
+    if memory_check:
+        m = Machine(machine.source, sets)
+        ranks = nranks or m.nodes * m.info["tasks_per_node"]
+        memory.check(m.nodes, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}")
     mapping = mapping or "XYZT"
     if _is_order(mapping):
         return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi)
@@ -135,7 +142,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         shape: Optional[str] = None, mesh: Optional[str] = None, mode: Optional[str] = None,
         mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
         cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
-        coll: Optional[Dict[str, str]] = None) -> RunResult:
+        coll: Optional[Dict[str, str]] = None, memory_check: bool = True) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -145,13 +152,18 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     the message layer's `recvnew` callback does it).
 
     `coll` chooses collective algorithms, e.g. ``{"bcast": "torus_p2p"}``
-    (the names of `bgsim.collective_algorithms()`; same as ``--coll``)."""
+    (the names of `bgsim.collective_algorithms()`; same as ``--coll``).
+
+    A run that cannot fit in the memory this process may use is refused
+    before it starts, and one that nears the limit while it runs stops with
+    `bgsim.errors.MemoryLimitError` (`memory_check=False`: neither)."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
-                       settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi")
+                       settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
+                       memory_check=memory_check)
     with _mpi4py_installed():
-        return _execute(world, main, cpu_factor, progress, seed)
+        return _execute(world, main, cpu_factor, progress, seed, memory_check)
 
 
 def coll_settings(coll: Optional[Any]) -> List[str]:
@@ -199,19 +211,20 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
     try:
         seed = kw.get("seed", 1)
         settings = list(kw.pop("settings", [])) + coll_settings(kw.pop("coll", None))
-        world = make_world(kw.pop("machine", "bgl"), settings=settings, **{k: kw.pop(k) for k in list(kw) if k in (
-            "shape", "mesh", "mode", "nranks", "mapping", "seed")})
+        memory_check = kw.pop("memory_check", True)
+        world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
+            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed")})
         with _mpi4py_installed():
-            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed)
+            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check)
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
 
 
 def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
-             seed: int = 1) -> RunResult:
+             seed: int = 1, memory_check: bool = True) -> RunResult:
     t0 = time.perf_counter()
     check_cpu_factor(cpu_factor)
-    rt = Runtime(world, cpu_factor, progress, seed)
+    rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None)
     _reset(world.nranks)
     rt.run(main)
     wall = time.perf_counter() - t0

@@ -22,8 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import greenlet
 
-from . import _core
-from .errors import ArgumentTypeError, DeadlockError, RankError, RankExit, StateError, UsageError
+from . import _core, memory
+from .errors import ArgumentTypeError, DeadlockError, MemoryLimitError, RankError, RankExit, StateError, UsageError
 
 
 class _RankGreenlet(greenlet.greenlet):
@@ -50,6 +50,9 @@ class RankContext:
     world: Any = None
 
 
+#: How often (wall seconds) a run looks at its resident memory.
+MEMORY_CHECK_S = 0.5
+
 #: The context of the rank the scheduler switched to, while MPI calls may
 #: take their fast path (no host CPU time to charge); None otherwise.
 fast: Optional[RankContext] = None
@@ -71,9 +74,11 @@ class Runtime:
     """The scheduler of one run."""
 
     def __init__(self, world: "_core.World", cpu_factor: Optional[float] = None, progress: bool = False,
-                 seed: int = 1):
+                 seed: int = 1, memory_limit: Optional[int] = None):
         self.world = world
         self.seed = seed
+        #: The memory this process may use (None: not watched).
+        self.memory_limit = memory_limit
         self.torus_dims = world.torus
         # Collectives: the algorithm per operation ("auto" or a name), what
         # each call used, argument checks across ranks, hardware operations.
@@ -180,7 +185,7 @@ class Runtime:
         started = False
         runnable = deque(range(self.nranks))
         finished = 0
-        last_report = time.monotonic()
+        last_report = last_check = time.monotonic()
         cpu = bool(self.cpu_factor)
         while True:
             t0 = time.perf_counter()
@@ -222,11 +227,24 @@ class Runtime:
                 self._abort()
                 raise DeadlockError(self._deadlock_message(e)) from None
             runnable.extend(ready)
+            if time.monotonic() - last_check > MEMORY_CHECK_S:
+                last_check = time.monotonic()
+                self._check_memory()
             if self.progress and time.monotonic() - last_report > 1.0:
-                last_report = time.monotonic()
+                last_report = last_check = time.monotonic()
                 print(f"bgsim: {self.seconds(self.world.now()) * 1e6:,.1f} us simulated, "
                       f"{finished}/{self.nranks} ranks finished", file=sys.stderr)
         self.world.drain()
+
+    def _check_memory(self) -> None:
+        """Stops the run cleanly when the process nears the memory it may
+        use (rather than being killed by the kernel)."""
+        if self.memory_limit is None:
+            return
+        rss = memory.rss_bytes()
+        if rss > 0.92 * self.memory_limit:
+            self._abort()
+            raise MemoryLimitError(memory.guard_message(rss, self.memory_limit, self.seconds(self.world.now()) * 1e6))
 
     def _body(self, main: Callable[[], Any], ctx: RankContext) -> Callable[[], None]:
         def body() -> None:

@@ -1,0 +1,92 @@
+"""Memory: how much a run will need, how much the process may use, and the
+check that refuses a run that cannot fit (naming the estimate and the limit)
+instead of dying of an allocation failure or the kernel's OOM killer.
+
+The estimate counts the simulator's own memory, measured on this code
+(``make bench`` and a 4,096-rank run): about 3.3 KB per node for a traffic
+run (routers, cores, packets in flight, counters; `router_bytes_per_node`
+of it fixed) and about 17 KB per rank for an MPI program (its greenlet and
+frames, the message layer's state), on top of what the process holds. What a program
+allocates itself is not known beforehand: an MPI run also watches its
+resident memory and stops cleanly when it nears the limit.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from .errors import MemoryLimitError
+
+NODE_BYTES = 3400
+RANK_BYTES = 17 << 10
+PER_LINK_BYTES = 6 * 24
+
+
+def _read_int(path: str) -> Optional[int]:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process now."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def limit_bytes() -> Optional[int]:
+    """What this process may use in all, as far as the system says: the
+    memory it holds plus what is available to it (the machine's available
+    memory, and its control group's limit where one is set). None when
+    unknown."""
+    own = rss_bytes()
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024 + own
+    except (OSError, ValueError):
+        pass
+    for max_path, cur_path in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                               ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        cap, used = _read_int(max_path), _read_int(cur_path)
+        if cap is not None and cap < 1 << 60:
+            room = cap - (used or 0) + own
+            avail = room if avail is None else min(avail, room)
+    return avail
+
+
+def estimate_bytes(nodes: int, ranks: int = 0, per_link: bool = False) -> int:
+    """The memory a run on `nodes` nodes with `ranks` MPI ranks (0: a
+    traffic run) adds to the process's."""
+    return nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * RANK_BYTES
+
+
+def _gb(b: float) -> str:
+    return f"{b / 2**30:.1f} GB"
+
+
+def check(nodes: int, ranks: int = 0, per_link: bool = False, what: str = "this run") -> None:
+    """Refuses a run whose estimate exceeds what the process may use."""
+    need = estimate_bytes(nodes, ranks, per_link)
+    held = rss_bytes()
+    limit = limit_bytes()
+    if limit is not None and held + need > limit:
+        parts = f"{nodes:,} nodes" + (f" and {ranks:,} ranks" if ranks else "")
+        raise MemoryLimitError(
+            f"{what} needs about {_gb(need)} ({parts}) beside the {_gb(held)} this process holds, but it may use "
+            f"about {_gb(limit)} in all; use a smaller partition, or run anyway with --no-memory-check "
+            "(memory_check=False)")
+
+
+def guard_message(rss: int, limit: int, sim_us: float) -> str:
+    return (f"the run stopped at {sim_us:,.1f} us simulated: it holds {_gb(rss)} of the about {_gb(limit)} this process "
+            "may use, and would have been killed for lack of memory; use fewer ranks or smaller buffers")

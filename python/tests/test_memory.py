@@ -1,0 +1,47 @@
+"""No run dies for lack of memory unannounced: a run whose estimate exceeds
+what the process may use is refused before it allocates (naming both), and
+an MPI run that nears the limit while it runs stops cleanly."""
+
+import pytest
+
+import bgsim
+from bgsim import MPI, errors, memory, runtime
+
+
+def test_the_estimate_grows_with_nodes_and_ranks():
+    assert memory.estimate_bytes(65536) > memory.estimate_bytes(4096) > 0
+    assert memory.estimate_bytes(4096, ranks=4096) > memory.estimate_bytes(4096)
+    # 128x128x128 would need about 7 GB before a single event.
+    assert memory.estimate_bytes(128 ** 3) > 6 * 2**30
+    limit = memory.limit_bytes()
+    assert limit is None or limit > memory.rss_bytes()
+
+
+def test_a_run_that_cannot_fit_is_refused_before_it_allocates(monkeypatch):
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + (100 << 20))
+    with pytest.raises(errors.MemoryLimitError, match=r"traffic on 64x32x32 needs about 0\.2 GB \(65,536 nodes\) beside") as e:
+        bgsim.run_traffic("uniform", shape="64x32x32", measure_ncycles=100)
+    assert isinstance(e.value, MemoryError) and isinstance(e.value, bgsim.BgsimError)
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + (50 << 20))
+    with pytest.raises(errors.MemoryLimitError, match="an MPI run of 4,096 ranks on 16x16x16"):
+        bgsim.run(lambda: None, shape="16x16x16")
+    # Asked to, it runs anyway.
+    assert bgsim.run_traffic("uniform", shape="2x2x2", measure_ncycles=100, memory_check=False).completed
+
+
+def test_an_mpi_run_that_nears_the_limit_stops_cleanly(monkeypatch):
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + (150 << 20))
+    monkeypatch.setattr(runtime, "MEMORY_CHECK_S", 0.0)
+
+    def hog():
+        held = []
+        for _ in range(400):
+            held.append(bytearray(1 << 20))
+            MPI.COMM_WORLD.Barrier()
+        return len(held)
+
+    with pytest.raises(errors.MemoryLimitError, match="the run stopped at .* us simulated"):
+        bgsim.run(hog, shape="2x1x1")
+    # Without the check it runs to its end.
+    r = bgsim.run(lambda: MPI.COMM_WORLD.allreduce(1), shape="2x1x1", memory_check=False)
+    assert r.results == [2, 2]
