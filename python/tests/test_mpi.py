@@ -628,3 +628,30 @@ def test_a_polling_loop_progresses_the_simulation(how):
     assert msg == "hi" and polls > 10 and t > 5e-6, r.results[0]
     # The polls are the core's poll time: 30 cycles each on bgl.
     assert r.ranks[0]["core_poll_cycles"] >= 30 * polls
+
+
+def test_a_small_standard_send_to_ones_own_rank_completes_before_the_receive():
+    """MPI buffers small standard-mode sends: a blocking send to oneself with
+    no receive posted returns (it waited forever, and every later call of
+    mpi4py's own test modules failed); a synchronous one still waits."""
+    def main():
+        c = MPI.COMM_WORLD
+        me = c.Get_rank()
+        c.send({"k": me}, dest=me, tag=1)
+        c.Send(np.arange(10, dtype="i4") * me, dest=me, tag=2)
+        big = np.arange(100_000, dtype="u1")
+        r = c.Isend(big, dest=me, tag=3)  # rendezvous size: completes once received
+        got = np.empty(10, dtype="i4")
+        c.Recv(got, source=me, tag=2)
+        back = np.empty_like(big)
+        c.Recv(back, source=me, tag=3)
+        r.Wait()
+        return c.recv(source=me, tag=1), got.tolist(), bool((back == big).all())
+
+    r = bgsim.run(main, shape="2x1x1")
+    assert r.results == [({"k": 0}, [0] * 10, True), ({"k": 1}, list(range(0, 10)), True)]
+
+    def sync_to_self():
+        MPI.COMM_WORLD.ssend(1, dest=MPI.COMM_WORLD.Get_rank())
+    with pytest.raises(bgsim.DeadlockError, match="no matching receive"):
+        bgsim.run(sync_to_self, shape="2x1x1")

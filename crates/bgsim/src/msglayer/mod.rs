@@ -493,7 +493,13 @@ impl MsgLayer {
         st.sends += 1;
         st.bytes_sent += bytes as u64;
         st.by_protocol[if intranode { 4 } else { proto.index() }] += 1;
-        if mode == SendMode::Buffered {
+        // A standard send to one's own rank of a size that would go eager
+        // is buffered as MPI buffers it (MPICH's self path): copied, and
+        // complete, before any receive is posted. (Between two tasks of a
+        // node the receiver copies from the send buffer, as the machine's
+        // VN protocol does.)
+        let to_self = rank == dest && mode == SendMode::Standard && proto != Protocol::Rendezvous;
+        if mode == SendMode::Buffered || to_self {
             // The data is copied into the attached buffer: the request is
             // complete after the copy, the message goes on by itself.
             let (node, core) = self.place(rank);
