@@ -76,11 +76,11 @@ class RankExit(BgsimError):
 
     def __init__(self, rank: int, code: object, abort: bool = False):
         self.rank, self.code, self.abort = rank, code, abort
-        self.status = code if isinstance(code, int) else 1
+        self.status = int(code) if isinstance(code, int) else 1
         if abort:
             msg = f"rank {rank} called MPI_Abort with error code {code}"
         elif isinstance(code, int):
-            msg = f"rank {rank} exited with status {code}"
+            msg = f"rank {rank} exited with status {self.status}"
         else:
             msg = f"rank {rank} exited: {code}"
         super().__init__(msg)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pickle as _pickle
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as _np
 
@@ -139,12 +139,37 @@ def _address(mv: memoryview) -> int:
     return _np.frombuffer(mv, dtype=_np.uint8).__array_interface__["data"][0]
 
 
+class Pickle:
+    """How the lowercase API serializes objects (``mpi4py.MPI.Pickle``):
+    `dumps` and `loads` functions and a protocol; ``MPI.pickle`` is the one
+    every call uses, and ``MPI.pickle.__init__(dumps, loads, protocol)``
+    changes it."""
+
+    def __init__(self, dumps: Any = None, loads: Any = None, protocol: Optional[int] = None):
+        self._dumps = dumps or _pickle.dumps
+        self._loads = loads or _pickle.loads
+        self._protocol = protocol
+        self.PROTOCOL = _pickle.HIGHEST_PROTOCOL if protocol is None else protocol
+        self.THRESHOLD = 1024 ** 2 * 256
+
+    def dumps(self, obj: Any) -> bytes:
+        if self._dumps is _pickle.dumps:
+            return _pickle.dumps(obj, self.PROTOCOL)
+        return self._dumps(obj, self._protocol) if self._protocol is not None else self._dumps(obj)
+
+    def loads(self, data: bytes) -> Any:
+        return self._loads(data)
+
+
+pickle = Pickle()
+
+
 def _dump(obj: Any) -> bytes:
-    return _pickle.dumps(obj, _pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(obj)
 
 
 def _load(b: bytes) -> Any:
-    return _pickle.loads(b)
+    return pickle.loads(b)
 
 
 _BIG = (1 << 30) - 1

@@ -12,11 +12,13 @@ from .. import runtime as _rt
 from ..errors import RankExit
 from .buffers import _dump, _load, _members
 from .collectives import CollectiveCalls
-from .constants import ANY_SOURCE, CART, CONGRUENT, IDENT, PROC_NULL, TAG_UB, UNDEFINED
-from .errors import ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_RANK, Exception
+from .constants import (ANY_SOURCE, CART, CONGRUENT, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED,
+                        UNIVERSE_SIZE, WTIME_IS_GLOBAL)
+from .errors import ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_LASTCODE, ERR_RANK, Exception
 from .groups import Group
+from .info import Info
 from .p2p import PointToPoint
-from .requests import _ctx
+from .requests import Request, _ctx
 
 _ndarray = _np.ndarray
 
@@ -106,6 +108,32 @@ class Comm(PointToPoint, CollectiveCalls):
     def topology(self) -> int:
         return self.Get_topology()
 
+    @property
+    def is_topo(self) -> bool:
+        return self.Get_topology() != UNDEFINED
+
+    # -- hints and parents --
+
+    def Get_info(self) -> Info:
+        return Info(getattr(self, "_info", None))
+
+    def Set_info(self, info: Info) -> None:
+        self._info = Info(info)
+
+    @property
+    def info(self) -> Info:
+        return self.Get_info()
+
+    @info.setter
+    def info(self, info: Info) -> None:
+        self.Set_info(info)
+
+    @staticmethod
+    def Get_parent() -> "Comm":
+        """The parent of spawned processes: none (COMM_NULL); bgsim runs no
+        dynamic processes."""
+        return COMM_NULL
+
     def Compare(self, comm: "Comm") -> int:
         if self._context == comm._context:
             return IDENT
@@ -152,6 +180,21 @@ class Comm(PointToPoint, CollectiveCalls):
         return c
 
     Clone = Dup
+
+    def Dup_with_info(self, info: Info) -> "Comm":
+        c = self.Dup()
+        c.Set_info(info)
+        return c
+
+    def Idup(self, info: Any = None) -> Tuple["Comm", Request]:
+        """A duplicate and its (complete) request: the duplicate is made at once."""
+        c = self.Dup(info)
+        if info is not None:
+            c.Set_info(info)
+        return c, Request()
+
+    def Idup_with_info(self, info: Info) -> Tuple["Comm", Request]:
+        return self.Idup(info)
 
     def _clone(self, group: Group, context: int) -> "Comm":
         return Intracomm(group, context)
@@ -207,7 +250,13 @@ class Comm(PointToPoint, CollectiveCalls):
         raise RankExit(_ctx().rank, errorcode, abort=True)
 
     def Get_attr(self, keyval: int) -> Any:
-        return {TAG_UB_KEYVAL: TAG_UB}.get(keyval)
+        """The predefined attributes: the largest tag, the world's size as the
+        universe, the last error code, any rank may do I/O, the clock (the
+        simulated one) is global; APPNUM and user keys are not set."""
+        if keyval == UNIVERSE_SIZE:
+            return _ctx().runtime.world.nranks
+        return {TAG_UB_KEYVAL: TAG_UB, LASTUSEDCODE: ERR_LASTCODE, IO: ANY_SOURCE, WTIME_IS_GLOBAL: True,
+                HOST: PROC_NULL}.get(keyval)
 
     def Create_cart(self, dims: Sequence[int], periods: Optional[Sequence[bool]] = None, reorder: bool = False) -> "Cartcomm":
         ctx, me = self._me()
@@ -238,6 +287,27 @@ class Intracomm(Comm):
 
 class Topocomm(Intracomm):
     pass
+
+
+def _create_from_group(cls: Any, group: Group, stringtag: str = "org.mpi4py", info: Any = None,
+                       errhandler: Any = None) -> Intracomm:
+    """A communicator of the ranks of `group`, made by those ranks alone
+    (MPI_Comm_create_from_group); `stringtag` tells concurrent creations
+    apart."""
+    ctx = _ctx()
+    if ctx.rank not in group._index:
+        raise Exception(ERR_GROUP, "the calling rank is not in the group")
+    seqs = ctx.state.setdefault("from_group_seq", {})
+    k = (group._ranks, str(stringtag))
+    n = seqs.get(k, 0)
+    seqs[k] = n + 1
+    sub = Intracomm(Group(group._ranks), ctx.runtime.new_context(("create_from_group",) + k + (n,)))
+    sub._bind()
+    sub._sync("Create_from_group")
+    return sub
+
+
+Intracomm.Create_from_group = classmethod(_create_from_group)
 
 
 class Cartcomm(Topocomm):

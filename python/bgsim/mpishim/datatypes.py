@@ -6,6 +6,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as _np
 
+from ..errors import UsageError
 from .errors import ERR_COUNT, Exception
 
 
@@ -18,6 +19,19 @@ class Datatype:
         self._base = base
         self._count = count
         self._committed = base is None
+
+    @classmethod
+    def fromcode(cls, code: str) -> "Datatype":
+        """The predefined datatype of a Python struct / numpy type code ('i', 'd', 'f8' ...)."""
+        try:
+            dt = _np.dtype(code)
+        except TypeError:
+            raise UsageError(f"cannot map typecode {code!r} to a datatype") from None
+        return _NP_TO_DT.get(dt.str) or cls(f"typecode {code!r}", dt)
+
+    @property
+    def typechar(self) -> str:
+        return self.np.char
 
     @property
     def size(self) -> int:
@@ -98,6 +112,38 @@ UINT32_T = _dt("MPI_UINT32_T", "u4")
 UINT64_T = _dt("MPI_UINT64_T", "u8")
 C_FLOAT_COMPLEX = _dt("MPI_C_FLOAT_COMPLEX", "c8")
 C_DOUBLE_COMPLEX = _dt("MPI_C_DOUBLE_COMPLEX", "c16")
+C_LONG_DOUBLE_COMPLEX = _dt("MPI_C_LONG_DOUBLE_COMPLEX", _np.clongdouble)
+LONG_DOUBLE_COMPLEX = C_LONG_DOUBLE_COMPLEX
+FLOAT16_T = _dt("MPI_FLOAT16_T", "f2")
+C_FLOAT16 = FLOAT16_T
+FLOAT32_T = _dt("MPI_FLOAT32_T", "f4")
+FLOAT64_T = _dt("MPI_FLOAT64_T", "f8")
+#: bfloat16 has no numpy type: 2 opaque bytes (moved, never reduced).
+BFLOAT16_T = _dt("MPI_BFLOAT16_T", "V2")
+# Fortran's predefined datatypes.
+CHARACTER = _dt("MPI_CHARACTER", "S1")
+LOGICAL = _dt("MPI_LOGICAL", "i4")
+INTEGER = _dt("MPI_INTEGER", "i4")
+REAL = _dt("MPI_REAL", "f4")
+DOUBLE_PRECISION = _dt("MPI_DOUBLE_PRECISION", "f8")
+LOGICAL1, LOGICAL2, LOGICAL4, LOGICAL8 = (_dt(f"MPI_LOGICAL{k}", f"i{k}") for k in (1, 2, 4, 8))
+LOGICAL16 = _dt("MPI_LOGICAL16", "V16")
+INTEGER1, INTEGER2, INTEGER4, INTEGER8 = (_dt(f"MPI_INTEGER{k}", f"i{k}") for k in (1, 2, 4, 8))
+INTEGER16 = _dt("MPI_INTEGER16", "V16")
+REAL2, REAL4, REAL8 = (_dt(f"MPI_REAL{k}", f"f{k}") for k in (2, 4, 8))
+REAL16 = _dt("MPI_REAL16", _np.longdouble)
+COMPLEX4 = _dt("MPI_COMPLEX4", "V4")
+COMPLEX8, COMPLEX16 = (_dt(f"MPI_COMPLEX{k}", f"c{k}") for k in (8, 16))
+COMPLEX32 = _dt("MPI_COMPLEX32", _np.clongdouble)
+# Constructors' combiners and the distribution / order constants of MPI.
+(COMBINER_NAMED, COMBINER_DUP, COMBINER_CONTIGUOUS, COMBINER_VECTOR, COMBINER_HVECTOR, COMBINER_INDEXED,
+ COMBINER_HINDEXED, COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK, COMBINER_STRUCT, COMBINER_SUBARRAY,
+ COMBINER_DARRAY, COMBINER_F90_REAL, COMBINER_F90_COMPLEX, COMBINER_F90_INTEGER, COMBINER_RESIZED,
+ COMBINER_VALUE_INDEX) = range(17)
+DISTRIBUTE_NONE, DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC = 0, 1, 2
+DISTRIBUTE_DFLT_DARG = -49767
+ORDER_C, ORDER_FORTRAN = 0, 1
+ORDER_F = ORDER_FORTRAN
 COMPLEX = C_FLOAT_COMPLEX
 DOUBLE_COMPLEX = C_DOUBLE_COMPLEX
 C_COMPLEX = C_FLOAT_COMPLEX
@@ -110,6 +156,7 @@ DOUBLE_INT = _dt("MPI_DOUBLE_INT", _np.dtype([("v", "f8"), ("i", "i4")], align=T
 LONG_INT = _dt("MPI_LONG_INT", _np.dtype([("v", "i8"), ("i", "i4")], align=True))
 SHORT_INT = _dt("MPI_SHORT_INT", _np.dtype([("v", "i2"), ("i", "i4")], align=True))
 TWOINT = _dt("MPI_2INT", _np.dtype([("v", "i4"), ("i", "i4")], align=True))
+LONG_DOUBLE_INT = _dt("MPI_LONG_DOUBLE_INT", _np.dtype([("v", _np.longdouble), ("i", "i4")], align=True))
 INT_INT = TWOINT
 
 # Buffer format characters (struct / PEP 3118) -> datatype.

@@ -129,6 +129,45 @@ class Request:
             _poll_cost(self, "MPI.Request.Get_status()")
         return flag
 
+    def get_status(self, status: Optional[Status] = None) -> bool:
+        return self.Get_status(status)
+
+    @staticmethod
+    def Get_status_all(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> bool:
+        """Whether every request is done, without freeing them (a poll if not)."""
+        if all(r._poll() for r in requests):
+            for i, r in enumerate(requests):
+                r._fill(statuses[i] if statuses is not None and i < len(statuses) else None)
+            return True
+        _poll_cost(next((r for r in requests if r._ctx is not None), None), "MPI.Request.Get_status_all()")
+        return False
+
+    @staticmethod
+    def Get_status_any(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool]:
+        """The first done request (its index), without freeing it."""
+        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
+        if not active:
+            return UNDEFINED, True
+        for i in active:
+            if requests[i]._poll():
+                requests[i]._fill(status)
+                return i, True
+        _poll_cost(requests[active[0]], "MPI.Request.Get_status_any()")
+        return UNDEFINED, False
+
+    @staticmethod
+    def Get_status_some(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Optional[List[int]]:
+        """The done requests (their indices), without freeing them."""
+        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
+        if not active:
+            return None
+        idx = [i for i in active if requests[i]._poll()]
+        if not idx:
+            _poll_cost(requests[active[0]], "MPI.Request.Get_status_some()")
+        for k, i in enumerate(idx):
+            requests[i]._fill(statuses[k] if statuses is not None and k < len(statuses) else None)
+        return idx
+
     def Cancel(self) -> None:
         if not self._done and self._ctx is not None:
             self._ctx.runtime.world.cancel(self._id)

@@ -52,6 +52,10 @@ class Status:
     def Get_elements(self, datatype: Datatype) -> int:
         return self._count // max(1, datatype.np.itemsize)
 
+    def Set_elements(self, datatype: Datatype, count: int) -> None:
+        """Sets the count to `count` elements of `datatype` (MPI_Status_set_elements)."""
+        self._count = int(count) * max(1, datatype.np.itemsize)
+
     def Is_cancelled(self) -> bool:
         return self._cancelled
 
@@ -61,6 +65,10 @@ class Status:
     @property
     def count(self) -> int:
         return self._count
+
+    @count.setter
+    def count(self, value: int) -> None:
+        self._count = int(value)
 
     @property
     def cancelled(self) -> bool:
