@@ -295,6 +295,7 @@ class Prequest(Request):
         self._start = start
         self._active: Optional[Request] = None
         self._done = True
+        self._freed = False
 
     def Start(self) -> None:
         self._active = self._start()
@@ -305,8 +306,15 @@ class Prequest(Request):
         self._status = self._active._status
         self._kind = "persistent-active"
 
+    def __bool__(self) -> bool:
+        # A persistent request stays a request across its starts and
+        # completions, until it is freed.
+        return not self._freed
+
     def Free(self) -> None:
         self._done = True
+        self._freed = True
+        self._kind = "null"
 
 
 REQUEST_NULL = Request()
