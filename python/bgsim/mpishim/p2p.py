@@ -150,6 +150,15 @@ class PointToPoint:
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
         return Prequest(lambda: self._send_buf(buf, dest, tag, 0, "Send_init"))
 
+    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self._send_buf(buf, dest, tag, 1, "Ssend_init"))
+
+    def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self._send_buf(buf, dest, tag, 2, "Rsend_init"))
+
+    def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:
+        return Prequest(lambda: self._send_buf(buf, dest, tag, 3, "Bsend_init"))
+
     def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         return Prequest(lambda: self._recv_buf(buf, source, tag))
 
