@@ -64,7 +64,7 @@ def test_machine_prints_validated_toml(cli):
 def test_reproduce_list_and_unknown(cli):
     p = cli("reproduce", "--list", check=True)
     names = [l.split()[0] for l in p.stdout.splitlines()]
-    assert len([n for n in names if n.startswith("torus-")]) == 10
+    assert len([n for n in names if n.startswith("torus-")]) == 11
     p = cli("reproduce", "torus-nonsense")
     assert p.returncode == 2 and "unknown experiment" in p.stderr
 

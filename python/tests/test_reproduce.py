@@ -20,7 +20,18 @@ EXPECTED_KEYS = {
     "torus-alltoall-sim": [f"{m}_{s}_{c}" for m in ("link_util_pct", "payload_util_pct") for s in ("8x8x8", "16x8x8") for c in ("det", "dyn1", "dyn2")] + ["escape_pct_8x8x8", "escape_pct_16x8x8", "link_util_pct_8x8x8_dyn2_random_start"],
     "torus-escape-vc": [f"{m}_{s}" for m in ("throughput_cv", "unblock_prob") for s in ("bubble", "dateline_dim", "dateline_dir")],
     "torus-bubble-deadlock": ["deadlock_actual_size", "deadlock_full_size", "ncycles_to_deadlock"],
+    "torus-faults": [f"{m}_ber{b}" for m in ("latency_ncycles", "link_util_pct", "retransmit_pct", "lost_packets")
+                     for b in ("0", "1em06", "1em05", "0p0001", "0p0003")],
 }
+
+
+def test_link_faults_cost_latency_and_bandwidth_and_lose_nothing():
+    m = result("torus-faults")[0]["metrics"]
+    bers = ("0", "1em06", "1em05", "0p0001", "0p0003")
+    assert all(m[f"lost_packets_ber{b}"] == 0 for b in bers)
+    assert m["retransmit_pct_ber0"] == 0 and m["retransmit_pct_ber0p0001"] > m["retransmit_pct_ber1em05"] > 0
+    assert m["latency_ncycles_ber0p0003"] > m["latency_ncycles_ber0p0001"] > m["latency_ncycles_ber0"]
+    assert m["link_util_pct_ber0p0001"] > m["link_util_pct_ber0"]
 
 _cache = {}
 

@@ -130,3 +130,24 @@ fn dual_mode_delivers_long_messages_to_both_tasks() {
     assert_eq!(m.tasks_per_node(), 2);
     messages_arrive(&m);
 }
+
+#[test]
+fn link_bit_errors_are_resent_and_nothing_is_lost() {
+    let mut resent = vec![];
+    for ber in ["0.0", "1e-5", "1e-4"] {
+        let m = load(&[format!("torus.link_bit_error_rate={ber}"), "partition.shape=\"4x4x2\"".into()]).unwrap();
+        let mut s = TrafficSpec::new(Pattern::Uniform);
+        s.set("load", 0.5).unwrap();
+        s.set("warmup_ncycles", 0).unwrap();
+        s.set("measure_ncycles", 5_000).unwrap();
+        s.set("drain", true).unwrap();
+        let r = workload::run(&m, &s, &mut |_| true).unwrap();
+        let p = &r.packets;
+        assert!(r.completed && p.delivered == p.injected && p.in_flight_at_end == 0, "{ber}: {p:?}");
+        resent.push((r.links.retransmits, r.latency_ncycles.mean));
+    }
+    assert_eq!(resent[0].0, 0);
+    assert!(resent[2].0 > resent[1].0 && resent[1].0 > 0, "{resent:?}");
+    assert!(resent[2].1 > resent[0].1, "{resent:?}");
+    assert!(load(&["torus.link_bit_error_rate=0.5".into()]).unwrap_err().contains("torus.link_bit_error_rate"));
+}

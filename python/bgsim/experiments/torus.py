@@ -385,3 +385,45 @@ def bubble_deadlock(ctx: Context) -> Outcome:
                      f"{'also deadlocked, with the cycle closing at ' + format(r.ncycles_to_deadlock, '.0f') + ' network cycles' if r.deadlock else 'did not deadlock'} "
                      "in the same run length.")
     return out
+
+
+# ---------------------------------------------------------------- link faults
+
+@register("torus-faults", "bgl", "Link bit errors: CRC, retransmission, and what they cost in latency and bandwidth")
+def faults(ctx: Context) -> Outcome:
+    out = Outcome()
+    shape = "4x4x4" if ctx.quick else "8x8x8"
+    meas = 10000 if ctx.quick else 40000
+    rates = [0.0, 1e-6, 1e-5, 1e-4, 3e-4]
+    out.setup.append(f"{shape} torus, uniformly random destinations, full packets, dynamic routing, offered load 0.5 "
+                     f"of the peak, for {meas} network cycles from the start, then drained. Every bit on a link is "
+                     "flipped with the given probability (torus.link_bit_error_rate); the receiver's CRC drops a "
+                     "corrupted packet and the sender resends it from its retransmission buffer once the nack "
+                     "is back (a hop later). The run checks that nothing is lost: every packet injected is "
+                     "delivered once.")
+    lat, thr, util, share = [], [], [], []
+    for ber in rates:
+        ctx.log(f"bit error rate {ber:g}")
+        r = _run(ctx, "uniform", shape, settings=[f"torus.link_bit_error_rate={ber!r}"], routing="dynamic", load=0.5,
+                 payload_bytes=240, warmup_ncycles=0, measure_ncycles=meas, drain=True)
+        p = r.packets
+        if p["delivered"] != p["injected"] or p["in_flight_at_end"]:
+            raise ModelError(f"torus-faults: packets lost at bit error rate {ber:g}: {p}")
+        key = f"{ber:g}".replace("-", "m").replace(".", "p").replace("+", "")
+        lat.append(r.latency_ncycles["mean"])
+        thr.append(r.throughput_packets_per_node_ncycle / r.peak_packets_per_node_ncycle * 100)
+        util.append(r.links["mean_util_pct"])
+        share.append(100 * r.links["retransmits"] / max(1, p["hops"]))
+        out.metrics[f"latency_ncycles_ber{key}"] = round(lat[-1], 1)
+        out.metrics[f"link_util_pct_ber{key}"] = round(util[-1], 2)
+        out.metrics[f"retransmit_pct_ber{key}"] = round(share[-1], 3)
+        out.metrics[f"lost_packets_ber{key}"] = p["injected"] - p["delivered"]
+    x = [max(b, 1e-7) for b in rates]
+    out.add_series("latency", x, lat, "link bit error rate (0 plotted at 1e-7)", "mean latency (network cycles)")
+    out.add_series("throughput", x, thr, "link bit error rate (0 plotted at 1e-7)", "delivered throughput (% of peak)")
+    out.add_series("link_util", x, util, "link bit error rate (0 plotted at 1e-7)", "mean link utilization (%)",
+                   group="link_util")
+    out.add_series("retransmits", x, share, "link bit error rate (0 plotted at 1e-7)", "retransmitted hops (%)",
+                   group="link_util")
+    out.key_metrics = [m for m in out.metrics if m.startswith(("latency", "retransmit"))]
+    return out

@@ -102,6 +102,11 @@ pub struct TorusSpec {
     pub slq_fraction: f64,
     pub token_ranges: u32,
     pub in_network_priority_fraction: f64,
+    /// Bit error rate of a link: each bit of a transfer is flipped with this
+    /// probability; the receiver's CRC catches it and the sender resends
+    /// the packet from its retransmission buffer (0: no errors).
+    #[serde(default)]
+    pub link_bit_error_rate: f64,
     pub injection_fifos: u32,
     pub hp_injection_fifos: u32,
     pub injection_fifo_bytes: u32,
@@ -375,6 +380,8 @@ impl Machine {
         check((0.0..=1.0).contains(&t.slq_fraction), src, "torus.slq_fraction", t.slq_fraction, "a fraction from 0 to 1")?;
         check((1..=64).contains(&t.token_ranges), src, "torus.token_ranges", t.token_ranges, "an integer from 1 to 64")?;
         check((0.0..=1.0).contains(&t.in_network_priority_fraction), src, "torus.in_network_priority_fraction", t.in_network_priority_fraction, "a fraction from 0 to 1")?;
+        check((0.0..=1e-3).contains(&t.link_bit_error_rate), src, "torus.link_bit_error_rate", format!("{:?}", t.link_bit_error_rate),
+            "a probability per bit from 0 to 1e-3")?;
         check((1..=16).contains(&t.injection_fifos), src, "torus.injection_fifos", t.injection_fifos, "an integer from 1 to 16")?;
         check(t.hp_injection_fifos <= 8, src, "torus.hp_injection_fifos", t.hp_injection_fifos, "an integer from 0 to 8")?;
         check(t.injection_fifo_bytes >= max_bytes && t.injection_fifo_bytes <= 1 << 20, src, "torus.injection_fifo_bytes", t.injection_fifo_bytes, &format!("at least one full packet ({max_bytes}) and at most 1 MiB"))?;

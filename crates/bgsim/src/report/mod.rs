@@ -47,6 +47,8 @@ pub struct LinkSummary {
     pub mean_payload_util_pct: f64,
     /// No-token stall events summed over all link directions.
     pub stalls: u64,
+    /// Transfers resent after a CRC error, summed over all link directions.
+    pub retransmits: u64,
     pub links: u64,
 }
 
@@ -196,12 +198,14 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
     let mut pay_sum = 0.0;
     let mut nlinks = 0u64;
     let mut stalls = 0u64;
+    let mut retransmits = 0u64;
     let mut per_link = vec![];
     let mut per_stall = vec![];
     for n in 0..geo.nodes() {
         for d in 0..NDIR {
             let l = t.link(n, d);
             stalls += l.stalls;
+            retransmits += l.retransmits;
             let u = (l.bytes + l.ack_bytes) as f64 * tb / counters_span * 100.0;
             if run.per_link {
                 per_link.push(u);
@@ -296,6 +300,7 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
             max_util_pct: util_max,
             mean_payload_util_pct: pay_sum / nlinks.max(1) as f64,
             stalls,
+            retransmits,
             links: nlinks,
         },
         link_util_pct: per_link,

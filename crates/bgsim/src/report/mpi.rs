@@ -52,6 +52,8 @@ pub struct MpiCounters {
     pub packets_in_network: u32,
     pub tree_operations: u64,
     pub tree_link_packets: u64,
+    /// Torus link transfers resent after a CRC error.
+    pub link_retransmissions: u64,
 }
 
 /// A collective-network link that carried packets.
@@ -140,6 +142,7 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         packets_in_network: net.torus.live_packets(),
         tree_operations: tree.operations,
         tree_link_packets: tree.link_packets,
+        link_retransmissions: g.retransmissions,
     };
     let run_s = secs(end);
     let util = |busy: f64| if end > 0 { 100.0 * busy / run_s } else { 0.0 };

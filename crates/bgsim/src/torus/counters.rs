@@ -17,6 +17,9 @@ pub struct LinkCounters {
     /// No-token stall events: a packet ready to move this way found no
     /// downstream tokens.
     pub stalls: u64,
+    /// Transfers resent after the receiver's CRC caught a bit error (their
+    /// bytes are in `bytes`: the link carried them).
+    pub retransmits: u64,
 }
 
 /// Per virtual channel class (VC index), summed over every receiver of the
@@ -133,6 +136,10 @@ impl Histogram {
 #[derive(Clone, Debug, Default)]
 pub struct GlobalCounters {
     pub injected_packets: u64,
+    /// Link transfers resent after a CRC error (bit errors on the links).
+    pub retransmissions: u64,
+    /// The same per link direction (node * 6 + direction), where any.
+    pub link_retransmits: Vec<u64>,
     pub delivered_packets: u64,
     /// Packets delivered by the deposit bit at intermediate nodes.
     pub deposit_copies: u64,
@@ -227,12 +234,14 @@ impl Torus {
         let r = &self.routers[n as usize];
         let (s, h) = (&r.send[d], &r.link_high[d]);
         let (packets, chunks) = (h.packets + s.packets as u64, h.chunks + s.chunks as u64);
+        let retransmits = self.global.link_retransmits.get(n as usize * NDIR + d).copied().unwrap_or(0);
         LinkCounters {
-            bytes: chunks * self.p.chunk_bytes as u64 + packets * self.p.trailer_gap as u64,
+            bytes: chunks * self.p.chunk_bytes as u64 + (packets + retransmits) * self.p.trailer_gap as u64,
             packets,
             payload: h.payload + s.payload as u64 + if s.owed { self.pool.get(s.xfer).payload as u64 } else { 0 },
             ack_bytes: (h.acks + s.acks as u64) * self.p.ack_bytes as u64,
             stalls: h.stalls,
+            retransmits,
         }
     }
 

@@ -65,6 +65,8 @@ pub struct Params {
     /// property of the processor running the model, not of the machine;
     /// see [`crate::engine::fast_bit_deposit`]).
     pub bit_deposit: bool,
+    /// Link bit error rate (0: none; see `transfer::retries`).
+    pub bit_error_rate: f64,
 }
 
 impl Params {
@@ -108,6 +110,7 @@ impl Params {
             slq_fraction: t.slq_fraction,
             ranges: t.token_ranges,
             net_priority: t.in_network_priority_fraction,
+            bit_error_rate: t.link_bit_error_rate,
             paths: t.paths_per_receiver as u8,
             ninj: t.injection_fifos as usize,
             nhp_inj: t.hp_injection_fifos as usize,

@@ -375,6 +375,10 @@ const _: () = assert!(std::mem::offset_of!(Router, send) == 192);
 const _: () = assert!(std::mem::size_of::<Sender>() == 32);
 
 const _: () = assert!(std::mem::size_of::<Vc>() == 16);
+// A link's high counters: one more u64 here (48 bytes) made the torus
+// benchmark 1.12-1.16 times slower (paired, 12 rounds twice); rare per-link
+// counts such as retransmissions live in GlobalCounters instead.
+const _: () = assert!(std::mem::size_of::<LinkHigh>() == 40);
 
 // Injection FIFOs two to a line (see `Torus::touch_injection`).
 const _: () = assert!(std::mem::size_of::<Fifo>() == 32 && std::mem::offset_of!(Router, inj) % 64 == 0);

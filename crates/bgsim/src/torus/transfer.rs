@@ -198,12 +198,17 @@ pub(super) fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &
     r.xfer_mask |= 1 << d;
     let chunks = rq.chunks;
     let bytes = chunks as u32 * p.chunk_bytes;
+    // Bit errors: each corrupted attempt takes the link for the whole
+    // packet, the receiver's CRC drops it and its nack comes back a hop
+    // later; the sender then resends from its buffer. Nothing is lost; the
+    // good attempt starts after the failed ones.
+    let resend = if p.bit_error_rate > 0.0 { resend_delay(p, r, global, n, d, chunks) } else { 0 };
     let s = &mut r.send[d];
     s.xfer = id;
     s.src = rq.src;
     s.src_vc = rq.src_vc;
     s.src_charge = src_charge;
-    let start = now.max(s.busy_until);
+    let start = now.max(s.busy_until) + resend;
     s.busy_until = start + (bytes + p.trailer_gap) as Tick * p.tick_byte;
     let done = s.busy_until;
     let high = &mut r.link_high[d];
@@ -253,4 +258,29 @@ pub(super) fn start_transfer(p: &Params, geo: &Geometry, r: &mut Router, pool: &
     q.push_at(start + p.hop_latency, Event { kind: ev::ARRIVE, a: d as u8, b: 0, c: 0, node: nb, data: id });
     // The source rides along so that the event's touch-ahead can prefetch it.
     q.push_at(done, Event { kind: ev::XFER_DONE, a: d as u8, b: rq.src, c: rq.src_vc, node: n, data: id });
+}
+
+/// The delay of a transfer over link `d` of router `r` by the attempts a
+/// bit error corrupts (each bit flipped with the link's bit error rate; a
+/// draw from the router's stream per attempt, only on links with errors),
+/// and their count in the counters.
+#[cold]
+#[inline(never)]
+fn resend_delay(p: &Params, r: &mut Router, global: &mut GlobalCounters, n: u32, d: usize, chunks: u8) -> Tick {
+    use crate::engine::Draws;
+    let wire_bytes = chunks as u32 * p.chunk_bytes + p.trailer_gap;
+    let corrupt = 1.0 - (1.0 - p.bit_error_rate).powf(8.0 * wire_bytes as f64);
+    let mut k = 0u64;
+    while k < 1000 && r.rng.draw(n as u64).chance(corrupt) {
+        k += 1;
+    }
+    r.link_high[d].chunks += k * chunks as u64;
+    global.retransmissions += k;
+    // Per link, apart from the hot counters (links with errors are rare).
+    let i = n as usize * NDIR + d;
+    if global.link_retransmits.len() <= i {
+        global.link_retransmits.resize(i + 1, 0);
+    }
+    global.link_retransmits[i] += k;
+    k * (wire_bytes as Tick * p.tick_byte + p.hop_latency)
 }
