@@ -16,10 +16,12 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+import greenlet
+
 from . import MPI as _shim
 from . import _core, memory
 from .api import Machine, _settings
-from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, UsageError
+from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, RankExit, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
 from .runtime import Runtime
@@ -240,9 +242,19 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
 
 class _mpi4py_installed:
     """Makes ``import mpi4py`` / ``from mpi4py import MPI`` give the
-    simulated MPI for the duration of a run."""
+    simulated MPI for the duration of a run, and a rank's ``os._exit(N)``
+    end the run with status N (it would end the whole simulator, silently)."""
 
     def __enter__(self):
+        self.os_exit = os._exit
+
+        def rank_exit(code: int) -> None:
+            ctx = getattr(greenlet.getcurrent(), "ctx", None)
+            if ctx is None:
+                self.os_exit(code)
+            raise RankExit(ctx.rank, code)
+
+        os._exit = rank_exit
         self.saved = {k: sys.modules.get(k) for k in ("mpi4py", "mpi4py.MPI")}
         pkg = types.ModuleType("mpi4py")
         pkg.__doc__ = "bgsim's simulated mpi4py"
@@ -255,6 +267,7 @@ class _mpi4py_installed:
         return self
 
     def __exit__(self, *exc):
+        os._exit = self.os_exit
         for k, v in self.saved.items():
             if v is None:
                 sys.modules.pop(k, None)

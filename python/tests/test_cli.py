@@ -141,6 +141,7 @@ def test_every_option_a_pattern_declares_changes_its_run_and_the_others_are_refu
     ("import sys\nsys.exit()\n", 0, None),
     ("import sys\nif MPI.COMM_WORLD.Get_rank() == 0:\n    sys.exit('giving up')\n", 1, "rank 0 exited: giving up"),
     ("if MPI.COMM_WORLD.Get_rank() == 1:\n    MPI.COMM_WORLD.Abort(7)\nMPI.COMM_WORLD.Barrier()\n", 7, "rank 1 called MPI_Abort with error code 7"),
+    ("import os\nif MPI.COMM_WORLD.Get_rank() == 0:\n    os._exit(5)\nMPI.COMM_WORLD.Barrier()\n", 5, "rank 0 exited with status 5"),
 ])
 def test_exit_codes_pass_through(cli, tmp_path, body, status, says):
     prog = tmp_path / "prog.py"
