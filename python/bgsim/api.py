@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _core, memory
-from .errors import MachineError, WorkloadError
+from .errors import MachineError, UsageError, WorkloadError
 
 DIR_NAMES = ["x+", "x-", "y+", "y-", "z+", "z-"]
 
@@ -169,9 +170,26 @@ def patterns() -> list:
     return list(_core.patterns())
 
 
+def check_seed(seed: Any) -> None:
+    """A random seed: an integer from 0 to 2**64 - 1."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+        raise UsageError(f"seed = {seed!r}: an integer from 0 to 2**64 - 1")
+
+
+def check_cpu_factor(cpu_factor: Any) -> None:
+    """A CPU factor (simulated seconds per host CPU second), or None."""
+    if cpu_factor is None:
+        return
+    if isinstance(cpu_factor, bool) or not isinstance(cpu_factor, (int, float)) or not 0 < cpu_factor <= 1e6:
+        raise UsageError(f"cpu_factor = {cpu_factor!r}: a number above 0 and at most 1e6 (simulated seconds per host "
+                         "CPU second)")
+
+
+@functools.lru_cache(maxsize=1)
 def pattern_options() -> tuple:
     """The traffic patterns as the core declares them: ({name: {"description",
-    "timed", "options": {option: default}}}, {common option: default})."""
+    "timed", "options": {option: default}}}, {common option: default}).
+    Read from the core once; treat it as read-only."""
     patterns, common = _core.pattern_options()
     table = {name: {"description": desc, "timed": timed, "options": json.loads(opts)}
              for name, desc, timed, opts in patterns}

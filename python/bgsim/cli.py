@@ -10,7 +10,8 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from . import __version__
-from .errors import BgsimError, DeadlockError, MachineError, MappingError, MemoryLimitError, WorkloadError
+from .api import check_cpu_factor, check_seed
+from .errors import BgsimError, DeadlockError, MachineError, MappingError, MemoryLimitError, UsageError, WorkloadError
 
 
 def _triple(s: str) -> list:
@@ -35,8 +36,10 @@ def _finite(s: str) -> float:
 
 def _cpu_factor(s: str) -> float:
     v = _finite(s)
-    if not 0 < v <= 1e6:
-        raise argparse.ArgumentTypeError(f"`{s}`: must be above 0 and at most 1e6 (simulated seconds per host CPU second)")
+    try:
+        check_cpu_factor(v)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(f"`{s}`: {e}") from None
     return v
 
 
@@ -45,8 +48,10 @@ def _seed(s: str) -> int:
         v = int(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"`{s}` is not an integer") from None
-    if not 0 <= v < 2**64:
-        raise argparse.ArgumentTypeError(f"`{s}`: must be from 0 to 2**64 - 1")
+    try:
+        check_seed(v)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(f"`{s}`: {e}") from None
     return v
 
 

@@ -20,7 +20,7 @@ import greenlet
 
 from . import MPI as _shim
 from . import _core, memory
-from .api import Machine, _settings
+from .api import Machine, _settings, check_cpu_factor, check_seed
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, RankExit, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
@@ -121,19 +121,6 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     except OSError as e:
         raise MappingError(f"mapfile `{mapping}`: cannot be read: {e.strerror}") from None
     return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi)
-
-
-def check_seed(seed: Any) -> None:
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
-        raise UsageError(f"seed = {seed!r}: an integer from 0 to 2**64 - 1")
-
-
-def check_cpu_factor(cpu_factor: Any) -> None:
-    if cpu_factor is None:
-        return
-    if isinstance(cpu_factor, bool) or not isinstance(cpu_factor, (int, float)) or not 0 < cpu_factor <= 1e6:
-        raise UsageError(f"cpu_factor = {cpu_factor!r}: a number above 0 and at most 1e6 (simulated seconds per host "
-                         "CPU second)")
 
 
 def _is_order(s: str) -> bool:

@@ -79,6 +79,8 @@ class Runtime:
         self.seed = seed
         #: The memory this process may use (None: not watched).
         self.memory_limit = memory_limit
+        #: The machine's hardware components (read once: collectives ask at every call).
+        self.components = frozenset(world.components)
         self.torus_dims = world.torus
         # Collectives: the algorithm per operation ("auto" or a name), what
         # each call used, argument checks across ranks, hardware operations.

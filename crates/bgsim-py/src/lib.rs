@@ -282,7 +282,7 @@ impl World {
     }
     #[getter]
     fn ticks_per_second(&self) -> f64 {
-        self.w.machine().spec.clock.cpu_mhz * 1e6 * self.w.machine().tick_cycle as f64
+        self.w.machine().ticks_per_second()
     }
     /// Buffer alignment network access needs, bytes.
     #[getter]

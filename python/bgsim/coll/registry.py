@@ -47,7 +47,7 @@ def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optio
     rt = call.rt
     w = rt.world
     wanted = rt.coll_choice.get(op, "auto")
-    comps = w.components
+    comps = rt.components
     algo, note = _core.collective_choose(op, wanted, nbytes, call.n, call.spans_partition(), w.tasks_per_node == 1,
                                          "collective" in comps, "barrier" in comps, alu, elements)
     if note:

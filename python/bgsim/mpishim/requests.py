@@ -145,26 +145,13 @@ class Request:
     @staticmethod
     def Get_status_any(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool]:
         """The first done request (its index), without freeing it."""
-        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
-        if not active:
-            return UNDEFINED, True
-        for i in active:
-            if requests[i]._poll():
-                requests[i]._fill(status)
-                return i, True
-        _poll_cost(requests[active[0]], "MPI.Request.Get_status_any()")
-        return UNDEFINED, False
+        return _first_done(requests, status, "MPI.Request.Get_status_any()")
 
     @staticmethod
     def Get_status_some(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Optional[List[int]]:
         """The done requests (their indices), without freeing them."""
-        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
-        if not active:
-            return None
-        idx = [i for i in active if requests[i]._poll()]
-        if not idx:
-            _poll_cost(requests[active[0]], "MPI.Request.Get_status_some()")
-        for k, i in enumerate(idx):
+        idx = _done(requests, "MPI.Request.Get_status_some()")
+        for k, i in enumerate(idx or ()):
             requests[i]._fill(statuses[k] if statuses is not None and k < len(statuses) else None)
         return idx
 
@@ -245,17 +232,11 @@ class Request:
 
     @staticmethod
     def Testany(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool]:
-        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
-        if not active:
-            return UNDEFINED, True
-        for i in active:
-            if requests[i]._poll():
-                requests[i]._fill(status)
-                requests[i]._raise()
-                requests[i]._kind = "null-done"
-                return i, True
-        _poll_cost(requests[active[0]], "MPI.Request.Testany()")
-        return UNDEFINED, False
+        i, flag = _first_done(requests, status, "MPI.Request.Testany()")
+        if flag and i != UNDEFINED:
+            requests[i]._raise()
+            requests[i]._kind = "null-done"
+        return i, flag
 
     @staticmethod
     def testany(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool, Any]:
@@ -264,13 +245,9 @@ class Request:
 
     @staticmethod
     def Testsome(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Optional[List[int]]:
-        active = [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
-        if not active:
-            return None
-        idx = [i for i in active if requests[i]._poll()]
-        if not idx:
-            _poll_cost(requests[active[0]], "MPI.Request.Testsome()")
-        _retire(requests, idx, statuses)
+        idx = _done(requests, "MPI.Request.Testsome()")
+        if idx is not None:
+            _retire(requests, idx, statuses)
         return idx
 
     @staticmethod
@@ -329,6 +306,38 @@ def _poll_cost(req: Optional["Request"], call: str) -> None:
     ctx.runtime.poll(ctx, call)
 
 
+def _active(requests: Sequence[Request]) -> List[int]:
+    """Indices of the requests that are not null or retired."""
+    return [i for i, r in enumerate(requests) if r._kind not in ("null", "null-done")]
+
+
+def _first_done(requests: Sequence[Request], status: Optional[Status], call: str) -> Tuple[int, bool]:
+    """(index of the first active request that is done, with `status`
+    filled, True); (UNDEFINED, True) with none active; else a poll and
+    (UNDEFINED, False)."""
+    active = _active(requests)
+    if not active:
+        return UNDEFINED, True
+    for i in active:
+        if requests[i]._poll():
+            requests[i]._fill(status)
+            return i, True
+    _poll_cost(requests[active[0]], call)
+    return UNDEFINED, False
+
+
+def _done(requests: Sequence[Request], call: str) -> Optional[List[int]]:
+    """Indices of the active requests that are done (None with none
+    active; a poll when none is done)."""
+    active = _active(requests)
+    if not active:
+        return None
+    idx = [i for i in active if requests[i]._poll()]
+    if not idx:
+        _poll_cost(requests[active[0]], call)
+    return idx
+
+
 def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List[Status]]) -> None:
     """Fills the statuses of the completed requests `idx` (in order), raises
     their errors and makes them inactive for later Wait/Test calls."""
@@ -366,7 +375,7 @@ def _wait_all(reqs: List[Request], call: str) -> None:
 
 
 def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
-    active = [i for i, r in enumerate(reqs) if r._kind not in ("null", "null-done")]
+    active = _active(reqs)
     if not active:
         return [UNDEFINED]
     done = [i for i in active if reqs[i]._poll()]

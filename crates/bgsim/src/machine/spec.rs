@@ -518,6 +518,10 @@ impl Machine {
     pub fn ncycles(&self, ticks: u64) -> f64 {
         ticks as f64 / self.tick_byte as f64
     }
+    /// Ticks per simulated second.
+    pub fn ticks_per_second(&self) -> f64 {
+        self.spec.clock.cpu_mhz * 1e6 * self.tick_cycle as f64
+    }
     /// Converts ticks to microseconds.
     pub fn micros(&self, ticks: u64) -> f64 {
         self.cycles(ticks) / self.spec.clock.cpu_mhz

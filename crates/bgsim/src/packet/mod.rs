@@ -220,10 +220,6 @@ impl Net {
     pub fn live_packets(&self) -> u32 {
         self.torus.live_packets()
     }
-    /// Packets sitting in the torus's VCs.
-    pub fn packets_in_vcs(&self) -> u64 {
-        self.torus.packets_in_vcs()
-    }
     /// With nothing in flight: every sender's tokens and its downstream VC
     /// add up to the VC's size (see [`Torus::check_tokens_quiescent`]).
     pub fn check_tokens(&self) -> Result<(), crate::torus::TorusError> {
@@ -559,10 +555,12 @@ impl Net {
                     }
                     self.core_step(sw, q, now, e.node, e.a as usize)
                 }
-                ev::TIMER => sw.on_timer(self, q, now, e.node, e.a as usize, e.data),
-                // The collective and barrier networks tell a core its part
-                // of an operation is done, with the tag software gave them.
-                crate::collective::ev::DONE | crate::barrier::ev::RELEASE => sw.on_timer(self, q, now, e.node, e.a as usize, e.data),
+                // A software timer, or the collective and barrier networks
+                // telling a core its part of an operation is done, with the
+                // tag software gave them.
+                ev::TIMER | crate::collective::ev::DONE | crate::barrier::ev::RELEASE => {
+                    sw.on_timer(self, q, now, e.node, e.a as usize, e.data)
+                }
                 k => unreachable!("unknown event kind {k}"),
             }
         }

@@ -88,7 +88,7 @@ pub struct MpiReport {
 /// program ended (None: it did not).
 pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
     let m = world.machine();
-    let tps = m.spec.clock.cpu_mhz * 1e6 * m.tick_cycle as f64;
+    let tps = m.ticks_per_second();
     let secs = |t: Tick| t as f64 / tps;
     let cyc = m.tick_cycle as f64;
     let end = finished.iter().map(|f| f.unwrap_or(0)).max().unwrap_or(0);

@@ -105,9 +105,9 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             break;
         }
         // Deadlock: packets are in the machine (in VCs, FIFOs or software
-        // queues) and none has moved for `dl`.
+        // queues: every live packet) and none has moved for `dl`.
         let last = sim.net.last_progress();
-        if t > last + dl && (sim.net.packets_in_vcs() > 0 || sim.net.live_packets() > 0) {
+        if t > last + dl && sim.net.live_packets() > 0 {
             deadlock_at = Some(sim.net.deadlock_formed().unwrap_or(last));
             break;
         }
