@@ -171,10 +171,20 @@ pub struct MsgLayerSpec {
     pub send_message_cycles: [u32; 4],
     /// Receiver's work per message (dispatch, `recvnew`, `recvdone`), by protocol.
     pub recv_message_cycles: [u32; 4],
-    /// Handler dispatch per packet read beyond the first, all protocols.
+    /// The message layer's own work per packet, on the sending core (header,
+    /// send-queue bookkeeping, FIFO status check) and again on the receiving
+    /// core (header decode, handler dispatch, bookkeeping); every packet
+    /// pays it, data and control alike, on top of the packet layer's write
+    /// and read.
     pub packet_handler_cycles: u32,
-    /// Sending or handling one control packet (confirmation, rendezvous ack).
-    pub control_cycles: u32,
+    /// Extra receiving work per adaptive-eager data packet: dynamically
+    /// routed packets of a message without a known buffer arrive in any
+    /// order and are tracked one by one.
+    pub adaptive_packet_cycles: u32,
+    /// Time the rendezvous handshake waits between the scout's arrival and
+    /// the ack's departure with both cores free for other work (the
+    /// advance loops' polling gaps); not core time.
+    pub rendezvous_wait_cycles: u32,
     /// Handing a receive to the coprocessor as a work unit (cache flush and
     /// invalidate of the buffer, notification), on the main core.
     pub coprocessor_workunit_cycles: u32,
@@ -259,8 +269,13 @@ pub struct MpiSpec {
     /// Force one protocol for every message ("auto": choose by size).
     pub protocol: String,
     /// MPI's own work per message (matching, requests, envelope), by
-    /// protocol, split evenly between sender and receiver.
+    /// protocol, split evenly between sender and receiver: core time.
     pub message_cycles: [u32; 4],
+    /// MPI's waiting per message, by protocol: time between a message's
+    /// first packet (or scout) reaching the receiver and MPI taking it up,
+    /// with the cores free for other work (adaptive eager: the receiver's
+    /// token; rendezvous: MPI's side of the handshake).
+    pub wait_cycles: [u32; 4],
 }
 
 impl MpiSpec {
@@ -395,8 +410,11 @@ impl Machine {
         let ml = &spec.msglayer;
         let maxp = max_bytes - t.hw_header_bytes - t.sw_header_bytes;
         check(ml.metadata_bytes < maxp, src, "msglayer.metadata_bytes", ml.metadata_bytes, &format!("less than a packet's payload ({maxp})"))?;
-        for (key, v) in [("msglayer.send_message_cycles", &ml.send_message_cycles), ("msglayer.recv_message_cycles", &ml.recv_message_cycles), ("mpi.message_cycles", &spec.mpi.message_cycles)] {
+        for (key, v) in [("msglayer.send_message_cycles", &ml.send_message_cycles), ("msglayer.recv_message_cycles", &ml.recv_message_cycles), ("mpi.message_cycles", &spec.mpi.message_cycles), ("mpi.wait_cycles", &spec.mpi.wait_cycles)] {
             check(v.iter().all(|&c| c <= 10_000_000), src, key, format!("{v:?}"), "four cycle counts (one_packet, eager, adaptive_eager, rendezvous) of at most 10,000,000")?;
+        }
+        for (key, v) in [("msglayer.packet_handler_cycles", ml.packet_handler_cycles), ("msglayer.adaptive_packet_cycles", ml.adaptive_packet_cycles), ("msglayer.rendezvous_wait_cycles", ml.rendezvous_wait_cycles)] {
+            check(v <= 10_000_000, src, key, v, "a cycle count of at most 10,000,000")?;
         }
         check((0.0..=1.0).contains(&ml.unaligned_copy_fraction), src, "msglayer.unaligned_copy_fraction", ml.unaligned_copy_fraction, "a fraction from 0 to 1")?;
         let mp = &spec.mpi;

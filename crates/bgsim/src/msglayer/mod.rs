@@ -64,6 +64,7 @@ mod tk {
     pub const REQ_DONE: u32 = 3;
     pub const RECV_COPIED: u32 = 4;
     pub const START: u32 = 5;
+    pub const ENVELOPE: u32 = 6;
 }
 
 fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
@@ -214,6 +215,10 @@ struct RankState {
     /// Per destination: messages not yet started (head may be in progress).
     /// (Fx hashing: a rank number needs no protection from crafted keys.)
     peers: FxHashMap<u32, VecDeque<MsgId>>,
+    /// Per source whose last envelope is being waited for (see
+    /// `Costs::wait`): when it will be taken up. A later envelope from the
+    /// same source is not taken up before it, so matching keeps MPI's order.
+    envelope_ready: FxHashMap<u32, Tick>,
     stats: RankStats,
 }
 
@@ -224,7 +229,11 @@ struct Costs {
     recv_msg: [Tick; 4],
     mpi_half: [Tick; 4],
     packet: Tick,
-    control: Tick,
+    adaptive_packet: Tick,
+    /// Waiting between a message's first packet (or scout) arriving and its
+    /// envelope being taken up, by protocol: the rendezvous handshake's and
+    /// MPI's. The cores are free meanwhile.
+    wait: [Tick; 4],
     workunit: Tick,
     intranode: Tick,
     interrupt: Tick,
@@ -247,6 +256,9 @@ pub struct MsgLayer {
     maxp: u32,
     meta: u32,
     coproc_rendezvous: bool,
+    /// Packets of one message the advance loop writes per turn: an
+    /// injection FIFO's worth of full packets.
+    burst: u32,
     /// Tasks per node (VN and DUAL modes run several, each with its own
     /// share of the injection FIFOs and its own reception FIFO group).
     tasks_per_node: usize,
@@ -276,6 +288,8 @@ impl MsgLayer {
         let ml = &m.spec.msglayer;
         let ticks = |v: &[u32; 4]| v.map(|c| c as Tick * t);
         let mpi_half = if mpi { m.spec.mpi.message_cycles.map(|c| c as Tick * t / 2) } else { [0; 4] };
+        let mut wait = if mpi { ticks(&m.spec.mpi.wait_cycles) } else { [0; 4] };
+        wait[Protocol::Rendezvous.index()] += ml.rendezvous_wait_cycles as Tick * t;
         // Division of work between the cores: in VN mode each task owns a
         // core, half the injection FIFOs and a reception group; otherwise the
         // main core does everything, the second reception group belonging to
@@ -304,6 +318,7 @@ impl MsgLayer {
                     unexpected: Vec::new(),
                     probes: Vec::new(),
                     peers: FxHashMap::default(),
+                    envelope_ready: FxHashMap::default(),
                     stats: RankStats::default(),
                 }
             })
@@ -320,7 +335,8 @@ impl MsgLayer {
                 recv_msg: ticks(&ml.recv_message_cycles),
                 mpi_half,
                 packet: ml.packet_handler_cycles as Tick * t,
-                control: ml.control_cycles as Tick * t,
+                adaptive_packet: ml.adaptive_packet_cycles as Tick * t,
+                wait,
                 workunit: ml.coprocessor_workunit_cycles as Tick * t,
                 intranode: ml.intranode_message_cycles as Tick * t,
                 interrupt: if ml.interrupts { m.spec.cpu.interrupt_cycles as Tick * t } else { 0 },
@@ -331,6 +347,7 @@ impl MsgLayer {
             maxp: m.max_payload_bytes(),
             meta: ml.metadata_bytes,
             coproc_rendezvous: ml.coprocessor_rendezvous && m.mode == NodeMode::Coprocessor && cores > 1,
+            burst: (m.torus().injection_fifo_bytes / m.max_packet_bytes()).max(1),
             tasks_per_node: tpn,
             fifos_per_task,
             completed: Vec::new(),
@@ -594,10 +611,32 @@ impl MsgLayer {
         net.send(q, now, node, p, Some(f));
     }
 
-    /// Emits the next packet of the core's streams (round-robin between messages).
+    /// Emits the next packets of the core's streams, round-robin between
+    /// messages: as the advance loop fills an injection FIFO, a message's
+    /// data goes out up to a FIFO's worth of packets per turn (so starting
+    /// the next messages, which costs the core far more than a packet, does
+    /// not leave the link waiting between two packets); a scout ends the
+    /// turn.
     fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
         let ci = net.core_index(node, core);
         let Some(id) = self.streams[ci].pop_front() else { return };
+        // The message layer's direct-injection alltoall interleaves its
+        // destinations packet by packet: one packet per turn there.
+        let burst = if self.msgs[id as usize].direct { 1 } else { self.burst };
+        let mut more = true;
+        for _ in 0..burst {
+            more = self.emit_packet(net, q, now, id);
+            if !more {
+                break;
+            }
+        }
+        if more {
+            self.streams[ci].push_back(id);
+        }
+    }
+
+    /// Emits one packet of message `id`; true if more are to come.
+    fn emit_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         let m = &self.msgs[id as usize];
         let proto = m.proto.expect("network message");
         let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);
@@ -648,9 +687,7 @@ impl MsgLayer {
                 }
             }
         }
-        if more {
-            self.streams[ci].push_back(id);
-        }
+        more
     }
 
     /// Data bytes in a packet of `kind` with `payload` at `offset`.
@@ -741,6 +778,27 @@ impl MsgLayer {
         }
     }
 
+    /// A message's first packet (or scout) has been read: its envelope is
+    /// taken up now or, when the protocol waits (`Costs::wait`), later - and
+    /// never before an earlier envelope from the same source.
+    fn arrived_envelope(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, core: usize) {
+        let m = &self.msgs[id as usize];
+        let (dst, src) = (m.dst, m.src);
+        let wait = match m.proto {
+            Some(p) if !m.direct => self.costs.wait[p.index()],
+            _ => 0,
+        };
+        let ready = &mut self.ranks[dst as usize].envelope_ready;
+        let at = (now + wait).max(ready.get(&src).copied().unwrap_or(0));
+        if at > now {
+            ready.insert(src, at);
+            let (node, _) = self.place(dst);
+            net.timer(q, at, node, core, timer_tag(tk::ENVELOPE, id));
+        } else {
+            self.envelope(net, q, now, id, core);
+        }
+    }
+
     /// A message's envelope reached its receiver: charge `recvnew`, match.
     fn envelope(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, core: usize) {
         self.msgs[id as usize].envelope = true;
@@ -749,12 +807,11 @@ impl MsgLayer {
         let (node, _) = self.place(dst);
         let cost = match m.proto {
             _ if m.direct => 0,
-            Some(p) => self.costs.recv_msg[p.index()] + self.costs.mpi_half[p.index()],
+            Some(p) => self.costs.recv_msg[p.index()] - self.recv_done_ticks(id) + self.costs.mpi_half[p.index()],
             None => self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()],
         };
         net.charge(q, now, node, core, cost, Work::Protocol);
         if m.proto == Some(Protocol::AdaptiveEager) {
-            net.charge(q, now, node, core, self.costs.control, Work::Protocol);
             self.send_packet(net, q, now, dst, src, pk::CONFIRM, id, 0, 8, Routing::Deterministic, false);
         }
         let rs = &self.ranks[dst as usize];
@@ -800,12 +857,10 @@ impl MsgLayer {
         match proto {
             Some(Protocol::Rendezvous) => {
                 // Ack with the buffer address; the data may now come.
-                let mut cost = self.costs.control;
                 if self.coproc_rendezvous {
                     self.msgs[id as usize].coproc = true;
-                    cost += self.costs.workunit;
+                    net.charge(q, now, node, core, self.costs.workunit, Work::Protocol);
                 }
-                net.charge(q, now, node, core, cost, Work::Protocol);
                 self.send_packet(net, q, now, dst, src, pk::RACK, id, 0, 16, Routing::Deterministic, false);
             }
             _ if sync => {
@@ -814,6 +869,17 @@ impl MsgLayer {
             _ => {}
         }
         self.check_recv(net, q, now, id);
+    }
+
+    /// The receiver's per-message work done when the message is complete
+    /// (`recvdone`): half of `recv_message_cycles`, the other half (dispatch,
+    /// `recvnew`) being done when its envelope is taken up.
+    fn recv_done_ticks(&self, id: MsgId) -> Tick {
+        match &self.msgs[id as usize] {
+            m if m.direct => 0,
+            Msg { proto: Some(p), .. } => self.costs.recv_msg[p.index()] / 2,
+            _ => 0,
+        }
     }
 
     /// Completes the receive of a message once matched and all its data is in.
@@ -831,10 +897,12 @@ impl MsgLayer {
             net.charge(q, now, node, core, ticks, Work::Copy);
         }
         let m = &self.msgs[id as usize];
+        let (node, core) = self.place(m.dst);
+        net.charge(q, now, node, core, self.recv_done_ticks(id), Work::Protocol);
+        let m = &self.msgs[id as usize];
         if m.unexpected {
             // The data waited in a temporary buffer: copy it out (realigning
             // it on the way if need be).
-            let (node, core) = self.place(m.dst);
             let done = net.charge(q, now, node, core, self.copy_ticks(m.bytes), Work::Copy);
             self.msgs[id as usize].unexpected = false;
             self.msgs[id as usize].finishing = true;
@@ -843,7 +911,6 @@ impl MsgLayer {
         }
         // `recvdone` runs when the receiving rank's core has finished the
         // work charged for this message so far.
-        let (node, core) = self.place(m.dst);
         let busy = net.core_busy_until(node, core);
         if busy > now {
             self.msgs[id as usize].finishing = true;
@@ -1124,13 +1191,16 @@ impl Software for MsgLayer {
         if self.costs.interrupt > 0 {
             net.charge(q, now, node, core, self.costs.interrupt, Work::Interrupt);
         }
+        // The message layer's per-packet work (a deposit packet's is charged
+        // where it is forwarded).
+        if kind != pk::DEPOSIT {
+            let extra = if kind == pk::ADAPT { self.costs.adaptive_packet } else { 0 };
+            net.charge(q, now, node, core, self.costs.packet + extra, Work::Protocol);
+        }
         match kind {
             pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA => {
                 let len = self.data_len(kind, offset, pkt.payload as u32);
                 let first = kind != pk::RDATA && offset == 0;
-                if !first {
-                    net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
-                }
                 let m = &mut self.msgs[id as usize];
                 m.arrived += len;
                 if offset < m.rx_next {
@@ -1138,13 +1208,12 @@ impl Software for MsgLayer {
                 }
                 m.rx_next = m.rx_next.max(offset + len);
                 if first {
-                    self.envelope(net, q, now, id, core);
+                    self.arrived_envelope(net, q, now, id, core);
                 }
                 self.check_recv(net, q, now, id);
             }
-            pk::SCOUT => self.envelope(net, q, now, id, core),
+            pk::SCOUT => self.arrived_envelope(net, q, now, id, core),
             pk::RACK => {
-                net.charge(q, now, node, core, self.costs.control, Work::Protocol);
                 let m = &mut self.msgs[id as usize];
                 m.acked = true;
                 if m.bytes == 0 {
@@ -1154,7 +1223,6 @@ impl Software for MsgLayer {
                 }
             }
             pk::CONFIRM => {
-                net.charge(q, now, node, core, self.costs.control, Work::Protocol);
                 let m = &mut self.msgs[id as usize];
                 m.acked = true;
                 let (src, dst, all_queued) = (m.src, m.dst, m.scout_sent && m.queued >= m.bytes);
@@ -1172,8 +1240,10 @@ impl Software for MsgLayer {
         }
     }
 
-    fn on_written(&mut self, _net: &mut Net, _q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
+    fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
+        // The message layer's per-packet work on the sending side.
+        net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
         if kind == pk::DEPOSIT {
             let b = &mut self.bcasts[id as usize];
             if pkt.src == b.root {
@@ -1209,6 +1279,14 @@ impl Software for MsgLayer {
             tk::REQ_DONE => self.complete(id, now),
             tk::RECV_COPIED => self.recv_complete(now, id),
             tk::START => self.start(net, q, now, id),
+            tk::ENVELOPE => {
+                let (dst, src) = (self.msgs[id as usize].dst, self.msgs[id as usize].src);
+                let ready = &mut self.ranks[dst as usize].envelope_ready;
+                if ready.get(&src) == Some(&now) {
+                    ready.remove(&src);
+                }
+                self.envelope(net, q, now, id, core);
+            }
             k => unreachable!("unknown message-layer timer kind {k}"),
         }
     }
