@@ -127,7 +127,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Runs PROGRAM once per rank on the simulated machine; inside it, `from mpi4py import MPI` "
                     "is the simulated MPI. Ranks print to this terminal; a summary (simulated time, messages) "
                     "goes to stderr.",
-        epilog="example: bgsim run --shape 4x4x2 -n 32 examples/ring.py")
+        epilog="examples: bgsim run --shape 4x4x2 -n 32 examples/ring.py\n"
+               "          bgsim run --shape 4x4x2 --mode vn --skeleton bt --class B -n 64",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     _machine_args(run)
     run.add_argument("-n", "--np", dest="nranks", type=_count, metavar="N",
                      help="number of ranks (default: every task slot of the partition, or the mapfile's lines)")
@@ -145,7 +147,14 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
                      help="run even if the estimate exceeds the memory this process may use, and do not stop "
                           "the run when it nears that limit")
-    run.add_argument("program", help="the Python program")
+    run.add_argument("--skeleton", choices=["bt", "sp", "lu", "cg", "mg", "ft", "is", "ep"], metavar="NAS",
+                     help="instead of a program, run the communication skeleton of a NAS Parallel Benchmark "
+                          "(bt, sp, lu, cg, mg, ft, is, ep; docs/skeletons.md)")
+    run.add_argument("--class", dest="nas_class", default="B", choices=["S", "W", "A", "B", "C"],
+                     help="NAS problem class for --skeleton (default B)")
+    run.add_argument("--iterations", type=_count, default=2, metavar="N",
+                     help="timed iterations of the skeleton's main loop to simulate, after one warm-up (default 2)")
+    run.add_argument("program", nargs="?", help="the Python program")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program (sys.argv[1:])")
 
     r = sub.add_parser("reproduce", help="reproduce the published experiments",
@@ -331,7 +340,14 @@ def _run(a: argparse.Namespace) -> int:
     if a.cpu_factor is not None and a.cpu_factor < 0:
         print(f"bgsim run: error: --cpu-factor {a.cpu_factor}: must be >= 0", file=sys.stderr)
         return 2
-    if not os.path.isfile(a.program):
+    if a.skeleton and a.program:
+        print(f"bgsim run: error: give a program or --skeleton, not both (got `{a.program}` and --skeleton {a.skeleton})",
+              file=sys.stderr)
+        return 2
+    if not a.skeleton and not a.program:
+        print("bgsim run: error: give a program to run, or --skeleton NAS", file=sys.stderr)
+        return 2
+    if not a.skeleton and not os.path.isfile(a.program):
         print(f"bgsim run: error: program `{a.program}` not found", file=sys.stderr)
         return 2
     if a.json and (err := _out_file_error(a.json, "--json")):
@@ -339,8 +355,19 @@ def _run(a: argparse.Namespace) -> int:
         return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     try:
-        r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
-                     cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check)
+        if a.skeleton:
+            from . import nas
+            from .program import run as run_main
+
+            # Refused before the run: a rank count the benchmark cannot use.
+            nas.plan(a.skeleton, a.nas_class, a.nranks or machine.info["nodes"] * machine.info["tasks_per_node"])
+            r = run_main(lambda: nas.run_rank(a.skeleton, a.nas_class, iterations=a.iterations), machine=machine,
+                         nranks=a.nranks, mapping=a.mapping, seed=a.seed, progress=not a.quiet, coll=a.coll,
+                         memory_check=a.memory_check)
+            print(nas.describe(r.results[0]))
+        else:
+            r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
+                         cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check)
     except RankError as e:
         sys.stdout.flush()
         print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")

@@ -68,3 +68,42 @@ def allreduce(comm: Any, nbytes: int, itemsize: int = 8, floating: bool = False)
     c = _coll.Call(comm, "allreduce", check=nbytes)
     v = Sized(nbytes // itemsize, itemsize)
     _coll.run("allreduce", c, v, _reducer(itemsize, floating), nbytes=nbytes, alu=True, elements=v.n)
+
+
+def reduce(comm: Any, nbytes: int, root: int = 0, itemsize: int = 8, floating: bool = False) -> None:
+    """MPI_Reduce (a sum) of `nbytes` to `root`."""
+    c = _coll.Call(comm, "reduce", root, check=nbytes)
+    v = Sized(nbytes // itemsize, itemsize)
+    _coll.run("reduce", c, v, _reducer(itemsize, floating), root, nbytes=nbytes, alu=True, elements=v.n)
+
+
+def isend(comm: Any, nbytes: int, dest: int, tag: int = 0) -> Any:
+    """MPI_Isend of a message of `nbytes` (no content) to `dest`."""
+    return comm._isend_bytes(int(nbytes), dest, tag, 0, "Isend")
+
+
+def irecv(comm: Any, nbytes: int, source: int, tag: int = 0) -> Any:
+    """MPI_Irecv of a message of up to `nbytes` (no content) from `source`."""
+    return comm._irecv_into(int(nbytes), source, tag, None)
+
+
+def waitall(requests: Any) -> None:
+    """MPI_Waitall."""
+    from .mpishim.requests import Request
+    if requests:
+        Request.Waitall(list(requests))
+
+
+def alltoallv(comm: Any, send_bytes: Any, recv_bytes: Any = None) -> None:
+    """MPI_Alltoallv sending `send_bytes[r]` to rank r and receiving
+    `recv_bytes[r]` (by default the same counts: a symmetric exchange) from
+    it, as a generic MPI does it: every nonzero receive and send posted at
+    once, then one wait."""
+    n, me = comm.Get_size(), comm.Get_rank()
+    sends = list(send_bytes)
+    recvs = sends if recv_bytes is None else list(recv_bytes)
+    if len(sends) != n or len(recvs) != n:
+        raise ValueError(f"alltoallv: {len(sends)} send and {len(recvs)} receive counts for {n} ranks")
+    reqs = [irecv(comm, recvs[r], r, 12) for r in ((me - k) % n for k in range(1, n)) if recvs[r]]
+    reqs += [isend(comm, sends[r], r, 12) for r in ((me + k) % n for k in range(1, n)) if sends[r]]
+    waitall(reqs)

@@ -6,5 +6,6 @@ from .base import REGISTRY, Context, Experiment, Outcome, get, names
 from . import torus  # noqa: F401  (registers the torus-* experiments)
 from . import mpi  # noqa: F401  (registers the mpi-* point-to-point experiments)
 from . import collectives  # noqa: F401  (registers mpi-bcast, mpi-alltoall, mpi-tree)
+from . import nas  # noqa: F401  (registers mpi-modes, mpi-mapping-bt)
 
 __all__ = ["REGISTRY", "Context", "Experiment", "Outcome", "get", "names"]
