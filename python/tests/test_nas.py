@@ -115,3 +115,17 @@ def test_a_mapping_from_the_graph_lowers_hop_bytes_and_runs(tmp_path):
     mapping.write_mapfile(str(path), opt)
     r = bgsim.run(lambda: nas.run_rank("bt", "S", iterations=1, warmup=0), shape="4x4x4", mapping=str(path))
     assert [tuple(int(x[k]) for k in "xyzt") for x in r.ranks] == opt
+
+
+def test_mg_exchanges_ghost_layers_on_every_level_of_the_v_cycle():
+    # class S (32^3, 5 levels) on 2 x 2 x 2 ranks: 3 x 5 - 1 = 14 comm3
+    # calls, each 2 messages along each of the 3 axes.
+    _, sends, nbytes = one_iteration("mg", "S", "2x2x2", 8)
+    assert sends == 8 * 14 * 6
+    # the finest level's x faces alone: 16 x 16 doubles to each side
+    assert nbytes > 8 * 3 * 2 * 16 * 16 * 8
+
+
+def test_ep_only_reduces_three_sums():
+    r, sends, _ = one_iteration("ep", "S", "2x2x2", 8)
+    assert sends == 0 and sum(r.collectives["allreduce"].values()) == 3
