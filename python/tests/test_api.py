@@ -150,3 +150,18 @@ def test_no_hidden_cap_on_simulated_time():
         bgsim.run_traffic("uniform", shape="2x2x2", measure_ncycles=20_000, max_ncycles=10_000)
     with pytest.raises(bgsim.WorkloadError, match="measure_ncycles.*at most"):
         bgsim.run_traffic("uniform", shape="2x2x2", measure_ncycles=2**62)
+
+
+def test_escape_commit_holds_stalled_heads_to_their_escape_vc():
+    """torus.escape_commit: a dynamic head that stalled on its escape move
+    waits for that VC; fewer token returns then unblock it than when it may
+    choose a dynamic VC again (and error-free default runs are unaffected)."""
+    def run(commit):
+        return bgsim.run_traffic("hot_region", "bgl", shape="8x8x8",
+                                 settings=['torus.escape="dateline_dim"', f"torus.escape_commit={commit}"],
+                                 routing="dynamic", load=1.5, hot_fraction=0.25, region_lo=[2, 2, 2],
+                                 region_size=[4, 4, 4], payload_bytes=240, warmup_ncycles=0, measure_ncycles=20000,
+                                 window_ncycles=2000, seed=3)
+    held, free = run("true"), run("false")
+    assert held.unblock_prob < 0.5 * free.unblock_prob
+    assert held.packets["delivered"] > 0 and free.packets["delivered"] > 0

@@ -107,6 +107,12 @@ pub struct TorusSpec {
     /// the packet from its retransmission buffer (0: no errors).
     #[serde(default)]
     pub link_bit_error_rate: f64,
+    /// A dynamic packet that fell back to its escape move and found no
+    /// tokens waits for that escape VC (false: it chooses again among the
+    /// dynamic VCs whenever something changes, as the hardware arbiter
+    /// does every cycle).
+    #[serde(default)]
+    pub escape_commit: bool,
     pub injection_fifos: u32,
     pub hp_injection_fifos: u32,
     pub injection_fifo_bytes: u32,
