@@ -22,7 +22,10 @@ pub struct Params {
     pub full_tokens: u16,
     pub escape: Escape,
     pub bubble: BubbleAccounting,
-    pub escape_commit: bool,
+    /// Head flags that must read exactly `flags::DYNAMIC` for a head to
+    /// choose among the dynamic VCs: DYNAMIC | HIGH_PRIORITY, and STALLED
+    /// too with `escape_commit` (a stalled head waits for its escape VC).
+    pub dynamic_choice_mask: u8,
     pub arbitration: Arbitration,
     pub slq_fraction: f64,
     pub ranges: u32,
@@ -107,7 +110,7 @@ impl Params {
             full_tokens: m.full_packet_tokens as u16,
             escape: t.escape,
             bubble: t.bubble_accounting,
-            escape_commit: t.escape_commit,
+            dynamic_choice_mask: flags::DYNAMIC | flags::HIGH_PRIORITY | if t.escape_commit { flags::STALLED } else { 0 },
             arbitration: t.arbitration,
             slq_fraction: t.slq_fraction,
             ranges: t.token_ranges,

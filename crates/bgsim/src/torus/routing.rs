@@ -181,7 +181,9 @@ pub(super) const FREE_OPTIONS: [u64; 64] = {
 #[inline(always)]
 pub(super) fn choose_move(p: &Params, geo: &Geometry, r: &mut Router, n: u32, h: Head, at_vc: u8, prod: u8, free: u8) -> Choice {
     // High-priority packets take the escape move on the high-priority VC.
-    if Routing::of(h.flags) == Routing::Dynamic && !h.is(flags::HIGH_PRIORITY) && !(p.escape_commit && h.is(flags::STALLED)) {
+    // One mask test: dynamic, not high priority and (with escape_commit)
+    // not stalled on its escape move.
+    if h.flags & p.dynamic_choice_mask == flags::DYNAMIC {
         // The (direction, dynamic VC) options in the best token range, as
         // bits direction * 4 + VC; one of those on a free link at random
         // when several tie.
