@@ -89,6 +89,25 @@ class RunResult:
                 f"{c['packets_delivered']:,} packets; wall {self.wall_s:.2f} s")
 
 
+def partition_for(source: str, sets: Sequence[str], nranks: Optional[int]) -> List[str]:
+    """The setting that gives a run of `nranks` ranks, with no shape of its
+    own, the smallest of its machine's partition shapes that holds it (none
+    when the machine lists none or the shape was given)."""
+    if nranks is None or any(s.replace(" ", "").startswith("partition.shape=") for s in sets):
+        return []
+    m = Machine(source, list(sets))
+    tpn = m.info["tasks_per_node"]
+    fits = [s for s in m.info.get("partition_shapes", []) if _nodes(s) * tpn >= nranks]
+    return [f'partition.shape="{min(fits, key=_nodes)}"'] if fits else []
+
+
+def _nodes(shape: str) -> int:
+    n = 1
+    for d in shape.lower().split("x"):
+        n *= int(d)
+    return n
+
+
 def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
                settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
@@ -102,6 +121,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
     if nranks is not None and (not isinstance(nranks, int) or nranks < 1):
         raise UsageError(f"nranks = {nranks!r}: must be a positive integer")
+    sets += partition_for(machine.source, sets, nranks)
     check_seed(seed)
     if memory_check:
         m = Machine(machine.source, sets)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import coll as _coll
+from .errors import UsageError
 
 
 class Sized:
@@ -103,7 +104,7 @@ def alltoallv(comm: Any, send_bytes: Any, recv_bytes: Any = None) -> None:
     sends = list(send_bytes)
     recvs = sends if recv_bytes is None else list(recv_bytes)
     if len(sends) != n or len(recvs) != n:
-        raise ValueError(f"alltoallv: {len(sends)} send and {len(recvs)} receive counts for {n} ranks")
+        raise UsageError(f"alltoallv: {len(sends)} send and {len(recvs)} receive counts for {n} ranks")
     reqs = [irecv(comm, recvs[r], r, 12) for r in ((me - k) % n for k in range(1, n)) if recvs[r]]
     reqs += [isend(comm, sends[r], r, 12) for r in ((me + k) % n for k in range(1, n)) if sends[r]]
     waitall(reqs)

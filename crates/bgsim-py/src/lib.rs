@@ -46,6 +46,9 @@ fn machine_info(machine: &str, settings: Vec<String>) -> PyResult<(String, Strin
         "max_payload_bytes": m.max_payload_bytes(),
         "link_MBps": m.link_bytes_per_s() / 1e6,
         "cpu_mhz": m.spec.clock.cpu_mhz,
+        "cores": m.cores(),
+        "partition_shapes": m.spec.partition.shapes,
+        "components": m.spec.components().iter().map(|c| c.name()).collect::<Vec<_>>(),
     });
     Ok((m.to_toml(), derived.to_string()))
 }

@@ -9,6 +9,7 @@ from typing import Dict, List, Tuple
 
 from .. import mapping as _mapping
 from .. import nas
+from ..errors import WorkloadError
 from ..program import run
 from .base import Context, Outcome, register
 from .mpi import BGL
@@ -60,7 +61,7 @@ def _bt_shape(p: int) -> Tuple[int, int, int]:
     for s in ((4, 4, 2), (4, 4, 8), (8, 8, 8), (8, 8, 16)):
         if p <= s[0] * s[1] * s[2]:
             return s
-    raise ValueError(f"{p} processes: more than 1,024")
+    raise WorkloadError(f"{p} processes: more than 1,024")
 
 
 @register("mpi-mapping-bt", "bgl", "NAS BT on 1..1,024 processes: default XYZT mapping vs one chosen from its graph")

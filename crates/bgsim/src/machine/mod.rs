@@ -33,7 +33,10 @@ pub enum MachineError {
 /// The built-in machines: name and TOML (`machines/NAME.toml`, every
 /// parameter commented). A preset declares its components by its sections
 /// (see [`Component`]). Adding one: its file and its line here.
-pub const PRESETS: &[(&str, &str)] = &[("bgl", include_str!("../../../../machines/bgl.toml"))];
+pub const PRESETS: &[(&str, &str)] = &[
+    ("bgl", include_str!("../../../../machines/bgl.toml")),
+    ("bgp", include_str!("../../../../machines/bgp.toml")),
+];
 
 /// Names of the built-in presets.
 pub fn preset_names() -> Vec<&'static str> {

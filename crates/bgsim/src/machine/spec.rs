@@ -298,6 +298,30 @@ pub struct PartitionSpec {
     #[serde(default)]
     pub mesh: String,
     pub mode: NodeMode,
+    /// Partition shapes by size (the machine's allocation units): a run
+    /// given a rank count and no shape gets the smallest that holds it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<String>,
+}
+
+/// The DMA engine (BG/P): one per node, between the torus FIFOs and memory.
+/// With it the cores never touch torus packets: the engine injects what
+/// their descriptors name and stores what arrives (into a memory FIFO a
+/// core reads, or straight into a buffer whose byte counter it polls).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DmaSpec {
+    /// Bytes the engine moves per processor cycle in each direction
+    /// (injection and reception are separate), for network and intra-node
+    /// traffic alike.
+    pub bytes_per_cycle: f64,
+    /// Engine time per packet or per descriptor on top of its bytes, cycles.
+    pub packet_cycles: u32,
+    /// A core's work to read one packet from a memory FIFO (header decode,
+    /// dispatch, copy of the payload out of the FIFO), cycles.
+    pub memfifo_packet_cycles: u32,
+    /// A core's work to post one descriptor to its work FIFO, cycles.
+    pub descriptor_cycles: u32,
 }
 
 /// The machine description exactly as written in TOML.
@@ -317,6 +341,9 @@ pub struct MachineSpec {
     /// The global-interrupt barrier network; absent on a machine without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier: Option<BarrierSpec>,
+    /// The DMA engine; absent on a machine whose cores move the packets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma: Option<DmaSpec>,
     pub collectives: CollectivesSpec,
     pub partition: PartitionSpec,
 }
@@ -331,6 +358,9 @@ impl MachineSpec {
         }
         if self.barrier.is_some() {
             c.push(Component::Barrier);
+        }
+        if self.dma.is_some() {
+            c.push(Component::Dma);
         }
         c
     }
@@ -437,6 +467,12 @@ impl Machine {
         if let Some(b) = &spec.barrier {
             check((0.0..=1e12).contains(&b.latency_ns), src, "barrier.latency_ns", format!("{:?}", b.latency_ns), "0 to 1e12 ns")?;
         }
+        if let Some(d) = &spec.dma {
+            check(d.bytes_per_cycle > 0.0 && d.bytes_per_cycle <= 1024.0, src, "dma.bytes_per_cycle", d.bytes_per_cycle, "a number of bytes per cycle above 0, at most 1024")?;
+            for (key, v) in [("dma.packet_cycles", d.packet_cycles), ("dma.memfifo_packet_cycles", d.memfifo_packet_cycles), ("dma.descriptor_cycles", d.descriptor_cycles)] {
+                check(v <= 10_000_000, src, key, v, "a cycle count of at most 10,000,000")?;
+            }
+        }
         // The names come from the collective registry (pure data, read here
         // so that a machine naming an unknown algorithm is refused at load).
         for op in crate::mpi::coll::OPERATIONS {
@@ -466,12 +502,23 @@ impl Machine {
             &format!("one of this machine's modes: {}", n.modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")))?;
         // Each task of a node reads its own group of reception FIFOs (the
         // model has two) and injects into its own share of the FIFOs.
+        // (With a DMA engine the engine reads and writes every FIFO.)
         let tasks = p.mode.tasks_per_node(n.cores);
-        check(tasks <= crate::torus::RX_GROUPS as u32, src, "node.cores", n.cores,
-            &format!("at most {} tasks per node in mode {} (one reception FIFO group each; this mode runs one task per core)",
-                crate::torus::RX_GROUPS, p.mode.name()))?;
-        check(t.injection_fifos >= tasks, src, "torus.injection_fifos", t.injection_fifos,
-            &format!("at least one per task: {tasks} in mode {}", p.mode.name()))?;
+        if spec.dma.is_none() {
+            check(tasks <= crate::torus::RX_GROUPS as u32, src, "node.cores", n.cores,
+                &format!("at most {} tasks per node in mode {} (one reception FIFO group each; this mode runs one task per core)",
+                    crate::torus::RX_GROUPS, p.mode.name()))?;
+            check(t.injection_fifos >= tasks, src, "torus.injection_fifos", t.injection_fifos,
+                &format!("at least one per task: {tasks} in mode {}", p.mode.name()))?;
+        }
+        for s in &p.shapes {
+            Shape::parse(s, "").map_err(|e| MachineError::Invalid {
+                source_name: src.into(),
+                key: "partition.shapes".into(),
+                value: format!("{s:?}"),
+                allowed: e.to_string(),
+            })?;
+        }
         let tick_cycle = c.ticks_per_cpu_cycle as u64;
         let tick_byte = tick_cycle * c.cpu_cycles_per_link_byte as u64;
         let vcs = t.dynamic_vcs as usize + t.escape.escape_vcs() + 1;

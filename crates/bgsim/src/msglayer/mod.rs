@@ -65,6 +65,7 @@ mod tk {
     pub const RECV_COPIED: u32 = 4;
     pub const START: u32 = 5;
     pub const ENVELOPE: u32 = 6;
+    pub const POSTED: u32 = 7;
 }
 
 fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
@@ -230,6 +231,10 @@ struct Costs {
     mpi_half: [Tick; 4],
     packet: Tick,
     adaptive_packet: Tick,
+    /// With a DMA engine: a core's work per packet read from a memory FIFO,
+    /// and per descriptor posted.
+    memfifo_packet: Tick,
+    descriptor: Tick,
     /// Waiting between a message's first packet (or scout) arriving and its
     /// envelope being taken up, by protocol: the rendezvous handshake's and
     /// MPI's. The cores are free meanwhile.
@@ -256,6 +261,10 @@ pub struct MsgLayer {
     maxp: u32,
     meta: u32,
     coproc_rendezvous: bool,
+    /// The node's DMA engine slots (injection; reception is the next), on a
+    /// machine with one: the engine moves every packet, the cores post
+    /// descriptors and read memory FIFOs.
+    dma: Option<usize>,
     /// Packets of one message the advance loop writes per turn: an
     /// injection FIFO's worth of full packets.
     burst: u32,
@@ -336,6 +345,8 @@ impl MsgLayer {
                 mpi_half,
                 packet: ml.packet_handler_cycles as Tick * t,
                 adaptive_packet: ml.adaptive_packet_cycles as Tick * t,
+                memfifo_packet: m.spec.dma.as_ref().map_or(0, |d| d.memfifo_packet_cycles as Tick * t),
+                descriptor: m.spec.dma.as_ref().map_or(0, |d| d.descriptor_cycles as Tick * t),
                 wait,
                 workunit: ml.coprocessor_workunit_cycles as Tick * t,
                 intranode: ml.intranode_message_cycles as Tick * t,
@@ -348,6 +359,7 @@ impl MsgLayer {
             meta: ml.metadata_bytes,
             coproc_rendezvous: ml.coprocessor_rendezvous && m.mode == NodeMode::Coprocessor && cores > 1,
             burst: (m.torus().injection_fifo_bytes / m.max_packet_bytes()).max(1),
+            dma: net.dma_slot(),
             tasks_per_node: tpn,
             fifos_per_task,
             completed: Vec::new(),
@@ -367,6 +379,12 @@ impl MsgLayer {
     pub fn place(&self, rank: u32) -> (u32, usize) {
         let r = &self.ranks[rank as usize];
         (r.node, r.core as usize)
+    }
+    /// Where `rank`'s packets are written from: its core, or its node's DMA
+    /// engine.
+    fn injector(&self, rank: u32) -> (u32, usize) {
+        let r = &self.ranks[rank as usize];
+        (r.node, self.dma.unwrap_or(r.core as usize))
     }
     pub fn task(&self, rank: u32) -> u32 {
         self.ranks[rank as usize].task as u32
@@ -559,14 +577,20 @@ impl MsgLayer {
             return;
         }
         let p = m.proto.expect("network message").index();
-        let cost = self.costs.send_msg[p] + self.costs.mpi_half[p];
-        net.charge(q, now, node, core, cost, Work::Protocol);
-        self.stream(net, q, now, id);
+        let cost = self.costs.send_msg[p] + self.costs.mpi_half[p] + self.costs.descriptor;
+        let posted = net.charge(q, now, node, core, cost, Work::Protocol);
+        if self.dma.is_some() && posted > now {
+            // The DMA engine starts on the message once the core has
+            // written its descriptor.
+            net.timer(q, posted, node, core, timer_tag(tk::POSTED, id));
+        } else {
+            self.stream(net, q, now, id);
+        }
     }
 
     /// Puts a message on its sender's core's list of streams.
     fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
-        let (node, core) = self.place(self.msgs[id as usize].src);
+        let (node, core) = self.injector(self.msgs[id as usize].src);
         let ci = net.core_index(node, core);
         self.streams[ci].push_back(id);
         if net.pending(node, core) == 0 {
@@ -846,8 +870,16 @@ impl MsgLayer {
         self.reqs[req as usize].msg = id;
         let (node, core) = self.place(dst);
         if intranode {
-            // Copy straight from the sender's buffer, then free it.
-            let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
+            // Copy straight from the sender's buffer, then free it: by the
+            // receiving core, or by the node's DMA engine at its own rate
+            // (both halves, shared with the network's packets).
+            let done = match self.dma {
+                Some(d) => {
+                    let t = net.dma_ticks(bytes);
+                    net.charge(q, now, node, d, t, Work::Copy).max(net.charge(q, now, node, d + 1, t, Work::Copy))
+                }
+                None => net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy),
+            };
             self.msgs[id as usize].arrived = bytes;
             let (snode, score) = self.place(src);
             net.timer(q, done, node, core, timer_tag(tk::RECV_COPIED, id));
@@ -1188,15 +1220,36 @@ impl Software for MsgLayer {
 
     fn on_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
         let (kind, id, offset) = untag(pkt.tag);
-        if self.costs.interrupt > 0 {
-            net.charge(q, now, node, core, self.costs.interrupt, Work::Interrupt);
-        }
-        // The message layer's per-packet work (a deposit packet's is charged
-        // where it is forwarded).
-        if kind != pk::DEPOSIT {
-            let extra = if kind == pk::ADAPT { self.costs.adaptive_packet } else { 0 };
-            net.charge(q, now, node, core, self.costs.packet + extra, Work::Protocol);
-        }
+        let core = match self.dma {
+            // The DMA engine received the packet. Rendezvous data goes
+            // straight into the receive buffer and a remote get is served
+            // by the engine: no core touches them. Everything else lands
+            // in a memory FIFO that the rank's core reads.
+            Some(_) => {
+                let rank = match kind {
+                    pk::DEPOSIT => return self.line_bcast_packet(net, q, now, node, 0, id, offset),
+                    pk::RACK | pk::CONFIRM | pk::SYNCACK => self.msgs[id as usize].src,
+                    _ => self.msgs[id as usize].dst,
+                };
+                let c = self.ranks[rank as usize].core as usize;
+                if kind != pk::RDATA && kind != pk::RACK {
+                    net.charge(q, now, node, c, self.costs.memfifo_packet, Work::Protocol);
+                }
+                c
+            }
+            None => {
+                if self.costs.interrupt > 0 {
+                    net.charge(q, now, node, core, self.costs.interrupt, Work::Interrupt);
+                }
+                // The message layer's per-packet work (a deposit packet's is
+                // charged where it is forwarded).
+                if kind != pk::DEPOSIT {
+                    let extra = if kind == pk::ADAPT { self.costs.adaptive_packet } else { 0 };
+                    net.charge(q, now, node, core, self.costs.packet + extra, Work::Protocol);
+                }
+                core
+            }
+        };
         match kind {
             pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA => {
                 let len = self.data_len(kind, offset, pkt.payload as u32);
@@ -1242,8 +1295,11 @@ impl Software for MsgLayer {
 
     fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
-        // The message layer's per-packet work on the sending side.
-        net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
+        // The message layer's per-packet work on the sending side (none
+        // where a DMA engine writes the packets).
+        if self.dma.is_none() {
+            net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
+        }
         if kind == pk::DEPOSIT {
             let b = &mut self.bcasts[id as usize];
             if pkt.src == b.root {
@@ -1279,6 +1335,7 @@ impl Software for MsgLayer {
             tk::REQ_DONE => self.complete(id, now),
             tk::RECV_COPIED => self.recv_complete(now, id),
             tk::START => self.start(net, q, now, id),
+            tk::POSTED => self.stream(net, q, now, id),
             tk::ENVELOPE => {
                 let (dst, src) = (self.msgs[id as usize].dst, self.msgs[id as usize].src);
                 let ready = &mut self.ranks[dst as usize].envelope_ready;

@@ -77,9 +77,15 @@ fn reader_core(f: usize, comm: usize) -> usize {
     }
 }
 
-/// The cores of all nodes.
+/// The cores of all nodes (and, on a machine with a DMA engine, the
+/// engine's two halves, which the model runs as two more "cores" of each
+/// node: one injects every packet, the other receives every packet).
 pub struct Cores {
+    /// Core slots per node: the processor cores, then the DMA engine's two
+    /// halves where the machine has one.
     pub per_node: usize,
+    /// The first DMA slot (injection; reception is the next), if any.
+    pub dma: Option<usize>,
     /// Cores that run communication work (2 on BG/L except heater mode).
     pub comm: usize,
     /// Per core: the reception FIFOs it reads (see `reader_of`).
@@ -94,19 +100,25 @@ pub struct Cores {
 
 impl Cores {
     pub fn new(m: &Machine) -> Self {
-        let per_node = m.cores() as usize;
-        let comm = m.mode.comm_cores(m.cores()) as usize;
+        let dma = m.spec.dma.is_some().then_some(m.cores() as usize);
+        let per_node = m.cores() as usize + if dma.is_some() { 2 } else { 0 };
+        let comm = if dma.is_some() { per_node } else { m.mode.comm_cores(m.cores()) as usize };
         let nodes = m.shape.nodes() as usize;
         let mut readers = [0u8; NRX];
         for (f, r) in readers.iter_mut().enumerate() {
-            *r = reader_core(f, comm).min(per_node - 1) as u8;
+            *r = match dma {
+                Some(d) => (d + 1) as u8,
+                None => reader_core(f, comm).min(per_node - 1) as u8,
+            };
         }
         let mut c = Cores {
             per_node,
+            dma,
             comm,
             group_masks: Vec::new(),
             readers,
-            owners: None,
+            // The DMA engine's injection half writes every injection FIFO.
+            owners: dma.map(|d| vec![d as u8; (m.torus().injection_fifos + m.torus().hp_injection_fifos) as usize]),
             cores: crate::engine::huge_vec(nodes * per_node, |_| Core { idle: true, ..Default::default() }),
         };
         c.set_readers(readers, comm);
@@ -123,6 +135,11 @@ impl Cores {
         self.group_masks = (0..self.per_node)
             .map(|c| (0..NRX).filter(|&f| readers[f] as usize == c).fold(0u16, |m, f| m | (1 << f)))
             .collect();
+    }
+    /// Whether `core` is a half of the DMA engine.
+    #[inline]
+    pub fn is_dma(&self, core: usize) -> bool {
+        self.dma.is_some_and(|d| core >= d)
     }
     #[inline]
     pub fn idx(&self, node: u32, core: usize) -> usize {

@@ -35,6 +35,17 @@ pub struct Costs {
     pub write_memory: Tick,
     pub poll: Tick,
     pub interrupt: Tick,
+    /// The DMA engine's time per byte and per packet, where it has one.
+    pub dma_per_byte: f64,
+    pub dma_packet: Tick,
+}
+
+impl Costs {
+    /// The DMA engine's time to move a packet of `bytes` (one half).
+    #[inline]
+    pub fn dma(&self, bytes: u32) -> Tick {
+        self.dma_packet + (bytes as f64 * self.dma_per_byte).ceil() as Tick
+    }
 }
 
 impl Costs {
@@ -47,6 +58,8 @@ impl Costs {
             write_memory: c.packet_write_cycles_memory as Tick * t,
             poll: c.poll_cycles as Tick * t,
             interrupt: c.interrupt_cycles as Tick * t,
+            dma_per_byte: m.spec.dma.as_ref().map_or(0.0, |d| t as f64 / d.bytes_per_cycle),
+            dma_packet: m.spec.dma.as_ref().map_or(0, |d| d.packet_cycles as Tick * t),
         }
     }
 }
@@ -127,6 +140,17 @@ impl Net {
         self.cores.comm
     }
 
+    /// The node's DMA engine, where the machine has one: the slot of its
+    /// injection half (the reception half is the next).
+    pub fn dma_slot(&self) -> Option<usize> {
+        self.cores.dma
+    }
+
+    /// The DMA engine's time for one transfer of `bytes` (one half).
+    pub fn dma_ticks(&self, bytes: u32) -> Tick {
+        self.costs.dma(bytes)
+    }
+
     /// Cores per node.
     pub fn cores_per_node(&self) -> usize {
         self.cores.per_node
@@ -153,7 +177,12 @@ impl Net {
     /// Which core reads each reception FIFO (`readers`, and how many cores
     /// read), and which task owns each injection FIFO (VN mode): how software
     /// lays its tasks over the node.
+    /// (On a machine with a DMA engine the engine reads and writes every
+    /// FIFO whatever software asks.)
     pub fn assign_fifos(&mut self, readers: [u8; NRX], reading_cores: usize, owners: Option<Vec<u8>>) {
+        if self.cores.dma.is_some() {
+            return;
+        }
         self.cores.set_readers(readers, reading_cores);
         self.cores.owners = owners;
     }
@@ -430,7 +459,8 @@ impl Net {
                 can_send = false;
             }
         }
-        let poll = if c.idle { self.costs.poll } else { 0 };
+        let engine = self.cores.is_dma(core);
+        let poll = if c.idle && !engine { self.costs.poll } else { 0 };
         let do_read = rx_mask != 0 && (!can_send || !c.turn);
         if do_read {
             // Round-robin over the FIFOs of this core's group.
@@ -442,7 +472,7 @@ impl Net {
                 }
             }
             let id = self.torus.rx_pop(node, f, now, q);
-            let cost = poll + self.costs.read;
+            let cost = poll + if engine { self.costs.dma(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes) } else { self.costs.read };
             let done = now + cost;
             {
                 let c = &mut self.cores.cores[ci];
@@ -450,7 +480,7 @@ impl Net {
                 c.turn = true;
                 c.idle = false;
                 c.busy_until = done;
-                c.counters.read_ticks += self.costs.read;
+                c.counters.read_ticks += cost - poll;
                 c.counters.poll_ticks += poll;
                 c.counters.packets_read += 1;
             }
@@ -471,7 +501,13 @@ impl Net {
                 (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
             };
             if self.torus.inj_reserve(node, f, bytes, now) {
-                let cost = poll + if self.write_from_memory { self.costs.write_memory } else { self.costs.write_cached };
+                let cost = poll + if engine {
+                    self.costs.dma(bytes)
+                } else if self.write_from_memory {
+                    self.costs.write_memory
+                } else {
+                    self.costs.write_cached
+                };
                 let done = now + cost;
                 let c = &mut self.cores.cores[ci];
                 c.sendq.pop(&self.torus.pool);
