@@ -645,8 +645,10 @@ impl MsgLayer {
         let ci = net.core_index(node, core);
         let Some(id) = self.streams[ci].pop_front() else { return };
         // The message layer's direct-injection alltoall interleaves its
-        // destinations packet by packet: one packet per turn there.
-        let burst = if self.msgs[id as usize].direct { 1 } else { self.burst };
+        // destinations packet by packet: one packet per turn there. A DMA
+        // engine serves its injection FIFOs' descriptors in turn, one
+        // packet each.
+        let burst = if self.msgs[id as usize].direct || self.dma.is_some() { 1 } else { self.burst };
         let mut more = true;
         for _ in 0..burst {
             more = self.emit_packet(net, q, now, id);

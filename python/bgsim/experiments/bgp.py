@@ -1,0 +1,327 @@
+"""Blue Gene/P point-to-point characterisation: latency and bandwidth
+between nodes and between the cores of a node, with distance and system
+size, under congestion, flow-through traffic, several streams, fan-in and
+fan-out, and a master talking to every worker. Every program here is an
+ordinary mpi4py program run by `bgsim.run` on the `bgp` machine."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from .. import MPI
+from ..api import Machine
+from ..program import run
+from .base import Context, Outcome, register
+from .base import size_label as _label
+
+BGP = Machine("bgp")
+MB = 1 << 20
+
+Slot = Tuple[int, int, int, int]
+
+
+def _mapfile(tmp: str, name: str, slots: Sequence[Slot]) -> str:
+    path = os.path.join(tmp, name)
+    with open(path, "w", encoding="utf-8") as f:
+        for s in slots:
+            f.write(" ".join(map(str, s)) + "\n")
+    return path
+
+
+def _pingpong(a: int, b: int, nbytes: int, iters: int, fresh: bool = False):
+    """Half round trip (s) between ranks a and b; `fresh`: a new buffer
+    for every message (out of cache) instead of the same one."""
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        if r not in (a, b):
+            return None
+        other = b if r == a else a
+        bufs = [np.zeros(nbytes, "u1") for _ in range(iters + 1 if fresh else 1)]
+        t0 = MPI.Wtime()
+        for i in range(iters):
+            buf = bufs[i % len(bufs)]
+            if r == a:
+                comm.Send(buf, dest=other, tag=1)
+                comm.Recv(buf, source=other, tag=1)
+            else:
+                comm.Recv(buf, source=other, tag=1)
+                comm.Send(buf, dest=other, tag=1)
+        return (MPI.Wtime() - t0) / iters / 2
+    return main
+
+
+def _streams(pairs: Sequence[Tuple[int, int]], nbytes: int, count: int):
+    """Every (sender, receiver) pair streams `count` messages of `nbytes` at
+    once (all posted, then one wait); returns at each receiver the time from
+    a common start to its last message (s)."""
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        reqs = []
+        for s, d in pairs:
+            if r == s:
+                buf = np.zeros(nbytes, "u1")
+                reqs += [comm.Isend(buf, dest=d, tag=2) for _ in range(count)]
+            if r == d:
+                bufs = np.zeros((count, nbytes), "u1")
+                reqs += [comm.Irecv(bufs[i], source=s, tag=2) for i in range(count)]
+        MPI.Request.Waitall(reqs)
+        return MPI.Wtime() - t0
+    return main
+
+
+# ---------------------------------------------------------------- ping-pong
+
+@register("bgp-pingpong", "bgp", "Latency and bandwidth between neighbouring nodes, buffers in and out of cache")
+def pingpong(ctx: Context) -> Outcome:
+    out = Outcome()
+    iters = 4 if ctx.quick else 20
+    out.setup.append(f"2 neighbouring nodes (2x1x1 torus, SMP mode); MPI ping-pong, {iters} round trips; in cache: "
+                     "the same buffer every time; out of cache: a new buffer for every message; bandwidth = "
+                     "bytes / half round trip.")
+    for label, fresh in (("incache", False), ("outcache", True)):
+        for nbytes in (0, 1024, MB):
+            ctx.log(f"{label} {_label(nbytes)}")
+            r = run(_pingpong(0, 1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh), BGP, shape="2x1x1",
+                    mode="smp", seed=ctx.seed)
+            half = r.results[0]
+            if nbytes < MB:
+                out.metrics[f"latency_us_{label}_{_label(nbytes)}"] = round(half * 1e6, 3)
+            else:
+                out.metrics[f"bw_MBps_{label}_1MB"] = round(nbytes / half / 1e6, 1)
+    out.notes.append("bgp.md: BG/P has no paging, every buffer is always pinned, and the DMA engine reads and "
+                     "writes memory whatever the caches hold: the model predicts the same figures for both.")
+    return out
+
+
+@register("bgp-intranode", "bgp", "Latency and bandwidth between core 0 and cores 1, 2, 3 of one node (VN)")
+def intranode(ctx: Context) -> Outcome:
+    out = Outcome()
+    iters = 4 if ctx.quick else 20
+    out.setup.append(f"2x1x1 torus in VN mode, ranks T-first (ranks 0-3 on node 0, 4-7 on node 1); ping-pong "
+                     f"between rank 0 and ranks 1, 2, 3 of its node ({iters} round trips), and rank 4 on the other "
+                     "node for the inter-node bandwidth.")
+    for c in (1, 2, 3):
+        ctx.log(f"core {c}")
+        r = run(_pingpong(0, c, 0, iters), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+        out.metrics[f"latency_us_core{c}_0B"] = round(r.results[0] * 1e6, 3)
+        r = run(_pingpong(0, c, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+        out.metrics[f"bw_MBps_core{c}_1MB"] = round(MB / r.results[0] / 1e6, 1)
+    r = run(_pingpong(0, 4, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+    out.metrics["internode_bw_MBps_1MB"] = round(MB / r.results[0] / 1e6, 1)
+    out.notes.append("An intra-node message is a copy by the node's DMA engine (3 bytes per cycle each way, about "
+                     "6 links' worth) with the messaging software's per-message work on both cores; which core of "
+                     "the node the partner runs on makes no difference in the model (no shared-cache effects).")
+    return out
+
+
+# ---------------------------------------------------------------- distance and size
+
+HOPS_SIZES = {4: "1x1x1", 2048: "8x8x8", 8192: "8x8x32", 32768: "8x32x32", 131072: "32x32x32"}
+
+
+@register("bgp-hops", "bgp", "Latency and bandwidth between the two farthest nodes, 4 to 131,072 cores")
+def hops(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = {4: "1x1x1", 2048: "8x8x8", 8192: "8x8x32"} if ctx.quick else HOPS_SIZES
+    iters = 4 if ctx.quick else 10
+    out.setup.append("VN mode; two ranks, on the first node and on the node farthest from it (half of every "
+                     f"dimension away; with 4 cores, two cores of the one node); ping-pong, {iters} round trips "
+                     "for 0 B and 1 KB, bandwidth of 1 MB messages.")
+    lat: Dict[str, List[float]] = {"0B": [], "1KB": []}
+    bws: List[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for cores, shape in sizes.items():
+            dims = [int(x) for x in shape.split("x")]
+            far = (0, 0, 0, 1) if cores == 4 else (dims[0] // 2, dims[1] // 2, dims[2] // 2, 0)
+            mf = _mapfile(tmp, f"h{cores}.map", [(0, 0, 0, 0), far])
+            for nbytes in (0, 1024):
+                r = run(_pingpong(0, 1, nbytes, iters), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
+                us = r.results[0] * 1e6
+                out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(us, 3)
+                lat[_label(nbytes)].append(us)
+            r = run(_pingpong(0, 1, MB, 2), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
+            bw = MB / r.results[0] / 1e6
+            out.metrics[f"bw_MBps_{cores}_1MB"] = round(bw, 1)
+            bws.append(bw)
+            ctx.log(f"{cores} cores ({shape}): {lat['0B'][-1]:.2f} us, {bw:.0f} MB/s")
+    keys = list(sizes)
+    for k, ys in lat.items():
+        out.metrics[f"degradation_pct_{k}"] = round(100 * (ys[-1] - ys[0]) / ys[0], 1)
+        out.add_series(f"latency_{k}", keys, ys, "cores in the partition", "half round trip (us)", group="latency")
+    out.metrics["bw_impact_pct"] = round(100 * (bws[0] - bws[-1]) / bws[0], 1)
+    out.add_series("bandwidth_1MB", keys, bws, "cores in the partition", "MB/s", group="bandwidth")
+    out.key_metrics = [f"latency_us_{keys[-1]}_0B", "degradation_pct_0B", "degradation_pct_1KB", "bw_impact_pct"]
+    out.notes.append("A hop adds the router's 63 cycles (74 ns); the farthest node of a 32x32x32 torus is 48 hops "
+                     "away. Bandwidth does not depend on distance once the pipeline is full.")
+    return out
+
+
+@register("bgp-hotspot", "bgp", "One master runs a latency test with every worker, 4 to 131,072 cores")
+def hotspot(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = {4: "1x1x1", 64: "2x2x4", 512: "4x4x8"} if ctx.quick else {4: "1x1x1", 2048: "8x8x8", 8192: "8x8x32",
+                                                                       32768: "8x32x32", 131072: "32x32x32"}
+    out.setup.append("VN mode, every core a rank; rank 0 (the master) ping-pongs once with every other rank in "
+                     "turn at 0 B, 1 KB and 16 KB; the figure is the mean half round trip over the workers.")
+
+    def main():
+        comm = MPI.COMM_WORLD
+        r, n = comm.Get_rank(), comm.Get_size()
+        res = {}
+        for nbytes in (0, 1024, 16384):
+            buf = np.zeros(nbytes, "u1")
+            if r == 0:
+                total = 0.0
+                for w in range(1, n):
+                    t0 = MPI.Wtime()
+                    comm.Send(buf, dest=w, tag=3)
+                    comm.Recv(buf, source=w, tag=3)
+                    total += (MPI.Wtime() - t0) / 2
+                res[nbytes] = total / (n - 1)
+            else:
+                comm.Recv(buf, source=0, tag=3)
+                comm.Send(buf, dest=0, tag=3)
+        return res
+    xs, ys = [], {0: [], 1024: [], 16384: []}
+    for cores, shape in sizes.items():
+        ctx.log(f"{cores} cores ({shape})")
+        r = run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
+        xs.append(cores)
+        for nbytes, v in r.results[0].items():
+            out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(v * 1e6, 3)
+            ys[nbytes].append(v * 1e6)
+    for nbytes, v in ys.items():
+        out.add_series(f"latency_{_label(nbytes)}", xs, v, "cores", "mean half round trip (us)", group="latency")
+    out.key_metrics = [f"latency_us_{xs[-1]}_{_label(b)}" for b in (0, 1024, 16384)]
+    out.notes.append("The mean grows with the system because the workers are farther on average (a hop adds 74 "
+                     "ns); the master's own per-message software is the same for every worker.")
+    return out
+
+
+# ---------------------------------------------------------------- contention
+
+@register("bgp-congestion", "bgp", "Two streams on a line of 4 nodes: disjoint vs shared links")
+def congestion(ctx: Context) -> Outcome:
+    out = Outcome()
+    size, count = (256 << 10, 2) if ctx.quick else (MB, 8)
+    out.setup.append(f"8x8x8 torus, SMP mode; ranks 0-3 on nodes (0..3, 0, 0) of one x line; each sender streams "
+                     f"{count} messages of {_label(size)}; test 1: 0 -> 3 with 1 -> 2; test 2: 0 -> 2 with 1 -> 3 "
+                     "(their paths share the links 1 -> 2); bandwidth per stream = bytes / time to its last message.")
+    with tempfile.TemporaryDirectory() as tmp:
+        mf = _mapfile(tmp, "line.map", [(i, 0, 0, 0) for i in range(4)])
+        for key, pairs in (("nooverlap", [(0, 3)]), ("t1", [(0, 3), (1, 2)]), ("t2", [(0, 2), (1, 3)])):
+            ctx.log(key)
+            r = run(_streams(pairs, size, count), BGP, shape="8x8x8", mode="smp", nranks=4, mapping=mf, seed=ctx.seed)
+            for s, d in pairs:
+                bw = size * count / r.results[d] / 1e6
+                name = "bw_MBps_nooverlap" if key == "nooverlap" else f"bw_MBps_p{s}p{d}"
+                out.metrics[name] = round(bw, 1)
+    out.notes.append("Dynamic routing may spread a stream over several minimal paths only where more than one "
+                     "exists; on one x line there is one, so the streams of test 2 share the link 1 -> 2.")
+    return out
+
+
+@register("bgp-multistream", "bgp", "1 to 4 core pairs streaming between the same two nodes (VN)")
+def multistream(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = (1024, 16384, MB)
+    out.setup.append("2x1x1 torus in VN mode, ranks T-first (0-3 on node 0, 4-7 on node 1); k = 1..4 pairs "
+                     "(core i of node 0 -> core i of node 1) stream at once; aggregate MB/s = bytes / time to the "
+                     "last message.")
+    for s in sizes:
+        count = max(2, min(64, (4 * MB if not ctx.quick else MB) // s))
+        ys = []
+        for k in (1, 2, 3, 4):
+            r = run(_streams([(i, 4 + i) for i in range(k)], s, count), BGP, shape="2x1x1", mode="vn",
+                    mapping="TXYZ", seed=ctx.seed)
+            t = max(r.results[4 + i] for i in range(k))
+            agg = k * s * count / t / 1e6
+            out.metrics[f"agg_MBps_s{k}_{_label(s)}"] = round(agg, 1)
+            ys.append(agg)
+        ctx.log(f"{_label(s)}: " + ", ".join(f"{y:.0f}" for y in ys))
+        out.add_series(f"aggregate_{_label(s)}", [1, 2, 3, 4], ys, "streams", "aggregate MB/s", group="aggregate")
+    out.notes.append("The two nodes of a 2x1x1 torus are joined by two links (x+ and x-), but a minimal route "
+                     "between them is a tie that the fixed rule breaks the same way for every packet of a node "
+                     "(+ from an even coordinate): all streams share one link's 389 MB/s of payload.")
+    return out
+
+
+@register("bgp-fan", "bgp", "One process receiving from (fan-in) / sending to (fan-out) 1..6 torus neighbours")
+def fan(ctx: Context) -> Outcome:
+    out = Outcome()
+    size, count = (256 << 10, 2) if ctx.quick else (MB, 4)
+    out.setup.append(f"3x3x3 torus, SMP mode; the centre node and its neighbours x+, x-, y+, y-, z+, z-; fan-in: "
+                     f"k neighbours each stream {count} messages of {_label(size)} to the centre; fan-out: the "
+                     "centre streams as many to each; aggregate Mb/s (10^6 bits/s) at the centre.")
+    center = 1 + 3 * (1 + 3 * 1)
+    nbrs = []
+    for k, d in ((0, 1), (0, -1), (1, 1), (1, -1), (2, 1), (2, -1)):
+        c = [1, 1, 1]
+        c[k] += d
+        nbrs.append(c[0] + 3 * (c[1] + 3 * c[2]))
+    for way in ("fanin", "fanout"):
+        ys = []
+        for k in range(1, 7):
+            pairs = [(n, center) for n in nbrs[:k]] if way == "fanin" else [(center, n) for n in nbrs[:k]]
+            r = run(_streams(pairs, size, count), BGP, shape="3x3x3", mode="smp", seed=ctx.seed)
+            t = max(r.results[d] for _, d in pairs)
+            mbps = 8 * k * size * count / t / 1e6
+            out.metrics[f"{way}_Mbps_n{k}"] = round(mbps, 1)
+            ys.append(mbps)
+        ctx.log(f"{way}: " + ", ".join(f"{y:.0f}" for y in ys))
+        out.add_series(way, range(1, 7), ys, "neighbours", "aggregate Mb/s", group="fan")
+    out.notes.append("Each neighbour has its own link to the centre (389 MB/s of payload, 3,112 Mb/s); the "
+                     "centre's DMA engine moves 3 bytes per cycle each way (20,400 Mb/s), enough for all six.")
+    return out
+
+
+@register("bgp-flowthrough", "bgp", "Traffic passing through a node while it runs an intra- or inter-node test")
+def flowthrough(ctx: Context) -> Outcome:
+    out = Outcome()
+    size, count = (256 << 10, 2) if ctx.quick else (MB, 4)
+    out.setup.append(f"4x4x4 torus in DUAL mode (2 tasks per node, ranks T-first); node B = (1,0,0) runs (a) a "
+                     f"bandwidth test between its two tasks, (b) one from its task 0 to node (1,1,0) on its y link; "
+                     f"{count} messages of {_label(size)}; 'flow': meanwhile node (0,0,0) streams to (2,0,0) and "
+                     "(2,0,0) to (0,0,0), both through B on the x links.")
+    # Ranks are T-first: node (x, y, z) holds ranks 2*(x + 4*(y + 4*z)) + t.
+    def rank(x, y, z, t=0):
+        return 2 * (x + 4 * (y + 4 * z)) + t
+    flow = [(rank(0, 0, 0), rank(2, 0, 0)), (rank(2, 0, 0, 1), rank(0, 0, 0, 1))]
+    tests = {"intranode": (rank(1, 0, 0), rank(1, 0, 0, 1)), "internode": (rank(1, 0, 0), rank(1, 1, 0))}
+    for name, (s, d) in tests.items():
+        for cond in ("idle", "flow"):
+            pairs = [(s, d)] + (flow if cond == "flow" else [])
+            # The through traffic keeps going for the whole test: longer streams.
+            counts = [count] + [4 * count] * (len(pairs) - 1)
+
+            def main(pairs=pairs, counts=counts):
+                comm = MPI.COMM_WORLD
+                r = comm.Get_rank()
+                comm.Barrier()
+                t0 = MPI.Wtime()
+                reqs = []
+                for (a, b), c in zip(pairs, counts):
+                    if r == a:
+                        buf = np.zeros(size, "u1")
+                        reqs += [comm.Isend(buf, dest=b, tag=4) for _ in range(c)]
+                    if r == b:
+                        bufs = np.zeros((c, size), "u1")
+                        reqs += [comm.Irecv(bufs[i], source=a, tag=4) for i in range(c)]
+                MPI.Request.Waitall(reqs)
+                return MPI.Wtime() - t0
+            res = run(main, BGP, shape="4x4x4", mode="dual", mapping="TXYZ", seed=ctx.seed)
+            bw = size * count / res.results[d] / 1e6
+            out.metrics[f"{name}_bw_MBps_{cond}"] = round(bw, 1)
+            ctx.log(f"{name} {cond}: {bw:.0f} MB/s")
+    out.notes.append("Packets passing through a node use its router only, not its DMA engine (bgp.md), and the "
+                     "through traffic here runs on B's x links: neither test shares anything with it but the "
+                     "router.")
+    return out
