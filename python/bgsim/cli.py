@@ -143,6 +143,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cpu-factor", type=_cpu_factor, metavar="F",
                      help="charge the host CPU time of the Python code between MPI calls, times F, as compute")
     run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
+    run.add_argument("--links-csv", metavar="FILE",
+                     help="write per torus link direction: packets, utilization and no-token events (CSV)")
     run.add_argument("--quiet", action="store_true", help="no summary on stderr")
     run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
                      help="run even if the estimate exceeds the memory this process may use, and do not stop "
@@ -350,9 +352,10 @@ def _run(a: argparse.Namespace) -> int:
     if not a.skeleton and not os.path.isfile(a.program):
         print(f"bgsim run: error: program `{a.program}` not found", file=sys.stderr)
         return 2
-    if a.json and (err := _out_file_error(a.json, "--json")):
-        print(f"bgsim run: error: {err}", file=sys.stderr)
-        return 2
+    for path, opt in ((a.json, "--json"), (a.links_csv, "--links-csv")):
+        if path and (err := _out_file_error(path, opt)):
+            print(f"bgsim run: error: {err}", file=sys.stderr)
+            return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     try:
         if a.skeleton:
@@ -388,6 +391,8 @@ def _run(a: argparse.Namespace) -> int:
     sys.stdout.flush()
     if a.json:
         write_atomic(a.json, r.to_json())
+    if a.links_csv:
+        write_atomic(a.links_csv, r.links_csv())
     if not a.quiet:
         print(f"bgsim: {r.summary()}", file=sys.stderr)
         if r.collectives:

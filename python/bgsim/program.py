@@ -51,6 +51,12 @@ class RunResult:
     #: Collective-network links that carried packets: node, parent, packets
     #: up / down, busy seconds up / down, utilization % of the run.
     tree_links: List[dict] = field(default_factory=list)
+    #: Per torus link direction (node * 6 + direction, x+ x- y+ y- z+ z-):
+    #: packets, utilization % of the run, no-token events (a packet ready
+    #: with no downstream tokens, as BG/P's hardware counters count them).
+    link_packets: List[int] = field(default_factory=list)
+    link_util_pct: List[float] = field(default_factory=list)
+    link_stalls: List[int] = field(default_factory=list)
 
     @property
     def time_us(self) -> float:
@@ -66,6 +72,9 @@ class RunResult:
             "counters": self.counters,
             "collectives": self.collectives,
             "tree_links": self.tree_links,
+            "link_packets": self.link_packets,
+            "link_util_pct": self.link_util_pct,
+            "link_stalls": self.link_stalls,
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
         }
@@ -82,11 +91,28 @@ class RunResult:
                               "RunResult.ranks has the same data as a list of dicts") from e
         return pd.DataFrame(self.ranks).set_index("rank")
 
+    def links_csv(self) -> str:
+        """Per torus link direction: node, coordinates, direction, packets,
+        utilization %, no-token events."""
+        import csv
+        import io
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["node", "x", "y", "z", "dir", "packets", "util_pct", "no_token_stalls"])
+        sx, sy, _ = self.shape
+        for i, (p, u, st) in enumerate(zip(self.link_packets, self.link_util_pct, self.link_stalls)):
+            n, d = divmod(i, 6)
+            w.writerow([n, n % sx, (n // sx) % sy, n // (sx * sy), ("x+", "x-", "y+", "y-", "z+", "z-")[d], p,
+                        f"{u:.3f}", st])
+        return buf.getvalue()
+
     def summary(self) -> str:
         c = self.counters
         return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}): "
                 f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
-                f"{c['packets_delivered']:,} packets; wall {self.wall_s:.2f} s")
+                f"{c['packets_delivered']:,} packets"
+                + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
+                + f"; wall {self.wall_s:.2f} s")
 
 
 def partition_for(source: str, sets: Sequence[str], nranks: Optional[int]) -> List[str]:
@@ -244,7 +270,8 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         nranks=report["nranks"], shape=tuple(report["shape"]), mode=report["mode"], time_s=report["time_s"],
         ranks=report["ranks"], counters=report["counters"], results=[c.result for c in rt.ctxs], wall_s=wall,
         collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
-        machine_toml=report["machine_toml"])
+        machine_toml=report["machine_toml"], link_packets=report["link_packets"],
+        link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"])
 
 
 class _mpi4py_installed:

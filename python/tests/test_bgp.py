@@ -73,3 +73,33 @@ def test_rank_count_picks_the_partition_and_vn_runs_four_tasks_per_node():
     assert "on 8x8x16 (vn)" in p.stderr
     r = bgsim.run(lambda: MPI.COMM_WORLD.rank, "bgp", shape="2x2x1", mode="vn")
     assert len(r.ranks) == 16 and {rk["t"] for rk in r.ranks} == {0, 1, 2, 3}
+
+
+def test_no_token_events_per_link_in_results_and_csv(tmp_path):
+    """BG/P's hardware counters: per node and direction, the events where a
+    packet was ready but found no downstream tokens - in the run's result,
+    its JSON and a per-link CSV."""
+    def main():
+        c = MPI.COMM_WORLD
+        if c.rank == 0:
+            bufs = np.zeros((c.size - 1, 64 << 10), "u1")
+            MPI.Request.Waitall([c.Irecv(bufs[s - 1], source=s) for s in range(1, c.size)])
+        else:
+            c.Send(np.zeros(64 << 10, "u1"), dest=0)
+    r = bgsim.run(main, "bgp", shape="4x4x4", mode="smp")
+    assert len(r.link_stalls) == len(r.link_packets) == len(r.link_util_pct) == 64 * 6
+    assert r.counters["no_token_stalls"] == sum(r.link_stalls) > 0
+    # Into node 0 the six links are busiest; nothing moves on node 0's own outbound data links but acks.
+    into0 = [r.link_util_pct[n * 6 + d] for n, d in ((1, 1), (3, 0), (4, 3), (12, 2), (16, 5), (48, 4))]
+    assert min(into0) > 50
+    rows = r.links_csv().splitlines()
+    assert rows[0] == "node,x,y,z,dir,packets,util_pct,no_token_stalls" and len(rows) == 1 + 64 * 6
+    assert sum(int(row.split(",")[-1]) for row in rows[1:]) == r.counters["no_token_stalls"]
+    prog = tmp_path / "hot.py"
+    prog.write_text("import numpy as np\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\n"
+                    "if c.rank == 0:\n    [c.Recv(np.zeros(1 << 16, 'u1'), source=MPI.ANY_SOURCE) for _ in range(c.size - 1)]\n"
+                    "else:\n    c.Send(np.zeros(1 << 16, 'u1'), dest=0)\n")
+    out = tmp_path / "links.csv"
+    p = run_cli("run", "--machine", "bgp", "--shape", "4x4x4", "--mode", "smp", "--links-csv", str(out), str(prog),
+                check=True)
+    assert "no-token events" in p.stderr and out.read_text().startswith("node,x,y,z,dir,packets")

@@ -315,6 +315,9 @@ impl MsgLayer {
             *r = if f >= RX_GROUP && cores > 1 && m.mode != NodeMode::Heater { 1 } else { 0 };
         }
         net.assign_fifos(readers, tpn.min(cores), Some(owners));
+        // The message layer's per-packet work on the sending side comes
+        // with each write (none where a DMA engine writes the packets).
+        net.set_write_overhead(ml.packet_handler_cycles as Tick * t);
         let ranks = slots
             .iter()
             .map(|s| {
@@ -1295,13 +1298,8 @@ impl Software for MsgLayer {
         }
     }
 
-    fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
+    fn on_written(&mut self, _net: &mut Net, _q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
-        // The message layer's per-packet work on the sending side (none
-        // where a DMA engine writes the packets).
-        if self.dma.is_none() {
-            net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
-        }
         if kind == pk::DEPOSIT {
             let b = &mut self.bcasts[id as usize];
             if pkt.src == b.root {

@@ -87,6 +87,9 @@ pub struct Net {
     pub costs: Costs,
     /// Writes come from main memory (true) or cache (false).
     pub write_from_memory: bool,
+    /// Software's own work per packet a core writes (the message layer's
+    /// per-packet work), charged with the write as protocol time.
+    sw_write_ticks: Tick,
     /// Per node: where the round-robin over injection FIFOs stands.
     rr_fifo: Vec<u8>,
     /// Idle cores a notice of the current event wakes: they take their next
@@ -122,6 +125,7 @@ impl Net {
             costs: Costs::from_machine(machine),
             machine: machine.clone(),
             write_from_memory: false,
+            sw_write_ticks: 0,
             rr_fifo: vec![0; machine.shape.nodes() as usize],
             step_now: Vec::new(),
         }
@@ -149,6 +153,12 @@ impl Net {
     /// The DMA engine's time for one transfer of `bytes` (one half).
     pub fn dma_ticks(&self, bytes: u32) -> Tick {
         self.costs.dma(bytes)
+    }
+
+    /// Software's work per packet a core writes, done with the write (one
+    /// busy stretch, no extra wake-up); not on a DMA engine.
+    pub fn set_write_overhead(&mut self, ticks: Tick) {
+        self.sw_write_ticks = ticks;
     }
 
     /// Cores per node.
@@ -501,7 +511,8 @@ impl Net {
                 (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
             };
             if self.torus.inj_reserve(node, f, bytes, now) {
-                let cost = poll + if engine {
+                let extra = if engine { 0 } else { self.sw_write_ticks };
+                let cost = poll + extra + if engine {
                     self.costs.dma(bytes)
                 } else if self.write_from_memory {
                     self.costs.write_memory
@@ -515,7 +526,8 @@ impl Net {
                 c.turn = false;
                 c.idle = false;
                 c.busy_until = done;
-                c.counters.inject_ticks += cost - poll;
+                c.counters.inject_ticks += cost - poll - extra;
+                c.counters.protocol_ticks += extra;
                 c.counters.poll_ticks += poll;
                 c.counters.packets_written += 1;
                 // One event when the write is done: the packet enters the

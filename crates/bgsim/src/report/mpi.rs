@@ -54,6 +54,10 @@ pub struct MpiCounters {
     pub tree_link_packets: u64,
     /// Torus link transfers resent after a CRC error.
     pub link_retransmissions: u64,
+    /// No-token events summed over nodes and directions: a packet ready to
+    /// go with no downstream tokens (BG/P's hardware counters; see
+    /// `MpiReport::link_stalls`).
+    pub no_token_stalls: u64,
 }
 
 /// A collective-network link that carried packets.
@@ -81,6 +85,12 @@ pub struct MpiReport {
     pub ranks: Vec<RankReport>,
     pub counters: MpiCounters,
     pub tree_links: Vec<TreeLinkReport>,
+    /// Per torus link direction (node * 6 + direction, x+ x- y+ y- z+ z-):
+    /// packets sent, utilization % of the run (bytes on the wire and
+    /// acks), no-token events.
+    pub link_packets: Vec<u64>,
+    pub link_util_pct: Vec<f64>,
+    pub link_stalls: Vec<u64>,
     pub machine_toml: String,
 }
 
@@ -143,7 +153,16 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         tree_operations: tree.operations,
         tree_link_packets: tree.link_packets,
         link_retransmissions: g.retransmissions,
+        no_token_stalls: 0,
     };
+    let byte_s = secs(m.tick_byte);
+    let (mut link_packets, mut link_util_pct, mut link_stalls) = (vec![], vec![], vec![]);
+    for l in net.torus.links() {
+        link_packets.push(l.packets);
+        link_util_pct.push(if end > 0 { 100.0 * (l.bytes + l.ack_bytes) as f64 * byte_s / secs(end) } else { 0.0 });
+        link_stalls.push(l.stalls);
+    }
+    let counters = MpiCounters { no_token_stalls: link_stalls.iter().sum(), ..counters };
     let run_s = secs(end);
     let util = |busy: f64| if end > 0 { 100.0 * busy / run_s } else { 0.0 };
     let tree_links = match world.tree() {
@@ -177,6 +196,9 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         ranks,
         counters,
         tree_links,
+        link_packets,
+        link_util_pct,
+        link_stalls,
         machine_toml: m.to_toml(),
     }
 }
