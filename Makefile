@@ -42,7 +42,8 @@ test-python: build
 	$(PY) -m pytest -q python/tests
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
-# with its date, machine and command. MPI_ITERS sets the rounds of the MPI
+# with its date, machine and command (bench_scale: MPI programs on 65,536
+# and 131,072 ranks, about 3 minutes). MPI_ITERS sets the rounds of the MPI
 # halo benchmark (1,000: about 25 million messages).
 MPI_ITERS ?= 1000
 bench: build
@@ -50,6 +51,7 @@ bench: build
 	./target/release/bgsim-bench > .bench.jsonl
 	$(PY) scripts/bench_mpi.py $(MPI_ITERS) >> .bench.jsonl
 	$(PY) scripts/bench_coll.py >> .bench.jsonl
+	$(PY) scripts/bench_scale.py >> .bench.jsonl
 	$(PY) scripts/bench_report.py < .bench.jsonl
 
 clean:

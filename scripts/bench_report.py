@@ -126,6 +126,15 @@ def render(rows: list) -> str:
         out.append("")
         out.append("Packets: torus packets delivered, plus packet transfers over tree links for the tree.")
         out.append("")
+    scale = [r for r in rows if r["benchmark"].startswith("scale_halo_")]
+    if scale:
+        out += ["Large MPI programs (`scripts/bench_scale.py`): one round of a 2D halo exchange on a periodic "
+                "Cartesian grid (Compute_dims, Create_cart, Shift, Sendrecv of 1 KB) on every core:", "",
+                "| machine | ranks | wall time | peak resident memory | per rank |", "|---|---|---|---|---|"]
+        for r in scale:
+            out.append(f"| {r['machine']} | {r['ranks']:,} | {r['wall_s']:.1f} s | {r['peak_rss_mb']:,.0f} MB | "
+                       f"{r['kb_per_rank']:.1f} KB |")
+        out.append("")
     return "\n".join(out) + "\n"
 
 

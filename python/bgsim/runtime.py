@@ -97,6 +97,8 @@ class Runtime:
         self.greenlets: List[_RankGreenlet] = []
         self.hub: Optional[greenlet.greenlet] = None
         self.contexts_next = 3  # 0/1: COMM_WORLD (pt2pt, collectives); 2: COMM_SELF
+        # Groups of communicators by context, shared by their members.
+        self.shared_groups: dict = {}
         self.context_table: Dict[Any, int] = {}
         self.progress = progress
         self.ticks_per_second = world.ticks_per_second

@@ -683,3 +683,26 @@ def test_protocol_waits_overlap_and_only_core_time_serialises():
     # the other; the receiving core works well under half of that time.
     assert busy < 0.4 * one.time_s * 700e6
     assert r["msgs_rendezvous"] == 0 and one.ranks[0]["msgs_rendezvous"] == 64
+
+
+def test_communicators_share_their_groups_so_memory_per_rank_stays_flat():
+    """Create_cart, Dup, Split and Get_group on thousands of ranks: every
+    member holds the same group object (a communicator's group costs memory
+    once, not once per member), and Split orders by key, then by rank."""
+    def main():
+        c = MPI.COMM_WORLD
+        cart = c.Create_cart(MPI.Compute_dims(c.size, 2), periods=[True, True])
+        dup = cart.Dup()
+        split = c.Split(c.rank % 4, -c.rank)  # keys reverse the order
+        sub = c.Create_cart([c.size // 2], periods=[False])
+        return (id(cart.Get_group()), id(dup.Get_group()), id(split.Get_group()), split.rank,
+                id(sub.Get_group()) if sub != MPI.COMM_NULL else None)
+    r = run(main, shape="16x16x8")
+    res = r.results
+    n = len(res)
+    assert n == 2048
+    assert len({x[0] for x in res}) == 1 and len({x[1] for x in res}) == 1
+    assert len({x[2] for x in res}) == 4
+    assert len({x[4] for x in res if x[4] is not None}) == 1 and sum(x[4] is None for x in res) == n // 2
+    # Within a colour the highest world rank has the smallest key: rank 0.
+    assert res[n - 1][3] == 0 and res[n - 4][3] == 0 and res[3][3] == n // 4 - 1

@@ -175,13 +175,15 @@ def _load(b: bytes) -> Any:
 _BIG = (1 << 30) - 1
 
 # A run's communicators as the core's fast point-to-point calls know them,
-# shared by every rank's copy of a communicator: (context, ranks) -> Members.
+# shared by every rank's copy of a communicator: (context, id of the ranks
+# tuple) -> (ranks, Members). Ranks' copies share one tuple (groups are
+# shared), so the key costs nothing to hash however large the group.
 _members_cache: dict = {}
 
 
 def _members(context: int, ranks: tuple) -> "_core.Members":
-    key = (context, ranks)
-    m = _members_cache.get(key)
-    if m is None:
-        m = _members_cache[key] = _core.Members(context, ranks)
-    return m
+    key = (context, id(ranks))
+    hit = _members_cache.get(key)
+    if hit is None or hit[0] is not ranks:
+        hit = _members_cache[key] = (ranks, _core.Members(context, ranks))
+    return hit[1]

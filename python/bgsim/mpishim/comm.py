@@ -10,7 +10,7 @@ from greenlet import getcurrent as _getcurrent
 from .. import coll as _coll
 from .. import runtime as _rt
 from ..errors import RankExit
-from .buffers import _dump, _load, _members
+from .buffers import _members
 from .collectives import CollectiveCalls
 from .constants import (ANY_SOURCE, CART, CONGRUENT, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED,
                         UNIVERSE_SIZE, WTIME_IS_GLOBAL)
@@ -21,6 +21,17 @@ from .p2p import PointToPoint
 from .requests import Request, _ctx
 
 _ndarray = _np.ndarray
+
+
+def _shared_group(ctx: Any, context: int, make: Any) -> Group:
+    """The group of the communicator with `context`, made once by its first
+    member and shared by all (memory per rank stays flat as the machine
+    grows: groups never change once made)."""
+    groups = ctx.runtime.shared_groups
+    g = groups.get(context)
+    if g is None:
+        g = groups[context] = make()
+    return g
 
 
 class Comm(PointToPoint, CollectiveCalls):
@@ -67,7 +78,8 @@ class Comm(PointToPoint, CollectiveCalls):
         return self.Get_size()
 
     def Get_group(self) -> Group:
-        return Group(self._group._ranks)
+        # Groups never change once made: every rank's handle is one object.
+        return self._group
 
     @property
     def group(self) -> Group:
@@ -175,7 +187,7 @@ class Comm(PointToPoint, CollectiveCalls):
     def Dup(self, info: Any = None) -> "Comm":
         self._sync("Dup")
         key = self._next_key("dup")
-        c = self._clone(Group(self._group._ranks), _ctx().runtime.new_context(key))
+        c = self._clone(self._group, _ctx().runtime.new_context(key))
         c._name = self._name
         return c
 
@@ -205,14 +217,18 @@ class Comm(PointToPoint, CollectiveCalls):
             raise Exception(ERR_ARG, f"color {color} (must be >= 0 or MPI.UNDEFINED)")
         seqkey = self._next_key("split")
         c = _coll.Call(self, "Split")
-        mine = _dump((int(color), int(key)))
-        parts = (_coll.allgather.allgather_recursive_doubling(c, mine) if c.n & (c.n - 1) == 0 else _coll.allgather.allgather_ring(c, mine))
-        pairs = [_load(p) for p in parts]
+        # (color, key) of every rank as one array: n records, not n objects.
+        table = _np.frombuffer(_coll.allgather.allgather_records(c, _np.array([color, key], "<i8").tobytes()), "<i8")
         if color == UNDEFINED:
             return COMM_NULL
-        members = sorted((k, i) for i, (c, k) in enumerate(pairs) if c == color)
-        group = Group([self._group._ranks[i] for _, i in members])
-        return Intracomm(group, ctx.runtime.new_context(seqkey + (int(color),)))
+        context = ctx.runtime.new_context(seqkey + (int(color),))
+
+        def make() -> Group:
+            colors, keys = table[0::2], table[1::2]
+            idx = _np.flatnonzero(colors == color)
+            order = idx[_np.lexsort((idx, keys[idx]))]  # by key, then by rank
+            return Group([self._group._ranks[i] for i in order.tolist()])
+        return Intracomm(_shared_group(ctx, context, make), context)
 
     def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> "Comm":
         ctx, me = self._me()
@@ -225,13 +241,13 @@ class Comm(PointToPoint, CollectiveCalls):
         self._sync("Create")
         if ctx.rank not in group._index:
             return COMM_NULL
-        return Intracomm(Group(group._ranks), ctx.runtime.new_context(seqkey + (group._ranks,)))
+        return Intracomm(group, ctx.runtime.new_context(seqkey + (group._ranks,)))
 
     def Create_group(self, group: Group, tag: int = 0) -> "Comm":
         ctx, me = self._me()
         if ctx.rank not in group._index:
             raise Exception(ERR_GROUP, "the calling rank is not in the group")
-        sub = Intracomm(Group(group._ranks), -1)
+        sub = Intracomm(group, -1)
         seqs = ctx.state.setdefault("group_seq", {})
         k = (self._context, group._ranks, tag)
         n = seqs.get(k, 0)
@@ -275,7 +291,9 @@ class Comm(PointToPoint, CollectiveCalls):
         self._sync("Create_cart")
         if me >= n:
             return COMM_NULL
-        return Cartcomm(Group(self._group._ranks[:n]), ctx.runtime.new_context(seqkey), dims, periods)
+        context = ctx.runtime.new_context(seqkey)
+        group = self._group if n == self.Get_size() else _shared_group(ctx, context, lambda: Group(self._group._ranks[:n]))
+        return Cartcomm(group, context, dims, periods)
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.{type(self).__name__} size={len(self._group._ranks)} context={self._context}>"

@@ -90,7 +90,7 @@ class Group:
         return Group([r for r in self._ranks if r not in group._index])
 
     def Dup(self) -> "Group":
-        return Group(self._ranks)
+        return self  # groups never change once made
 
     def Free(self) -> None:
         pass
