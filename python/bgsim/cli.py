@@ -67,16 +67,18 @@ def _count(s: str) -> int:
 
 def _machine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machine", default="bgl", metavar="NAME|FILE.toml",
-                   help="machine preset (bgl) or TOML file (may start with base = \"bgl\"); default bgl")
-    p.add_argument("--shape", metavar="XxYxZ", help="partition shape, e.g. 8x8x8 (default: the machine's)")
+                   help="machine preset (bgl, bgp) or TOML file (may start with base = \"bgl\"); default bgl")
+    p.add_argument("--shape", metavar="XxYxZ",
+                   help="partition shape, e.g. 8x8x8 (default: the machine's; on bgp the smallest partition that "
+                        "holds -n ranks)")
     p.add_argument("--mesh", metavar="DIMS", help="dimensions without wrap-around links, e.g. z or xyz")
-    p.add_argument("--mode", help="node mode: coprocessor, vn or heater")
+    p.add_argument("--mode", help="node mode: coprocessor, vn or heater (bgl); smp, dual or vn (bgp)")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one machine parameter, e.g. --set torus.dynamic_vcs=4 (repeatable)")
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bgsim", description="Simulator of Blue Gene/L-class torus machines.")
+    p = argparse.ArgumentParser(prog="bgsim", description="Simulator of Blue Gene/L- and Blue Gene/P-class torus machines.")
     p.add_argument("--version", action="version", version=f"bgsim {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -145,6 +147,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
     run.add_argument("--links-csv", metavar="FILE",
                      help="write per torus link direction: packets, utilization and no-token events (CSV)")
+    run.add_argument("--stalls-png", metavar="FILE",
+                     help="draw the no-token events per node (summed over directions and z) as a heat map (PNG)")
     run.add_argument("--quiet", action="store_true", help="no summary on stderr")
     run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
                      help="run even if the estimate exceeds the memory this process may use, and do not stop "
@@ -352,7 +356,7 @@ def _run(a: argparse.Namespace) -> int:
     if not a.skeleton and not os.path.isfile(a.program):
         print(f"bgsim run: error: program `{a.program}` not found", file=sys.stderr)
         return 2
-    for path, opt in ((a.json, "--json"), (a.links_csv, "--links-csv")):
+    for path, opt in ((a.json, "--json"), (a.links_csv, "--links-csv"), (a.stalls_png, "--stalls-png")):
         if path and (err := _out_file_error(path, opt)):
             print(f"bgsim run: error: {err}", file=sys.stderr)
             return 2
@@ -393,6 +397,8 @@ def _run(a: argparse.Namespace) -> int:
         write_atomic(a.json, r.to_json())
     if a.links_csv:
         write_atomic(a.links_csv, r.links_csv())
+    if a.stalls_png:
+        r.stalls_plot(a.stalls_png)
     if not a.quiet:
         print(f"bgsim: {r.summary()}", file=sys.stderr)
         if r.collectives:

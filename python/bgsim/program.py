@@ -106,6 +106,18 @@ class RunResult:
                         f"{u:.3f}", st])
         return buf.getvalue()
 
+    def stalls_plot(self, path: str) -> None:
+        """A heat map of the no-token events per node, summed over its six
+        directions and over z (rows = y, columns = x), as PNG."""
+        from . import plots
+        sx, sy, _ = self.shape
+        grid = [[0.0] * sx for _ in range(sy)]
+        for i, st in enumerate(self.link_stalls):
+            n = i // 6
+            grid[(n // sx) % sy][n % sx] += st
+        plots.heatmap(grid, path, f"no-token events, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
+                      "events (summed over directions and z)")
+
     def summary(self) -> str:
         c = self.counters
         return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}): "

@@ -99,7 +99,8 @@ def test_no_token_events_per_link_in_results_and_csv(tmp_path):
     prog.write_text("import numpy as np\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\n"
                     "if c.rank == 0:\n    [c.Recv(np.zeros(1 << 16, 'u1'), source=MPI.ANY_SOURCE) for _ in range(c.size - 1)]\n"
                     "else:\n    c.Send(np.zeros(1 << 16, 'u1'), dest=0)\n")
-    out = tmp_path / "links.csv"
-    p = run_cli("run", "--machine", "bgp", "--shape", "4x4x4", "--mode", "smp", "--links-csv", str(out), str(prog),
-                check=True)
+    out, png = tmp_path / "links.csv", tmp_path / "stalls.png"
+    p = run_cli("run", "--machine", "bgp", "--shape", "4x4x4", "--mode", "smp", "--links-csv", str(out),
+                "--stalls-png", str(png), str(prog), check=True)
     assert "no-token events" in p.stderr and out.read_text().startswith("node,x,y,z,dir,packets")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
