@@ -706,3 +706,22 @@ def test_communicators_share_their_groups_so_memory_per_rank_stays_flat():
     assert len({x[4] for x in res if x[4] is not None}) == 1 and sum(x[4] is None for x in res) == n // 2
     # Within a colour the highest world rank has the smallest key: rank 0.
     assert res[n - 1][3] == 0 and res[n - 4][3] == 0 and res[3][3] == n // 4 - 1
+
+
+def test_waiting_envelopes_keep_mpi_order_between_protocols():
+    """A rendezvous message's envelope waits (the handshake's and MPI's
+    waiting); an eager message sent after it on the same tag must still
+    match the second receive, not overtake it."""
+    def main():
+        c = MPI.COMM_WORLD
+        if c.rank == 0:
+            a, b = np.full(4096, 1, "u1"), np.full(100, 2, "u1")
+            MPI.Request.Waitall([c.Isend(a, dest=1, tag=9), c.Isend(b, dest=1, tag=9)])
+        elif c.rank == 1:
+            x, y = np.zeros(4096, "u1"), np.zeros(4096, "u1")
+            s1, s2 = MPI.Status(), MPI.Status()
+            r1, r2 = c.Irecv(x, source=0, tag=9), c.Irecv(y, source=0, tag=9)
+            r1.Wait(s1)
+            r2.Wait(s2)
+            return s1.Get_count(MPI.BYTE), s2.Get_count(MPI.BYTE), int(x[0]), int(y[0])
+    assert run(main, shape="2x1x1").results[1] == (4096, 100, 1, 2)
