@@ -104,3 +104,24 @@ def test_no_token_events_per_link_in_results_and_csv(tmp_path):
                 "--stalls-png", str(png), str(prog), check=True)
     assert "no-token events" in p.stderr and out.read_text().startswith("node,x,y,z,dir,packets")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_full_dma_work_fifo_waits_for_an_interrupt_then_refills():
+    """A process posting more sends at once than its work FIFO holds (here
+    to 31 peers) asks for an interrupt when room frees and refills the FIFO:
+    every message arrives, the interrupts cost its core time, and the run
+    takes longer."""
+    def main():
+        c = MPI.COMM_WORLD
+        if c.rank == 0:
+            bufs = [np.full(100, d % 251, "u1") for d in range(c.size)]
+            MPI.Request.Waitall([c.Isend(bufs[d], dest=d, tag=k) for k in range(4) for d in range(1, c.size)])
+        else:
+            got = [np.zeros(100, "u1") for _ in range(4)]
+            MPI.Request.Waitall([c.Irecv(g, source=0, tag=k) for k, g in enumerate(got)])
+            return all(int(g[0]) == c.rank % 251 for g in got)
+    small = bgsim.run(main, "bgp", shape="4x4x2", mode="smp", settings=["dma.work_fifo_descriptors=8"])
+    large = bgsim.run(main, "bgp", shape="4x4x2", mode="smp", settings=["dma.work_fifo_descriptors=1000"])
+    assert all(small.results[1:]) and all(large.results[1:])
+    assert small.ranks[0]["core_interrupt_cycles"] >= 1000 and large.ranks[0]["core_interrupt_cycles"] == 0
+    assert small.time_s > large.time_s

@@ -322,6 +322,9 @@ pub struct DmaSpec {
     pub memfifo_packet_cycles: u32,
     /// A core's work to post one descriptor to its work FIFO, cycles.
     pub descriptor_cycles: u32,
+    /// Descriptors a process's work FIFO holds: a process whose FIFO is
+    /// full asks for an interrupt when space frees, then refills it.
+    pub work_fifo_descriptors: u32,
 }
 
 /// The machine description exactly as written in TOML.
@@ -469,6 +472,7 @@ impl Machine {
         }
         if let Some(d) = &spec.dma {
             check(d.bytes_per_cycle > 0.0 && d.bytes_per_cycle <= 1024.0, src, "dma.bytes_per_cycle", d.bytes_per_cycle, "a number of bytes per cycle above 0, at most 1024")?;
+            check((1..=1 << 20).contains(&d.work_fifo_descriptors), src, "dma.work_fifo_descriptors", d.work_fifo_descriptors, "1 to 1,048,576 descriptors")?;
             for (key, v) in [("dma.packet_cycles", d.packet_cycles), ("dma.memfifo_packet_cycles", d.memfifo_packet_cycles), ("dma.descriptor_cycles", d.descriptor_cycles)] {
                 check(v <= 10_000_000, src, key, v, "a cycle count of at most 10,000,000")?;
             }

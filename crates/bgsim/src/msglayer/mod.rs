@@ -220,6 +220,11 @@ struct RankState {
     /// `Costs::wait`): when it will be taken up. A later envelope from the
     /// same source is not taken up before it, so matching keeps MPI's order.
     envelope_ready: FxHashMap<u32, Tick>,
+    /// With a DMA engine: descriptors in the rank's work FIFO (messages
+    /// posted whose packets the engine has not all injected yet), and the
+    /// messages waiting for room in it.
+    dma_posted: u32,
+    dma_waiting: VecDeque<MsgId>,
     stats: RankStats,
 }
 
@@ -235,6 +240,10 @@ struct Costs {
     /// and per descriptor posted.
     memfifo_packet: Tick,
     descriptor: Tick,
+    /// Descriptors a work FIFO holds (u32::MAX without a DMA engine), and
+    /// the interrupt that tells a rank with a full one that there is room.
+    work_fifo: u32,
+    interrupt_refill: Tick,
     /// Waiting between a message's first packet (or scout) arriving and its
     /// envelope being taken up, by protocol: the rendezvous handshake's and
     /// MPI's. The cores are free meanwhile.
@@ -331,6 +340,8 @@ impl MsgLayer {
                     probes: Vec::new(),
                     peers: FxHashMap::default(),
                     envelope_ready: FxHashMap::default(),
+                    dma_posted: 0,
+                    dma_waiting: VecDeque::new(),
                     stats: RankStats::default(),
                 }
             })
@@ -350,6 +361,8 @@ impl MsgLayer {
                 adaptive_packet: ml.adaptive_packet_cycles as Tick * t,
                 memfifo_packet: m.spec.dma.as_ref().map_or(0, |d| d.memfifo_packet_cycles as Tick * t),
                 descriptor: m.spec.dma.as_ref().map_or(0, |d| d.descriptor_cycles as Tick * t),
+                work_fifo: m.spec.dma.as_ref().map_or(u32::MAX, |d| d.work_fifo_descriptors),
+                interrupt_refill: m.spec.cpu.interrupt_cycles as Tick * t,
                 wait,
                 workunit: ml.coprocessor_workunit_cycles as Tick * t,
                 intranode: ml.intranode_message_cycles as Tick * t,
@@ -580,6 +593,16 @@ impl MsgLayer {
             return;
         }
         let p = m.proto.expect("network message").index();
+        if self.dma.is_some() {
+            // A descriptor goes into the rank's work FIFO; with the FIFO
+            // full the message waits for room (see `descriptor_done`).
+            let src = m.src as usize;
+            if self.ranks[src].dma_posted >= self.costs.work_fifo {
+                self.ranks[src].dma_waiting.push_back(id);
+                return;
+            }
+            self.ranks[src].dma_posted += 1;
+        }
         let cost = self.costs.send_msg[p] + self.costs.mpi_half[p] + self.costs.descriptor;
         let posted = net.charge(q, now, node, core, cost, Work::Protocol);
         if self.dma.is_some() && posted > now {
@@ -588,6 +611,23 @@ impl MsgLayer {
             net.timer(q, posted, node, core, timer_tag(tk::POSTED, id));
         } else {
             self.stream(net, q, now, id);
+        }
+    }
+
+    /// A descriptor of `rank`'s work FIFO is done. A rank that found its
+    /// FIFO full gets the interrupt it asked for and refills the FIFO with
+    /// the messages that waited.
+    fn descriptor_done(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32) {
+        let r = &mut self.ranks[rank as usize];
+        r.dma_posted -= 1;
+        if r.dma_waiting.is_empty() {
+            return;
+        }
+        let (node, core) = (r.node, r.core as usize);
+        net.charge(q, now, node, core, self.costs.interrupt_refill, Work::Interrupt);
+        while self.ranks[rank as usize].dma_posted < self.costs.work_fifo {
+            let Some(id) = self.ranks[rank as usize].dma_waiting.pop_front() else { break };
+            self.start(net, q, now, id);
         }
     }
 
@@ -1298,7 +1338,7 @@ impl Software for MsgLayer {
         }
     }
 
-    fn on_written(&mut self, _net: &mut Net, _q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
+    fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
         if kind == pk::DEPOSIT {
             let b = &mut self.bcasts[id as usize];
@@ -1313,6 +1353,19 @@ impl Software for MsgLayer {
                 }
             }
             return;
+        }
+        if self.dma.is_some() {
+            // The engine has injected what the sender's descriptor names
+            // (a rendezvous message's scout; its data is a remote get).
+            let m = &self.msgs[id as usize];
+            let last = match kind {
+                pk::SCOUT => true,
+                pk::ONE | pk::EAGER | pk::ADAPT => m.written + 1 == m.packets,
+                _ => false,
+            };
+            if last && !m.direct {
+                self.descriptor_done(net, q, now, m.src);
+            }
         }
         if matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA) {
             self.msgs[id as usize].written += 1;
