@@ -200,6 +200,9 @@ from .mpishim.status import (
 from .mpishim.buffers import (
     Pickle,
     pickle,
+    Get_address,
+    Aint_add,
+    Aint_diff,
 )
 from .mpishim.groups import (
     Group,
@@ -427,6 +430,9 @@ __all__ = [
     "Status",
     "Pickle",
     "pickle",
+    "Get_address",
+    "Aint_add",
+    "Aint_diff",
     "Group",
     "GROUP_EMPTY",
     "GROUP_NULL",

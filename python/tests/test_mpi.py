@@ -725,3 +725,17 @@ def test_waiting_envelopes_keep_mpi_order_between_protocols():
             r2.Wait(s2)
             return s1.Get_count(MPI.BYTE), s2.Get_count(MPI.BYTE), int(x[0]), int(y[0])
     assert run(main, shape="2x1x1").results[1] == (4096, 100, 1, 2)
+
+
+def test_reduce_local_addresses_and_integer_handles():
+    def main():
+        a, b = np.arange(4, dtype="i4"), np.ones(4, dtype="i4")
+        MPI.SUM.Reduce_local(a, b)
+        MPI.MAX.Reduce_local([np.full(4, 3, "i4"), MPI.INT], [b, MPI.INT])
+        cart = MPI.COMM_WORLD.Create_cart([MPI.COMM_WORLD.size], periods=[True])
+        return (b.tolist(), MPI.Get_address(a) == a.ctypes.data, MPI.Aint_diff(MPI.Get_address(a[2:]), MPI.Get_address(a)),
+                MPI.Aint_add(8, 4), MPI.Get_address(None), MPI.Comm.fromint(cart.toint()) is cart,
+                type(MPI.Comm.f2py(cart.py2f())) is MPI.Cartcomm, MPI.Op.fromint(MPI.MAX.toint()) is MPI.MAX)
+    assert run(main, shape="2x1x1").results[0] == ([3, 3, 3, 4], True, 8, 12, 0, True, True, True)
+    with pytest.raises(bgsim.RankError, match="not a handle of this run"):
+        run(lambda: MPI.Comm.fromint(10 ** 6), shape="1x1x1")

@@ -187,3 +187,22 @@ def _members(context: int, ranks: tuple) -> "_core.Members":
     if hit is None or hit[0] is not ranks:
         hit = _members_cache[key] = (ranks, _core.Members(context, ranks))
     return hit[1]
+
+
+def Get_address(location: Any) -> int:
+    """MPI_Get_address: the address of a buffer in this process's memory
+    (0 for None / BOTTOM)."""
+    if location is None or location is BOTTOM:
+        return 0
+    arr = location if isinstance(location, _np.ndarray) else _np.frombuffer(memoryview(location).cast("B"), "u1")
+    return int(arr.__array_interface__["data"][0])
+
+
+def Aint_add(base: int, disp: int) -> int:
+    """MPI_Aint_add."""
+    return int(base) + int(disp)
+
+
+def Aint_diff(addr1: int, addr2: int) -> int:
+    """MPI_Aint_diff."""
+    return int(addr1) - int(addr2)

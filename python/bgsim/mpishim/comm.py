@@ -16,6 +16,7 @@ from .constants import (ANY_SOURCE, CART, CONGRUENT, HOST, IDENT, IO, LASTUSEDCO
                         UNIVERSE_SIZE, WTIME_IS_GLOBAL)
 from .errors import ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_LASTCODE, ERR_RANK, Exception
 from .groups import Group
+from .handles import Handle
 from .info import Info
 from .p2p import PointToPoint
 from .requests import Request, _ctx
@@ -34,7 +35,7 @@ def _shared_group(ctx: Any, context: int, make: Any) -> Group:
     return g
 
 
-class Comm(PointToPoint, CollectiveCalls):
+class Comm(PointToPoint, CollectiveCalls, Handle):
     """A communicator: a group of world ranks and a context id."""
 
     def __init__(self, group: Group, context: int, name: str = ""):

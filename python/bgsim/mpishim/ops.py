@@ -8,9 +8,10 @@ import numpy as _np
 
 from .datatypes import Datatype
 from .errors import ERR_OP, Exception
+from .handles import Handle
 
 
-class Op:
+class Op(Handle):
     """A reduction operation (predefined or from ``Op.Create``)."""
 
     def __init__(self, name: str, np_fn: Any = None, py_fn: Any = None, commute: bool = True, user: Any = None):
@@ -57,6 +58,16 @@ class Op:
         if self._np is None:
             raise Exception(ERR_OP, f"{self.name} on {dt.name}")
         return self._np(a, b)
+
+    def Reduce_local(self, inbuf: Any, inoutbuf: Any) -> None:
+        """MPI_Reduce_local: inoutbuf = inbuf op inoutbuf, on this rank only."""
+        from .buffers import _msg
+        a, b = _msg(inbuf, recv=False), _msg(inoutbuf, recv=True)
+        if a.nbytes != b.nbytes:
+            raise Exception(ERR_OP, f"Reduce_local: {a.nbytes} bytes into a buffer of {b.nbytes}")
+        x = _np.frombuffer(a.mv, dtype=a.dt.np)[:a.count]
+        y = _np.frombuffer(b.mv, dtype=b.dt.np)[:b.count]
+        y[...] = self._arrays(x, y.copy(), b.dt)
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.Op {self.name}>"

@@ -8,6 +8,7 @@ from greenlet import getcurrent as _getcurrent
 
 from .._core import __version__
 from .buffers import _members_cache
+from .handles import _objects as _handle_objects
 from .comm import Intracomm
 from .constants import SUBVERSION, THREAD_MULTIPLE, THREAD_SINGLE, VERSION
 from .groups import Group
@@ -57,6 +58,7 @@ COMM_SELF = _SelfComm()
 def _reset(nranks: int) -> None:
     """Prepares the module for a new run of `nranks` ranks."""
     _members_cache.clear()
+    _handle_objects.clear()
     COMM_WORLD._group = Group(range(nranks))
     COMM_WORLD._bind()
     _state.update(initialized=True, finalized=False, buffer=None)
