@@ -79,7 +79,8 @@ def _streams(pairs: Sequence[Tuple[int, int]], nbytes: int, count: int):
 
 # ---------------------------------------------------------------- ping-pong
 
-@register("bgp-pingpong", "bgp", "Latency and bandwidth between neighbouring nodes, buffers in and out of cache")
+@register("bgp-pingpong", "bgp", "Latency and bandwidth between neighbouring nodes, buffers in and out of cache",
+          published={"MPI one-way latency of a small (1-byte) message, neighbours, us (bgp.md calibration)": (2.8, None)})
 def pingpong(ctx: Context) -> Outcome:
     out = Outcome()
     iters = 4 if ctx.quick else 20
