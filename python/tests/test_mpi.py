@@ -739,3 +739,27 @@ def test_reduce_local_addresses_and_integer_handles():
     assert run(main, shape="2x1x1").results[0] == ([3, 3, 3, 4], True, 8, 12, 0, True, True, True)
     with pytest.raises(bgsim.RankError, match="not a handle of this run"):
         run(lambda: MPI.Comm.fromint(10 ** 6), shape="1x1x1")
+
+
+def test_graph_and_distributed_graph_topologies():
+    def main():
+        c = MPI.COMM_WORLD
+        n, r = c.size, c.rank
+        index, edges = [], []
+        for i in range(n):
+            edges += [(i - 1) % n, (i + 1) % n]
+            index.append(len(edges))
+        g = c.Create_graph(index, edges)
+        g0 = c.Create_graph([0] + index, edges)  # a leading 0 is accepted
+        adj = c.Create_dist_graph_adjacent([(r - 1) % n], [(r + 1) % n, (r + 2) % n], [5], [6, 7])
+        gen = c.Create_dist_graph([r], [1], [(r + 1) % n], MPI.UNWEIGHTED)
+        cart = c.Create_cart([2, n // 2], periods=[True, False])
+        return (g.topology == MPI.GRAPH, g.dims, g.neighbors, g.Get_neighbors(0), g0.index == g.index,
+                adj.topology == MPI.DIST_GRAPH, adj.Get_dist_neighbors_count(), adj.Get_dist_neighbors(),
+                gen.inoutedges, cart.inedges)
+    res = run(main, shape="4x1x1").results
+    assert res[1][:6] == (True, (4, 8), [0, 2], [3, 1], True, True)
+    assert res[1][6] == (1, 2, True) and res[1][7] == ([0], [2, 3], ([5], [6, 7]))
+    assert res[1][8] == ([0], [2])
+    # Cartesian neighbours in MPI's order: per dimension, -1 then +1 (none off a non-periodic edge).
+    assert res[1][9] == [3, 3, 0, MPI.PROC_NULL]

@@ -12,8 +12,8 @@ from .. import runtime as _rt
 from ..errors import RankExit
 from .buffers import _members
 from .collectives import CollectiveCalls
-from .constants import (ANY_SOURCE, CART, CONGRUENT, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED,
-                        UNIVERSE_SIZE, WTIME_IS_GLOBAL)
+from .constants import (ANY_SOURCE, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL,
+                        TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY, WTIME_IS_GLOBAL)
 from .errors import ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_LASTCODE, ERR_RANK, Exception
 from .groups import Group
 from .handles import Handle
@@ -305,7 +305,189 @@ class Intracomm(Comm):
 
 
 class Topocomm(Intracomm):
-    pass
+    """A communicator with a topology: its neighbours in and out."""
+
+    def _inout(self) -> Tuple[List[int], List[int]]:
+        raise NotImplementedError
+
+    @property
+    def indegree(self) -> int:
+        return len(self._inout()[0])
+
+    @property
+    def outdegree(self) -> int:
+        return len(self._inout()[1])
+
+    @property
+    def inedges(self) -> List[int]:
+        return self._inout()[0]
+
+    @property
+    def outedges(self) -> List[int]:
+        return self._inout()[1]
+
+    @property
+    def inoutedges(self) -> Tuple[List[int], List[int]]:
+        return self._inout()
+
+
+def _topo_group(comm: Comm, ctx: Any, context: int, n: int) -> Group:
+    """The group of a topology communicator of the first `n` ranks."""
+    return comm._group if n == comm.Get_size() else _shared_group(ctx, context, lambda: Group(comm._group._ranks[:n]))
+
+
+def _create_graph(self: Comm, index: Sequence[int], edges: Sequence[int], reorder: bool = False) -> Any:
+    """MPI_Graph_create: node i's neighbours are edges[index[i-1]:index[i]]
+    (index cumulative; a leading 0 is accepted too)."""
+    ctx, me = self._me()
+    index, edges = [int(i) for i in index], [int(e) for e in edges]
+    if len(index) > 1 and index[0] == 0:
+        index = index[1:]
+    n = len(index)
+    if n > self.Get_size() or any(b < a for a, b in zip([0] + index, index)) or (index and index[-1] != len(edges)):
+        raise Exception(ERR_ARG, f"graph index {index} with {len(edges)} edges on {self.Get_size()} ranks")
+    if any(not 0 <= e < n for e in edges):
+        raise Exception(ERR_RANK, f"graph edges {edges} name a node outside 0..{n - 1}")
+    seqkey = self._next_key("graph")
+    self._sync("Create_graph")
+    if me >= n:
+        return COMM_NULL
+    context = ctx.runtime.new_context(seqkey)
+    return Graphcomm(_topo_group(self, ctx, context, n), context, index, edges)
+
+
+def _create_dist_graph_adjacent(self: Comm, sources: Any, destinations: Any, sourceweights: Any = None,
+                                destweights: Any = None, info: Any = None, reorder: bool = False) -> Any:
+    """MPI_Dist_graph_create_adjacent: every rank names its own in- and
+    out-neighbours (and their weights)."""
+    ctx, me = self._me()
+    src = [int(s) for s in (sources or [])]
+    dst = [int(d) for d in (destinations or [])]
+    for r in src + dst:
+        if not 0 <= r < self.Get_size():
+            raise Exception(ERR_RANK, f"neighbour {r} on {self.Get_size()} ranks")
+    seqkey = self._next_key("dist_graph")
+    self._sync("Create_dist_graph_adjacent")
+    context = ctx.runtime.new_context(seqkey)
+    def given(w: Any) -> bool:
+        return w is not None and w is not UNWEIGHTED
+    weighted = given(sourceweights) or given(destweights)
+    sw = [] if sourceweights is WEIGHTS_EMPTY or not given(sourceweights) else list(sourceweights)
+    dw = [] if destweights is WEIGHTS_EMPTY or not given(destweights) else list(destweights)
+    sw, dw = (sw, dw) if weighted else (None, None)
+    return Distgraphcomm(self._group, context, src, dst, sw, dw)
+
+
+def _create_dist_graph(self: Comm, sources: Sequence[int], degrees: Sequence[int], destinations: Sequence[int],
+                       weights: Any = None, info: Any = None, reorder: bool = False) -> Any:
+    """MPI_Dist_graph_create: any rank may name edges of any rank; each rank
+    learns its in- and out-neighbours from everyone's lists."""
+    ctx, me = self._me()
+    edges, k = [], 0
+    for s, deg in zip(sources, degrees):
+        for j in range(deg):
+            w = None if weights is None or weights is WEIGHTS_EMPTY or weights is UNWEIGHTED else weights[k + j]
+            edges.append((int(s), int(destinations[k + j]), w))
+        k += deg
+    every = self.allgather(edges)
+    src = [(s, w) for part in every for (s, d, w) in part if d == me]
+    dst = [(d, w) for part in every for (s, d, w) in part if s == me]
+    weighted = weights is not None and weights is not UNWEIGHTED
+    return _create_dist_graph_adjacent(self, [s for s, _ in src], [d for d, _ in dst],
+                                       [w for _, w in src] if weighted else None,
+                                       [w for _, w in dst] if weighted else None)
+
+
+Intracomm.Create_graph = _create_graph
+Intracomm.Create_dist_graph_adjacent = _create_dist_graph_adjacent
+Intracomm.Create_dist_graph = _create_dist_graph
+
+
+class Graphcomm(Topocomm):
+    """A communicator with a general graph topology (MPI_Graph_create)."""
+
+    def __init__(self, group: Group, context: int, index: Sequence[int], edges: Sequence[int]):
+        super().__init__(group, context)
+        self._gindex, self._gedges = list(index), list(edges)
+
+    def _clone(self, group: Group, context: int) -> "Comm":
+        return Graphcomm(group, context, self._gindex, self._gedges)
+
+    def Get_topology(self) -> int:
+        return GRAPH
+
+    def Get_dims(self) -> Tuple[int, int]:
+        return len(self._gindex), len(self._gedges)
+
+    dims = property(Get_dims)
+
+    @property
+    def nnodes(self) -> int:
+        return len(self._gindex)
+
+    @property
+    def nedges(self) -> int:
+        return len(self._gedges)
+
+    @property
+    def index(self) -> List[int]:
+        return list(self._gindex)
+
+    @property
+    def edges(self) -> List[int]:
+        return list(self._gedges)
+
+    def Get_topo(self) -> Tuple[List[int], List[int]]:
+        return list(self._gindex), list(self._gedges)
+
+    topo = property(Get_topo)
+
+    def Get_neighbors(self, rank: int) -> List[int]:
+        if not 0 <= rank < len(self._gindex):
+            raise Exception(ERR_RANK, f"rank {rank} in a graph of {len(self._gindex)} nodes")
+        lo = self._gindex[rank - 1] if rank else 0
+        return self._gedges[lo:self._gindex[rank]]
+
+    def Get_neighbors_count(self, rank: int) -> int:
+        return len(self.Get_neighbors(rank))
+
+    @property
+    def neighbors(self) -> List[int]:
+        return self.Get_neighbors(self.Get_rank())
+
+    @property
+    def nneighbors(self) -> int:
+        return len(self.neighbors)
+
+    def _inout(self) -> Tuple[List[int], List[int]]:
+        n = self.neighbors
+        return n, list(n)
+
+
+class Distgraphcomm(Topocomm):
+    """A communicator with a distributed graph topology."""
+
+    def __init__(self, group: Group, context: int, sources: Sequence[int], destinations: Sequence[int],
+                 sourceweights: Any, destweights: Any):
+        super().__init__(group, context)
+        self._src, self._dst = list(sources), list(destinations)
+        self._sw, self._dw = sourceweights, destweights
+
+    def _clone(self, group: Group, context: int) -> "Comm":
+        return Distgraphcomm(group, context, self._src, self._dst, self._sw, self._dw)
+
+    def Get_topology(self) -> int:
+        return DIST_GRAPH
+
+    def Get_dist_neighbors_count(self) -> Tuple[int, int, bool]:
+        return len(self._src), len(self._dst), self._sw is not None
+
+    def Get_dist_neighbors(self) -> Tuple[List[int], List[int], Any]:
+        weights = None if self._sw is None else (list(self._sw), list(self._dw or []))
+        return list(self._src), list(self._dst), weights
+
+    def _inout(self) -> Tuple[List[int], List[int]]:
+        return list(self._src), list(self._dst)
 
 
 def _create_from_group(cls: Any, group: Group, stringtag: str = "org.mpi4py", info: Any = None,
@@ -408,6 +590,15 @@ class Cartcomm(Topocomm):
             return self.Get_cart_rank(c)
 
         return at(-disp), at(disp)
+
+    def _inout(self) -> Tuple[List[int], List[int]]:
+        """Per dimension, the neighbour at -1 then at +1 (PROC_NULL off a
+        non-periodic edge): the order of MPI's Cartesian neighbourhood."""
+        out = []
+        for i in range(len(self._dims)):
+            src, dst = self.Shift(i, 1)
+            out += [src, dst]
+        return out, list(out)
 
     def Sub(self, remain_dims: Sequence[bool]) -> "Cartcomm":
         if len(remain_dims) != len(self._dims):

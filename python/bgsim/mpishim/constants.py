@@ -18,6 +18,20 @@ KEYVAL_INVALID = -1
 TAG_UB = 2**31 - 1
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 CART, GRAPH, DIST_GRAPH = 1, 2, 3
+
+
+class _Weights:
+    """MPI_UNWEIGHTED / MPI_WEIGHTS_EMPTY (distributed graph constructors)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+UNWEIGHTED = _Weights("UNWEIGHTED")
+WEIGHTS_EMPTY = _Weights("WEIGHTS_EMPTY")
 MAX_PROCESSOR_NAME = 256
 MAX_ERROR_STRING = 512
 BSEND_OVERHEAD = 0
