@@ -17,6 +17,7 @@ from ..api import Machine
 from ..program import run
 from .base import Context, Outcome, register
 from .base import size_label as _label
+from .mpi import _pingpong
 
 BGP = Machine("bgp")
 MB = 1 << 20
@@ -32,46 +33,25 @@ def _mapfile(tmp: str, name: str, slots: Sequence[Slot]) -> str:
     return path
 
 
-def _pingpong(a: int, b: int, nbytes: int, iters: int, fresh: bool = False):
-    """Half round trip (s) between ranks a and b; `fresh`: a new buffer
-    for every message (out of cache) instead of the same one."""
-    def main():
-        comm = MPI.COMM_WORLD
-        r = comm.Get_rank()
-        if r not in (a, b):
-            return None
-        other = b if r == a else a
-        bufs = [np.zeros(nbytes, "u1") for _ in range(iters + 1 if fresh else 1)]
-        t0 = MPI.Wtime()
-        for i in range(iters):
-            buf = bufs[i % len(bufs)]
-            if r == a:
-                comm.Send(buf, dest=other, tag=1)
-                comm.Recv(buf, source=other, tag=1)
-            else:
-                comm.Recv(buf, source=other, tag=1)
-                comm.Send(buf, dest=other, tag=1)
-        return (MPI.Wtime() - t0) / iters / 2
-    return main
+def _streams(pairs: Sequence[Tuple[int, int]], nbytes: int, count: "int | Sequence[int]"):
+    """Every (sender, receiver) pair streams `count` messages of `nbytes`
+    (or count[i] for pair i) at once (all posted, then one wait); returns at
+    each receiver the time from a common start to its last message (s)."""
+    counts = [count] * len(pairs) if isinstance(count, int) else list(count)
 
-
-def _streams(pairs: Sequence[Tuple[int, int]], nbytes: int, count: int):
-    """Every (sender, receiver) pair streams `count` messages of `nbytes` at
-    once (all posted, then one wait); returns at each receiver the time from
-    a common start to its last message (s)."""
     def main():
         comm = MPI.COMM_WORLD
         r = comm.Get_rank()
         comm.Barrier()
         t0 = MPI.Wtime()
         reqs = []
-        for s, d in pairs:
+        for (s, d), c in zip(pairs, counts):
             if r == s:
                 buf = np.zeros(nbytes, "u1")
-                reqs += [comm.Isend(buf, dest=d, tag=2) for _ in range(count)]
+                reqs += [comm.Isend(buf, dest=d, tag=2) for _ in range(c)]
             if r == d:
-                bufs = np.zeros((count, nbytes), "u1")
-                reqs += [comm.Irecv(bufs[i], source=s, tag=2) for i in range(count)]
+                bufs = np.zeros((c, nbytes), "u1")
+                reqs += [comm.Irecv(bufs[i], source=s, tag=2) for i in range(c)]
         MPI.Request.Waitall(reqs)
         return MPI.Wtime() - t0
     return main
@@ -90,7 +70,7 @@ def pingpong(ctx: Context) -> Outcome:
     for label, fresh in (("incache", False), ("outcache", True)):
         for nbytes in (0, 1024, MB):
             ctx.log(f"{label} {_label(nbytes)}")
-            r = run(_pingpong(0, 1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh), BGP, shape="2x1x1",
+            r = run(_pingpong(1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh=fresh), BGP, shape="2x1x1",
                     mode="smp", seed=ctx.seed)
             half = r.results[0]
             if nbytes < MB:
@@ -111,11 +91,11 @@ def intranode(ctx: Context) -> Outcome:
                      "node for the inter-node bandwidth.")
     for c in (1, 2, 3):
         ctx.log(f"core {c}")
-        r = run(_pingpong(0, c, 0, iters), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+        r = run(_pingpong(c, 0, iters), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
         out.metrics[f"latency_us_core{c}_0B"] = round(r.results[0] * 1e6, 3)
-        r = run(_pingpong(0, c, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+        r = run(_pingpong(c, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
         out.metrics[f"bw_MBps_core{c}_1MB"] = round(MB / r.results[0] / 1e6, 1)
-    r = run(_pingpong(0, 4, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+    r = run(_pingpong(4, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
     out.metrics["internode_bw_MBps_1MB"] = round(MB / r.results[0] / 1e6, 1)
     out.notes.append("An intra-node message is a copy by the node's DMA engine (3 bytes per cycle each way, about "
                      "6 links' worth) with the messaging software's per-message work on both cores; which core of "
@@ -144,11 +124,11 @@ def hops(ctx: Context) -> Outcome:
             far = (0, 0, 0, 1) if cores == 4 else (dims[0] // 2, dims[1] // 2, dims[2] // 2, 0)
             mf = _mapfile(tmp, f"h{cores}.map", [(0, 0, 0, 0), far])
             for nbytes in (0, 1024):
-                r = run(_pingpong(0, 1, nbytes, iters), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
+                r = run(_pingpong(1, nbytes, iters), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
                 us = r.results[0] * 1e6
                 out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(us, 3)
                 lat[_label(nbytes)].append(us)
-            r = run(_pingpong(0, 1, MB, 2), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
+            r = run(_pingpong(1, MB, 2), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
             bw = MB / r.results[0] / 1e6
             out.metrics[f"bw_MBps_{cores}_1MB"] = round(bw, 1)
             bws.append(bw)
@@ -302,23 +282,7 @@ def flowthrough(ctx: Context) -> Outcome:
             pairs = [(s, d)] + (flow if cond == "flow" else [])
             # The through traffic keeps going for the whole test: longer streams.
             counts = [count] + [4 * count] * (len(pairs) - 1)
-
-            def main(pairs=pairs, counts=counts):
-                comm = MPI.COMM_WORLD
-                r = comm.Get_rank()
-                comm.Barrier()
-                t0 = MPI.Wtime()
-                reqs = []
-                for (a, b), c in zip(pairs, counts):
-                    if r == a:
-                        buf = np.zeros(size, "u1")
-                        reqs += [comm.Isend(buf, dest=b, tag=4) for _ in range(c)]
-                    if r == b:
-                        bufs = np.zeros((c, size), "u1")
-                        reqs += [comm.Irecv(bufs[i], source=a, tag=4) for i in range(c)]
-                MPI.Request.Waitall(reqs)
-                return MPI.Wtime() - t0
-            res = run(main, BGP, shape="4x4x4", mode="dual", mapping="TXYZ", seed=ctx.seed)
+            res = run(_streams(pairs, size, counts), BGP, shape="4x4x4", mode="dual", mapping="TXYZ", seed=ctx.seed)
             bw = size * count / res.results[d] / 1e6
             out.metrics[f"{name}_bw_MBps_{cond}"] = round(bw, 1)
             ctx.log(f"{name} {cond}: {bw:.0f} MB/s")

@@ -20,17 +20,20 @@ MHZ = BGL.info["cpu_mhz"]
 PROTOCOLS = ["one_packet", "eager", "adaptive_eager", "rendezvous"]
 
 
-def _pingpong(peer: int, nbytes: int, iters: int, warmup: int):
-    """rank 0 <-> `peer`: mean half round trip (seconds) over `iters` after `warmup`."""
+def _pingpong(peer: int, nbytes: int, iters: int, warmup: int = 0, fresh: bool = False):
+    """rank 0 <-> `peer`: mean half round trip (seconds) over `iters` after
+    `warmup`; `fresh`: a new buffer for every message (out of cache)
+    instead of the same one."""
     def main():
         comm = MPI.COMM_WORLD
         r = comm.Get_rank()
         if r not in (0, peer):
             return None
         other = peer if r == 0 else 0
-        buf = bytearray(nbytes)
+        bufs = [bytearray(nbytes) for _ in range(warmup + iters if fresh else 1)]
         t0 = 0.0
         for i in range(warmup + iters):
+            buf = bufs[i % len(bufs)]
             if i == warmup:
                 t0 = MPI.Wtime()
             if r == 0:

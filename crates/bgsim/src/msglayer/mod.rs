@@ -858,6 +858,10 @@ impl MsgLayer {
             _ => 0,
         };
         let ready = &mut self.ranks[dst as usize].envelope_ready;
+        if wait == 0 && ready.is_empty() {
+            // (The usual case: no waiting, none pending from anyone.)
+            return self.envelope(net, q, now, id, core);
+        }
         let at = (now + wait).max(ready.get(&src).copied().unwrap_or(0));
         if at > now {
             ready.insert(src, at);
@@ -1354,21 +1358,24 @@ impl Software for MsgLayer {
             }
             return;
         }
+        let data = matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA);
+        if data {
+            self.msgs[id as usize].written += 1;
+        }
         if self.dma.is_some() {
             // The engine has injected what the sender's descriptor names
             // (a rendezvous message's scout; its data is a remote get).
             let m = &self.msgs[id as usize];
             let last = match kind {
                 pk::SCOUT => true,
-                pk::ONE | pk::EAGER | pk::ADAPT => m.written + 1 == m.packets,
+                pk::ONE | pk::EAGER | pk::ADAPT => m.written == m.packets,
                 _ => false,
             };
             if last && !m.direct {
                 self.descriptor_done(net, q, now, m.src);
             }
         }
-        if matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA) {
-            self.msgs[id as usize].written += 1;
+        if data {
             self.check_send(now, id);
         }
     }
