@@ -105,12 +105,11 @@ impl Mapping {
             }
             slots.push(s);
         }
-        match nranks {
-            Some(n) if slots.len() as u32 != n => {
-                return Err(MappingError::FileCount { file: file.into(), message: format!("has {} rank lines, but the run has {n} ranks (one `x y z t` line per rank is needed)", slots.len()) })
-            }
-            None if slots.is_empty() => return Err(MappingError::FileCount { file: file.into(), message: "lists no ranks (one `x y z t` line per rank is needed)".into() }),
-            _ => {}
+        if slots.is_empty() {
+            return Err(MappingError::FileCount { file: file.into(), message: "lists no ranks (one `x y z t` line per rank is needed)".into() });
+        }
+        if let Some(n) = nranks.filter(|&n| slots.len() as u32 != n) {
+            return Err(MappingError::FileCount { file: file.into(), message: format!("has {} rank lines, but the run has {n} ranks (one `x y z t` line per rank is needed)", slots.len()) });
         }
         Ok(Mapping::Slots(slots))
     }
