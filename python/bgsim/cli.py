@@ -247,7 +247,8 @@ def _traffic(a: argparse.Namespace) -> int:
     d = r.data
     lat = d["latency_ncycles"]
     rows = [
-        ("machine", f"{d['machine']} {d['shape']} ({d['nodes']} nodes, {d['mode']} mode)"),
+        ("machine", f"{d['machine']} {d['shape']} ({d['nodes']} nodes, {d['mode']} mode"
+         + (f", {d['dead_links']} dead links)" if d.get("dead_links") else ")")),
         ("pattern", f"{d['pattern']}, {d['spec']['routing']} routing"),
         ("completed", f"{d['completed']}" + (f"  DEADLOCK at {d['ncycles_to_deadlock']:.0f} ncycles" if d["deadlock"] else "")
          + (f"  (stopped at max_ncycles = {d['spec']['max_ncycles']})" if d.get("stopped_at_max_ncycles") else "")),

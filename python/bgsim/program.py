@@ -163,7 +163,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     check_seed(seed)
     if memory_check:
         m = Machine(machine.source, sets)
-        ranks = nranks or m.nodes * m.info["tasks_per_node"]
+        ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
         memory.check(m.nodes, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}")
     mapping = mapping or "XYZT"
     if _is_order(mapping):

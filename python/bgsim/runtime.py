@@ -81,6 +81,7 @@ class Runtime:
         self.memory_limit = memory_limit
         #: The machine's hardware components (read once: collectives ask at every call).
         self.components = frozenset(world.components)
+        self.faulty_torus = world.faulty_torus
         self.torus_dims = world.torus
         # Collectives: the algorithm per operation ("auto" or a name), what
         # each call used, argument checks across ranks, hardware operations.

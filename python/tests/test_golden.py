@@ -115,6 +115,8 @@ def check_invariants(name, d):
     p = d["packets"]
     assert sum(v["packets"] for v in d["vcs"]) == p["hops"], f"{name}: per-VC packets do not add up to the hops"
     assert 0 <= d["pct_peak"] <= 100, f"{name}: {d['pct_peak']}% of peak"
+    assert (p["injected"] + p["in_flight_at_start"] == p["delivered"] - p["deposit_copies"] + p["in_flight_at_end"]), \
+        f"{name}: packets unaccounted for: {p}"
     if d["spec"]["pattern"] in ("uniform", "hot_region", "alltoall_stream"):
         return
     assert d["completed"], name

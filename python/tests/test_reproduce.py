@@ -21,7 +21,8 @@ EXPECTED_KEYS = {
     "torus-escape-vc": [f"{m}_{s}" for m in ("throughput_cv", "unblock_prob") for s in ("bubble", "dateline_dim", "dateline_dir")],
     "torus-bubble-deadlock": ["deadlock_actual_size", "deadlock_full_size", "ncycles_to_deadlock"],
     "torus-faults": [f"{m}_ber{b}" for m in ("latency_ncycles", "link_util_pct", "retransmit_pct", "lost_packets")
-                     for b in ("0", "1em06", "1em05", "0p0001", "0p0003")],
+                     for b in ("0", "1em06", "1em05", "0p0001", "0p0003")]
+    + [f"dead{n}_{m}" for n in (0, 1, 2, 4, 8, 16) for m in ("latency_ncycles", "hops_per_packet", "max_link_util_pct")],
 }
 
 
@@ -32,6 +33,9 @@ def test_link_faults_cost_latency_and_bandwidth_and_lose_nothing():
     assert m["retransmit_pct_ber0"] == 0 and m["retransmit_pct_ber0p0001"] > m["retransmit_pct_ber1em05"] > 0
     assert m["latency_ncycles_ber0p0003"] > m["latency_ncycles_ber0p0001"] > m["latency_ncycles_ber0"]
     assert m["link_util_pct_ber0p0001"] > m["link_util_pct_ber0"]
+    # Dead links lengthen routes (packets go round the other way) and add latency.
+    assert m["dead0_hops_per_packet"] < m["dead4_hops_per_packet"] < m["dead16_hops_per_packet"]
+    assert m["dead0_latency_ncycles"] == m["latency_ncycles_ber0"] < m["dead16_latency_ncycles"]
 
 _cache = {}
 

@@ -18,7 +18,7 @@ pub fn to_py(e: impl Into<Error>) -> PyErr {
     let msg = e.to_string();
     match e {
         Error::Machine(_) | Error::Shape(_) => MachineError::new_err(msg),
-        Error::Mapping(_) | Error::Mpi(bgsim::mpi::MpiError::Mapping(_)) => MappingError::new_err(msg),
+        Error::Mapping(_) | Error::Mpi(bgsim::mpi::MpiError::Mapping(_) | bgsim::mpi::MpiError::NoRoute(_)) => MappingError::new_err(msg),
         Error::Mpi(bgsim::mpi::MpiError::Blocked(b)) => {
             let list: Vec<(u32, Vec<String>)> = b.into_iter().map(|r| (r.rank, r.waiting_for)).collect();
             DeadlockError::new_err((msg, list))

@@ -36,6 +36,8 @@ fn machine_info(machine: &str, settings: Vec<String>) -> PyResult<(String, Strin
         "shape": m.shape.dims,
         "torus": m.shape.torus,
         "nodes": m.shape.nodes(),
+        "dead_nodes": m.faults.nodes.len(),
+        "dead_links": m.faults.links.len(),
         "mode": m.mode.name(),
         "tasks_per_node": m.tasks_per_node(),
         "ticks_per_cpu_cycle": m.tick_cycle,
@@ -82,11 +84,12 @@ fn collective_generic(op: &str, nbytes: u64, n: u32) -> PyResult<&'static str> {
 /// The algorithm of one collective call: `wanted` ("auto" or a name) and
 /// what the call offers -> (algorithm, why the wanted one cannot run, if so).
 #[pyfunction]
-#[pyo3(signature = (op, wanted, nbytes, n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements=None))]
+#[pyo3(signature = (op, wanted, nbytes, n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements=None, faulty_torus=false))]
+#[allow(clippy::too_many_arguments)]
 fn collective_choose(op: &str, wanted: &str, nbytes: u64, n: u32, whole_partition: bool, one_task_per_node: bool, collective_network: bool,
-                     barrier_network: bool, alu: bool, elements: Option<u64>) -> PyResult<(&'static str, Option<String>)> {
+                     barrier_network: bool, alu: bool, elements: Option<u64>, faulty_torus: bool) -> PyResult<(&'static str, Option<String>)> {
     let operation = coll::operation(op).ok_or_else(|| errors::usage(format!("`{op}` is not a collective operation")))?;
-    let facts = coll::CallFacts { n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements };
+    let facts = coll::CallFacts { n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements, faulty_torus };
     let c = coll::choose(operation, wanted, &facts, nbytes);
     Ok((c.algorithm, c.fallback))
 }
@@ -247,7 +250,7 @@ impl World {
                 };
                 (map, n)
             }
-            None => (Mapping::order(mapping).map_err(to_py)?, nranks.unwrap_or(m.shape.nodes() * tasks)),
+            None => (Mapping::order(mapping).map_err(to_py)?, nranks.unwrap_or((m.shape.nodes() - m.faults.nodes.len() as u32) * tasks)),
         };
         if n == 0 {
             return Err(errors::usage("the number of ranks must be at least 1"));
@@ -267,6 +270,11 @@ impl World {
     #[getter]
     fn tasks_per_node(&self) -> u32 {
         self.w.machine().tasks_per_node()
+    }
+    /// Whether the partition has dead nodes or links.
+    #[getter]
+    fn faulty_torus(&self) -> bool {
+        !self.w.machine().faults.is_empty()
     }
     #[getter]
     fn shape(&self) -> (u32, u32, u32) {

@@ -54,6 +54,16 @@ proptest! {
     }
 
     #[test]
+    fn fault_lists_never_panic(entries in prop::collection::vec("[0-9,: xyz+\\-]{0,12}", 0..6), nodes in any::<bool>()) {
+        let list = entries.iter().map(|e| format!("{e:?}")).collect::<Vec<_>>().join(",");
+        let key = if nodes { "torus.dead_nodes" } else { "torus.dead_links" };
+        let s = [format!("{key}=[{list}]"), "partition.shape=\"4x3x1\"".into()];
+        if let Err(e) = machine::load(&MachineSource::Preset("bgl".into()), &s) {
+            prop_assert!(e.to_string().contains(key) || e.to_string().contains("--set"), "{e}");
+        }
+    }
+
+    #[test]
     fn mapfiles_never_panic(lines in prop::collection::vec("[0-9 \\-x#]{0,16}", 0..40), nranks in prop::option::of(0u32..40)) {
         let shape = Shape::parse("4x2x2", "").unwrap();
         let text = lines.join("\n");

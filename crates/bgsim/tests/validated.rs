@@ -34,7 +34,7 @@ fn drains(m: &Machine, routing: Routing, variable: bool) {
 /// Every rank sends a message of each protocol's size to the next rank
 /// (and one to itself); all arrive, byte for byte.
 fn messages_arrive(m: &Machine) {
-    let n = m.shape.nodes() * m.tasks_per_node();
+    let n = (m.shape.nodes() - m.faults.nodes.len() as u32) * m.tasks_per_node();
     let mut w = World::new(m, n, &Mapping::default(), 1, true).unwrap();
     let sizes = [8usize, 200, 900, 5_000];
     let mut recvs = vec![];
@@ -150,4 +150,61 @@ fn link_bit_errors_are_resent_and_nothing_is_lost() {
     assert!(resent[2].0 > resent[1].0 && resent[1].0 > 0, "{resent:?}");
     assert!(resent[2].1 > resent[0].1, "{resent:?}");
     assert!(load(&["torus.link_bit_error_rate=0.5".into()]).unwrap_err().contains("torus.link_bit_error_rate"));
+}
+
+#[test]
+fn packets_route_around_dead_links_and_never_cross_them() {
+    let dead = ["0,0,0:x+", "2,1,3:z-", "3,3,0:y+", "1,2,2:x-"];
+    let set = format!("torus.dead_links=[{}]", dead.iter().map(|d| format!("\"{d}\"")).collect::<Vec<_>>().join(","));
+    let m = load(&[set, "partition.shape=\"4x4x4\"".into()]).unwrap();
+    let geo = bgsim::torus::Geometry::new(&m.shape);
+    for routing in [Routing::Deterministic, Routing::Dynamic] {
+        drains(&m, routing, false);
+        let mut s = TrafficSpec::new(Pattern::Uniform);
+        s.common.routing = routing;
+        s.common.per_link = true;
+        s.set("load", 0.6).unwrap();
+        s.set("measure_ncycles", 4_000).unwrap();
+        let r = workload::run(&m, &s, &mut |_| true).unwrap();
+        assert_eq!(r.dead_links, Some(4));
+        for d in dead {
+            let (at, dir) = d.split_once(':').unwrap();
+            let c: Vec<u32> = at.split(',').map(|x| x.parse().unwrap()).collect();
+            let a = geo.index([c[0], c[1], c[2]]);
+            let dir = bgsim::torus::DIR_NAMES.iter().position(|&n| n == dir).unwrap();
+            let b = geo.neighbor(a, dir);
+            assert_eq!(r.link_util_pct[(a * 6) as usize + dir], 0.0, "{routing:?}: dead link {d} carried traffic");
+            assert_eq!(r.link_util_pct[(b * 6) as usize + (dir ^ 1)], 0.0, "{routing:?}: dead link {d} (other way) carried traffic");
+        }
+        assert!(r.links.max_util_pct > 10.0);
+    }
+    messages_arrive(&m);
+}
+
+#[test]
+fn ranks_go_on_live_nodes_and_unreachable_pairs_are_refused() {
+    // A ring with a dead node: the live nodes reach each other the other way round.
+    let m = load(&["partition.shape=\"6x1x1\"".into(), "torus.dead_nodes=[\"2,0,0\"]".into()]).unwrap();
+    messages_arrive(&m);
+    let w = World::new(&m, 5, &Mapping::default(), 1, true).unwrap();
+    assert!((0..5).all(|r| w.place(r).0 != 2), "a rank on the dead node");
+    // A dead node where routes turn: every rank in use cannot be reached.
+    let m = load(&["partition.shape=\"4x4x1\"".into(), "torus.dead_nodes=[\"1,0,0\"]".into()]).unwrap();
+    let e = World::new(&m, 15, &Mapping::default(), 1, true).err().expect("refused").to_string();
+    assert!(e.contains("no route from node") && e.contains("cannot all reach each other"), "{e}");
+    // Ranks that avoid the dead node's lines run.
+    let slots: Vec<[u32; 4]> = (0..4).map(|x| [x, 2, 0, 0]).collect();
+    assert!(World::new(&m, 4, &Mapping::Slots(slots), 1, true).is_ok());
+    // Traffic patterns use every node: dead nodes are refused, and so are
+    // fills with dead links.
+    let uniform = TrafficSpec::new(Pattern::Uniform);
+    let e = workload::run(&m, &uniform, &mut |_| true).err().unwrap().to_string();
+    assert!(e.contains("dead node"), "{e}");
+    let cut = load(&["partition.shape=\"4x4x4\"".into(), "torus.dead_links=[\"0,0,0:x+\"]".into()]).unwrap();
+    let e = workload::run(&cut, &TrafficSpec::new(Pattern::LineFill), &mut |_| true).err().unwrap().to_string();
+    assert!(e.contains("cannot route around dead links"), "{e}");
+    // Two dead links on one ring cut it.
+    let two = load(&["partition.shape=\"4x4x4\"".into(), "torus.dead_links=[\"0,0,0:x+\",\"2,0,0:x+\"]".into()]).unwrap();
+    let e = workload::run(&two, &uniform, &mut |_| true).err().unwrap().to_string();
+    assert!(e.contains("no route from node"), "{e}");
 }

@@ -49,7 +49,7 @@ def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optio
     wanted = rt.coll_choice.get(op, "auto")
     comps = rt.components
     algo, note = _core.collective_choose(op, wanted, nbytes, call.n, call.spans_partition(), w.tasks_per_node == 1,
-                                         "collective" in comps, "barrier" in comps, alu, elements)
+                                         "collective" in comps, "barrier" in comps, alu, elements, rt.faulty_torus)
     if note:
         key = (op, wanted, algo, note)
         if key not in rt.coll_warned:

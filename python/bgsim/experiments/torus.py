@@ -3,6 +3,8 @@ every experiment whose name starts with `torus-`."""
 
 from __future__ import annotations
 
+import json
+import random
 import statistics
 from typing import Dict, List, Sequence
 
@@ -393,7 +395,7 @@ def bubble_deadlock(ctx: Context) -> Outcome:
         out.metrics[f"deadlock_{acc}"] = 1 if r.deadlock else 0
         if acc == "actual_size":
             out.metrics["ncycles_to_deadlock"] = round(r.ncycles_to_deadlock, 1) if r.deadlock else -1
-        state = f"deadlocked with {r.packets['in_flight_at_end']} packets stuck in VCs" if r.deadlock else "drained"
+        state = f"deadlocked with {r.packets['in_flight_at_end']} packets stuck in the network" if r.deadlock else "drained"
         out.notes.append(f"{acc}: {state}; {r.packets['delivered']} packets delivered.")
         out.add_series(f"throughput_{acc}", [i * r.window_ncycles for i in range(len(r.window_packets))],
                        r.window_packets, "time (network cycles)", "packets delivered per window", group="throughput")
@@ -410,7 +412,8 @@ def bubble_deadlock(ctx: Context) -> Outcome:
 
 # ---------------------------------------------------------------- link faults
 
-@register("torus-faults", "bgl", "Link bit errors: CRC, retransmission, and what they cost in latency and bandwidth")
+@register("torus-faults", "bgl", "Link faults: bit errors (CRC, retransmission) and dead links (routes around them), "
+          "and what they cost in latency and bandwidth")
 def faults(ctx: Context) -> Outcome:
     out = Outcome()
     shape = "4x4x4" if ctx.quick else "8x8x8"
@@ -446,5 +449,50 @@ def faults(ctx: Context) -> Outcome:
                    group="link_util")
     out.add_series("retransmits", x, share, "link bit error rate (0 plotted at 1e-7)", "retransmitted hops (%)",
                    group="link_util")
-    out.key_metrics = [m for m in out.metrics if m.startswith(("latency", "retransmit"))]
+    _dead_links(ctx, out, shape, meas)
+    out.key_metrics = [m for m in out.metrics if m.startswith(("latency", "retransmit", "dead"))]
     return out
+
+
+def _spread_links(shape: str, count: int, seed: int = 1) -> List[str]:
+    """`count` links of a torus of `shape` drawn at random, no two on the same
+    ring (two dead links on one ring would cut it)."""
+    dims = [int(x) for x in shape.split("x")]
+    rng = random.Random(seed)
+    rings, links = set(), []
+    while len(links) < count:
+        c = [rng.randrange(d) for d in dims]
+        k = rng.randrange(3)
+        ring = (k, tuple(c[i] for i in range(3) if i != k))
+        if dims[k] > 1 and ring not in rings:
+            rings.add(ring)
+            links.append(f"{c[0]},{c[1]},{c[2]}:{'xyz'[k]}{rng.choice('+-')}")
+    return links
+
+
+def _dead_links(ctx: Context, out: Outcome, shape: str, meas: int) -> None:
+    counts = [0, 1, 2, 4, 8, 16]
+    out.setup.append(f"Dead links: the same traffic with 0 to {counts[-1]} dead links drawn at random (seed 1, no two "
+                     "on one ring, torus.dead_links). A packet whose minimal routes touch a dead link goes in "
+                     "dimension order, the other way round the ring where the minimal way is cut; the others "
+                     "route as before. Every packet is delivered and no dead link carries one.")
+    lat, hops, peak_util = [], [], []
+    for n in counts:
+        ctx.log(f"{n} dead links")
+        dead = _spread_links(shape, n)
+        sets = [f"torus.dead_links={json.dumps(dead)}"] if dead else []
+        r = _run(ctx, "uniform", shape, settings=sets, routing="dynamic", load=0.5, payload_bytes=240,
+                 warmup_ncycles=0, measure_ncycles=meas, drain=True)
+        p = r.packets
+        if p["delivered"] != p["injected"] or p["in_flight_at_end"]:
+            raise ModelError(f"torus-faults: packets lost with {n} dead links: {p}")
+        lat.append(r.latency_ncycles["mean"])
+        hops.append(p["hops"] / max(1, p["delivered"]))
+        peak_util.append(r.links["max_util_pct"])
+        out.metrics[f"dead{n}_latency_ncycles"] = round(lat[-1], 1)
+        out.metrics[f"dead{n}_hops_per_packet"] = round(hops[-1], 3)
+        out.metrics[f"dead{n}_max_link_util_pct"] = round(peak_util[-1], 2)
+        out.metrics[f"dead{n}_fault_routed_pct"] = round(100 * r.data.get("fault_routed_packets", 0) / max(1, p["injected"]), 2)
+    out.add_series("dead_latency", counts, lat, "dead links", "mean latency (network cycles)")
+    out.add_series("dead_hops", counts, hops, "dead links", "hops per packet")
+    out.add_series("dead_max_util", counts, peak_util, "dead links", "busiest link utilization (%)")

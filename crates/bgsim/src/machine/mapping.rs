@@ -20,8 +20,10 @@ pub enum MappingError {
     File { file: String, line: usize, message: String },
     #[error("{file}: {message}")]
     FileCount { file: String, message: String },
-    #[error("{0} ranks do not fit: the partition has {1} task slots ({2} nodes x {3} tasks per node)")]
+    #[error("{0} ranks do not fit: the partition has {1} task slots ({2} live nodes x {3} tasks per node)")]
     TooMany(u32, u32, u32, u32),
+    #[error("mapfile: rank {0} is placed on slot {} {} {} {}, a dead node (torus.dead_nodes)", .1[0], .1[1], .1[2], .1[3])]
+    DeadNode(u32, Slot),
 }
 
 /// How ranks are placed.
@@ -114,21 +116,27 @@ impl Mapping {
         Ok(Mapping::Slots(slots))
     }
 
-    /// The slot of every rank `0..nranks`.
-    pub fn slots(&self, shape: &Shape, tasks: u32, nranks: u32) -> Result<Vec<Slot>, MappingError> {
-        let total = shape.nodes() * tasks;
+    /// The slot of every rank `0..nranks`, on the live nodes: an order
+    /// passes over the slots of dead nodes, a mapfile may not use them.
+    pub fn slots(&self, shape: &Shape, tasks: u32, nranks: u32, dead: &[[u32; 3]]) -> Result<Vec<Slot>, MappingError> {
+        let live = shape.nodes() - dead.len() as u32;
+        let total = live * tasks;
         if nranks > total {
-            return Err(MappingError::TooMany(nranks, total, shape.nodes(), tasks));
+            return Err(MappingError::TooMany(nranks, total, live, tasks));
         }
+        let on_dead = |s: &Slot| dead.contains(&[s[0], s[1], s[2]]);
         match self {
             Mapping::Slots(s) if s.len() as u32 != nranks => Err(MappingError::FileCount {
                 file: "mapfile".into(),
                 message: format!("has {} rank lines, but the run has {nranks} ranks", s.len()),
             }),
-            Mapping::Slots(s) => Ok(s.clone()),
+            Mapping::Slots(s) => match s.iter().position(on_dead) {
+                Some(r) => Err(MappingError::DeadNode(r as u32, s[r])),
+                None => Ok(s.clone()),
+            },
             Mapping::Order(order) => {
                 let size = [shape.dims[0], shape.dims[1], shape.dims[2], tasks];
-                Ok((0..nranks)
+                Ok((0..shape.nodes() * tasks)
                     .map(|r| {
                         let mut rest = r;
                         let mut slot = [0u32; 4];
@@ -138,6 +146,8 @@ impl Mapping {
                         }
                         slot
                     })
+                    .filter(|s| dead.is_empty() || !on_dead(s))
+                    .take(nranks as usize)
                     .collect())
             }
         }
@@ -151,15 +161,21 @@ mod tests {
     #[test]
     fn orders_place_first_letter_fastest() {
         let shape = Shape::torus(2, 2, 1);
-        let xyzt = Mapping::order("XYZT").unwrap().slots(&shape, 2, 8).unwrap();
+        let xyzt = Mapping::order("XYZT").unwrap().slots(&shape, 2, 8, &[]).unwrap();
         assert_eq!(xyzt[1], [1, 0, 0, 0]);
         assert_eq!(xyzt[4], [0, 0, 0, 1]);
-        let txyz = Mapping::order("txyz").unwrap().slots(&shape, 2, 8).unwrap();
+        let txyz = Mapping::order("txyz").unwrap().slots(&shape, 2, 8, &[]).unwrap();
         assert_eq!(txyz[1], [0, 0, 0, 1]);
         assert_eq!(txyz[2], [1, 0, 0, 0]);
         assert!(Mapping::order("XYZ").is_err());
         assert!(Mapping::order("XXZT").is_err());
-        assert!(matches!(Mapping::order("XYZT").unwrap().slots(&shape, 1, 5), Err(MappingError::TooMany(5, 4, 4, 1))));
+        assert!(matches!(Mapping::order("XYZT").unwrap().slots(&shape, 1, 5, &[]), Err(MappingError::TooMany(5, 4, 4, 1))));
+        // Dead nodes: an order passes over their slots, a mapfile may not use them.
+        let live = Mapping::order("XYZT").unwrap().slots(&shape, 1, 3, &[[1, 0, 0]]).unwrap();
+        assert_eq!(live, vec![[0, 0, 0, 0], [0, 1, 0, 0], [1, 1, 0, 0]]);
+        assert!(matches!(Mapping::order("XYZT").unwrap().slots(&shape, 1, 4, &[[1, 0, 0]]), Err(MappingError::TooMany(4, 3, 3, 1))));
+        let file = Mapping::Slots(vec![[0, 0, 0, 0], [1, 0, 0, 0]]);
+        assert!(file.slots(&shape, 1, 2, &[[1, 0, 0]]).unwrap_err().to_string().contains("rank 1 is placed on slot 1 0 0 0, a dead node"));
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! naming the key, the value and what is allowed.
 
 mod component;
+mod faults;
 mod mapping;
 mod shape;
 mod spec;
 
 pub use component::Component;
+pub use faults::Faults;
 pub use mapping::{Mapping, MappingError, Slot};
 
 pub use shape::{NodeMode, Shape, ShapeError, UnknownName};

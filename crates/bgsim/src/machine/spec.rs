@@ -1,6 +1,6 @@
 //! The machine description as typed data, and its validation.
 
-use super::{MachineError, NodeMode, Shape};
+use super::{Faults, MachineError, NodeMode, Shape};
 use serde::{Deserialize, Serialize};
 
 /// Deadlock-free escape scheme of the torus.
@@ -113,6 +113,14 @@ pub struct TorusSpec {
     /// does every cycle).
     #[serde(default)]
     pub escape_commit: bool,
+    /// Dead nodes, `"x,y,z"` (see `machine::Faults`): they send, receive
+    /// and forward nothing; ranks go on the live nodes.
+    #[serde(default)]
+    pub dead_nodes: Vec<String>,
+    /// Dead links, `"x,y,z:dir"` (dir x+ x- y+ y- z+ z-), dead both ways;
+    /// packets route around them (see `docs/torus.md`).
+    #[serde(default)]
+    pub dead_links: Vec<String>,
     pub injection_fifos: u32,
     pub hp_injection_fifos: u32,
     pub injection_fifo_bytes: u32,
@@ -387,6 +395,8 @@ pub struct Machine {
     pub vc_tokens: u32,
     /// Tokens of one full-sized packet.
     pub full_packet_tokens: u32,
+    /// Dead nodes and links of the partition.
+    pub faults: Faults,
 }
 
 fn check(ok: bool, src: &str, key: &str, value: impl ToString, allowed: &str) -> Result<(), MachineError> {
@@ -523,6 +533,7 @@ impl Machine {
                 allowed: e.to_string(),
             })?;
         }
+        let faults = Faults::parse(&t.dead_nodes, &t.dead_links, &shape, src)?;
         let tick_cycle = c.ticks_per_cpu_cycle as u64;
         let tick_byte = tick_cycle * c.cpu_cycles_per_link_byte as u64;
         let vcs = t.dynamic_vcs as usize + t.escape.escape_vcs() + 1;
@@ -535,6 +546,7 @@ impl Machine {
             vcs,
             vc_tokens: t.vc_buffer_bytes / t.token_bytes,
             full_packet_tokens: max_bytes / t.token_bytes,
+            faults,
             spec,
         })
     }

@@ -38,6 +38,10 @@ pub enum MpiError {
     /// The ranks of one hardware collective called it differently.
     #[error("collective arguments differ between ranks: rank {rank} calls {what:?} with {expected} participants, rank {other} called {other_what:?} with {other_expected}")]
     CollectiveMismatch { rank: u32, what: HwOp, expected: u32, other: u32, other_what: HwOp, other_expected: u32 },
+    /// Two nodes holding ranks that no route around the dead nodes and
+    /// links joins.
+    #[error("{0}: the ranks cannot all reach each other (place them elsewhere with a mapfile, or fewer ranks)")]
+    NoRoute(crate::torus::NoRoute),
     /// No rank can make progress.
     #[error("{}", blocked_message(.0))]
     Blocked(Vec<BlockedRank>),
@@ -134,8 +138,18 @@ impl World {
     /// `nranks` ranks placed by `mapping` on `machine`; `mpi`: charge MPI's
     /// per-message costs (false: the bare message layer).
     pub fn new(machine: &Machine, nranks: u32, mapping: &Mapping, seed: u64, mpi: bool) -> Result<World, MpiError> {
-        let slots: Vec<Slot> = mapping.slots(&machine.shape, machine.tasks_per_node(), nranks)?;
+        let slots: Vec<Slot> = mapping.slots(&machine.shape, machine.tasks_per_node(), nranks, &machine.faults.nodes)?;
         let mut net = Net::new(machine, seed);
+        if let Some(f) = net.faults() {
+            let geo = net.geometry();
+            let mut used = vec![false; geo.nodes() as usize];
+            for s in &slots {
+                used[geo.index([s[0], s[1], s[2]]) as usize] = true;
+            }
+            if let Some(bad) = f.unreachable(geo, &used) {
+                return Err(MpiError::NoRoute(bad));
+            }
+        }
         let ml = MsgLayer::new(&mut net, &slots, mpi);
         let m = &machine.spec.mpi;
         Ok(World {

@@ -13,7 +13,7 @@ use crate::collective::{Participant, Tree, TreeOp};
 use crate::machine::{Component, Machine};
 use crate::node::{CoreCounters, Cores};
 pub use crate::torus::Routing;
-use crate::torus::{flags, Geometry, Notice, Packet, Torus, NIL, NRX};
+use crate::torus::{dim_of, flags, is_minus, Geometry, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
 pub mod ev {
@@ -275,9 +275,12 @@ impl Net {
     }
 
     /// A packet from `src` to `dest` with `payload` bytes, routed as given.
+    /// On a partition with dead nodes or links the route goes around them,
+    /// in dimension order where an adaptive route could meet one.
     pub fn packet(&self, src: u32, dest: u32, payload: u32, routing: Routing, now: Tick) -> Packet {
         let mut p = self.torus.make_packet(src, dest, payload, now);
-        p.flags |= routing.flags();
+        let adaptive = self.torus.faults.is_none() || self.torus.route_around_faults(&mut p);
+        p.flags |= if adaptive { routing.flags() } else { Routing::Deterministic.flags() };
         p
     }
 
@@ -287,7 +290,19 @@ impl Net {
         let mut p = self.torus.make_packet(src, dest, payload, now);
         self.torus.set_line_route(&mut p, d);
         p.flags |= flags::DEPOSIT;
+        if let Some(f) = &self.torus.faults {
+            let g = &self.torus.geo;
+            let (k, size) = (dim_of(d), g.dims[dim_of(d)]);
+            let (a, b) = (g.coords32(src)[k], g.coords32(dest)[k]);
+            let hops = if is_minus(d) { (a + size - b) % size } else { (b + size - a) % size };
+            assert!(f.line_clean(g, src, d, hops), "a line broadcast from node {src} along {} crosses a dead node or link (runs with faults refuse line broadcasts before they start)", DIR_NAMES[d]);
+        }
         p
+    }
+
+    /// Dead nodes and links of the partition, if it has any.
+    pub fn faults(&self) -> Option<&crate::torus::FaultMap> {
+        self.torus.faults.as_deref()
     }
 
     /// The injection FIFO of a packet when software does not choose: FIFOs

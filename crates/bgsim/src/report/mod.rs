@@ -62,6 +62,10 @@ pub struct PacketCounts {
     pub hops: u64,
     pub escape_hops: u64,
     pub dynamic_hops: u64,
+    /// Packets in the network (injection FIFOs, VCs, links) when the
+    /// counters started and at the end: injected + in_flight_at_start =
+    /// delivered - deposit_copies + in_flight_at_end.
+    pub in_flight_at_start: u64,
     pub in_flight_at_end: u64,
 }
 
@@ -86,6 +90,13 @@ pub struct TrafficResult {
     pub pattern: String,
     pub spec: serde_json::Map<String, serde_json::Value>,
     pub nodes: u32,
+    /// Dead links of the partition (`torus.dead_links`; absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_links: Option<usize>,
+    /// Packets routed in dimension order round a dead link or node (absent
+    /// on a healthy partition; counted from the start of the run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_routed_packets: Option<u64>,
     /// Finite patterns: every expected packet was read.
     pub completed: bool,
     pub deadlock: bool,
@@ -266,6 +277,8 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
         pattern: run.pattern.to_string(),
         spec: run.spec,
         nodes: geo.nodes(),
+        dead_links: net.faults().map(|f| f.dead_links()),
+        fault_routed_packets: net.faults().map(|f| f.rerouted()),
         completed,
         deadlock: deadlock_at.is_some(),
         stopped_at_max_ncycles: run.stopped_at_max,
@@ -287,7 +300,8 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
             hops: g.hops,
             escape_hops: g.escape_hops,
             dynamic_hops: g.dynamic_hops,
-            in_flight_at_end: t.packets_in_vcs(),
+            in_flight_at_start: t.global.in_network_at_start,
+            in_flight_at_end: t.global.in_network,
         },
         latency_ncycles: lat(&g.latency, tb),
         network_latency_ncycles: lat(&g.network_latency, tb),

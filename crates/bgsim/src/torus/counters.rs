@@ -136,6 +136,11 @@ impl Histogram {
 #[derive(Clone, Debug, Default)]
 pub struct GlobalCounters {
     pub injected_packets: u64,
+    /// Packets in the network now: in injection FIFOs, VCs or on links, not
+    /// yet in their destination's reception FIFO (kept across restarts).
+    pub in_network: u64,
+    /// `in_network` when the counters last restarted.
+    pub in_network_at_start: u64,
     /// Link transfers resent after a CRC error (bit errors on the links).
     pub retransmissions: u64,
     /// The same per link direction (node * 6 + direction), where any.
@@ -202,7 +207,8 @@ impl Torus {
         for c in vcs.iter_mut() {
             *c = VcCounters { used: c.used, last_change: now, ..Default::default() };
         }
-        self.global = GlobalCounters { last_progress: last, vcs, ..Default::default() };
+        let in_network = self.global.in_network;
+        self.global = GlobalCounters { last_progress: last, vcs, in_network, in_network_at_start: in_network, ..Default::default() };
         self.counters_since = now;
     }
 

@@ -77,23 +77,6 @@ impl Torus {
         self.routers.iter().flat_map(|r| r.recv.iter().flat_map(|rv| rv.vc.iter().map(|v| v.used))).max().unwrap_or(0)
     }
 
-    /// Packets sitting in VCs (a snapshot; used by deadlock detection).
-    pub fn packets_in_vcs(&self) -> u64 {
-        let mut c = 0u64;
-        for r in &self.routers {
-            for rv in &r.recv {
-                for v in &rv.vc {
-                    let mut id = v.q.head;
-                    while id != NIL {
-                        c += 1;
-                        id = self.pool.get(id).next;
-                    }
-                }
-            }
-        }
-        c
-    }
-
     /// A sender's state: (busy until, packet in transfer or NIL, tokens per VC).
     pub fn sender_state(&self, n: u32, d: usize) -> (Tick, u32, Vec<u16>) {
         let s = &self.routers[n as usize].send[d];

@@ -18,6 +18,7 @@
 mod arbitration;
 pub mod counters;
 mod deadlock;
+pub mod faults;
 pub mod geometry;
 pub mod packet;
 mod params;
@@ -26,6 +27,7 @@ mod router;
 mod routing;
 mod transfer;
 
+pub use faults::{FaultMap, NoRoute};
 pub use counters::{GlobalCounters, Histogram, LinkCounters, NodeCounters, VcCounters};
 pub use geometry::{dim_of, is_minus, opposite, Geometry, DIR_NAMES, NDIR};
 pub use packet::{flags, List, Packet, Pool, NIL, NO_DIR};
@@ -109,6 +111,8 @@ pub struct Torus {
     pub counters_since: Tick,
     /// Arbitration's requests (scratch, kept to spare the zeroing per call).
     reqs: [Req; NDIR + MAXF],
+    /// Dead nodes and links, when the partition has any.
+    pub faults: Option<Box<FaultMap>>,
 }
 impl Torus {
     pub fn new(m: &Machine, seed: u64) -> Self {
@@ -149,6 +153,7 @@ impl Torus {
             notices: Vec::with_capacity(64),
             counters_since: 0,
             reqs: [Req::default(); NDIR + MAXF],
+            faults: FaultMap::new(&geo, &m.faults).map(Box::new),
             routers,
             geo,
             p,
@@ -173,6 +178,22 @@ impl Torus {
         pk.hint = self.geo.hint_bits(src, dest);
         pk.dc = self.geo.coords(dest);
         pk
+    }
+
+    /// Routes `pk` around the partition's dead nodes and links (see
+    /// [`faults`]): its hint bits, and whether it may still route
+    /// adaptively. Panics on a pair the run did not check: runs refuse
+    /// unreachable pairs before they start ([`FaultMap::unreachable`]).
+    pub fn route_around_faults(&self, pk: &mut Packet) -> bool {
+        let Some(f) = &self.faults else { return true };
+        match f.route(&self.geo, pk.src, pk.dest, pk.hint) {
+            Some((hint, adaptive)) => {
+                pk.hint = hint;
+                adaptive
+            }
+            None => panic!("{} (a pair the run should have refused before it started)",
+                NoRoute { src: self.geo.coords32(pk.src), dst: self.geo.coords32(pk.dest) }),
+        }
     }
 
     /// Overrides the hint bits: travel along direction `d` only (used by
@@ -205,6 +226,7 @@ impl Torus {
     /// The packet, written by a core, enters injection FIFO `f`.
     pub fn inj_push(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
         self.global.injected_packets += 1;
+        self.global.in_network += 1;
         let r = &mut self.routers[n as usize];
         let prod = prod_at(r.coords, self.pool.get(id));
         self.pool.get_mut(id).prod = prod;

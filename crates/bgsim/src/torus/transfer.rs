@@ -123,6 +123,7 @@ impl Torus {
         r.rx_busy &= !(1 << port);
         self.vc_stat(v, now, -(charge as i64));
         self.return_tokens(now, n, port, v, charge, q);
+        self.global.in_network -= 1;
         self.deliver(now, n, port, id);
         self.arbitrate(n, now, q, NO_DIR, Focus::receiver(port));
     }

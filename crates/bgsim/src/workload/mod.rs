@@ -44,8 +44,33 @@ pub fn build(machine: &Machine, spec: &TrafficSpec) -> Result<Sim, WorkloadError
     spec.validate()?;
     spec.validate_for(machine)?;
     let net = Net::new(machine, spec.common.seed);
+    check_faults(&net, spec.kind())?;
     let driver = Driver::new(spec, &net)?;
     Ok(Sim { net, driver })
+}
+
+/// Traffic on a partition with dead nodes or links: patterns send from and
+/// to every node, so dead nodes are refused (MPI programs place their ranks
+/// on the live nodes); deposit-bit fills cannot leave their lines; every
+/// other pattern runs when every pair of nodes has a route around the dead
+/// links.
+fn check_faults(net: &Net, pattern: Pattern) -> Result<(), WorkloadError> {
+    let Some(f) = net.faults() else { return Ok(()) };
+    let unfit = |reason: String| Err(WorkloadError::Unfit { pattern: pattern.name(), reason });
+    if f.dead_nodes() > 0 {
+        return unfit(format!(
+            "traffic patterns send from and to every node, and this partition has {} dead node(s) (torus.dead_nodes); run an MPI program (its ranks go on the live nodes) or give dead links instead",
+            f.dead_nodes()
+        ));
+    }
+    if matches!(pattern, Pattern::LineFill | Pattern::PlaneFill) {
+        return unfit("deposit-bit line broadcasts cannot route around dead links (torus.dead_links)".into());
+    }
+    let geo = net.geometry();
+    match f.unreachable(geo, &vec![true; geo.nodes() as usize]) {
+        Some(bad) => unfit(format!("{bad} (torus.dead_links)")),
+        None => Ok(()),
+    }
 }
 
 /// Runs a traffic pattern. `progress` is called now and then with the
@@ -157,9 +182,10 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
 }
 
 /// Conservation and sanity at the end of a traffic run (checked after every
-/// run in debug builds, and by the tests): per-VC packets add up to the
-/// hops, "% of peak" is at most 100, a finite pattern that completed
-/// delivered every packet it injected (and its deposit copies), and a
+/// run in debug builds, and by the tests): every packet injected is
+/// delivered or still in the network, per-VC packets add up to the hops,
+/// "% of peak" is at most 100, a finite pattern that completed delivered
+/// every packet it injected (and its deposit copies), and a
 /// network with nothing left to happen (`quiet`: no event pending, so no
 /// token in flight either) has every token back.
 pub fn invariants(net: &Net, r: &TrafficResult, quiet: bool) -> Result<(), String> {
@@ -170,6 +196,9 @@ pub fn invariants(net: &Net, r: &TrafficResult, quiet: bool) -> Result<(), Strin
     }
     if !(0.0..=100.0 + 1e-9).contains(&r.pct_peak) {
         return Err(format!("{}% of peak", r.pct_peak));
+    }
+    if p.injected + p.in_flight_at_start != p.delivered - p.deposit_copies + p.in_flight_at_end {
+        return Err(format!("packets unaccounted for: injected + in flight at the start != delivered + in flight at the end: {p:?}"));
     }
     let timed = r.spec.get("warmup_ncycles").is_some();
     if !timed && r.completed && (p.delivered != p.injected + p.deposit_copies || p.created != p.injected) {

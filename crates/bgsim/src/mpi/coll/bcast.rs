@@ -17,7 +17,7 @@ pub static OP: Operation = Operation {
         Algorithm {
             name: "torus_deposit",
             description: "the same lines as deposit-bit line packets of the message layer",
-            needs: &[Need::OneRankPerNode],
+            needs: &[Need::OneRankPerNode, Need::HealthyTorus],
             hardware: false,
         },
         Algorithm {

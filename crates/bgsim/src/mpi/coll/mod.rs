@@ -56,6 +56,10 @@ pub enum Need {
     ArrayData,
     /// At least one element per rank.
     ElementPerRank,
+    /// No dead links or nodes: deposit-bit line packets cannot route
+    /// around them.
+    #[serde(rename = "no_dead_links")]
+    HealthyTorus,
 }
 
 impl Need {
@@ -68,6 +72,7 @@ impl Need {
             Need::OneRankPerNode => "needs one rank per node of the whole partition".into(),
             Need::PowerOfTwo => "needs a power-of-two communicator size".into(),
             Need::ArrayData => "needs array data (the buffer API)".into(),
+            Need::HealthyTorus => "needs a torus without dead links (its line packets cannot route around them)".into(),
             Need::ElementPerRank => {
                 format!("needs at least one element per rank ({} for {} ranks)", facts.elements.unwrap_or(0), facts.n)
             }
@@ -84,6 +89,7 @@ impl Need {
             Need::PowerOfTwo => f.n.is_power_of_two(),
             Need::ArrayData => f.elements.is_some(),
             Need::ElementPerRank => f.elements.is_none_or(|e| e >= f.n as u64),
+            Need::HealthyTorus => !f.faulty_torus,
         }
     }
 }
@@ -101,6 +107,8 @@ pub struct CallFacts {
     pub alu: bool,
     /// Elements of array data (None: Python objects).
     pub elements: Option<u64>,
+    /// The partition has dead links or nodes.
+    pub faulty_torus: bool,
 }
 
 /// One collective algorithm.
@@ -214,7 +222,7 @@ mod tests {
     use super::*;
 
     fn world(n: u32) -> CallFacts {
-        CallFacts { n, whole_partition: true, one_task_per_node: true, collective_network: true, barrier_network: true, alu: true, elements: Some(1 << 20) }
+        CallFacts { n, whole_partition: true, one_task_per_node: true, collective_network: true, barrier_network: true, alu: true, elements: Some(1 << 20), faulty_torus: false }
     }
 
     #[test]

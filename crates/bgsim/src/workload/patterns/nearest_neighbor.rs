@@ -63,7 +63,8 @@ impl TrafficPattern for NearestNeighbor {
                 load.add_line(&src.geo, m, node, dir, 1, m.packet_bytes_for_payload(pl), 1.0);
             }
             let mut p = net.packet(node, dest, pl, src.routing, now);
-            if dest != node {
+            // One hop on its link; round the ring when that link is dead.
+            if dest != node && !net.faults().is_some_and(|f| f.link_dead(node, dir)) {
                 net.set_line_route(&mut p, dir);
             }
             src.send(net, q, now, node, p);
