@@ -225,6 +225,8 @@ from .mpishim.info import (
     Session,
     Get_hw_resource_info,
 )
+from .mpishim.membuf import buffer, memory
+from .mpishim.rma import Win, WIN_NULL
 from .mpishim.comm import (
     Comm,
     Intracomm,
@@ -450,6 +452,10 @@ __all__ = [
     "INFO_ENV",
     "Alloc_mem",
     "Free_mem",
+    "buffer",
+    "memory",
+    "Win",
+    "WIN_NULL",
     "Session",
     "Get_hw_resource_info",
     "Comm",

@@ -38,6 +38,11 @@ class ArgumentTypeError(BgsimError, TypeError):
     """An argument of the wrong type."""
 
 
+class BufferAccessError(BgsimError, BufferError):
+    """A buffer that cannot serve as asked: read-only where data must be
+    written, not contiguous, or memory the simulated MPI cannot read."""
+
+
 class StateError(BgsimError, RuntimeError):
     """A call at the wrong time: MPI outside a simulated rank, a run inside a run."""
 
@@ -52,6 +57,13 @@ class ProgramNotFoundError(BgsimError, FileNotFoundError):
 
 class UnknownExperimentError(BgsimError, KeyError):
     """No experiment of that name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class DatatypeLookupError(BgsimError, KeyError):
+    """A type code that names no MPI datatype."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""

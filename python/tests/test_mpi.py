@@ -763,3 +763,71 @@ def test_graph_and_distributed_graph_topologies():
     assert res[1][8] == ([0], [2])
     # Cartesian neighbours in MPI's order: per dimension, -1 then +1 (none off a non-periodic edge).
     assert res[1][9] == [3, 3, 0, MPI.PROC_NULL]
+
+
+class _DLPackHost:
+    """A minimal DLPack (v0 capsule) producer over a numpy array, the
+    protocol numpy itself implements."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+class _CAIHost:
+    def __init__(self, a, readonly=False):
+        self.a = a
+        self.__cuda_array_interface__ = {"version": 3, "data": (a.ctypes.data, readonly), "typestr": a.dtype.str,
+                                         "shape": a.shape, "strides": None}
+
+
+def test_dlpack_cai_and_mpi_buffer_messages_and_every_spec_form():
+    def main():
+        c = MPI.COMM_WORLD
+        peer = 1 - c.rank
+        out = {}
+        src = np.arange(6, dtype="i4") + 10 * c.rank
+        # DLPack (numpy arrays are producers too), CUDA array interface over host memory, MPI.buffer.
+        dst = np.zeros(6, dtype="i4")
+        c.Sendrecv(_DLPackHost(src), peer, recvbuf=_CAIHost(dst), source=peer)
+        out["dlpack_to_cai"] = dst.tolist()
+        mem = MPI.buffer.allocate(24)
+        c.Sendrecv(MPI.buffer.frombuffer(src), peer, recvbuf=mem, source=peer)
+        out["buffer"] = np.frombuffer(mem.tobytes(), "i4").tolist()
+        # [buf, count, displ, datatype] with a type code, [buf, (count, displ), datatype], [buf, datatype].
+        dst = np.zeros(6, dtype="i4")
+        c.Sendrecv([src, 2, 1, "i"], peer, recvbuf=[dst, (2, 3), MPI.INT], source=peer)
+        out["count_displ"] = dst.tolist()
+        c.Sendrecv([src, "i"], peer, recvbuf=[dst, MPI.INT], source=peer)
+        out["typecode"] = dst.tolist()
+        # Alltoallv with counts left out: split as evenly as it goes.
+        recv = np.zeros(6, dtype="i4")
+        c.Alltoallv([src, None, None, MPI.INT], [recv, MPI.INT])
+        out["alltoallv"] = recv.tolist()
+        errors = []
+        for bad, kind in (([src, 0, "\0"], KeyError), ([src, -1, "i"], ValueError), ([src, 0, 7, "i"], ValueError),
+                          ([src, 1, 2, 3, 4], ValueError), (_CAIHost(src, readonly=True), BufferError)):
+            try:
+                c.Sendrecv(src, peer, recvbuf=bad, source=peer)
+            except kind:
+                errors.append(kind.__name__)
+        out["errors"] = errors
+        try:
+            MPI.Win.Allocate(16, 1, MPI.INFO_NULL, MPI.COMM_SELF)
+        except NotImplementedError as e:
+            out["win"] = "not simulated" in str(e) and not MPI.WIN_NULL
+        return out
+
+    r = run(main, shape="2x1x1").results[0]
+    assert r["dlpack_to_cai"] == [10, 11, 12, 13, 14, 15]
+    assert r["buffer"] == [10, 11, 12, 13, 14, 15]
+    assert r["count_displ"] == [0, 0, 0, 11, 12, 0]
+    assert r["typecode"] == [10, 11, 12, 13, 14, 15]
+    assert r["alltoallv"] == [0, 1, 2, 10, 11, 12]
+    assert r["errors"] == ["KeyError", "ValueError", "ValueError", "ValueError", "BufferError"]
+    assert r["win"] is True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator as _operator
 import pickle as _pickle
 from typing import Any, List, Optional, Tuple
 
@@ -9,9 +10,12 @@ import numpy as _np
 
 from .. import _core
 from ..errors import ArgumentTypeError as _TypeError
+from ..errors import BufferAccessError as _BufferError
 from ..errors import UsageError as _ValueError
+from . import foreign as _foreign
+from . import membuf as _membuf
 from .constants import BOTTOM
-from .datatypes import BYTE, Datatype, _format_datatype
+from .datatypes import BYTE, Datatype, _as_datatype, _format_datatype
 
 
 class _Msg:
@@ -35,9 +39,14 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
     try:
         mv = memoryview(obj)
     except TypeError:
-        raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
+        if isinstance(obj, _membuf.buffer):
+            mv = obj._mv
+        elif not _foreign.is_foreign(obj):
+            raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
+        else:
+            mv = _foreign.view(obj)
     if not readonly_ok and mv.readonly:
-        raise _TypeError("message: the receive buffer is read-only")
+        raise _BufferError("message: the receive buffer is read-only")
     if mv.format == "O" or getattr(getattr(obj, "dtype", None), "hasobject", False):
         # Its bytes are pointers to Python objects of this process: copied
         # to another rank they would point at objects that may be gone.
@@ -54,82 +63,172 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
     return mv.cast("B") if (mv.format != "B" or mv.ndim != 1) else mv, dt
 
 
-def _msg(spec: Any, recv: bool) -> _Msg:
-    """Parses buf / [buf, datatype] / [buf, count, datatype] /
-    [buf, (count, displ), datatype] / [buf, count]."""
+def _is_datatype(obj: Any) -> bool:
+    return isinstance(obj, (Datatype, str))
+
+
+def _split_spec(spec: Any, vector: bool) -> Tuple[Any, Any, Any, Any]:
+    """A message spec's parts (buffer, count(s), displacement(s), datatype),
+    in the forms mpi4py reads: buf, [buf, datatype], [buf, count],
+    [buf, (count, displ)], [buf, count, datatype], [buf, (count, displ),
+    datatype], [buf, count, displ, datatype]. A vector message's
+    (counts, displs) pair must be a tuple."""
+    pair = tuple if vector else (tuple, list)
+    if isinstance(spec, (list, tuple)):
+        n = len(spec)
+        count = displ = dtype = None
+        if n == 2:
+            buf, count = spec
+            if _is_datatype(count):
+                count, dtype = None, count
+            elif isinstance(count, pair):
+                count, displ = count
+        elif n == 3:
+            buf, count, dtype = spec
+            if isinstance(count, pair):
+                count, displ = count
+        elif n == 4:
+            buf, count, displ, dtype = spec
+        else:
+            raise _ValueError(f"message: expecting 2 to 4 items [data, count, displacement, datatype], got {n}")
+        return buf, count, displ, dtype
+    return spec, None, None, None
+
+
+def _basic(buf: Any, dtype: Any, recv: bool) -> Tuple[memoryview, Datatype]:
+    """The bytes and datatype of a message buffer: None and BOTTOM are
+    empty and need an explicit datatype."""
+    if buf is None or buf is BOTTOM:
+        if dtype is None:
+            raise _ValueError("message: a None or BOTTOM buffer needs an explicit datatype")
+        return memoryview(b""), _as_datatype(dtype)
+    mv, dt = _bytes_view(buf, not recv)
+    return mv, (dt if dtype is None else _as_datatype(dtype))
+
+
+def _index(value: Any, what: str) -> int:
+    try:
+        return _operator.index(value)
+    except TypeError:
+        raise _TypeError(f"message: {what} must be an integer, got {value!r}") from None
+
+
+def _msg(spec: Any, recv: bool, blocks: int = 1) -> _Msg:
+    """Parses a message spec (see `_split_spec`); `blocks`: the buffer holds
+    that many equal blocks when the count is left out."""
     if spec is None or spec is BOTTOM:
         return _Msg(memoryview(b""), BYTE, 0, spec)
-    if isinstance(spec, (list, tuple)):
-        if not spec or len(spec) > 3:
-            raise _ValueError(f"message: expecting a list of 1 to 3 items [data, count, datatype], got {len(spec)}")
-        data = spec[0]
-        mv, dt = _bytes_view(data, not recv)
-        count = None
-        displ = 0
-        rest = list(spec[1:])
-        if rest and isinstance(rest[-1], Datatype):
-            dt = rest.pop()
-        if rest:
-            c = rest[0]
-            if isinstance(c, (tuple, list)):
-                if len(c) != 2:
-                    raise _ValueError("message: expecting (count, displacement)")
-                count, displ = c
-            elif c is not None:
-                count = c
-        if count is None:
-            count = len(mv) // max(1, dt.size) - displ
-        if not isinstance(count, (int, _np.integer)) or count < 0:
-            raise _ValueError(f"message: negative count {count}" if isinstance(count, (int, _np.integer)) else f"message: count must be an integer, got {count!r}")
-        start = displ * dt.size
-        need = start + count * dt.size
-        if need > len(mv):
-            raise _ValueError(f"message: buffer is too small for {count} x {dt.name} at displacement {displ} "
-                             f"({need} bytes needed, {len(mv)} available)")
-        return _Msg(mv[start:need], dt, int(count), data)
-    mv, dt = _bytes_view(spec, not recv)
-    return _Msg(mv, dt, len(mv) // max(1, dt.size), spec)
+    if not isinstance(spec, (list, tuple)) and not _is_buffer(spec) and not _foreign.is_foreign(spec):
+        raise _TypeError(f"message: expecting a buffer or a list/tuple [data, count, displacement, datatype], got {type(spec).__name__}")
+    buf, count, displ, dtype = _split_spec(spec, vector=False)
+    mv, dt = _basic(buf, dtype, recv)
+    extent = dt.extent
+    length, offset = len(mv), 0
+    if displ is not None:
+        displ = _index(displ, "displacement")
+        if displ < 0:
+            raise _ValueError(f"message: negative displacement {displ}")
+        if displ > 0:
+            if extent <= 0:
+                raise _ValueError(f"message: cannot handle displacement, datatype extent {extent}")
+            if displ * extent > length:
+                raise _ValueError(f"message: displacement {displ} out of bounds, number of datatype entries {length // extent}")
+            offset = displ * extent
+            length -= offset
+    if count is not None:
+        count = _index(count, "count")
+        if count < 0:
+            raise _ValueError(f"message: negative count {count}")
+        if count > 0 and buf is None:
+            raise _ValueError(f"message: buffer is None but count is {count}")
+    elif length > 0:
+        if extent <= 0:
+            raise _ValueError(f"message: cannot infer count, datatype extent {extent}")
+        if length % extent:
+            raise _ValueError(f"message: cannot infer count, buffer length {length} is not a multiple of datatype extent {extent}")
+        count = length // extent
+        if blocks > 1:
+            if count % blocks:
+                raise _ValueError(f"message: cannot infer count, number of entries {count} is not a multiple of required number of blocks {blocks}")
+            count //= blocks
+    else:
+        count = 0
+    need = offset + count * max(extent, 0) * max(blocks, 1)
+    if need > len(mv):
+        raise _ValueError(f"message: buffer is too small for {count} x {dt.name} at displacement {displ or 0} "
+                          f"({need} bytes needed, {len(mv)} available)")
+    return _Msg(mv[offset:offset + count * extent * max(blocks, 1)], dt, int(count), buf)
+
+
+def _array(value: Any, n: int, what: str) -> List[int]:
+    try:
+        items = list(value)
+    except TypeError:
+        raise _TypeError(f"message: {what} must be a sequence of integers, got {type(value).__name__}") from None
+    if len(items) != n:
+        raise _ValueError(f"message: expecting {n} {what}, got {len(items)}")
+    return [_index(v, what) for v in items]
 
 
 def _vmsg(spec: Any, n: int, recv: bool) -> Tuple[memoryview, Datatype, List[int], List[int]]:
-    """Parses a vector message [buf, (counts, displs), datatype] /
-    [buf, counts, datatype] / [buf, datatype] / buf for `n` peers; counts
-    and displacements in elements."""
-    counts = displs = None
-    if isinstance(spec, (list, tuple)):
-        data = spec[0]
-        mv, dt = _bytes_view(data, not recv)
-        rest = list(spec[1:])
-        if rest and isinstance(rest[-1], Datatype):
-            dt = rest.pop()
-        if rest:
-            c = rest[0]
-            if isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], (list, tuple, _np.ndarray)):
-                counts, displs = list(c[0]), (list(c[1]) if c[1] is not None else None)
-            elif c is not None:
-                counts = [int(c)] * n if isinstance(c, (int, _np.integer)) else list(c)
-            if len(rest) > 1 and rest[1] is not None:
-                displs = list(rest[1])
-    else:
-        mv, dt = _bytes_view(spec, not recv)
-    total = len(mv) // max(1, dt.size)
+    """Parses a vector message for `n` peers (see `_split_spec`): counts
+    and displacements in elements; counts left out split the buffer as
+    evenly as it goes, a single count applies to every peer, a single
+    displacement is a stride."""
+    if spec is None or spec is BOTTOM:
+        return memoryview(b""), BYTE, [0] * n, [0] * n
+    if not isinstance(spec, (list, tuple)) and not _is_buffer(spec) and not _foreign.is_foreign(spec):
+        raise _TypeError(f"message: expecting a buffer or a list/tuple [data, counts, displacements, datatype], got {type(spec).__name__}")
+    buf, counts, displs, dtype = _split_spec(spec, vector=True)
+    mv, dt = _basic(buf, dtype, recv)
+    extent = dt.extent
     if counts is None:
-        if total % n:
-            raise _ValueError(f"message: the buffer of {total} elements does not split evenly over {n} processes")
-        counts = [total // n] * n
+        total = 0
+        if len(mv) > 0:
+            if extent <= 0:
+                raise _ValueError(f"message: cannot infer count, datatype extent {extent}")
+            if len(mv) % extent:
+                raise _ValueError(f"message: cannot infer count, buffer length {len(mv)} is not a multiple of datatype extent {extent}")
+            total = len(mv) // extent
+        counts = [total // n + (total % n > i) for i in range(n)]
+    elif _integral(counts):
+        counts = [_operator.index(counts)] * n
+    else:
+        counts = _array(counts, n, "counts")
     if displs is None:
         displs, acc = [], 0
         for c in counts:
             displs.append(acc)
             acc += c
-    if len(counts) != n or len(displs) != n:
-        raise _ValueError(f"message: expecting {n} counts and displacements, got {len(counts)} and {len(displs)}")
+    elif _integral(displs):
+        displs = [_operator.index(displs) * i for i in range(n)]
+    else:
+        displs = _array(displs, n, "displacements")
     for c, d in zip(counts, displs):
         if c < 0:
             raise _ValueError(f"message: negative count {c}")
-        if (d + c) * dt.size > len(mv):
+        if (d + c) * extent > len(mv):
             raise _ValueError(f"message: buffer is too small for {c} x {dt.name} at displacement {d}")
-    return mv, dt, [int(c) for c in counts], [int(d) for d in displs]
+    return mv, dt, counts, displs
+
+
+def _integral(obj: Any) -> bool:
+    try:
+        _operator.index(obj)
+        return True
+    except TypeError:
+        return False
+
+
+def _is_buffer(obj: Any) -> bool:
+    """Whether `obj` exports the buffer protocol."""
+    if isinstance(obj, (bytes, bytearray, memoryview, _np.ndarray, _membuf.buffer)):
+        return True
+    try:
+        memoryview(obj).release()
+        return True
+    except TypeError:
+        return False
 
 
 def _address(mv: memoryview) -> int:
@@ -194,8 +293,9 @@ def Get_address(location: Any) -> int:
     (0 for None / BOTTOM)."""
     if location is None or location is BOTTOM:
         return 0
-    arr = location if isinstance(location, _np.ndarray) else _np.frombuffer(memoryview(location).cast("B"), "u1")
-    return int(arr.__array_interface__["data"][0])
+    if isinstance(location, _np.ndarray):
+        return int(location.__array_interface__["data"][0])
+    return _address(_bytes_view(location, True)[0])
 
 
 def Aint_add(base: int, disp: int) -> int:

@@ -6,7 +6,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as _np
 
-from ..errors import UsageError
+from ..errors import DatatypeLookupError, UsageError
 from .errors import ERR_COUNT, Exception
 
 
@@ -170,6 +170,30 @@ _NP_TO_DT = {}
 for _d in (SIGNED_CHAR, BYTE, SHORT, UNSIGNED_SHORT, INT, UNSIGNED, LONG, UNSIGNED_LONG, FLOAT, DOUBLE,
            C_BOOL, C_FLOAT_COMPLEX, C_DOUBLE_COMPLEX, LONG_DOUBLE):
     _NP_TO_DT.setdefault(_d.np.str, _d)
+
+
+# Type codes a message spec may give for its datatype (mpi4py's
+# MPI._typedict): struct / array characters and numpy's sized codes.
+_TYPEDICT = {
+    "?": C_BOOL, "c": CHAR, "b": SIGNED_CHAR, "h": SHORT, "i": INT, "l": LONG, "q": LONG_LONG,
+    "B": UNSIGNED_CHAR, "H": UNSIGNED_SHORT, "I": UNSIGNED, "L": UNSIGNED_LONG, "Q": UNSIGNED_LONG_LONG,
+    "e": FLOAT16_T, "f": FLOAT, "d": DOUBLE, "g": LONG_DOUBLE,
+    "F": C_FLOAT_COMPLEX, "D": C_DOUBLE_COMPLEX, "G": C_LONG_DOUBLE_COMPLEX,
+    "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "Zg": C_LONG_DOUBLE_COMPLEX,
+    "b1": C_BOOL, "i1": INT8_T, "i2": INT16_T, "i4": INT32_T, "i8": INT64_T,
+    "u1": UINT8_T, "u2": UINT16_T, "u4": UINT32_T, "u8": UINT64_T,
+    "f2": FLOAT16_T, "f4": FLOAT32_T, "f8": FLOAT64_T, "c8": C_FLOAT_COMPLEX, "c16": C_DOUBLE_COMPLEX,
+}
+
+
+def _as_datatype(dtype: Any) -> "Datatype":
+    """A message spec's datatype: a Datatype, or a type code of `_TYPEDICT`."""
+    if isinstance(dtype, Datatype):
+        return dtype
+    try:
+        return _TYPEDICT[dtype]
+    except (KeyError, TypeError):
+        raise DatatypeLookupError(f"cannot map {dtype!r} to MPI datatype") from None
 
 
 def _format_datatype(fmt: str, itemsize: int) -> Datatype:

@@ -165,7 +165,12 @@ class PointToPoint:
     def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
                  recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         r = self.Irecv(recvbuf, source, recvtag)
-        s = self.Isend(sendbuf, dest, sendtag)
+        try:
+            s = self.Isend(sendbuf, dest, sendtag)
+        except BaseException:
+            # One call: a send that cannot start takes back the receive.
+            r.Cancel()
+            raise
         _wait_all([s, r], "MPI.Comm.Sendrecv()")
         r._fill(status)
         r._raise()

@@ -1,0 +1,126 @@
+"""``MPI.buffer`` (mpi4py 4; ``MPI.memory`` in mpi4py 3): a view of a block
+of memory, usable wherever the simulated MPI takes a message buffer.
+
+Python 3.11 classes cannot export the buffer protocol, so other libraries
+(``numpy.frombuffer``, ``memoryview``) read it through ``.cast("B")`` or
+``.tobytes()``; the simulated MPI's own calls take it as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional
+
+import numpy as _np
+
+from ..errors import ArgumentTypeError as _TypeError
+from ..errors import BufferAccessError as _BufferError
+from ..errors import UsageError as _ValueError
+
+
+class buffer:
+    """A view of memory: of a buffer-like object, or allocated."""
+
+    __slots__ = ("_mv", "_obj")
+
+    def __init__(self, obj: Any = None):
+        if obj is None:
+            self._mv, self._obj = memoryview(b""), None
+        elif isinstance(obj, buffer):
+            self._mv, self._obj = obj._mv, obj._obj
+        else:
+            from .buffers import _bytes_view  # noqa: PLC0415 (buffers imports this module's class)
+            self._mv, self._obj = _bytes_view(obj, True)[0].cast("B"), obj
+
+    @staticmethod
+    def allocate(nbytes: int, clear: bool = False) -> "buffer":
+        if nbytes < 0:
+            raise _ValueError(f"buffer.allocate: size {nbytes} is negative")
+        b = buffer.__new__(buffer)
+        b._mv, b._obj = memoryview(bytearray(nbytes)), None
+        return b
+
+    @staticmethod
+    def frombuffer(obj: Any, readonly: bool = False) -> "buffer":
+        b = buffer(obj)
+        if not readonly and b._mv.readonly:
+            raise _BufferError("buffer.frombuffer: the object is read-only")
+        if readonly:
+            b._mv = b._mv.toreadonly()
+        return b
+
+    @staticmethod
+    def fromaddress(address: int, nbytes: int, readonly: bool = False) -> "buffer":
+        if nbytes < 0:
+            raise _ValueError(f"buffer.fromaddress: size {nbytes} is negative")
+        if address == 0 and nbytes > 0:
+            raise _ValueError("buffer.fromaddress: a null address with a positive size")
+        b = buffer.__new__(buffer)
+        raw = (ctypes.c_char * nbytes).from_address(address) if nbytes else bytearray()
+        b._mv, b._obj = memoryview(raw).cast("B"), None
+        if readonly:
+            b._mv = b._mv.toreadonly()
+        return b
+
+    @property
+    def address(self) -> int:
+        if len(self._mv) == 0:
+            return 0
+        return int(_np.frombuffer(self._mv, dtype=_np.uint8).__array_interface__["data"][0])
+
+    @property
+    def obj(self) -> Any:
+        return self._obj
+
+    @property
+    def nbytes(self) -> int:
+        return self._mv.nbytes
+
+    @property
+    def readonly(self) -> bool:
+        return self._mv.readonly
+
+    @property
+    def format(self) -> str:
+        return "B"
+
+    @property
+    def itemsize(self) -> int:
+        return 1
+
+    def cast(self, format: str, shape: Optional[Any] = None) -> memoryview:
+        return self._mv.cast(format) if shape is None else self._mv.cast(format, shape)
+
+    def tobytes(self, order: Optional[str] = None) -> bytes:
+        return self._mv.tobytes()
+
+    def toreadonly(self) -> "buffer":
+        b = buffer.__new__(buffer)
+        b._mv, b._obj = self._mv.toreadonly(), self._obj
+        return b
+
+    def release(self) -> None:
+        self._mv = memoryview(b"")
+        self._obj = None
+
+    def __len__(self) -> int:
+        return len(self._mv)
+
+    def __getitem__(self, item: Any) -> Any:
+        got = self._mv[item]
+        if isinstance(got, memoryview):
+            b = buffer.__new__(buffer)
+            b._mv, b._obj = got, self._obj
+            return b
+        return got
+
+    def __setitem__(self, item: Any, value: Any) -> None:
+        if self._mv.readonly:
+            raise _TypeError("buffer: cannot modify read-only memory")
+        self._mv[item] = value._mv if isinstance(value, buffer) else value
+
+    def __repr__(self) -> str:
+        return f"<MPI.buffer of {self.nbytes} bytes>"
+
+
+memory = buffer
