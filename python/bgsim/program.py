@@ -262,16 +262,20 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
             k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed")})
         with _mpi4py_installed():
-            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check)
+            return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
+                            private_dir=os.path.dirname(os.path.abspath(path)))
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
 
 
 def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
-             seed: int = 1, memory_check: bool = True) -> RunResult:
+             seed: int = 1, memory_check: bool = True, private_dir: Optional[str] = None) -> RunResult:
+    """Runs `main` on every rank; modules under `private_dir` (a program
+    file's directory) are each rank's own."""
     t0 = time.perf_counter()
     check_cpu_factor(cpu_factor)
-    rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None)
+    rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None,
+                 private_dir=private_dir)
     _reset(world.nranks)
     rt.run(main)
     wall = time.perf_counter() - t0

@@ -831,3 +831,62 @@ def test_dlpack_cai_and_mpi_buffer_messages_and_every_spec_form():
     assert r["alltoallv"] == [0, 1, 2, 10, 11, 12]
     assert r["errors"] == ["KeyError", "ValueError", "ValueError", "ValueError", "BufferError"]
     assert r["win"] is True
+
+
+def test_derived_datatypes_move_exactly_their_bytes():
+    def main():
+        c = MPI.COMM_WORLD
+        peer = 1 - c.rank
+        a = np.arange(20, dtype="i4") + 100 * c.rank
+        vec = MPI.INT.Create_vector(3, 2, 4).Commit()
+        b = np.full(20, -1, dtype="i4")
+        c.Sendrecv([a, 1, vec], peer, recvbuf=[b, 1, vec], source=peer)
+        sub = MPI.INT.Create_subarray([4, 5], [2, 2], [1, 1]).Commit()
+        d = np.full(20, -1, dtype="i4")
+        c.Sendrecv([a, 1, sub], peer, recvbuf=[d, 1, sub], source=peer)
+        # A vector sent is received as plain ints: the packed stream.
+        packed = np.full(6, -1, dtype="i4")
+        c.Sendrecv([a, 1, vec], peer, recvbuf=packed, source=peer)
+        # Alltoallw on absolute addresses (BOTTOM) with struct types.
+        s = np.arange(4, dtype="f8") + 10 * c.rank
+        r = np.zeros(4, dtype="f8")
+        st = [MPI.Datatype.Create_struct([2], [MPI.Get_address(s) + 16 * i], [MPI.DOUBLE]).Commit() for i in range(2)]
+        rt = [MPI.Datatype.Create_struct([2], [MPI.Get_address(r) + 16 * i], [MPI.DOUBLE]).Commit() for i in range(2)]
+        c.Alltoallw((MPI.BOTTOM, ([1, 1], [0, 0]), st), (MPI.BOTTOM, ([1, 1], [0, 0]), rt))
+        return b.tolist(), d.tolist(), packed.tolist(), r.tolist()
+
+    b, d, packed, r = run(main, shape="2x1x1").results[0]
+    assert b == [100, 101, -1, -1, 104, 105, -1, -1, 108, 109] + [-1] * 10
+    assert d == [-1] * 6 + [106, 107] + [-1] * 3 + [111, 112] + [-1] * 7
+    assert packed == [100, 101, 104, 105, 108, 109]
+    assert r == [0.0, 1.0, 10.0, 11.0]
+
+
+def test_datatype_bounds_contents_and_pickling():
+    import pickle
+    v = MPI.INT.Create_vector(3, 2, 4)
+    assert (v.size, v.extent, v.Get_true_extent()) == (24, 40, (0, 40))
+    assert v.decode() == (MPI.INT, "VECTOR", {"count": 3, "blocklength": 2, "stride": 4})
+    assert v.Get_envelope() == (3, 0, 0, 1, MPI.COMBINER_VECTOR) and v.Get_contents() == ([3, 2, 4], [], [], [MPI.INT])
+    s = MPI.Datatype.Create_struct([1, 1], [0, 8], [MPI.DOUBLE, MPI.CHAR])
+    assert (s.size, s.extent) == (9, 16)  # padded to the double's alignment, as C would
+    rz = MPI.INT.Create_resized(-4, 12)
+    assert (rz.lb, rz.ub, rz.extent, rz.true_lb, rz.true_extent) == (-4, 8, 12, 0, 4)
+    assert pickle.loads(pickle.dumps(MPI.DOUBLE)) is MPI.DOUBLE
+    copy = pickle.loads(pickle.dumps(v))
+    assert copy.decode() == v.decode() and copy != v
+    assert MPI.Datatype(MPI.INT) == MPI.INT and MPI.Datatype(MPI.INT) is not MPI.INT
+    assert MPI.BYTE.Create_contiguous(2 ** 31 - 1).size == 2 ** 31 - 1  # no per-byte map until used
+    assert MPI.Datatype.Create_f90_integer(4) .size == 2 and MPI.Datatype.Match_size(MPI.TYPECLASS_REAL, 8) == MPI.REAL8
+
+
+def test_each_rank_has_its_own_copy_of_the_programs_modules(cli, tmp_path):
+    (tmp_path / "state.py").write_text("value = None\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text("from mpi4py import MPI\nimport state\n"
+                    "state.value = MPI.COMM_WORLD.rank\nMPI.COMM_WORLD.Barrier()\n"
+                    "assert state.value == MPI.COMM_WORLD.rank, (state.value, MPI.COMM_WORLD.rank)\n"
+                    "vals = MPI.COMM_WORLD.gather(state.value)\n"
+                    "if MPI.COMM_WORLD.rank == 0:\n    print('values', vals)\n")
+    p = cli("run", "--shape", "2x2x1", str(prog), check=True)
+    assert "values [0, 1, 2, 3]" in p.stdout

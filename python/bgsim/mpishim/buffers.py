@@ -32,6 +32,75 @@ class _Msg:
         return self.count * self.dt.size
 
 
+class _Packed:
+    """The data of `count` elements of a non-contiguous datatype, read and
+    written as the packed byte stream MPI moves (gaps left out, type-map
+    order), over the buffer's own memory. Slices and assignments take
+    packed byte positions: element e's bytes sit at e * size.. in the
+    stream and at e * extent + the type map's offsets in memory."""
+
+    __slots__ = ("_mem", "_dt", "_base", "_count", "readonly")
+
+    def __init__(self, mem: "_np.ndarray", dt: Datatype, base: int, count: int, readonly: bool):
+        self._mem, self._dt, self._base, self._count, self.readonly = mem, dt, base, count, readonly
+
+    def _offsets(self, start: int, stop: int) -> "_np.ndarray":
+        size = self._dt.size
+        e = _np.arange(start, stop, dtype=_np.int64)
+        elem, within = _np.divmod(e, size)
+        return self._base + elem * self._dt.extent + self._dt._t.element_bytes()[within]
+
+    def __len__(self) -> int:
+        return self._count * self._dt.size
+
+    @property
+    def nbytes(self) -> int:
+        return len(self)
+
+    def _range(self, item: Any) -> Tuple[int, int]:
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            raise _TypeError("a packed datatype view takes contiguous slices only")
+        start, stop, _ = item.indices(len(self))
+        return start, max(start, stop)
+
+    def __getitem__(self, item: Any) -> memoryview:
+        start, stop = self._range(item)
+        return memoryview(self._mem[self._offsets(start, stop)].tobytes())
+
+    def __setitem__(self, item: Any, data: Any) -> None:
+        start, stop = self._range(item)
+        src = _np.frombuffer(data, dtype=_np.uint8)
+        if len(src) != stop - start:
+            raise _ValueError(f"packed datatype view: {len(src)} bytes for a slice of {stop - start}")
+        self._mem[self._offsets(start, stop)] = src
+
+    def tobytes(self) -> bytes:
+        return self[:].tobytes()
+
+
+def _datatype_view(mv: memoryview, dt: Datatype, displ_bytes: int, count: int, recv: bool, bottom: bool) -> Any:
+    """`count` elements of `dt` from byte `displ_bytes` of `mv` (a BOTTOM
+    buffer: from address 0, the type map holding absolute addresses): the
+    plain bytes when the datatype is contiguous, else a packed view."""
+    t = dt._t
+    if count == 0:
+        return memoryview(bytearray())
+    lo = displ_bytes + t.true_lb
+    hi = displ_bytes + (count - 1) * dt.extent + t.true_ub
+    if bottom:
+        import ctypes  # noqa: PLC0415 (only BOTTOM messages read absolute addresses)
+        raw = (ctypes.c_char * (hi - lo)).from_address(lo)
+        mem = _np.frombuffer(raw, dtype=_np.uint8)
+        return _Packed(mem, dt, displ_bytes - lo, count, False)
+    if lo < 0 or hi > len(mv):
+        raise _ValueError(f"message: {count} x {dt.name} at byte {displ_bytes} reach bytes {lo}..{hi} "
+                          f"outside the buffer of {len(mv)} bytes")
+    if t.contiguous:
+        return mv[displ_bytes:displ_bytes + count * dt.size]
+    mem = _np.frombuffer(mv, dtype=_np.uint8)
+    return _Packed(mem, dt, displ_bytes, count, mv.readonly)
+
+
 _FMT_CACHE: dict = {}
 
 
@@ -153,6 +222,9 @@ def _msg(spec: Any, recv: bool, blocks: int = 1) -> _Msg:
             count //= blocks
     else:
         count = 0
+    total = count * max(blocks, 1)
+    if not dt._t.contiguous or (buf is BOTTOM and total > 0):
+        return _Msg(_datatype_view(mv, dt, offset, total, recv, buf is BOTTOM), dt, int(count), buf)
     need = offset + count * max(extent, 0) * max(blocks, 1)
     if need > len(mv):
         raise _ValueError(f"message: buffer is too small for {count} x {dt.name} at displacement {displ or 0} "
@@ -204,9 +276,18 @@ def _vmsg(spec: Any, n: int, recv: bool) -> Tuple[memoryview, Datatype, List[int
         displs = [_operator.index(displs) * i for i in range(n)]
     else:
         displs = _array(displs, n, "displacements")
-    for c, d in zip(counts, displs):
+    for c in counts:
         if c < 0:
             raise _ValueError(f"message: negative count {c}")
+    if not dt._t.contiguous or buf is BOTTOM:
+        # Displacements count extents: element e of the view is element e
+        # of the buffer, its bytes at e * size in the packed stream.
+        end = max((d + c for c, d in zip(counts, displs) if c > 0), default=0)
+        low = min((d for c, d in zip(counts, displs) if c > 0), default=0)
+        if low < 0:
+            raise _ValueError(f"message: negative displacement {low}")
+        return _datatype_view(mv, dt, 0, end, recv, buf is BOTTOM), dt, counts, displs
+    for c, d in zip(counts, displs):
         if (d + c) * extent > len(mv):
             raise _ValueError(f"message: buffer is too small for {c} x {dt.name} at displacement {d}")
     return mv, dt, counts, displs

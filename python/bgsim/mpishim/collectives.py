@@ -8,9 +8,9 @@ import numpy as _np
 
 from .. import coll as _coll
 from ..errors import UsageError as _ValueError
-from .buffers import _bytes_view, _dump, _load, _msg, _vmsg
-from .constants import IN_PLACE
-from .datatypes import Datatype
+from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg
+from .constants import BOTTOM, IN_PLACE
+from .datatypes import Datatype, _as_datatype
 from .errors import ERR_TRUNCATE, Exception
 from .ops import SUM, Op
 
@@ -163,20 +163,38 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
     c = _coll.Call(comm, "alltoall")
     n = c.n
 
-    def spec(b: Any, recv: bool):
-        data, (counts, displs), types = b
-        mv, _ = _bytes_view(data, not recv)
+    def spec(b: Any, recv: bool) -> List[Any]:
+        """One view per peer of (buf, types), (buf, (counts, displs), types)
+        or (buf, counts, displs, types); displacements in bytes."""
+        if not isinstance(b, (list, tuple)) or len(b) not in (2, 3, 4):
+            raise _ValueError("Alltoallw: a message is (buffer, [counts, displacements,] datatypes): expecting 2 to 4 items")
+        if len(b) == 2:
+            data, types = b
+            counts, displs = [1] * n, [0] * n
+        elif len(b) == 3:
+            data, (counts, displs), types = b
+        else:
+            data, counts, displs, types = b
+        bottom = data is None or data is BOTTOM
+        if bottom and (counts is None or displs is None):
+            raise _ValueError("Alltoallw: a BOTTOM buffer needs counts and displacements")
+        counts, displs = _array(counts, n, "counts"), _array(displs, n, "displacements")
         types = list(types) if isinstance(types, (list, tuple)) else [types] * n
-        return mv, list(counts), list(displs), types
+        if len(types) != n:
+            raise _ValueError(f"Alltoallw: expecting {n} datatypes, got {len(types)}")
+        types = [_as_datatype(t) for t in types]
+        mv = memoryview(b"") if bottom else _bytes_view(data, not recv)[0].cast("B")
+        return [_datatype_view(mv, types[i], displs[i], counts[i], recv, bottom) for i in range(n)]
 
-    smv, sc, sd, st = spec(sendbuf, False)
-    rmv, rc, rd, rtyp = spec(recvbuf, True)
-    parts = [smv[sd[i]:sd[i] + sc[i] * st[i].size].tobytes() for i in range(n)]
+    sviews = spec(recvbuf if sendbuf is IN_PLACE else sendbuf, False)
+    rviews = spec(recvbuf, True)
+    parts = [v.tobytes() for v in sviews]
     got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
     for i, p in enumerate(got):
-        if len(p) > rc[i] * rtyp[i].size:
-            raise Exception(ERR_TRUNCATE, f"rank {i} sent {len(p)} bytes for a slot of {rc[i]} x {rtyp[i].name}")
-        rmv[rd[i]:rd[i] + len(p)] = p
+        if len(p) > len(rviews[i]):
+            raise Exception(ERR_TRUNCATE, f"rank {i} sent {len(p)} bytes for a slot of {len(rviews[i])} bytes")
+        if p:
+            rviews[i][:len(p)] = p
 
 
 def _place(mv: memoryview, dt: Datatype, count: int, displ: int, data: bytes, who: str) -> None:

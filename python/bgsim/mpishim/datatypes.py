@@ -2,86 +2,505 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+import itertools as _itertools
+import operator as _operator
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as _np
 
-from ..errors import DatatypeLookupError, UsageError
-from .errors import ERR_COUNT, Exception
+from ..errors import ArgumentTypeError, DatatypeLookupError, UsageError
+from .constants import UNDEFINED
+from .errors import ERR_ARG, ERR_COUNT, ERR_TYPE, Exception
+
+
+class _Type:
+    """What a datatype handle stands for: its type map as byte runs, its
+    bounds, and how it was built (combiner, contents, constructor
+    arguments)."""
+
+    __slots__ = ("name", "np", "runs", "size", "lb", "ub", "true_lb", "true_ub", "align", "combiner", "contents",
+                 "decoded", "committed", "idx")
+
+    def __init__(self, name: str, np_dtype: Any, runs: Tuple[Tuple[int, int], ...], lb: int, ub: int,
+                 true_lb: int, true_ub: int, align: int, combiner: int, contents: tuple = ((), (), (), ()),
+                 decoded: Optional[tuple] = None):
+        self.name = name
+        self.np = np_dtype
+        self.runs = runs
+        self.size = sum(n for _, n in runs)
+        self.lb, self.ub, self.true_lb, self.true_ub = lb, ub, true_lb, true_ub
+        self.align = align
+        self.combiner = combiner
+        self.contents = contents
+        self.decoded = decoded
+        self.committed = combiner in (COMBINER_NAMED, COMBINER_F90_INTEGER, COMBINER_F90_REAL, COMBINER_F90_COMPLEX)
+        self.idx: Optional[_np.ndarray] = None
+
+    @property
+    def contiguous(self) -> bool:
+        """One element is `size` bytes from its origin, with no gap, and
+        elements follow each other (extent = size, lb = 0)."""
+        return self.lb == 0 and self.ub == self.size and (self.runs == ((0, self.size),) or not self.runs)
+
+    def element_bytes(self) -> "_np.ndarray":
+        """Byte offsets of one element's data, in type-map order."""
+        if self.idx is None:
+            self.idx = (_np.concatenate([_np.arange(o, o + n, dtype=_np.int64) for o, n in self.runs])
+                        if self.runs else _np.zeros(0, dtype=_np.int64))
+        return self.idx
+
+
+def _named(name: str, np_dtype: Any) -> _Type:
+    d = _np.dtype(np_dtype)
+    return _Type(name, d, ((0, d.itemsize),), 0, d.itemsize, 0, d.itemsize, max(1, d.alignment), COMBINER_NAMED)
+
+
+(COMBINER_NAMED, COMBINER_DUP, COMBINER_CONTIGUOUS, COMBINER_VECTOR, COMBINER_HVECTOR, COMBINER_INDEXED,
+ COMBINER_HINDEXED, COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK, COMBINER_STRUCT, COMBINER_SUBARRAY,
+ COMBINER_DARRAY, COMBINER_F90_REAL, COMBINER_F90_COMPLEX, COMBINER_F90_INTEGER, COMBINER_RESIZED,
+ COMBINER_VALUE_INDEX) = range(17)
+_COMBINER_NAMES = ["NAMED", "DUP", "CONTIGUOUS", "VECTOR", "HVECTOR", "INDEXED", "HINDEXED", "INDEXED_BLOCK",
+                   "HINDEXED_BLOCK", "STRUCT", "SUBARRAY", "DARRAY", "F90_REAL", "F90_COMPLEX", "F90_INTEGER",
+                   "RESIZED", "VALUE_INDEX"]
+TYPECLASS_INTEGER, TYPECLASS_REAL, TYPECLASS_COMPLEX = 1, 2, 3
+ORDER_C, ORDER_FORTRAN = 0, 1
+ORDER_F = ORDER_FORTRAN
+
+
+def _merge(runs: List[Tuple[int, int]]) -> Tuple[Tuple[int, int], ...]:
+    out: List[List[int]] = []
+    for o, n in runs:
+        if n <= 0:
+            continue
+        if out and out[-1][0] + out[-1][1] == o:
+            out[-1][1] += n
+        else:
+            out.append([o, n])
+    return tuple((o, n) for o, n in out)
+
+
+def _index(value: Any, what: str) -> int:
+    try:
+        return _operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"Datatype: {what} must be an integer, got {value!r}") from None
+
+
+def _compose(name: str, entries: List[Tuple[int, int, "_Type"]], combiner: int, contents: tuple, decoded: tuple,
+             struct: bool = False) -> _Type:
+    """A type of `entries` (byte displacement, block length, child type):
+    each block is that many children one extent apart."""
+    runs: List[Tuple[int, int]] = []
+    lbs, ubs, tlbs, tubs = [], [], [], []
+    align = 1
+    np_types = set()
+    for disp, bl, t in entries:
+        if bl < 0:
+            raise Exception(ERR_COUNT, f"{name}: negative block length {bl}")
+        align = max(align, t.align)
+        if bl == 0:
+            continue
+        ext = t.ub - t.lb
+        if t.contiguous:
+            runs.append((disp, bl * t.size))
+        else:
+            for k in range(bl):
+                base = disp + k * ext
+                runs.extend((base + o, n) for o, n in t.runs)
+        lbs.append(disp + t.lb)
+        ubs.append(disp + (bl - 1) * ext + t.ub)
+        if t.size:
+            tlbs.append(disp + t.true_lb)
+            tubs.append(disp + (bl - 1) * ext + t.true_ub)
+        np_types.add(t.np.str if t.np is not None else None)
+    lb, ub = (min(lbs), max(ubs)) if lbs else (0, 0)
+    if struct and (ub - lb) % align:
+        ub += align - (ub - lb) % align
+    true_lb, true_ub = (min(tlbs), max(tubs)) if tlbs else (0, 0)
+    basic = None
+    if len(np_types) == 1 and None not in np_types:
+        basic = _np.dtype(next(iter(np_types)))
+    return _Type(name, basic, _merge(runs), lb, ub, true_lb, true_ub, align, combiner, contents, decoded)
 
 
 class Datatype:
-    """A predefined (or contiguous derived) datatype."""
+    """An MPI datatype: predefined, or built by a constructor (contiguous,
+    vector, indexed, struct, subarray, resized, ...). Copies made with
+    ``Datatype(dt)`` share the handle and compare equal."""
 
-    def __init__(self, name: str, np_dtype: Any, base: Optional["Datatype"] = None, count: int = 1):
-        self.name = name
-        self.np = _np.dtype(np_dtype)
-        self._base = base
-        self._count = count
-        self._committed = base is None
+    __slots__ = ("_t",)
+
+    def __init__(self, datatype: Any = None, np_dtype: Any = None):
+        if isinstance(datatype, Datatype):
+            self._t = datatype._t
+        elif datatype is None:
+            self._t = _NULL_TYPE
+        elif isinstance(datatype, str) and np_dtype is not None:
+            self._t = _named(datatype, np_dtype)
+        else:
+            raise ArgumentTypeError(f"Datatype: expecting a Datatype, got {type(datatype).__name__}")
+
+    @classmethod
+    def _of(cls, t: _Type) -> "Datatype":
+        d = cls.__new__(cls)
+        d._t = t
+        return d
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Datatype) and other._t is self._t
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return id(self._t)
+
+    def __bool__(self) -> bool:
+        return self._t is not _NULL_TYPE
+
+    def __reduce__(self) -> Any:
+        t = self._t
+        if t.combiner == COMBINER_NAMED or t is _NULL_TYPE:
+            named = _BY_NAME.get(t.name)
+            if named is not None:
+                return (_named_copy, (t.name,)) if named is not self else t.name.replace("MPI_", "", 1).replace("2INT", "TWOINT")
+        oldtype, combiner, params = self.decode()
+        return (_create, (oldtype, combiner, params))
 
     @classmethod
     def fromcode(cls, code: str) -> "Datatype":
         """The predefined datatype of a Python struct / numpy type code ('i', 'd', 'f8' ...)."""
+        dt = _TYPEDICT.get(code)
+        if dt is not None:
+            return dt
         try:
-            dt = _np.dtype(code)
+            npd = _np.dtype(code)
         except TypeError:
-            raise UsageError(f"cannot map typecode {code!r} to a datatype") from None
-        return _NP_TO_DT.get(dt.str) or cls(f"typecode {code!r}", dt)
+            raise DatatypeLookupError(f"cannot map typecode {code!r} to MPI datatype") from None
+        return _NP_TO_DT.get(npd.str) or cls(f"typecode {code!r}", npd)
+
+    # -- properties --
+
+    @property
+    def np(self) -> Any:
+        """The numpy type of one basic element (None when the elements differ)."""
+        return self._t.np if self._t.np is not None else _np.dtype(f"V{max(1, self._t.size)}")
+
+    @property
+    def name(self) -> str:
+        return self._t.name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._t.name = value
 
     @property
     def typechar(self) -> str:
-        return self.np.char
+        t = self._t
+        return t.np.char if t.np is not None and t.combiner in (COMBINER_NAMED, COMBINER_F90_INTEGER, COMBINER_F90_REAL, COMBINER_F90_COMPLEX) else "V"
+
+    @property
+    def typestr(self) -> str:
+        t = self._t
+        if t.np is not None and t.combiner == COMBINER_NAMED:
+            return t.np.str
+        return f"|V{t.ub - t.lb}"
 
     @property
     def size(self) -> int:
-        return self.np.itemsize * self._count
+        return self._t.size
 
     @property
     def extent(self) -> int:
-        return self.size
+        return self._t.ub - self._t.lb
 
     @property
     def lb(self) -> int:
-        return 0
+        return self._t.lb
 
     @property
     def ub(self) -> int:
-        return self.size
+        return self._t.ub
+
+    @property
+    def true_lb(self) -> int:
+        return self._t.true_lb
+
+    @property
+    def true_ub(self) -> int:
+        return self._t.true_ub
+
+    @property
+    def true_extent(self) -> int:
+        return self._t.true_ub - self._t.true_lb
+
+    @property
+    def combiner(self) -> int:
+        return self._t.combiner
+
+    @property
+    def envelope(self) -> Tuple[int, int, int, int, int]:
+        return self.Get_envelope()
+
+    @property
+    def contents(self) -> tuple:
+        return self.Get_contents()
+
+    @property
+    def is_named(self) -> bool:
+        return self._t.combiner == COMBINER_NAMED
+
+    @property
+    def is_predefined(self) -> bool:
+        return self._t.combiner in (COMBINER_NAMED, COMBINER_F90_INTEGER, COMBINER_F90_REAL, COMBINER_F90_COMPLEX)
 
     def Get_size(self) -> int:
         return self.size
 
     def Get_extent(self) -> Tuple[int, int]:
-        return (0, self.extent)
+        return (self.lb, self.extent)
+
+    def Get_true_extent(self) -> Tuple[int, int]:
+        return (self.true_lb, self.true_extent)
 
     def Get_name(self) -> str:
-        return self.name
+        return self._t.name
 
-    def Create_contiguous(self, count: int) -> "Datatype":
-        if count < 0:
-            raise Exception(ERR_COUNT, f"count = {count}")
-        return Datatype(f"contiguous({count} x {self.name})", self.np, self, self._count * count)
+    def Set_name(self, name: str) -> None:
+        self._t.name = name
 
-    def Dup(self) -> "Datatype":
-        return Datatype(self.name, self.np, self._base, self._count)
+    def Get_envelope(self) -> Tuple[int, int, int, int, int]:
+        i, a, c, d = self._t.contents
+        return (len(i), len(a), len(c), len(d), self._t.combiner)
+
+    def Get_contents(self) -> Tuple[List[int], List[int], List[int], List["Datatype"]]:
+        if self.is_named:
+            raise Exception(ERR_TYPE, "Get_contents: a named datatype has no contents")
+        i, a, c, d = self._t.contents
+        return (list(i), list(a), list(c), list(d))
+
+    def decode(self) -> Tuple["Datatype", str, dict]:
+        """(base datatype, combiner name, constructor arguments), as mpi4py's."""
+        t = self._t
+        if t.combiner == COMBINER_NAMED:
+            return (self, "NAMED", {})
+        oldtype, params = t.decoded
+        return (oldtype, _COMBINER_NAMES[t.combiner], dict(params))
 
     def Commit(self) -> "Datatype":
-        self._committed = True
+        self._t.committed = True
         return self
 
     def Free(self) -> None:
-        pass
+        """Frees a derived datatype (predefined ones stay)."""
+
+    def free(self) -> None:
+        self.Free()
+
+    def Dup(self) -> "Datatype":
+        t = self._t
+        return Datatype._of(_Type(t.name, t.np, t.runs, t.lb, t.ub, t.true_lb, t.true_ub, t.align, COMBINER_DUP,
+                                  ((), (), (), (self,)), (self, {})))
+
+    # -- constructors --
+
+    def Create_contiguous(self, count: int) -> "Datatype":
+        count = _index(count, "count")
+        if count < 0:
+            raise Exception(ERR_COUNT, f"Create_contiguous: count {count} is negative")
+        t = _compose(f"contiguous({count} x {self.name})", [(0, count, self._t)], COMBINER_CONTIGUOUS,
+                     ((count,), (), (), (self,)), (self, {"count": count}))
+        return Datatype._of(t)
+
+    def Create_vector(self, count: int, blocklength: int, stride: int) -> "Datatype":
+        count, bl, stride = _index(count, "count"), _index(blocklength, "blocklength"), _index(stride, "stride")
+        ext = self.extent
+        t = _compose("vector", [(k * stride * ext, bl, self._t) for k in range(count)], COMBINER_VECTOR,
+                     ((count, bl, stride), (), (), (self,)), (self, {"count": count, "blocklength": bl, "stride": stride}))
+        return Datatype._of(t)
+
+    def Create_hvector(self, count: int, blocklength: int, stride: int) -> "Datatype":
+        count, bl, stride = _index(count, "count"), _index(blocklength, "blocklength"), _index(stride, "stride")
+        t = _compose("hvector", [(k * stride, bl, self._t) for k in range(count)], COMBINER_HVECTOR,
+                     ((count, bl), (stride,), (), (self,)), (self, {"count": count, "blocklength": bl, "stride": stride}))
+        return Datatype._of(t)
+
+    def Create_indexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> "Datatype":
+        bls, ds = _ints(blocklengths, "blocklengths"), _ints(displacements, "displacements")
+        _same_length(bls, ds)
+        ext = self.extent
+        t = _compose("indexed", [(d * ext, b, self._t) for b, d in zip(bls, ds)], COMBINER_INDEXED,
+                     ((len(bls), *bls, *ds), (), (), (self,)), (self, {"blocklengths": bls, "displacements": ds}))
+        return Datatype._of(t)
+
+    def Create_hindexed(self, blocklengths: Sequence[int], displacements: Sequence[int]) -> "Datatype":
+        bls, ds = _ints(blocklengths, "blocklengths"), _ints(displacements, "displacements")
+        _same_length(bls, ds)
+        t = _compose("hindexed", [(d, b, self._t) for b, d in zip(bls, ds)], COMBINER_HINDEXED,
+                     ((len(bls), *bls), tuple(ds), (), (self,)), (self, {"blocklengths": bls, "displacements": ds}))
+        return Datatype._of(t)
+
+    def Create_indexed_block(self, blocklength: int, displacements: Sequence[int]) -> "Datatype":
+        bl, ds = _index(blocklength, "blocklength"), _ints(displacements, "displacements")
+        ext = self.extent
+        t = _compose("indexed_block", [(d * ext, bl, self._t) for d in ds], COMBINER_INDEXED_BLOCK,
+                     ((len(ds), bl, *ds), (), (), (self,)), (self, {"blocklength": bl, "displacements": ds}))
+        return Datatype._of(t)
+
+    def Create_hindexed_block(self, blocklength: int, displacements: Sequence[int]) -> "Datatype":
+        bl, ds = _index(blocklength, "blocklength"), _ints(displacements, "displacements")
+        t = _compose("hindexed_block", [(d, bl, self._t) for d in ds], COMBINER_HINDEXED_BLOCK,
+                     ((len(ds), bl), tuple(ds), (), (self,)), (self, {"blocklength": bl, "displacements": ds}))
+        return Datatype._of(t)
+
+    @staticmethod
+    def Create_struct(blocklengths: Sequence[int], displacements: Sequence[int], datatypes: Sequence["Datatype"]) -> "Datatype":
+        bls, ds = _ints(blocklengths, "blocklengths"), _ints(displacements, "displacements")
+        types = list(datatypes)
+        _same_length(bls, ds)
+        _same_length(bls, types)
+        for dt in types:
+            if not isinstance(dt, Datatype):
+                raise ArgumentTypeError(f"Create_struct: expecting Datatypes, got {type(dt).__name__}")
+        t = _compose("struct", [(d, b, dt._t) for b, d, dt in zip(bls, ds, types)], COMBINER_STRUCT,
+                     ((len(bls), *bls), tuple(ds), (), tuple(types)),
+                     (DATATYPE_NULL, {"blocklengths": bls, "displacements": ds, "datatypes": types}), struct=True)
+        return Datatype._of(t)
+
+    def Create_subarray(self, sizes: Sequence[int], subsizes: Sequence[int], starts: Sequence[int],
+                        order: int = ORDER_C) -> "Datatype":
+        sizes, subsizes, starts = _ints(sizes, "sizes"), _ints(subsizes, "subsizes"), _ints(starts, "starts")
+        _same_length(sizes, subsizes)
+        _same_length(sizes, starts)
+        nd = len(sizes)
+        for k in range(nd):
+            if sizes[k] < 1 or subsizes[k] < 0 or starts[k] < 0 or starts[k] + subsizes[k] > sizes[k]:
+                raise Exception(ERR_ARG, f"Create_subarray: dimension {k}: size {sizes[k]}, subsize {subsizes[k]}, start {starts[k]}")
+        if order not in (ORDER_C, ORDER_FORTRAN):
+            raise Exception(ERR_ARG, f"Create_subarray: order {order} is neither ORDER_C nor ORDER_FORTRAN")
+        dims = list(range(nd)) if order == ORDER_FORTRAN else list(range(nd - 1, -1, -1))  # fastest first
+        ext = self.extent
+        strides = [0] * nd
+        acc = 1
+        for k in dims:
+            strides[k] = acc
+            acc *= sizes[k]
+        fast = dims[0] if nd else None
+        entries = []
+        if nd and all(s > 0 for s in subsizes):
+            outer = [k for k in dims[1:]]
+            for idx in _itertools.product(*[range(starts[k], starts[k] + subsizes[k]) for k in reversed(outer)]):
+                off = starts[fast] * strides[fast]
+                for k, i in zip(reversed(outer), idx):
+                    off += i * strides[k]
+                entries.append((off * ext, subsizes[fast], self._t))
+        t = _compose("subarray", entries, COMBINER_SUBARRAY,
+                     ((nd, *sizes, *subsizes, *starts, order), (), (), (self,)),
+                     (self, {"sizes": sizes, "subsizes": subsizes, "starts": starts, "order": order}))
+        # A subarray spans the whole array.
+        total = acc * ext
+        t.lb, t.ub = 0, total
+        return Datatype._of(t)
+
+    def Create_darray(self, size: int, rank: int, gsizes: Sequence[int], distribs: Sequence[int],
+                      dargs: Sequence[int], psizes: Sequence[int], order: int = ORDER_C) -> "Datatype":
+        raise NotImplementedError("Datatype.Create_darray (distributed arrays) is not simulated by bgsim")
+
+    def Create_resized(self, lb: int, extent: int) -> "Datatype":
+        lb, extent = _index(lb, "lb"), _index(extent, "extent")
+        t = self._t
+        return Datatype._of(_Type("resized", t.np, t.runs, lb, lb + extent, t.true_lb, t.true_ub, t.align,
+                                  COMBINER_RESIZED, ((), (lb, extent), (), (self,)), (self, {"lb": lb, "extent": extent})))
+
+    @staticmethod
+    def Create_f90_integer(r: int) -> "Datatype":
+        for digits, dt in ((2, INTEGER1), (4, INTEGER2), (9, INTEGER4), (18, INTEGER8)):
+            if r <= digits:
+                return _f90(dt, COMBINER_F90_INTEGER, (r,), {"r": r})
+        raise Exception(ERR_ARG, f"Create_f90_integer: no integer type has {r} decimal digits")
+
+    @staticmethod
+    def Create_f90_real(p: int, r: int) -> "Datatype":
+        return _f90(_float_kind(p, r, (REAL4, REAL8, REAL16), "real"), COMBINER_F90_REAL, (p, r), {"p": p, "r": r})
+
+    @staticmethod
+    def Create_f90_complex(p: int, r: int) -> "Datatype":
+        return _f90(_float_kind(p, r, (COMPLEX8, COMPLEX16, COMPLEX32), "complex"), COMBINER_F90_COMPLEX, (p, r), {"p": p, "r": r})
+
+    @staticmethod
+    def Match_size(typeclass: int, size: int) -> "Datatype":
+        table = {TYPECLASS_INTEGER: (INTEGER1, INTEGER2, INTEGER4, INTEGER8),
+                 TYPECLASS_REAL: (REAL2, REAL4, REAL8, REAL16), TYPECLASS_COMPLEX: (COMPLEX8, COMPLEX16, COMPLEX32)}
+        for dt in table.get(typeclass, ()):
+            if dt.size == size:
+                return dt
+        raise Exception(ERR_ARG, f"Match_size: no type of class {typeclass} has {size} bytes")
+
+    @staticmethod
+    def Get_value_index(value: "Datatype", index: "Datatype") -> "Datatype":
+        if index != INT:
+            return DATATYPE_NULL
+        pairs = {FLOAT: FLOAT_INT, DOUBLE: DOUBLE_INT, LONG: LONG_INT, INT: TWOINT, SHORT: SHORT_INT,
+                 LONG_DOUBLE: LONG_DOUBLE_INT}
+        return pairs.get(value, DATATYPE_NULL)
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.Datatype {self.name}>"
 
 
+def _ints(values: Any, what: str) -> List[int]:
+    try:
+        items = list(values)
+    except TypeError:
+        raise ArgumentTypeError(f"Datatype: {what} must be a sequence of integers, got {type(values).__name__}") from None
+    return [_index(v, what) for v in items]
+
+
+def _same_length(a: Sequence[Any], b: Sequence[Any]) -> None:
+    if len(a) != len(b):
+        raise UsageError(f"Datatype: sequences of different lengths ({len(a)} and {len(b)})")
+
+
+def _float_kind(p: int, r: int, kinds: Tuple["Datatype", ...], what: str) -> "Datatype":
+    p = 0 if p == UNDEFINED else p
+    r = 0 if r == UNDEFINED else r
+    for dt, (digits, exponent) in zip(kinds, ((6, 37), (15, 307), (33, 4931))):
+        if p <= digits and r <= exponent:
+            return dt
+    raise Exception(ERR_ARG, f"Create_f90_{what}: no {what} type has precision {p} and range {r}")
+
+
+def _f90(dt: "Datatype", combiner: int, ints: tuple, params: dict) -> "Datatype":
+    t = dt._t
+    return Datatype._of(_Type(t.name, t.np, t.runs, t.lb, t.ub, t.true_lb, t.true_ub, t.align, combiner,
+                              (ints, (), (), ()), (DATATYPE_NULL, params)))
+
+
+def _create(oldtype: "Datatype", combiner: str, params: dict) -> "Datatype":
+    """Rebuilds a datatype from `decode()`'s parts (for pickling)."""
+    if combiner == "DUP":
+        return oldtype.Dup()
+    return getattr(oldtype, f"Create_{combiner.lower()}")(**params).Commit()
+
+
+def _named_copy(name: str) -> "Datatype":
+    """A new handle of a named datatype (``MPI.Datatype(MPI.INT)``, pickled)."""
+    return Datatype(_BY_NAME[name])
+
+
+
+_BY_NAME: Dict[str, Datatype] = {}
+
+
 def _dt(name: str, np_dtype: Any) -> Datatype:
-    return Datatype(name, np_dtype)
+    dt = Datatype(name, np_dtype)
+    _BY_NAME[name] = dt
+    return dt
 
 
-DATATYPE_NULL = _dt("MPI_DATATYPE_NULL", "u1")
+_NULL_TYPE = _Type("MPI_DATATYPE_NULL", _np.dtype("u1"), (), 0, 0, 0, 0, 1, COMBINER_NAMED)
+DATATYPE_NULL = Datatype._of(_NULL_TYPE)
+_BY_NAME["MPI_DATATYPE_NULL"] = DATATYPE_NULL
 BYTE = _dt("MPI_BYTE", "u1")
 PACKED = _dt("MPI_PACKED", "u1")
 CHAR = _dt("MPI_CHAR", "i1")
@@ -136,14 +555,8 @@ COMPLEX4 = _dt("MPI_COMPLEX4", "V4")
 COMPLEX8, COMPLEX16 = (_dt(f"MPI_COMPLEX{k}", f"c{k}") for k in (8, 16))
 COMPLEX32 = _dt("MPI_COMPLEX32", _np.clongdouble)
 # Constructors' combiners and the distribution / order constants of MPI.
-(COMBINER_NAMED, COMBINER_DUP, COMBINER_CONTIGUOUS, COMBINER_VECTOR, COMBINER_HVECTOR, COMBINER_INDEXED,
- COMBINER_HINDEXED, COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK, COMBINER_STRUCT, COMBINER_SUBARRAY,
- COMBINER_DARRAY, COMBINER_F90_REAL, COMBINER_F90_COMPLEX, COMBINER_F90_INTEGER, COMBINER_RESIZED,
- COMBINER_VALUE_INDEX) = range(17)
 DISTRIBUTE_NONE, DISTRIBUTE_BLOCK, DISTRIBUTE_CYCLIC = 0, 1, 2
 DISTRIBUTE_DFLT_DARG = -49767
-ORDER_C, ORDER_FORTRAN = 0, 1
-ORDER_F = ORDER_FORTRAN
 COMPLEX = C_FLOAT_COMPLEX
 DOUBLE_COMPLEX = C_DOUBLE_COMPLEX
 C_COMPLEX = C_FLOAT_COMPLEX
@@ -164,7 +577,8 @@ _FORMATS = {
     "b": SIGNED_CHAR, "B": BYTE, "c": CHAR, "h": SHORT, "H": UNSIGNED_SHORT,
     "i": INT, "I": UNSIGNED, "l": LONG, "L": UNSIGNED_LONG, "q": LONG_LONG,
     "Q": UNSIGNED_LONG_LONG, "f": FLOAT, "d": DOUBLE, "g": LONG_DOUBLE, "?": C_BOOL,
-    "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "n": LONG, "N": UNSIGNED_LONG,
+    "Zf": C_FLOAT_COMPLEX, "Zd": C_DOUBLE_COMPLEX, "Zg": C_LONG_DOUBLE_COMPLEX, "e": FLOAT16_T,
+    "n": LONG, "N": UNSIGNED_LONG,
 }
 _NP_TO_DT = {}
 for _d in (SIGNED_CHAR, BYTE, SHORT, UNSIGNED_SHORT, INT, UNSIGNED, LONG, UNSIGNED_LONG, FLOAT, DOUBLE,

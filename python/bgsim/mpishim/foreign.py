@@ -162,7 +162,7 @@ def _dlpack_view(obj: Any) -> memoryview:
         count *= s
     bits, lanes, code = t.dtype.bits, t.dtype.lanes, t.dtype.code
     itemsize = (bits * lanes + 7) // 8
-    if lanes == 1 and code in _KINDS and bits in (8, 16, 32, 64, 128):
+    if lanes == 1 and code in _KINDS and bits in (8, 16, 32, 64, 128, 256):
         typestr = f"{sys.byteorder == 'little' and '<' or '>'}{_KINDS[code]}{bits // 8}"
         elements = (count,)
     elif lanes == 2 and code == 2 and bits in (32, 64):  # pairs of floats: complex

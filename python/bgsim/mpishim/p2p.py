@@ -85,7 +85,7 @@ class PointToPoint:
         if mv is None or mv.readonly:
             m = _msg(buf, recv=True)
             mv, nbytes = m.mv, m.nbytes
-            addr = _address(mv)
+            addr = _address(mv) if isinstance(mv, memoryview) else 0
         ctx, me = self._me()
         req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0, ctx=ctx)
         req._into = mv
