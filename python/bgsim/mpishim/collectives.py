@@ -85,12 +85,17 @@ def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Option
         m.mv[: len(out)] = out
 
 
-def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Optional[Sequence[int]]) -> None:
+def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Optional[Sequence[int]],
+                    block: bool = False) -> None:
     n = comm.Get_size()
     src = recvbuf if sendbuf is IN_PLACE else sendbuf
     s = _msg(src, recv=False)
     full = bytearray(s.nbytes)
     _reduce_buffers(comm, [bytearray(s.mv.tobytes()), s.count, s.dt], [full, s.count, s.dt], op, 0)
+    if counts is None and not block:
+        # Each rank's share is what its receive buffer holds (mpi4py's rule).
+        mine = s.count // n if sendbuf is IN_PLACE else _msg(recvbuf, recv=True).count
+        counts = comm.allgather(mine)
     c = _coll.Call(comm, "scatter", 0)
     if counts is None:
         counts = [s.count // n] * n
@@ -135,7 +140,8 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             smv, sdt, counts, displs = _vmsg(sendbuf, n, recv=False)
             parts = [smv[displs[i] * sdt.size:(displs[i] + counts[i]) * sdt.size].tobytes() for i in range(n)]
         mine = _coll.run("scatter", c, parts, root, nbytes=0)
-        if not (me == root and recvbuf is IN_PLACE):
+        # The root may leave its own block where it is (IN_PLACE) or drop it (None).
+        if not (me == root and (recvbuf is IN_PLACE or recvbuf is None)):
             m = _msg(recvbuf, recv=True)
             if len(mine) > m.nbytes:
                 raise Exception(ERR_TRUNCATE, f"Scatter: {len(mine)} bytes for a buffer of {m.nbytes}")
@@ -306,7 +312,7 @@ class CollectiveCalls:
         _reduce_buffers(self, sendbuf, recvbuf, op, None)
 
     def Reduce_scatter_block(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
-        _reduce_scatter(self, sendbuf, recvbuf, op, None)
+        _reduce_scatter(self, sendbuf, recvbuf, op, None, block=True)
 
     def Reduce_scatter(self, sendbuf: Any, recvbuf: Any, recvcounts: Optional[Sequence[int]] = None, op: Op = SUM) -> None:
         _reduce_scatter(self, sendbuf, recvbuf, op, recvcounts)

@@ -165,7 +165,7 @@ def _dlpack_view(obj: Any) -> memoryview:
     if lanes == 1 and code in _KINDS and bits in (8, 16, 32, 64, 128, 256):
         typestr = f"{sys.byteorder == 'little' and '<' or '>'}{_KINDS[code]}{bits // 8}"
         elements = (count,)
-    elif lanes == 2 and code == 2 and bits in (32, 64):  # pairs of floats: complex
+    elif lanes == 2 and code == 2 and bits in (32, 64, 128):  # pairs of floats: complex
         typestr = f"{sys.byteorder == 'little' and '<' or '>'}c{2 * bits // 8}"
         elements = (count,)
     else:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as _np
 
+from ..errors import UsageError as _ValueError
 from .datatypes import Datatype
 from .errors import ERR_OP, Exception
 from .handles import Handle
@@ -64,7 +65,8 @@ class Op(Handle):
         from .buffers import _msg
         a, b = _msg(inbuf, recv=False), _msg(inoutbuf, recv=True)
         if a.nbytes != b.nbytes:
-            raise Exception(ERR_OP, f"Reduce_local: {a.nbytes} bytes into a buffer of {b.nbytes}")
+            raise _ValueError(f"Reduce_local: {a.count} x {a.dt.name} into a buffer of {b.count} x {b.dt.name} "
+                              f"({a.nbytes} and {b.nbytes} bytes)")
         x = _np.frombuffer(a.mv, dtype=a.dt.np)[:a.count]
         y = _np.frombuffer(b.mv, dtype=b.dt.np)[:b.count]
         y[...] = self._arrays(x, y.copy(), b.dt)
