@@ -230,6 +230,7 @@ from .mpishim.info import (
 )
 from .mpishim.membuf import buffer, memory
 from .mpishim.rma import Win, WIN_NULL
+from .mpishim.collectives import _comm_lock_table
 from .mpishim.comm import (
     Comm,
     Intracomm,

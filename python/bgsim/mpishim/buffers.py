@@ -349,7 +349,8 @@ def _dump(obj: Any) -> bytes:
 
 
 def _load(b: bytes) -> Any:
-    return pickle.loads(b)
+    # An empty message (a buffer send of no bytes) is None, as in mpi4py.
+    return pickle.loads(b) if b else None
 
 
 _BIG = (1 << 30) - 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading as _threading
 from typing import Any, List, Optional, Sequence
 
 import numpy as _np
@@ -17,6 +18,23 @@ from .ops import SUM, Op
 #: A communicator (``mpishim.comm.Comm``; not imported here: comm imports
 #: this module).
 Comm = Any
+
+
+def _lock(comm: Comm, name: str) -> None:
+    """The lock a pickle-based collective takes in mpi4py (one per
+    communicator and operation, in `MPI._comm_lock_table`); ranks are
+    greenlets here, so it is only recorded."""
+    table = _comm_lock_table(comm)
+    if name not in table:
+        table[name] = _threading.Lock()
+
+
+def _comm_lock_table(comm: Comm) -> dict:
+    """mpi4py's per-communicator table of collective locks."""
+    table = comm.__dict__.get("_lock_table")
+    if table is None:
+        table = comm.__dict__["_lock_table"] = {}
+    return table
 
 
 def _barrier(comm: Comm) -> None:
@@ -220,9 +238,11 @@ class CollectiveCalls:
         _barrier(self)
 
     def barrier(self) -> None:
+        _lock(self, "barrier")
         _barrier(self)
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
+        _lock(self, "bcast")
         c = _coll.Call(self, "bcast", root)
         # As mpi4py does: the size first, then the pickled object.
         data = _dump(obj) if c.me == root else None
@@ -238,11 +258,13 @@ class CollectiveCalls:
             m.mv[:] = data
 
     def gather(self, sendobj: Any, root: int = 0) -> Optional[List[Any]]:
+        _lock(self, "gather")
         c = _coll.Call(self, "gather", root)
         parts = _coll.run("gather", c, _dump(sendobj), root, nbytes=0)
         return None if parts is None else [_load(p) for p in parts]
 
     def scatter(self, sendobj: Optional[Sequence[Any]] = None, root: int = 0) -> Any:
+        _lock(self, "scatter")
         c = _coll.Call(self, "scatter", root)
         parts = None
         if c.me == root:
@@ -252,10 +274,12 @@ class CollectiveCalls:
         return _load(_coll.run("scatter", c, parts, root, nbytes=0))
 
     def allgather(self, sendobj: Any) -> List[Any]:
+        _lock(self, "allgather")
         c = _coll.Call(self, "allgather")
         return [_load(p) for p in _allgather_bytes(c, _dump(sendobj))]
 
     def alltoall(self, sendobj: Sequence[Any]) -> List[Any]:
+        _lock(self, "alltoall")
         c = _coll.Call(self, "alltoall")
         if sendobj is None or len(sendobj) != c.n:
             raise _ValueError(f"alltoall: expecting a sequence of {c.n} items, got {None if sendobj is None else len(sendobj)}")
@@ -263,17 +287,21 @@ class CollectiveCalls:
         return [_load(p) for p in _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))]
 
     def reduce(self, sendobj: Any, op: Op = SUM, root: int = 0) -> Any:
+        _lock(self, "reduce")
         c = _coll.Call(self, "reduce", root, check=op.name)
         return _coll.run("reduce", c, sendobj, _obj_reducer(op), root, nbytes=0, alu=False)
 
     def allreduce(self, sendobj: Any, op: Op = SUM) -> Any:
+        _lock(self, "allreduce")
         c = _coll.Call(self, "allreduce", check=op.name)
         return _coll.run("allreduce", c, sendobj, _obj_reducer(op), nbytes=0, alu=False)
 
     def scan(self, sendobj: Any, op: Op = SUM) -> Any:
+        _lock(self, "scan")
         return _scan(self, sendobj, _obj_reducer(op), exclusive=False)
 
     def exscan(self, sendobj: Any, op: Op = SUM) -> Any:
+        _lock(self, "exscan")
         return _scan(self, sendobj, _obj_reducer(op), exclusive=True)
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:

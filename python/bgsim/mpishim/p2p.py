@@ -12,7 +12,7 @@ import numpy as _np
 
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError as _TypeError
-from .buffers import _BIG, _address, _dump, _load, _msg
+from .buffers import _BIG, _address, _bytes_view, _dump, _load, _msg
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
 from .errors import ERR_TAG, Exception
 from .requests import Prequest, Request, _ctx, _wait_all
@@ -231,7 +231,8 @@ class PointToPoint:
         return self._isend_bytes(_dump(obj), dest, tag, 3, "ibsend")
 
     def _irecv_obj(self, buf: Any, source: int, tag: int) -> Request:
-        cap = _BIG if buf is None else len(memoryview(buf).cast("B"))
+        # A buffer, or (mpi4py 4) an int: the size of one.
+        cap = _BIG if buf is None else (buf if isinstance(buf, int) else len(_bytes_view(buf, False)[0]))
         return self._irecv_into(cap, source, tag, lambda st, data: None if st[0] == PROC_NULL else _load(data))
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> Any:

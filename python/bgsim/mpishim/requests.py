@@ -45,7 +45,10 @@ class Request:
             self._group = group
 
     def __bool__(self) -> bool:
-        return self._id >= 0 and not self._done
+        # A request stays one (true) until a Wait or Test that reports it
+        # complete, or Free, makes it the null request - also one to
+        # PROC_NULL, or one whose operation already finished.
+        return self._kind not in ("null", "null-done")
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, Request):
@@ -102,12 +105,19 @@ class Request:
     def Wait(self, status: Optional[Status] = None) -> bool:
         _wait_all([self], "MPI.Request.Wait()")
         self._fill(status)
+        self._retire()
         self._raise()
         return True
+
+    def _retire(self) -> None:
+        """A completed request reported by Wait / Test becomes null."""
+        if self._kind not in ("null", "null-done") and not isinstance(self, Prequest):
+            self._kind = "null-done"
 
     def Test(self, status: Optional[Status] = None) -> bool:
         if self._poll():
             self._fill(status)
+            self._retire()
             self._raise()
             return True
         _poll_cost(self, "MPI.Request.Test()")
@@ -161,6 +171,7 @@ class Request:
 
     def Free(self) -> None:
         self._done = True
+        self._retire()
 
     def cancel(self) -> None:
         self.Cancel()
@@ -179,6 +190,8 @@ class Request:
                 while len(statuses) <= i:
                     statuses.append(Status())
                 r._fill(statuses[i])
+        for r in requests:
+            r._retire()
         for r in requests:
             if r._error is not None or (r._status is not None and r._status[4]):
                 r._raise()
