@@ -133,6 +133,8 @@ class Runtime:
     def __init__(self, world: "_core.World", cpu_factor: Optional[float] = None, progress: bool = False,
                  seed: int = 1, memory_limit: Optional[int] = None, private_dir: Optional[str] = None):
         self.world = world
+        #: Ranks that called sys.exit with a failure status, in order: (rank, code).
+        self.exited: List[tuple] = []
         self.modules = _RankModules(private_dir, world.nranks) if private_dir else None
         self.seed = seed
         #: The memory this process may use (None: not watched).
@@ -291,11 +293,16 @@ class Runtime:
                 started = True
             self.python_wall += time.perf_counter() - t0
             if finished == self.nranks:
+                if self.exited:
+                    raise RankExit(*self.exited[0])
                 break
             try:
                 ready = self.world.run()
             except DeadlockError as e:
                 self._abort()
+                if self.exited:
+                    # The others wait for a rank that exited.
+                    raise RankExit(*self.exited[0]) from None
                 raise DeadlockError(self._deadlock_message(e)) from None
             runnable.extend(ready)
             if time.monotonic() - last_check > MEMORY_CHECK_S:
@@ -324,8 +331,10 @@ class Runtime:
             except SystemExit as e:
                 # sys.exit() or sys.exit(0): this rank is done; any other
                 # code ends the run with it.
+                # Like a process that exits after MPI_Finalize, the rank is
+                # done and the others go on; the run ends with its status.
                 if e.code is not None and e.code != 0:
-                    raise RankExit(ctx.rank, e.code) from None
+                    self.exited.append((ctx.rank, e.code))
         return body
 
     def _abort(self) -> None:
