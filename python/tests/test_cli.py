@@ -142,12 +142,18 @@ def test_every_option_a_pattern_declares_changes_its_run_and_the_others_are_refu
     ("import sys\nif MPI.COMM_WORLD.Get_rank() == 0:\n    sys.exit('giving up')\n", 1, "rank 0 exited: giving up"),
     ("if MPI.COMM_WORLD.Get_rank() == 1:\n    MPI.COMM_WORLD.Abort(7)\nMPI.COMM_WORLD.Barrier()\n", 7, "rank 1 called MPI_Abort with error code 7"),
     ("import os\nif MPI.COMM_WORLD.Get_rank() == 0:\n    os._exit(5)\nMPI.COMM_WORLD.Barrier()\n", 5, "rank 0 exited with status 5"),
+    # A rank that exits does not cut the others short: rank 1 still sends
+    # to itself and prints before the run ends with rank 0's status.
+    ("import sys\nc = MPI.COMM_WORLD\nif c.rank == 0:\n    sys.exit(4)\n"
+     "c.send('late', dest=c.rank)\nprint('rank', c.rank, c.recv(source=c.rank))\n", 4, "rank 0 exited with status 4"),
 ])
 def test_exit_codes_pass_through(cli, tmp_path, body, status, says):
     prog = tmp_path / "prog.py"
     prog.write_text("from mpi4py import MPI\n" + body)
     p = cli("run", "--quiet", "--shape", "2x1x1", str(prog))
     assert p.returncode == status, (p.returncode, p.stderr)
+    if "late" in body:
+        assert "rank 1 late" in p.stdout, p.stdout
     if says:
         assert says in p.stderr, p.stderr
     else:
