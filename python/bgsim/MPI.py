@@ -33,6 +33,7 @@ from .mpishim.constants import (
     MAX_PROCESSOR_NAME,
     MAX_ERROR_STRING,
     BSEND_OVERHEAD,
+    BUFFER_AUTOMATIC,
     THREAD_SINGLE,
     THREAD_FUNNELED,
     THREAD_SERIALIZED,
@@ -232,6 +233,7 @@ from .mpishim.membuf import buffer, memory
 from .mpishim.rma import Win, WIN_NULL
 from .mpishim.collectives import _comm_lock_table
 from .mpishim.comm import (
+    Intercomm,
     Comm,
     Intracomm,
     Topocomm,
@@ -283,6 +285,7 @@ __all__ = [
     "MAX_PROCESSOR_NAME",
     "MAX_ERROR_STRING",
     "BSEND_OVERHEAD",
+    "BUFFER_AUTOMATIC",
     "THREAD_SINGLE",
     "THREAD_FUNNELED",
     "THREAD_SERIALIZED",
@@ -467,6 +470,7 @@ __all__ = [
     "Get_hw_resource_info",
     "Comm",
     "Intracomm",
+    "Intercomm",
     "Topocomm",
     "Cartcomm",
     "Graphcomm",

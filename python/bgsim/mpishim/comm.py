@@ -9,7 +9,7 @@ from greenlet import getcurrent as _getcurrent
 
 from .. import coll as _coll
 from .. import runtime as _rt
-from ..errors import RankExit
+from ..errors import ArgumentTypeError, RankExit, UsageError
 from .buffers import _members
 from .collectives import CollectiveCalls
 from .constants import (ANY_SOURCE, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL,
@@ -38,7 +38,17 @@ def _shared_group(ctx: Any, context: int, make: Any) -> Group:
 class Comm(PointToPoint, CollectiveCalls, Handle):
     """A communicator: a group of world ranks and a context id."""
 
-    def __init__(self, group: Group, context: int, name: str = ""):
+    def __init__(self, group: Any = None, context: Optional[int] = None, name: str = ""):
+        # mpi4py's forms: Comm() is a null communicator, Comm(comm) a new
+        # handle of comm; bgsim builds its own from (group, context).
+        if group is None and context is None:
+            group, context, name = Group(), -1, "MPI_COMM_NULL"
+        elif isinstance(group, Comm) and context is None:
+            if isinstance(self, Topocomm) and not isinstance(group, type(self)):
+                raise ArgumentTypeError(f"{type(self).__name__}(): {type(group).__name__} has another topology")
+            group, context, name = group._group, group._context, group._name
+        elif not isinstance(group, Group) or not isinstance(context, int):
+            raise ArgumentTypeError(f"{type(self).__name__}(): expecting a communicator, got {type(group).__name__}")
         self._group = group
         self._context = context
         self._name = name
@@ -259,8 +269,26 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         return sub
 
     def Free(self) -> None:
+        """Frees the communicator; the handle becomes COMM_NULL."""
+        if self._context in (0, 2):
+            raise Exception(ERR_COMM, "Free: COMM_WORLD and COMM_SELF cannot be freed")
         self._freed = True
+        self._context = -1
         self._bind()
+
+    # -- buffered sends (MPI-4.1: per communicator) --
+
+    def Attach_buffer(self, buf: Any) -> None:
+        self.__dict__["_bsend_buffer"] = buf
+
+    def Detach_buffer(self) -> Any:
+        return self.__dict__.pop("_bsend_buffer", None)
+
+    def Flush_buffer(self) -> None:
+        """Buffered sends here complete locally at once: nothing to flush."""
+
+    def Iflush_buffer(self) -> "Request":
+        return Request(-1, "flush")
 
     def Abort(self, errorcode: int = 0) -> None:
         """Ends the run with `errorcode` (the exit status of ``bgsim run``)."""
@@ -282,7 +310,7 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
             raise Exception(ERR_DIMS, f"dims {dims}")
         periods = [bool(p) for p in (periods if periods is not None else [False] * len(dims))]
         if len(periods) != len(dims):
-            raise Exception(ERR_ARG, "periods and dims differ in length")
+            raise UsageError(f"Create_cart: {len(periods)} periods for {len(dims)} dimensions")
         n = 1
         for d in dims:
             n *= d
@@ -295,6 +323,22 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         context = ctx.runtime.new_context(seqkey)
         group = self._group if n == self.Get_size() else _shared_group(ctx, context, lambda: Group(self._group._ranks[:n]))
         return Cartcomm(group, context, dims, periods)
+
+    def Cart_map(self, dims: Sequence[int], periods: Optional[Sequence[bool]] = None) -> int:
+        """The caller's rank in a Cartesian grid of `dims` made from this
+        communicator (ranks keep their order; UNDEFINED outside the grid)."""
+        n = 1
+        for d in dims:
+            n *= int(d)
+        me = self.Get_rank()
+        return me if me < n else UNDEFINED
+
+    def Graph_map(self, index: Sequence[int], edges: Sequence[int]) -> int:
+        """The caller's rank in a graph of len(index) nodes made from this
+        communicator (ranks keep their order; UNDEFINED outside it)."""
+        me = self.Get_rank()
+        nnodes = len(index) - 1 if len(index) and index[0] == 0 and len(index) > 1 else len(index)
+        return me if me < nnodes else UNDEFINED
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.{type(self).__name__} size={len(self._group._ranks)} context={self._context}>"
@@ -372,6 +416,9 @@ def _create_dist_graph_adjacent(self: Comm, sources: Any, destinations: Any, sou
     def given(w: Any) -> bool:
         return w is not None and w is not UNWEIGHTED
     weighted = given(sourceweights) or given(destweights)
+    for w, edges, what in ((sourceweights, src, "sources"), (destweights, dst, "destinations")):
+        if w is WEIGHTS_EMPTY and edges:
+            raise UsageError(f"Create_dist_graph_adjacent: WEIGHTS_EMPTY with {len(edges)} {what}")
     sw = [] if sourceweights is WEIGHTS_EMPTY or not given(sourceweights) else list(sourceweights)
     dw = [] if destweights is WEIGHTS_EMPTY or not given(destweights) else list(destweights)
     sw, dw = (sw, dw) if weighted else (None, None)
@@ -659,3 +706,13 @@ TAG_UB_KEYVAL = 1001
 
 
 COMM_NULL = Intracomm(Group(), -1, "MPI_COMM_NULL")
+
+
+class Intercomm(Comm):
+    """Intercommunicators are not simulated: ``Intercomm()`` is a null
+    handle, and creating one raises NotImplementedError."""
+
+    def __init__(self, comm: Any = None):
+        if comm is not None and not (isinstance(comm, Comm) and not comm):
+            raise NotImplementedError("intercommunicators are not simulated by bgsim")
+        super().__init__()

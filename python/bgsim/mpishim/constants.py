@@ -35,6 +35,19 @@ WEIGHTS_EMPTY = _Weights("WEIGHTS_EMPTY")
 MAX_PROCESSOR_NAME = 256
 MAX_ERROR_STRING = 512
 BSEND_OVERHEAD = 0
+
+
+class _BufferAutomatic:
+    """MPI_BUFFER_AUTOMATIC: let MPI buffer Bsend messages itself."""
+
+    def __repr__(self) -> str:
+        return "MPI.BUFFER_AUTOMATIC"
+
+    def __reduce__(self) -> str:
+        return "BUFFER_AUTOMATIC"
+
+
+BUFFER_AUTOMATIC = _BufferAutomatic()
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = 0, 1, 2, 3
 #: Attribute keys of COMM_WORLD (Comm.Get_attr).
 APPNUM, UNIVERSE_SIZE, LASTUSEDCODE, IO, WTIME_IS_GLOBAL, HOST = 1002, 1003, 1004, 1005, 1006, 1007

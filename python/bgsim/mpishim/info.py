@@ -110,16 +110,17 @@ INFO_NULL._null = True
 INFO_ENV = Info()
 
 
-def Alloc_mem(size: int, info: Info = INFO_NULL) -> memoryview:
-    """`size` bytes of memory, zeroed, as a writable buffer."""
+def Alloc_mem(size: int, info: Info = INFO_NULL) -> Any:
+    """`size` bytes of memory, zeroed, as an ``MPI.buffer``."""
+    from .membuf import buffer  # noqa: PLC0415 (membuf imports the buffer layer, which imports this module)
     if size < 0:
         raise UsageError(f"Alloc_mem: size {size} is negative")
-    return memoryview(bytearray(size))
+    return buffer.allocate(size, clear=True)
 
 
 def Free_mem(mem: Any) -> None:
     """Gives memory from Alloc_mem back."""
-    if isinstance(mem, memoryview):
+    if hasattr(mem, "release"):
         mem.release()
 
 
