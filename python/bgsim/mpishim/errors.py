@@ -9,6 +9,8 @@ ERR_BUFFER, ERR_COUNT, ERR_TYPE, ERR_TAG, ERR_COMM, ERR_RANK = 1, 2, 3, 4, 5, 6
 ERR_REQUEST, ERR_ROOT, ERR_GROUP, ERR_OP, ERR_TOPOLOGY, ERR_DIMS = 7, 8, 9, 10, 11, 12
 ERR_ARG, ERR_UNKNOWN, ERR_TRUNCATE, ERR_OTHER, ERR_INTERN, ERR_IN_STATUS = 13, 14, 15, 16, 17, 18
 ERR_PENDING = 19
+(ERR_ERRHANDLER, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, ERR_KEYVAL, ERR_WIN, ERR_SESSION,
+ ERR_UNSUPPORTED_OPERATION, ERR_NOT_SAME) = range(20, 30)
 ERR_LASTCODE = 100
 
 _ERR_NAMES = {
@@ -32,7 +34,48 @@ _ERR_NAMES = {
     ERR_INTERN: ("MPI_ERR_INTERN", "internal error"),
     ERR_IN_STATUS: ("MPI_ERR_IN_STATUS", "error code is in status"),
     ERR_PENDING: ("MPI_ERR_PENDING", "pending request"),
+    ERR_ERRHANDLER: ("MPI_ERR_ERRHANDLER", "invalid error handler"),
+    ERR_INFO: ("MPI_ERR_INFO", "invalid info object"),
+    ERR_INFO_KEY: ("MPI_ERR_INFO_KEY", "invalid info key"),
+    ERR_INFO_NOKEY: ("MPI_ERR_INFO_NOKEY", "unknown info key"),
+    ERR_INFO_VALUE: ("MPI_ERR_INFO_VALUE", "invalid info value"),
+    ERR_KEYVAL: ("MPI_ERR_KEYVAL", "invalid attribute key"),
+    ERR_WIN: ("MPI_ERR_WIN", "invalid window"),
+    ERR_SESSION: ("MPI_ERR_SESSION", "invalid session"),
+    ERR_UNSUPPORTED_OPERATION: ("MPI_ERR_UNSUPPORTED_OPERATION", "operation not supported"),
+    ERR_NOT_SAME: ("MPI_ERR_NOT_SAME", "collective arguments not identical"),
 }
+
+
+class Errhandler:
+    """An error handler: bgsim raises ``MPI.Exception`` on every error (as
+    mpi4py's default ERRORS_RETURN turned into exceptions does)."""
+
+    def __init__(self, name: str = "MPI_ERRHANDLER_NULL"):
+        self._name = name
+
+    def __bool__(self) -> bool:
+        return self._name != "MPI_ERRHANDLER_NULL"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Errhandler) and other._name == self._name
+
+    __hash__ = object.__hash__
+
+    def Free(self) -> None:
+        """Predefined handlers stay."""
+
+    def __reduce__(self) -> str:
+        return self._name.replace("MPI_", "", 1)
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.Errhandler {self._name}>"
+
+
+ERRHANDLER_NULL = Errhandler()
+ERRORS_RETURN = Errhandler("MPI_ERRORS_RETURN")
+ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
+ERRORS_ABORT = Errhandler("MPI_ERRORS_ABORT")
 
 
 class Exception(_BgsimError, RuntimeError):  # noqa: A001 - the name mpi4py uses

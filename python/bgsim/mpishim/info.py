@@ -136,6 +136,9 @@ class Session:
         raise NotImplementedError("MPI sessions (MPI.Session.Init) are not simulated; use MPI.COMM_WORLD")
 
 
+SESSION_NULL = object.__new__(Session)
+
+
 def Get_hw_resource_info() -> Info:
     """The hardware resources (MPI_Get_hw_resource_info): none described."""
     return Info()

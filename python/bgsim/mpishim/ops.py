@@ -6,27 +6,66 @@ from typing import Any
 
 import numpy as _np
 
+from ..errors import ArgumentTypeError
 from ..errors import UsageError as _ValueError
 from .datatypes import Datatype
 from .errors import ERR_OP, Exception
 from .handles import Handle
 
 
-class Op(Handle):
-    """A reduction operation (predefined or from ``Op.Create``)."""
+#: User-defined operations that may exist at once (as in Open MPI and MPICH builds of mpi4py).
+MAX_USER_OPS = 32
+_user_ops = [0]
 
-    def __init__(self, name: str, np_fn: Any = None, py_fn: Any = None, commute: bool = True, user: Any = None):
+
+class Op(Handle):
+    """A reduction operation (predefined or from ``Op.Create``). ``Op()`` is
+    a null operation, ``Op(op)`` a new handle of `op` (equal to it)."""
+
+    def __init__(self, name: Any = None, np_fn: Any = None, py_fn: Any = None, commute: bool = True, user: Any = None):
+        if isinstance(name, Op):
+            self.__dict__.update({k: v for k, v in name.__dict__.items() if k != "_handle"})
+            return
+        if name is None:
+            name = "MPI_OP_NULL"
+        elif not isinstance(name, str):
+            raise ArgumentTypeError(f"Op(): expecting an Op, got {type(name).__name__}")
         self.name = name
         self._np = np_fn
         self._py = py_fn
         self._commute = commute
         self._user = user
+        self._key = name if user is None else object()
 
     @classmethod
     def Create(cls, function: Any, commute: bool = False) -> "Op":
         """A user-defined operation: ``function(invec, inoutvec, datatype)``
-        combines invec into inoutvec in place (pickle API: returns the result)."""
+        combines invec into inoutvec in place (objects: datatype None, and it
+        returns the result)."""
+        if _user_ops[0] >= MAX_USER_OPS:
+            raise Exception(ERR_OP, f"Op.Create: at most {MAX_USER_OPS} user-defined operations at once (Free some)")
+        _user_ops[0] += 1
         return cls(f"user:{getattr(function, '__name__', 'op')}", commute=commute, user=function)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Op) and other._key is self._key
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(id(self._key)) if self._user is not None else hash(self._key)
+
+    def __bool__(self) -> bool:
+        return self.name != "MPI_OP_NULL"
+
+    def __reduce__(self) -> Any:
+        if self._user is not None:
+            return (Op.Create, (self._user, self._commute))
+        named = globals().get(self.name.replace("MPI_", "", 1))
+        if named is self:
+            return self.name.replace("MPI_", "", 1)
+        return (Op, (named,))
 
     def Is_commutative(self) -> bool:
         return self._commute
@@ -40,14 +79,16 @@ class Op(Handle):
         return self._user is None
 
     def Free(self) -> None:
-        pass
+        if self._user is not None and self.name != "MPI_OP_NULL":
+            _user_ops[0] = max(0, _user_ops[0] - 1)
+            self.name = "MPI_OP_NULL"
 
     def __call__(self, x: Any, y: Any) -> Any:
         """Combines two Python objects (pickle API), x op y."""
         if self._user is not None:
-            return self._user(x, y)
+            return self._user(x, y, None)
         if self._py is None:
-            raise Exception(ERR_OP, f"{self.name} on Python objects")
+            raise _ValueError(f"{self.name} cannot combine Python objects")
         return self._py(x, y)
 
     def _arrays(self, a: "_np.ndarray", b: "_np.ndarray", dt: Datatype) -> "_np.ndarray":

@@ -175,6 +175,27 @@ class PointToPoint:
         r._fill(status)
         r._raise()
 
+    def Isendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
+                  recvtag: int = ANY_TAG) -> Request:
+        """Sendrecv as one request, complete when both parts are."""
+        r = self.Irecv(recvbuf, source, recvtag)
+        try:
+            s = self.Isend(sendbuf, dest, sendtag)
+        except BaseException:
+            r.Cancel()
+            raise
+        r._also = (s,)
+        return r
+
+    def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
+                          recvtag: int = ANY_TAG) -> Request:
+        """Sendrecv_replace as one request: the message sent is taken from
+        `buf` when the call is made."""
+        data = _msg(buf, recv=True).mv.tobytes()
+        r = self._recv_buf(buf, source, recvtag)
+        r._also = (self._isend_bytes(data, dest, sendtag, 0, "Isendrecv_replace"),)
+        return r
+
     def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
                          recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         m = _msg(buf, recv=True)

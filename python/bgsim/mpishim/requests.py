@@ -8,8 +8,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 from greenlet import getcurrent as _getcurrent
 
 from .. import runtime as _rt
-from .constants import ANY_TAG, PROC_NULL, UNDEFINED
-from .errors import ERR_TRUNCATE, SUCCESS, Exception
+from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
+from .errors import ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
 from .groups import Group
 from .status import Status
 
@@ -30,6 +30,7 @@ class Request:
     _obj: Any = None
     _error: Optional[BaseException] = None
     _desc = ""
+    _also: tuple = ()  # requests this one completes with (Isendrecv's send)
 
     def __init__(self, rid: int = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
                  group: Optional["Group"] = None):
@@ -38,7 +39,8 @@ class Request:
         self._ctx = ctx
         self._done = rid < 0
         if rid < 0:
-            self._status = (PROC_NULL, ANY_TAG, 0, False, False)
+            # The null request's status is empty; one to PROC_NULL comes from PROC_NULL.
+            self._status = (ANY_SOURCE if kind == "null" else PROC_NULL, ANY_TAG, 0, False, False)
         if finish is not None:
             self._finish = finish
         if group is not None:
@@ -83,6 +85,8 @@ class Request:
                 self._error = e
 
     def _poll(self) -> bool:
+        if self._also and not all(a._poll() for a in self._also):
+            return False
         if self._done:
             return True
         if self._ctx.runtime.world.done(self._id):
@@ -153,6 +157,18 @@ class Request:
         return False
 
     @staticmethod
+    def get_status_all(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> bool:
+        return Request.Get_status_all(requests, statuses)
+
+    @staticmethod
+    def get_status_any(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool]:
+        return Request.Get_status_any(requests, status)
+
+    @staticmethod
+    def get_status_some(requests: Sequence["Request"], statuses: Optional[List[Status]] = None) -> Optional[List[int]]:
+        return Request.Get_status_some(requests, statuses)
+
+    @staticmethod
     def Get_status_any(requests: Sequence["Request"], status: Optional[Status] = None) -> Tuple[int, bool]:
         """The first done request (its index), without freeing it."""
         return _first_done(requests, status, "MPI.Request.Get_status_any()")
@@ -166,10 +182,14 @@ class Request:
         return idx
 
     def Cancel(self) -> None:
+        if self._kind == "null":
+            raise Exception(ERR_REQUEST, "Cancel: MPI_REQUEST_NULL")
         if not self._done and self._ctx is not None:
             self._ctx.runtime.world.cancel(self._id)
 
     def Free(self) -> None:
+        if self._kind == "null":
+            raise Exception(ERR_REQUEST, "Free: MPI_REQUEST_NULL")
         self._done = True
         self._retire()
 
@@ -187,9 +207,11 @@ class Request:
         _wait_all(requests, "MPI.Request.Waitall()")
         if statuses is not None:
             for i, r in enumerate(requests):
-                while len(statuses) <= i:
-                    statuses.append(Status())
-                r._fill(statuses[i])
+                if isinstance(statuses, list):
+                    while len(statuses) <= i:
+                        statuses.append(Status())
+                if i < len(statuses):
+                    r._fill(statuses[i])
         for r in requests:
             r._retire()
         for r in requests:
@@ -330,6 +352,8 @@ def _first_done(requests: Sequence[Request], status: Optional[Status], call: str
     (UNDEFINED, False)."""
     active = _active(requests)
     if not active:
+        if status is not None:
+            status._set(ANY_SOURCE, ANY_TAG, 0, False, SUCCESS)
         return UNDEFINED, True
     for i in active:
         if requests[i]._poll():
@@ -364,6 +388,8 @@ def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List
 
 
 def _wait_all(reqs: List[Request], call: str) -> None:
+    if any(r._also for r in reqs):
+        reqs = reqs + [a for r in reqs for a in r._also]
     pending = [r for r in reqs if not r._done]
     if pending:
         ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
