@@ -14,7 +14,8 @@ from .buffers import _members
 from .collectives import CollectiveCalls
 from .constants import (ANY_SOURCE, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL,
                         TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY, WTIME_IS_GLOBAL)
-from .errors import ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_LASTCODE, ERR_RANK, Exception
+from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_LASTCODE, ERR_RANK, ERRORS_ARE_FATAL,
+                     Errhandler, Exception, _guard)
 from .groups import Group
 from .handles import Handle
 from .info import Info
@@ -158,6 +159,8 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         return COMM_NULL
 
     def Compare(self, comm: "Comm") -> int:
+        if self._context < 0 or comm._context < 0:
+            raise Exception(ERR_COMM, "Compare: MPI_COMM_NULL")
         if self._context == comm._context:
             return IDENT
         c = self._group.Compare(comm._group)
@@ -275,6 +278,22 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         self._freed = True
         self._context = -1
         self._bind()
+
+    # -- error handlers: bgsim raises MPI.Exception whatever is set --
+
+    def Get_errhandler(self) -> Errhandler:
+        return self.__dict__.get("_errhandler", ERRORS_ARE_FATAL)
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        if not isinstance(errhandler, Errhandler) or not errhandler:
+            raise Exception(ERR_ERRHANDLER, "Set_errhandler: not an error handler")
+        self.__dict__["_errhandler"] = errhandler
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        raise Exception(errorcode, "Call_errhandler")
+
+    def Disconnect(self) -> None:
+        self.Free()
 
     # -- buffered sends (MPI-4.1: per communicator) --
 
@@ -716,3 +735,9 @@ class Intercomm(Comm):
         if comm is not None and not (isinstance(comm, Comm) and not comm):
             raise NotImplementedError("intercommunicators are not simulated by bgsim")
         super().__init__()
+
+
+# MPI_COMM_NULL: every call raises MPI_ERR_COMM.
+_guard(Comm, ("Free", "Get_size", "Get_rank", "Is_inter", "Is_intra", "Get_group", "Get_topology", "Get_attr",
+              "Get_errhandler", "Set_errhandler", "Dup", "Create", "Split", "Disconnect"),
+       lambda c: c._context < 0, ERR_COMM, "MPI_COMM_NULL")

@@ -9,8 +9,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as _np
 
 from ..errors import ArgumentTypeError, DatatypeLookupError, UsageError
-from .constants import UNDEFINED
-from .errors import ERR_ARG, ERR_COUNT, ERR_TYPE, Exception
+from .constants import KEYVAL_INVALID, UNDEFINED
+from .errors import ERR_ARG, ERR_COUNT, ERR_KEYVAL, ERR_TYPE, Exception, _guard
 
 
 class _Type:
@@ -292,7 +292,15 @@ class Datatype:
         return self
 
     def Free(self) -> None:
-        """Frees a derived datatype (predefined ones stay)."""
+        """Frees a derived datatype; a predefined one cannot be freed."""
+        if self.is_predefined:
+            raise Exception(ERR_TYPE, f"Free: {self.name} is predefined")
+
+    def Get_attr(self, keyval: int) -> Any:
+        """Datatypes carry no attributes here (an invalid key is an error)."""
+        if keyval == KEYVAL_INVALID:
+            raise Exception(ERR_KEYVAL, "Get_attr: MPI_KEYVAL_INVALID")
+        return None
 
     def free(self) -> None:
         self.Free()
@@ -621,3 +629,10 @@ def _format_datatype(fmt: str, itemsize: int) -> Datatype:
     if dt.size != itemsize and dt is not BYTE:
         dt = Datatype(f"buffer format {fmt!r}", f"V{itemsize}")
     return dt
+
+
+# MPI_DATATYPE_NULL: constructors and Commit / Free raise MPI_ERR_TYPE.
+_guard(Datatype, ("Dup", "Commit", "Create_contiguous", "Create_vector", "Create_hvector", "Create_indexed",
+                  "Create_hindexed", "Create_indexed_block", "Create_hindexed_block", "Create_subarray",
+                  "Create_resized", "Get_attr"),
+       lambda d: d._t is _NULL_TYPE, ERR_TYPE, "MPI_DATATYPE_NULL")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import BgsimError as _BgsimError
 
 SUCCESS = 0
@@ -63,7 +65,9 @@ class Errhandler:
     __hash__ = object.__hash__
 
     def Free(self) -> None:
-        """Predefined handlers stay."""
+        """Predefined handlers stay; the null one cannot be freed."""
+        if not self:
+            raise Exception(ERR_ERRHANDLER, "Free: MPI_ERRHANDLER_NULL")
 
     def __reduce__(self) -> str:
         return self._name.replace("MPI_", "", 1)
@@ -106,3 +110,19 @@ class Exception(_BgsimError, RuntimeError):  # noqa: A001 - the name mpi4py uses
 
 def Get_error_string(errorcode: int) -> str:
     return _ERR_NAMES.get(errorcode, ("", "unknown error"))[1]
+
+
+def _guard(cls: type, names: "tuple[str, ...]", is_null: "Any", err: int, what: str) -> None:
+    """Makes `cls`'s methods `names` raise MPI.Exception(`err`) when called
+    on a null handle (`is_null(self)`), as MPI does for MPI_*_NULL."""
+    import functools  # noqa: PLC0415 (used at import time only)
+
+    for name in names:
+        f = getattr(cls, name)
+
+        def guarded(self: "Any", *args: "Any", _f: "Any" = f, _name: str = name, **kw: "Any") -> "Any":
+            if is_null(self):
+                raise Exception(err, f"{_name} on {what}")
+            return _f(self, *args, **kw)
+
+        setattr(cls, name, functools.wraps(f)(guarded))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import UsageError
+from .errors import ERR_ARG, ERR_INFO, ERR_INFO_NOKEY, ERR_SESSION, Exception, _guard
 
 
 class Info:
@@ -37,12 +38,16 @@ class Info:
         self._d[str(key)] = str(value)
 
     def Delete(self, key: str) -> None:
+        if key not in self._d:
+            raise Exception(ERR_INFO_NOKEY, f"Delete: no key {key!r}")
         del self._d[key]
 
     def Get_nkeys(self) -> int:
         return len(self._d)
 
     def Get_nthkey(self, n: int) -> str:
+        if not 0 <= n < len(self._d):
+            raise Exception(ERR_ARG, f"Get_nthkey: {n} is not from 0 to {len(self._d) - 1}")
         return list(self._d)[n]
 
     # -- the mapping interface of mpi4py's Info --
@@ -137,6 +142,21 @@ class Session:
 
 
 SESSION_NULL = object.__new__(Session)
+
+
+def _session_null(name: str) -> Any:
+    def method(self: Session, *args: Any, **kw: Any) -> Any:
+        raise Exception(ERR_SESSION, f"{name} on MPI_SESSION_NULL")
+    return method
+
+
+for _name in ("Get_num_psets", "Get_nth_pset", "Get_info", "Get_pset_info", "Create_group", "Get_errhandler",
+              "Set_errhandler", "Finalize", "Call_errhandler"):
+    setattr(Session, _name, _session_null(_name))
+
+# MPI_INFO_NULL: every call raises MPI_ERR_INFO.
+_guard(Info, ("Free", "Dup", "Get", "Set", "Delete", "Get_nkeys", "Get_nthkey"), lambda i: i._null, ERR_INFO,
+       "MPI_INFO_NULL")
 
 
 def Get_hw_resource_info() -> Info:

@@ -79,7 +79,9 @@ class Op(Handle):
         return self._user is None
 
     def Free(self) -> None:
-        if self._user is not None and self.name != "MPI_OP_NULL":
+        if self._user is None:
+            raise Exception(ERR_OP, f"Free: {self.name} is {'null' if not self else 'predefined'}")
+        if self.name != "MPI_OP_NULL":
             _user_ops[0] = max(0, _user_ops[0] - 1)
             self.name = "MPI_OP_NULL"
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import ERR_WIN, Exception
+
 _WHY = "one-sided communication (MPI.Win) is not simulated by bgsim"
 
 
@@ -21,7 +23,16 @@ class Win:
     Create_dynamic = Create
 
     def Free(self) -> None:
-        """Freeing WIN_NULL does nothing."""
+        raise Exception(ERR_WIN, "Free: MPI_WIN_NULL")
+
+    def Get_errhandler(self) -> Any:
+        raise Exception(ERR_WIN, "Get_errhandler: MPI_WIN_NULL")
+
+    def Set_errhandler(self, errhandler: Any) -> None:
+        raise Exception(ERR_WIN, "Set_errhandler: MPI_WIN_NULL")
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        raise Exception(ERR_WIN, "Call_errhandler: MPI_WIN_NULL")
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
