@@ -305,22 +305,27 @@ class _mpi4py_installed:
             raise RankExit(ctx.rank, code)
 
         os._exit = rank_exit
-        self.saved = {k: sys.modules.get(k) for k in ("mpi4py", "mpi4py.MPI")}
+        self.saved = {k: v for k, v in sys.modules.items() if k == "mpi4py" or k.startswith("mpi4py.")}
+        for k in self.saved:
+            del sys.modules[k]
         pkg = types.ModuleType("mpi4py")
         pkg.__doc__ = "bgsim's simulated mpi4py"
         pkg.MPI = _shim
         pkg.__version__ = _MPI4PY_VERSION
-        pkg.__path__ = []  # a package, so `import mpi4py.MPI` works
-        pkg.rc = types.SimpleNamespace(initialize=True, finalize=True, threads=False, thread_level="single")
+        # A package whose path holds mpi4py.util (pkl5, dtlib).
+        pkg.__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "_mpi4py")]
+        pkg.rc = types.SimpleNamespace(initialize=True, finalize=True, threads=False, thread_level="single",
+                                       thread_safe=True, fast_reduce=True, recv_mprobe=True, irecv_bufsz=32768,
+                                       errors="exception")
+        pkg.get_config = lambda: {"mpi": "bgsim (simulated)", "mpi4py": _MPI4PY_VERSION}
+        pkg.get_include = lambda: ""
         sys.modules["mpi4py"] = pkg
         sys.modules["mpi4py.MPI"] = _shim
         return self
 
     def __exit__(self, *exc):
         os._exit = self.os_exit
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+        for k in [k for k in sys.modules if k == "mpi4py" or k.startswith("mpi4py.")]:
+            del sys.modules[k]
+        sys.modules.update(self.saved)
         return False

@@ -890,3 +890,20 @@ def test_each_rank_has_its_own_copy_of_the_programs_modules(cli, tmp_path):
                     "if MPI.COMM_WORLD.rank == 0:\n    print('values', vals)\n")
     p = cli("run", "--shape", "2x2x1", str(prog), check=True)
     assert "values [0, 1, 2, 3]" in p.stdout
+
+
+def test_mpi4py_package_util_pkl5_and_dtlib(cli, tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(
+        "import numpy as np, mpi4py\nfrom mpi4py import MPI\nfrom mpi4py.util import dtlib, pkl5\n"
+        "assert mpi4py.__path__ and mpi4py.get_config() and mpi4py.rc.initialize\n"
+        "rec = np.dtype([('x', 'f8'), ('n', 'i4')])\n"
+        "dt = dtlib.from_numpy_dtype(rec).Commit()\n"
+        "assert dtlib.to_numpy_dtype(dt).itemsize == rec.itemsize == dt.extent\n"
+        "c = pkl5.Intracomm(MPI.COMM_WORLD)\n"
+        "a = np.zeros(2, rec); a['x'] = c.rank + 0.5; a['n'] = c.rank\n"
+        "b = np.zeros(2, rec)\n"
+        "c.Sendrecv([a, 2, dt], 1 - c.rank, recvbuf=[b, 2, dt], source=1 - c.rank)\n"
+        "print('rank', c.rank, b['x'].tolist(), b['n'].tolist(), c.allgather(c.rank))\n")
+    p = cli("run", "--quiet", "--shape", "2x1x1", str(prog), check=True)
+    assert "rank 0 [1.5, 1.5] [1, 1] [0, 1]" in p.stdout, p.stdout

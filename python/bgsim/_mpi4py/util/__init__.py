@@ -1,0 +1,1 @@
+"""``mpi4py.util`` on the simulated MPI: ``pkl5`` and ``dtlib``."""
