@@ -15,7 +15,7 @@ from ..errors import ArgumentTypeError as _TypeError
 from .buffers import _BIG, _address, _bytes_view, _dump, _load, _msg
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
 from .errors import ERR_TAG, Exception
-from .requests import Prequest, Request, _ctx, _wait_all
+from .requests import Prequest, Request, _compound, _ctx, _wait_all
 from .status import Status
 
 _ndarray = _np.ndarray
@@ -185,6 +185,7 @@ class PointToPoint:
             r.Cancel()
             raise
         r._also = (s,)
+        _compound[0] += 1
         return r
 
     def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
@@ -194,6 +195,7 @@ class PointToPoint:
         data = _msg(buf, recv=True).mv.tobytes()
         r = self._recv_buf(buf, source, recvtag)
         r._also = (self._isend_bytes(data, dest, sendtag, 0, "Isendrecv_replace"),)
+        _compound[0] += 1
         return r
 
     def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,

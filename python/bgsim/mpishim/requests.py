@@ -31,6 +31,7 @@ class Request:
     _error: Optional[BaseException] = None
     _desc = ""
     _also: tuple = ()  # requests this one completes with (Isendrecv's send)
+    _persistent = False
 
     def __init__(self, rid: int = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
                  group: Optional["Group"] = None):
@@ -114,8 +115,9 @@ class Request:
         return True
 
     def _retire(self) -> None:
-        """A completed request reported by Wait / Test becomes null."""
-        if self._kind not in ("null", "null-done") and not isinstance(self, Prequest):
+        """A completed request reported by Wait / Test becomes null (a
+        persistent one stays until freed)."""
+        if not self._persistent and self._kind != "null":
             self._kind = "null-done"
 
     def Test(self, status: Optional[Status] = None) -> bool:
@@ -213,7 +215,8 @@ class Request:
                 if i < len(statuses):
                     r._fill(statuses[i])
         for r in requests:
-            r._retire()
+            if not r._persistent and r._kind != "null":
+                r._kind = "null-done"
         for r in requests:
             if r._error is not None or (r._status is not None and r._status[4]):
                 r._raise()
@@ -302,6 +305,8 @@ class Request:
 class Prequest(Request):
     """A persistent request (``Send_init`` / ``Recv_init``)."""
 
+    _persistent = True
+
     def __init__(self, start: Any):
         super().__init__(-1, "persistent")
         self._start = start
@@ -387,8 +392,13 @@ def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List
         requests[i]._kind = "null-done"
 
 
+#: Requests made with companions (`_also`) so far: `_wait_all` looks for
+#: them only once some were made.
+_compound = [0]
+
+
 def _wait_all(reqs: List[Request], call: str) -> None:
-    if any(r._also for r in reqs):
+    if _compound[0] and any(r._also for r in reqs):
         reqs = reqs + [a for r in reqs for a in r._also]
     pending = [r for r in reqs if not r._done]
     if pending:
