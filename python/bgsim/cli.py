@@ -175,6 +175,26 @@ def _build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("machine", help="validate a machine description and print it",
                        description="Prints the validated machine (TOML) and its derived values.")
     _machine_args(m)
+
+    mp = sub.add_parser(
+        "map", help="write a mapfile that places a logical process grid well on the partition",
+        description="For a program whose ranks form a logical P x Q grid (row-major) and exchange halos with "
+                    "their four neighbours, finds a rank mapping that folds the grid onto the torus, prints "
+                    "the hop-bytes and the busiest link's bytes of the default XYZT mapping and of the new one, "
+                    "and writes it as a mapfile for `bgsim run --map FILE`.",
+        epilog="example: bgsim map --machine bgp --mode vn --grid 128x128 -o grid.map\n"
+               "         bgsim map --machine bgp --mode vn --grid 128x128 -o grid.map --verify "
+               "examples/nlom_halo.py 128x128",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _machine_args(mp)
+    mp.add_argument("--grid", required=True, metavar="PxQ", help="the logical process grid (P x Q ranks, row-major)")
+    mp.add_argument("--bytes", dest="nbytes", type=_count, default=8192, metavar="N",
+                    help="bytes each rank sends to each neighbour in one exchange (default 8192)")
+    mp.add_argument("--no-periodic", dest="periodic", action="store_false",
+                    help="the grid does not wrap around (default: periodic in both dimensions)")
+    mp.add_argument("-o", "--out", required=True, metavar="FILE", help="the mapfile to write")
+    mp.add_argument("--verify", nargs=argparse.REMAINDER, metavar="PROGRAM ...",
+                    help="then run PROGRAM [ARGS] under XYZT and under the new mapping and print both times")
     return p
 
 
@@ -408,6 +428,52 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
+def _grid(text: str) -> tuple:
+    try:
+        p, q = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"--grid `{text}`: expected PxQ, e.g. 128x128") from None
+    if p < 1 or q < 1:
+        raise UsageError(f"--grid `{text}`: both sizes must be at least 1")
+    return p, q
+
+
+def _map(a: argparse.Namespace) -> int:
+    from . import mapping
+    from .api import Machine
+    from .program import partition_for, run_file
+
+    grid = _grid(a.grid)
+    nranks = grid[0] * grid[1]
+    base = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
+    sets = list(base.settings) + partition_for(base.source, list(base.settings), nranks)
+    m = Machine(base.source, sets)
+    shape, torus, tasks = tuple(m.shape), tuple(m.info["torus"]), m.info["tasks_per_node"]
+    slots_total = m.nodes * tasks
+    if nranks > slots_total:
+        raise UsageError(f"--grid {a.grid}: {nranks:,} ranks do not fit the {'x'.join(map(str, shape))} partition "
+                         f"({slots_total:,} task slots in mode {m.info['mode']})")
+    traffic = mapping.grid_traffic(grid, a.nbytes, a.periodic)
+    default = mapping.order_slots(shape, tasks, nranks)
+    folded = mapping.grid_mapping(grid, shape, tasks, torus, a.nbytes, a.periodic)
+    print(f"grid {grid[0]}x{grid[1]} ({nranks:,} ranks) on {m.info['name']} {'x'.join(map(str, shape))}, "
+          f"{m.info['mode']} mode ({tasks} task(s) per node); {a.nbytes:,} bytes to each of 4 neighbours")
+    print(f"{'mapping':<10} {'hop-bytes':>16} {'busiest link (bytes)':>22}")
+    for name, slots in (("XYZT", default), ("grid-fold", folded)):
+        load = mapping.link_loads(traffic, slots, shape, torus)
+        print(f"{name:<10} {mapping.hop_bytes(traffic, slots, shape, torus):>16,} {int(load.max()):>22,}")
+    tmp = a.out + ".tmp"
+    mapping.write_mapfile(tmp, folded)
+    os.replace(tmp, a.out)
+    print(f"wrote {a.out}")
+    if a.verify:
+        program, *args = a.verify
+        for name, mp in (("XYZT", "XYZT"), ("grid-fold", a.out)):
+            r = run_file(program, args, machine=a.machine, settings=sets, nranks=nranks, mapping=mp)
+            print(f"{name:<10} simulated time {r.time_s * 1e6:,.2f} us")
+    return 0
+
+
 def _machine(a: argparse.Namespace) -> int:
     from .api import Machine
 
@@ -434,7 +500,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _machine(a)
         if a.command == "run":
             return _run(a)
-    except (MachineError, WorkloadError, MappingError, MemoryLimitError) as e:
+        if a.command == "map":
+            return _map(a)
+    except (MachineError, WorkloadError, MappingError, MemoryLimitError, UsageError) as e:
         print(f"bgsim: error: {e}", file=sys.stderr)
         return 2
     except BgsimError as e:

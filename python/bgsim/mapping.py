@@ -160,3 +160,143 @@ def write_mapfile(path: str, slots: Sequence[Slot]) -> None:
         f.write("# x y z t, one line per rank (written by bgsim.mapping)\n")
         for s in slots:
             f.write(f"{s[0]} {s[1]} {s[2]} {s[3]}\n")
+
+
+# ------------------------------------------------------------ logical grids
+
+def grid_traffic(grid: Sequence[int], nbytes: int, periodic: bool = True) -> Dict[Tuple[int, int], int]:
+    """The messages of one halo exchange on a logical 2D grid (ranks in
+    row-major order): each rank sends `nbytes` to its four neighbours."""
+    p, q = grid
+    out: Dict[Tuple[int, int], int] = {}
+    for r in range(p * q):
+        i, j = divmod(r, q)
+        for di, dj in ((-1, 0), (1, 0), (0, -1), (0, 1)):
+            a, b = i + di, j + dj
+            if periodic:
+                a, b = a % p, b % q
+            elif not (0 <= a < p and 0 <= b < q):
+                continue
+            d = a * q + b
+            if d != r:
+                out[(r, d)] = out.get((r, d), 0) + nbytes
+    return out
+
+
+def _snake(sizes: Sequence[int]) -> List[Tuple[int, ...]]:
+    """Every point of a box of `sizes` (first fastest) in an order where
+    consecutive points differ by one step in one coordinate (reflected
+    counting, as a boustrophedon)."""
+    pts: List[Tuple[int, ...]] = [()]
+    for size in sizes:
+        grown: List[Tuple[int, ...]] = []
+        for k in range(size):
+            block = pts if k % 2 == 0 else pts[::-1]
+            grown.extend(p + (k,) for p in block)
+        pts = grown
+    return pts
+
+
+def _extents(total: int, caps: Sequence[int]) -> List[Tuple[int, ...]]:
+    """Every tuple of sizes, one per cap (each from 1 to its cap), whose
+    product is `total`."""
+    if not caps:
+        return [()] if total == 1 else []
+    out = []
+    for e in range(1, caps[0] + 1):
+        if total % e == 0:
+            out.extend((e,) + rest for rest in _extents(total // e, caps[1:]))
+    return out
+
+
+def grid_mapping(grid: Sequence[int], shape: Sequence[int], tasks: int, torus: Sequence[bool] = (True, True, True),
+                 nbytes: int = 1, periodic: bool = True) -> List[Slot]:
+    """A mapping of a logical P x Q grid (ranks row-major) onto the
+    partition that folds each grid dimension onto a set of the torus
+    dimensions (and the tasks of a node), walked so that grid neighbours
+    sit on the same node or one hop apart wherever the sizes allow. Tried:
+    every split of the four dimensions (x, y, z, t) into two groups, every
+    box within the partition whose groups hold P and Q slots, every order
+    within each group, each walked in reflected order; the one with the
+    lowest hop-bytes for the grid's halo exchange wins (XYZT order when
+    none does better)."""
+    from itertools import permutations
+    p, q = grid
+    dims = [shape[0], shape[1], shape[2], tasks]
+    traffic = grid_traffic(grid, nbytes, periodic)
+    best = order_slots(shape, tasks, p * q)
+    best_cost = hop_bytes(traffic, best, shape, torus)
+    tried = set()
+    for mask in range(16):
+        a = [d for d in range(4) if mask >> d & 1]
+        b = [d for d in range(4) if not mask >> d & 1]
+        for ea in _extents(p, [dims[d] for d in a]):
+            for eb in _extents(q, [dims[d] for d in b]):
+                ext = dict(zip(a, ea))
+                ext.update(zip(b, eb))
+                for pa in permutations(a):
+                    for pb in permutations(b):
+                        key = (tuple((d, ext[d]) for d in pa if ext[d] > 1), tuple((d, ext[d]) for d in pb if ext[d] > 1))
+                        if key in tried:
+                            continue
+                        tried.add(key)
+                        wa, wb = _snake([ext[d] for d in pa]), _snake([ext[d] for d in pb])
+                        slots: List[Slot] = []
+                        for i in range(p):
+                            for j in range(q):
+                                c = [0, 0, 0, 0]
+                                for d, v in zip(pa, wa[i]):
+                                    c[d] = v
+                                for d, v in zip(pb, wb[j]):
+                                    c[d] = v
+                                slots.append((c[0], c[1], c[2], c[3]))
+                        cost = hop_bytes(traffic, slots, shape, torus)
+                        if cost < best_cost:
+                            best, best_cost = slots, cost
+    return best
+
+
+# ------------------------------------------------------------ link loads
+
+def link_loads(traffic: Dict[Tuple[int, int], int], slots: Sequence[Slot], shape: Sequence[int],
+               torus: Sequence[bool] = (True, True, True)) -> "Any":
+    """Bytes each torus link carries (array [x, y, z, direction]; directions
+    x+ x- y+ y- z+ z-) when every message goes by the deterministic route:
+    x, then y, then z, the shorter way round (even-size ties split by the
+    source's parity, as the model's hint bits do)."""
+    import numpy as np
+    X, Y, Z = shape
+    load = np.zeros((X, Y, Z, 6), dtype=np.int64)
+    if not traffic:
+        return load
+    pairs = np.array([(slots[s][0], slots[s][1], slots[s][2], slots[d][0], slots[d][1], slots[d][2], b)
+                      for (s, d), b in traffic.items()], dtype=np.int64)
+    cur = pairs[:, 0:3].copy()
+    dst = pairs[:, 3:6]
+    nbytes = pairs[:, 6]
+    size = np.array([X, Y, Z])
+    for k in range(3):
+        n = size[k]
+        a, b = cur[:, k], dst[:, k]
+        off = b - a
+        if torus[k] and n > 1:
+            half = n // 2
+            off = np.where(off > half, off - n, off)
+            off = np.where(off < -half, off + n, off)
+            tie = (np.abs(off) == half) & (n % 2 == 0)
+            off = np.where(tie & (a % 2 == 1), -half, np.where(tie, half, off))
+        steps = np.abs(off)
+        plus = off > 0
+        # One entry per hop: the node it leaves and its direction.
+        rep = np.repeat(np.arange(len(off)), steps)
+        if len(rep):
+            first = np.cumsum(steps) - steps
+            hop = np.arange(len(rep)) - np.repeat(first, steps)
+            sign = np.where(plus[rep], 1, -1)
+            pos = (a[rep] + sign * hop) % n
+            node = cur[rep].copy()
+            node[:, k] = pos
+            direction = 2 * k + np.where(plus[rep], 0, 1)
+            np.add.at(load, (node[:, 0], node[:, 1], node[:, 2], direction), nbytes[rep])
+        cur[:, k] = b
+    return load

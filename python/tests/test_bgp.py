@@ -1,11 +1,13 @@
 """Blue Gene/P: the preset, its DMA engine, MPI on it and the partition
 table."""
 
+import os
+
 import numpy as np
 
 import bgsim
 from bgsim import MPI, Machine
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 
 def pingpong(nbytes, iters=10):
@@ -125,3 +127,40 @@ def test_a_full_dma_work_fifo_waits_for_an_interrupt_then_refills():
     assert all(small.results[1:]) and all(large.results[1:])
     assert small.ranks[0]["core_interrupt_cycles"] >= 1000 and large.ranks[0]["core_interrupt_cycles"] == 0
     assert small.time_s > large.time_s
+
+
+def test_halo_under_mappings_and_the_grid_mapfile_is_best():
+    from bgsim.reproduce import run_one
+    res, _ = run_one("bgp-halo", "quick", seed=1, quiet=True)
+    m = res["metrics"]
+    for procs in (512, 2048):
+        times = {k: m[f"time_us_{k}_{procs}"] for k in ("xyzt", "txyz", "zyxt", "tzyx", "yxzt", "grid")}
+        hops = {k: m[f"hop_bytes_{k}_{procs}"] for k in times}
+        assert hops["grid"] == min(hops.values()), hops
+        assert times["grid"] <= min(times.values()) * 1.05, times
+        assert m[f"spread_{procs}"] == round(max(times.values()) / min(times.values()), 3)
+
+
+def test_map_tool_folds_a_grid_and_verifies_the_gain(cli, tmp_path):
+    out = tmp_path / "grid.map"
+    prog = os.path.join(ROOT, "examples", "nlom_halo.py")
+    p = cli("map", "--machine", "bgp", "--mode", "vn", "--grid", "16x16", "--bytes", "1024", "-o", str(out),
+            "--verify", prog, "16x16", check=True)
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()
+            if line.startswith(("XYZT", "grid-fold")) and "simulated" not in line}
+    assert int(rows["grid-fold"][1].replace(",", "")) < int(rows["XYZT"][1].replace(",", ""))
+    lines = [l for l in out.read_text().splitlines() if not l.startswith("#")]
+    assert len(lines) == 256 and len(set(lines)) == 256
+    times = [float(l.split()[-2].replace(",", "")) for l in p.stdout.splitlines() if "simulated time" in l]
+    assert len(times) == 2 and times[1] < times[0]
+    bad = cli("map", "--machine", "bgp", "--grid", "16x", "-o", str(out))
+    assert bad.returncode == 2 and "--grid `16x`" in bad.stderr
+
+
+def test_link_loads_follow_the_deterministic_route():
+    from bgsim import mapping
+    shape = (4, 4, 1)
+    slots = [(0, 0, 0, 0), (2, 1, 0, 0)]
+    load = mapping.link_loads({(0, 1): 100}, slots, shape)
+    # x first: two hops x+ from (0,0) (a tie on 4 nodes from an even coordinate goes +), then one y+ at x=2.
+    assert load[0, 0, 0, 0] == load[1, 0, 0, 0] == load[2, 0, 0, 2] == 100 and load.sum() == 300

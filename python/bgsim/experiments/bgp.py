@@ -290,3 +290,63 @@ def flowthrough(ctx: Context) -> Outcome:
                      "through traffic here runs on B's x links: neither test shares anything with it but the "
                      "router.")
     return out
+
+
+# ---------------------------------------------------------------- HALO under mappings
+
+@register("bgp-halo", "bgp", "The NLOM HALO exchange on a 2D process grid under five mapping orders and a grid mapfile")
+def halo(ctx: Context) -> Outcome:
+    from .. import mapping
+
+    out = Outcome()
+    # processes -> (process grid, partition shape); VN mode fills every core.
+    sizes = {512: ((32, 16), "4x4x8"), 2048: ((64, 32), "8x8x8")} if ctx.quick else \
+        {16384: ((128, 128), "8x16x32"), 131072: ((512, 256), "32x32x32")}
+    n, width, reps = 64, 2, 1
+    nbytes = width * n * 8
+    orders = ["XYZT", "TXYZ", "ZYXT", "TZYX", "YXZT"]
+    out.setup.append(f"VN mode, every core a rank; an {n}x{n} subdomain per process on a periodic 2D grid of "
+                     f"processes (ranks row-major, not reordered), halos of {width} rows / columns of doubles "
+                     f"({nbytes} bytes) to the four neighbours with Irecv / Isend / Waitall; the time of one "
+                     "exchange, slowest rank. Mappings: five orders of X, Y, Z, T (first fastest) and the mapfile "
+                     "`bgsim map --grid PxQ` writes (the grid folded onto the torus).")
+
+    def main(p: int, q: int):
+        def body():
+            comm = MPI.COMM_WORLD
+            rank = comm.Get_rank()
+            i, j = divmod(rank, q)
+            nbs = [((i - 1) % p) * q + j, ((i + 1) % p) * q + j, i * q + (j - 1) % q, i * q + (j + 1) % q]
+            outs = [np.full(width * n, rank, "f8") for _ in nbs]
+            ins = [np.empty(width * n, "f8") for _ in nbs]
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            for _ in range(reps):
+                reqs = [comm.Irecv(ins[k], source=nb, tag=k ^ 1) for k, nb in enumerate(nbs)]
+                reqs += [comm.Isend(outs[k], dest=nb, tag=k) for k, nb in enumerate(nbs)]
+                MPI.Request.Waitall(reqs)
+            elapsed = (MPI.Wtime() - t0) / reps
+            assert all(ins[k][0] == nb for k, nb in enumerate(nbs))
+            return comm.reduce(elapsed, op=MPI.MAX)
+        return body
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for procs, (grid, shape) in sizes.items():
+            dims = [int(v) for v in shape.split("x")]
+            slots = mapping.grid_mapping(grid, dims, 4, nbytes=nbytes)
+            gridmap = _mapfile(tmp, f"grid{procs}.map", slots)
+            traffic = mapping.grid_traffic(grid, nbytes)
+            times = {}
+            for name, mp in [(o.lower(), o) for o in orders] + [("grid", gridmap)]:
+                ctx.log(f"{procs} processes, mapping {name}")
+                r = run(main(*grid), BGP, shape=shape, mode="vn", mapping=mp, seed=ctx.seed)
+                times[name] = r.results[0] * 1e6
+                out.metrics[f"time_us_{name}_{procs}"] = round(times[name], 3)
+                used = slots if name == "grid" else mapping.order_slots(dims, 4, procs, mp)
+                out.metrics[f"hop_bytes_{name}_{procs}"] = mapping.hop_bytes(traffic, used, dims)
+            out.metrics[f"spread_{procs}"] = round(max(times.values()) / min(times.values()), 3)
+            out.add_series(f"time_{procs}", list(range(len(times))), list(times.values()),
+                           "mapping (" + ", ".join(times) + ")", "time per exchange (us)", group="time")
+    last = max(sizes)
+    out.key_metrics = [f"time_us_{m}_{last}" for m in ("xyzt", "txyz", "grid")] + [f"spread_{last}"]
+    return out
