@@ -149,6 +149,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="write per torus link direction: packets, utilization and no-token events (CSV)")
     run.add_argument("--stalls-png", metavar="FILE",
                      help="draw the no-token events per node (summed over directions and z) as a heat map (PNG)")
+    run.add_argument("--traffic-matrix", metavar="FILE",
+                     help="write the bytes every rank sent to every other (CSV: source, destination, bytes; "
+                          "collectives' messages included), for `bgsim map --traffic-matrix`")
     run.add_argument("--quiet", action="store_true", help="no summary on stderr")
     run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
                      help="run even if the estimate exceeds the memory this process may use, and do not stop "
@@ -179,15 +182,24 @@ def _build_parser() -> argparse.ArgumentParser:
     mp = sub.add_parser(
         "map", help="write a mapfile that places a logical process grid well on the partition",
         description="For a program whose ranks form a logical P x Q grid (row-major) and exchange halos with "
-                    "their four neighbours, finds a rank mapping that folds the grid onto the torus, prints "
-                    "the hop-bytes and the busiest link's bytes of the default XYZT mapping and of the new one, "
-                    "and writes it as a mapfile for `bgsim run --map FILE`.",
+                    "their four neighbours (--grid), finds a rank mapping that folds the grid onto the torus; for "
+                    "any program, from the traffic matrix of a run (--traffic-matrix), one that lowers its "
+                    "hop-bytes. Prints the hop-bytes and the busiest link's bytes of the default XYZT mapping and "
+                    "of the new one, and writes it as a mapfile for `bgsim run --map FILE`.",
         epilog="example: bgsim map --machine bgp --mode vn --grid 128x128 -o grid.map\n"
+               "         bgsim run --shape 4x4x2 --traffic-matrix t.csv prog.py && "
+               "bgsim map --shape 4x4x2 --traffic-matrix t.csv -o t.map\n"
                "         bgsim map --machine bgp --mode vn --grid 128x128 -o grid.map --verify "
                "examples/nlom_halo.py 128x128",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _machine_args(mp)
-    mp.add_argument("--grid", required=True, metavar="PxQ", help="the logical process grid (P x Q ranks, row-major)")
+    src = mp.add_mutually_exclusive_group(required=True)
+    src.add_argument("--grid", metavar="PxQ", help="the logical process grid (P x Q ranks, row-major)")
+    src.add_argument("--traffic-matrix", metavar="FILE",
+                     help="a run's traffic matrix (`bgsim run --traffic-matrix FILE`): the mapping then lowers "
+                          "its hop-bytes by a seeded search (bgsim.mapping.optimize)")
+    mp.add_argument("-n", "--np", dest="nranks", type=_count, metavar="N",
+                    help="ranks of the run (with --traffic-matrix; default: the largest rank in the file + 1)")
     mp.add_argument("--bytes", dest="nbytes", type=_count, default=8192, metavar="N",
                     help="bytes each rank sends to each neighbour in one exchange (default 8192)")
     mp.add_argument("--no-periodic", dest="periodic", action="store_false",
@@ -395,7 +407,8 @@ def _run(a: argparse.Namespace) -> int:
             print(nas.describe(r.results[0]))
         else:
             r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
-                         cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check)
+                         cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check,
+                         traffic_matrix=bool(a.traffic_matrix))
     except RankError as e:
         sys.stdout.flush()
         print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
@@ -418,6 +431,8 @@ def _run(a: argparse.Namespace) -> int:
         write_atomic(a.json, r.to_json())
     if a.links_csv:
         write_atomic(a.links_csv, r.links_csv())
+    if a.traffic_matrix and r.traffic:
+        write_atomic(a.traffic_matrix, r.traffic_csv())
     if a.stalls_png:
         r.stalls_plot(a.stalls_png)
     if not a.quiet:
@@ -438,13 +453,39 @@ def _grid(text: str) -> tuple:
     return p, q
 
 
+def _read_traffic(path: str) -> Dict[tuple, int]:
+    """A traffic matrix CSV (source, destination, bytes) as {(s, d): bytes}."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--traffic-matrix {path}: cannot be read: {e}") from None
+    out: Dict[tuple, int] = {}
+    for i, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith(("source", "#")):
+            continue
+        try:
+            s, d, b = (int(v) for v in line.split(","))
+        except ValueError:
+            raise UsageError(f"{path}:{i}: `{line}`: expected `source,destination,bytes` (integers)") from None
+        if s < 0 or d < 0 or b < 0:
+            raise UsageError(f"{path}:{i}: `{line}`: ranks and bytes must be non-negative")
+        out[(s, d)] = out.get((s, d), 0) + b
+    return out
+
+
 def _map(a: argparse.Namespace) -> int:
     from . import mapping
     from .api import Machine
     from .program import partition_for, run_file
 
-    grid = _grid(a.grid)
-    nranks = grid[0] * grid[1]
+    if a.traffic_matrix:
+        traffic = _read_traffic(a.traffic_matrix)
+        nranks = a.nranks or (max(max(s, d) for s, d in traffic) + 1 if traffic else 1)
+        grid = None
+    else:
+        grid = _grid(a.grid)
+        nranks = grid[0] * grid[1]
     base = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     sets = list(base.settings) + partition_for(base.source, list(base.settings), nranks)
     m = Machine(base.source, sets)
@@ -453,13 +494,20 @@ def _map(a: argparse.Namespace) -> int:
     if nranks > slots_total:
         raise UsageError(f"--grid {a.grid}: {nranks:,} ranks do not fit the {'x'.join(map(str, shape))} partition "
                          f"({slots_total:,} task slots in mode {m.info['mode']})")
-    traffic = mapping.grid_traffic(grid, a.nbytes, a.periodic)
     default = mapping.order_slots(shape, tasks, nranks)
-    folded = mapping.grid_mapping(grid, shape, tasks, torus, a.nbytes, a.periodic)
-    print(f"grid {grid[0]}x{grid[1]} ({nranks:,} ranks) on {m.info['name']} {'x'.join(map(str, shape))}, "
-          f"{m.info['mode']} mode ({tasks} task(s) per node); {a.nbytes:,} bytes to each of 4 neighbours")
+    where = f"on {m.info['name']} {'x'.join(map(str, shape))}, {m.info['mode']} mode ({tasks} task(s) per node)"
+    if grid is None:
+        if any(s >= nranks or d >= nranks for s, d in traffic):
+            raise UsageError(f"--traffic-matrix {a.traffic_matrix}: ranks up to {max(max(p) for p in traffic)} "
+                             f"for a run of -n {nranks}")
+        new_name, folded = "optimized", mapping.optimize(traffic, shape, tasks, nranks, torus)
+        print(f"traffic matrix {a.traffic_matrix} ({len(traffic):,} pairs, {nranks:,} ranks) {where}")
+    else:
+        traffic = mapping.grid_traffic(grid, a.nbytes, a.periodic)
+        new_name, folded = "grid-fold", mapping.grid_mapping(grid, shape, tasks, torus, a.nbytes, a.periodic)
+        print(f"grid {grid[0]}x{grid[1]} ({nranks:,} ranks) {where}; {a.nbytes:,} bytes to each of 4 neighbours")
     print(f"{'mapping':<10} {'hop-bytes':>16} {'busiest link (bytes)':>22}")
-    for name, slots in (("XYZT", default), ("grid-fold", folded)):
+    for name, slots in (("XYZT", default), (new_name, folded)):
         load = mapping.link_loads(traffic, slots, shape, torus)
         print(f"{name:<10} {mapping.hop_bytes(traffic, slots, shape, torus):>16,} {int(load.max()):>22,}")
     tmp = a.out + ".tmp"
@@ -468,7 +516,7 @@ def _map(a: argparse.Namespace) -> int:
     print(f"wrote {a.out}")
     if a.verify:
         program, *args = a.verify
-        for name, mp in (("XYZT", "XYZT"), ("grid-fold", a.out)):
+        for name, mp in (("XYZT", "XYZT"), (new_name, a.out)):
             r = run_file(program, args, machine=a.machine, settings=sets, nranks=nranks, mapping=mp)
             print(f"{name:<10} simulated time {r.time_s * 1e6:,.2f} us")
     return 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import random
 from itertools import product
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 Slot = Tuple[int, int, int, int]
 
@@ -209,51 +209,96 @@ def _extents(total: int, caps: Sequence[int]) -> List[Tuple[int, ...]]:
     return out
 
 
+#: An axis of a fold: (partition dimension 0..3 = x y z t, size, stride):
+#: stepping along it moves that coordinate by `stride`.
+Axis = Tuple[int, int, int]
+
+
+def _axis_sets(dims: Sequence[int]) -> List[List[Axis]]:
+    """The ways to cut the partition's four dimensions into axes: each whole,
+    or one of them split into an outer part (stride = the inner size) and an
+    inner part (stride 1), so that a grid dimension can take a share of it."""
+    whole = [(k, dims[k], 1) for k in range(4)]
+    out = [whole]
+    for k in range(4):
+        for inner in range(2, dims[k]):
+            if dims[k] % inner == 0:
+                out.append([a for a in whole if a[0] != k] + [(k, dims[k] // inner, inner), (k, inner, 1)])
+    return out
+
+
 def grid_mapping(grid: Sequence[int], shape: Sequence[int], tasks: int, torus: Sequence[bool] = (True, True, True),
                  nbytes: int = 1, periodic: bool = True) -> List[Slot]:
     """A mapping of a logical P x Q grid (ranks row-major) onto the
-    partition that folds each grid dimension onto a set of the torus
-    dimensions (and the tasks of a node), walked so that grid neighbours
+    partition that folds each grid dimension onto a set of axes of x, y, z
+    and the node's tasks, walked in reflected order so that grid neighbours
     sit on the same node or one hop apart wherever the sizes allow. Tried:
-    every split of the four dimensions (x, y, z, t) into two groups, every
-    box within the partition whose groups hold P and Q slots, every order
-    within each group, each walked in reflected order; the one with the
-    lowest hop-bytes for the grid's halo exchange wins (XYZT order when
-    none does better)."""
+    every split of the axes into two groups whose boxes hold P and Q slots
+    (a partition dimension whole, or cut in two between the groups; a box
+    may leave part of a whole dimension unused), every order within each
+    group; the one with the lowest hop-bytes for the grid's halo exchange
+    wins (XYZT order when none does better)."""
     from itertools import permutations
+
+    import numpy as np
     p, q = grid
     dims = [shape[0], shape[1], shape[2], tasks]
     traffic = grid_traffic(grid, nbytes, periodic)
+    src = np.array([s for s, _ in traffic], dtype=np.int64)
+    dst = np.array([d for _, d in traffic], dtype=np.int64)
+    nb = np.array(list(traffic.values()), dtype=np.int64)
+
+    def cost_of(slots: "np.ndarray") -> int:
+        a, b = slots[src], slots[dst]
+        total = np.zeros(len(src), dtype=np.int64)
+        for k in range(3):
+            d = np.abs(a[:, k] - b[:, k])
+            if torus[k]:
+                d = np.minimum(d, shape[k] - d)
+            total += d
+        return int((total * nb).sum())
+
     best = order_slots(shape, tasks, p * q)
-    best_cost = hop_bytes(traffic, best, shape, torus)
+    best_cost = cost_of(np.array(best, dtype=np.int64))
     tried = set()
-    for mask in range(16):
-        a = [d for d in range(4) if mask >> d & 1]
-        b = [d for d in range(4) if not mask >> d & 1]
-        for ea in _extents(p, [dims[d] for d in a]):
-            for eb in _extents(q, [dims[d] for d in b]):
-                ext = dict(zip(a, ea))
-                ext.update(zip(b, eb))
-                for pa in permutations(a):
-                    for pb in permutations(b):
-                        key = (tuple((d, ext[d]) for d in pa if ext[d] > 1), tuple((d, ext[d]) for d in pb if ext[d] > 1))
-                        if key in tried:
-                            continue
-                        tried.add(key)
-                        wa, wb = _snake([ext[d] for d in pa]), _snake([ext[d] for d in pb])
-                        slots: List[Slot] = []
-                        for i in range(p):
-                            for j in range(q):
-                                c = [0, 0, 0, 0]
-                                for d, v in zip(pa, wa[i]):
-                                    c[d] = v
-                                for d, v in zip(pb, wb[j]):
-                                    c[d] = v
-                                slots.append((c[0], c[1], c[2], c[3]))
-                        cost = hop_bytes(traffic, slots, shape, torus)
-                        if cost < best_cost:
-                            best, best_cost = slots, cost
+    for axes in _axis_sets(dims):
+        n = len(axes)
+        cut = {ax for ax in axes if sum(o[0] == ax[0] for o in axes) > 1}
+        for mask in range(1 << n):
+            a = [axes[i] for i in range(n) if mask >> i & 1]
+            b = [axes[i] for i in range(n) if not mask >> i & 1]
+            # The parts of a cut dimension are used whole; a whole one may
+            # be trimmed to a box.
+            for ea in _extents(p, [x[1] for x in a]):
+                if any(e != x[1] for e, x in zip(ea, a) if x in cut):
+                    continue
+                for eb in _extents(q, [x[1] for x in b]):
+                    if any(e != x[1] for e, x in zip(eb, b) if x in cut):
+                        continue
+                    ga = [(x[0], e, x[2]) for x, e in zip(a, ea) if e > 1]
+                    gb = [(x[0], e, x[2]) for x, e in zip(b, eb) if e > 1]
+                    for pa in permutations(ga):
+                        for pb in permutations(gb):
+                            key = (pa, pb)
+                            if key in tried:
+                                continue
+                            tried.add(key)
+                            rows, cols = _walk(pa), _walk(pb)
+                            slots = (rows[:, None, :] + cols[None, :, :]).reshape(-1, 4)
+                            cost = cost_of(slots)
+                            if cost < best_cost:
+                                best, best_cost = [tuple(int(v) for v in sl) for sl in slots], cost
     return best
+
+
+def _walk(axes: Sequence[Axis]) -> "Any":
+    """The slot offsets (x, y, z, t) of the reflected walk over `axes`."""
+    import numpy as np
+    pts = np.array(_snake([x[1] for x in axes]) or [()], dtype=np.int64).reshape(-1, len(axes))
+    out = np.zeros((len(pts), 4), dtype=np.int64)
+    for i, (k, _, stride) in enumerate(axes):
+        out[:, k] += pts[:, i] * stride
+    return out
 
 
 # ------------------------------------------------------------ link loads

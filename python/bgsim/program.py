@@ -57,10 +57,19 @@ class RunResult:
     link_packets: List[int] = field(default_factory=list)
     link_util_pct: List[float] = field(default_factory=list)
     link_stalls: List[int] = field(default_factory=list)
+    #: Bytes sent per (source rank, destination rank), collectives'
+    #: messages included: [(source, destination, bytes)] (runs made with
+    #: ``traffic_matrix=True``; ``bgsim run --traffic-matrix FILE``).
+    traffic: List[tuple] = field(default_factory=list)
 
     @property
     def time_us(self) -> float:
         return self.time_s * 1e6
+
+    def traffic_csv(self) -> str:
+        """The traffic matrix as CSV: source, destination, bytes (one line
+        per pair that talked)."""
+        return "source,destination,bytes\n" + "".join(f"{s},{d},{b}\n" for s, d, b in self.traffic)
 
     def to_dict(self) -> dict:
         return {
@@ -189,7 +198,8 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         shape: Optional[str] = None, mesh: Optional[str] = None, mode: Optional[str] = None,
         mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
         cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
-        coll: Optional[Dict[str, str]] = None, memory_check: bool = True) -> RunResult:
+        coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
+        traffic_matrix: bool = False) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -203,14 +213,17 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
 
     A run that cannot fit in the memory this process may use is refused
     before it starts, and one that nears the limit while it runs stops with
-    `bgsim.errors.MemoryLimitError` (`memory_check=False`: neither)."""
+    `bgsim.errors.MemoryLimitError` (`memory_check=False`: neither).
+
+    `traffic_matrix=True` records the bytes every rank sends to every other
+    (`RunResult.traffic`, `RunResult.traffic_csv()`)."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
                        memory_check=memory_check)
     with _mpi4py_installed():
-        return _execute(world, main, cpu_factor, progress, seed, memory_check)
+        return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix)
 
 
 def coll_settings(coll: Optional[Any]) -> List[str]:
@@ -263,13 +276,15 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
             k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed")})
         with _mpi4py_installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
-                            private_dir=os.path.dirname(os.path.abspath(path)))
+                            private_dir=os.path.dirname(os.path.abspath(path)),
+                            traffic_matrix=kw.pop("traffic_matrix", False))
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
 
 
 def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
-             seed: int = 1, memory_check: bool = True, private_dir: Optional[str] = None) -> RunResult:
+             seed: int = 1, memory_check: bool = True, private_dir: Optional[str] = None,
+             traffic_matrix: bool = False) -> RunResult:
     """Runs `main` on every rank; modules under `private_dir` (a program
     file's directory) are each rank's own."""
     t0 = time.perf_counter()
@@ -277,6 +292,8 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
     rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None,
                  private_dir=private_dir)
     _reset(world.nranks)
+    if traffic_matrix:
+        world.record_traffic()
     rt.run(main)
     wall = time.perf_counter() - t0
     # The core's report (components' counters, per-rank statistics) and
@@ -287,7 +304,8 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         ranks=report["ranks"], counters=report["counters"], results=[c.result for c in rt.ctxs], wall_s=wall,
         collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
-        link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"])
+        link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
+        traffic=world.traffic_matrix() if traffic_matrix else [])
 
 
 class _mpi4py_installed:

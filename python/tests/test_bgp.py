@@ -138,7 +138,7 @@ def test_halo_under_mappings_and_the_grid_mapfile_is_best():
         hops = {k: m[f"hop_bytes_{k}_{procs}"] for k in times}
         assert hops["grid"] == min(hops.values()), hops
         assert times["grid"] <= min(times.values()) * 1.05, times
-        assert m[f"spread_{procs}"] == round(max(times.values()) / min(times.values()), 3)
+        assert abs(m[f"spread_{procs}"] - max(times.values()) / min(times.values())) < 0.01
 
 
 def test_map_tool_folds_a_grid_and_verifies_the_gain(cli, tmp_path):
@@ -164,3 +164,21 @@ def test_link_loads_follow_the_deterministic_route():
     load = mapping.link_loads({(0, 1): 100}, slots, shape)
     # x first: two hops x+ from (0,0) (a tie on 4 nodes from an even coordinate goes +), then one y+ at x=2.
     assert load[0, 0, 0, 0] == load[1, 0, 0, 0] == load[2, 0, 0, 2] == 100 and load.sum() == 300
+
+
+def test_traffic_matrix_from_a_run_feeds_the_map_tool(cli, tmp_path):
+    tm, out = tmp_path / "t.csv", tmp_path / "t.map"
+    prog = os.path.join(ROOT, "examples", "ring.py")
+    cli("run", "--quiet", "--shape", "4x4x2", "--traffic-matrix", str(tm), prog, check=True)
+    rows = [l.split(",") for l in tm.read_text().splitlines()[1:]]
+    pairs = {(int(s), int(d)) for s, d, _ in rows}
+    assert all((r, (r + 1) % 32) in pairs for r in range(32)), pairs
+    p = cli("map", "--shape", "4x4x2", "--traffic-matrix", str(tm), "-o", str(out), check=True)
+    table = {l.split()[0]: int(l.split()[1].replace(",", "")) for l in p.stdout.splitlines()
+             if l.startswith(("XYZT", "optimized"))}
+    assert table["optimized"] <= table["XYZT"]
+    assert len([l for l in out.read_text().splitlines() if not l.startswith("#")]) == 32
+    bad = tmp_path / "bad.csv"
+    bad.write_text("source,destination,bytes\n1,x,3\n")
+    e = cli("map", "--shape", "4x4x2", "--traffic-matrix", str(bad), "-o", str(out))
+    assert e.returncode == 2 and "bad.csv:2" in e.stderr

@@ -512,6 +512,14 @@ impl World {
     }
     /// The run's report (JSON): per rank, network-wide counters, the
     /// collective network's busy links. `finished[r]`: when rank r ended.
+    /// Counts the bytes of every send per (source, destination) rank.
+    fn record_traffic(&mut self) {
+        self.w.record_traffic();
+    }
+    /// The recorded traffic: [(source, destination, bytes)], sorted.
+    fn traffic_matrix(&self) -> Vec<(u32, u32, u64)> {
+        self.w.traffic_matrix()
+    }
     fn report(&self, finished: Vec<Option<u64>>) -> String {
         serde_json::to_string(&bgsim::report::mpi_report(&self.w, &finished)).expect("a report is plain data")
     }

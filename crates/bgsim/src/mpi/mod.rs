@@ -127,6 +127,9 @@ pub struct World {
     /// SPARE_BUFFER_BYTES).
     spare: Vec<Vec<u8>>,
     spare_bytes: usize,
+    /// Bytes sent per (source rank, destination rank), when recorded
+    /// (`record_traffic`).
+    traffic: Option<HashMap<(u32, u32), u64>>,
 }
 
 /// How many bytes of message buffers [`World::recycle`] keeps, and the
@@ -165,11 +168,23 @@ impl World {
             joining: HashMap::new(),
             spare: Vec::new(),
             spare_bytes: 0,
+            traffic: None,
         })
     }
 
     pub fn nranks(&self) -> u32 {
         self.nranks
+    }
+    /// From now on, counts the bytes every point-to-point send carries, per
+    /// (source, destination) rank (collectives' messages included).
+    pub fn record_traffic(&mut self) {
+        self.traffic.get_or_insert_with(HashMap::new);
+    }
+    /// The recorded traffic: (source, destination, bytes), sorted.
+    pub fn traffic_matrix(&self) -> Vec<(u32, u32, u64)> {
+        let mut v: Vec<(u32, u32, u64)> = self.traffic.iter().flatten().map(|(&(s, d), &b)| (s, d, b)).collect();
+        v.sort_unstable();
+        v
     }
     pub fn machine(&self) -> &Machine {
         &self.stack.net.machine
@@ -248,6 +263,9 @@ impl World {
     #[allow(clippy::too_many_arguments)]
     pub fn isend_sized(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
         let dest = self.check_rank(dest)?;
+        if let Some(t) = &mut self.traffic {
+            *t.entry((rank, dest)).or_default() += bytes as u64;
+        }
         let proto = self.protocol_for(bytes, force);
         let now = self.q.now();
         let Stack { net, ml } = &mut self.stack;
