@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -349,4 +349,111 @@ def halo(ctx: Context) -> Outcome:
                            "mapping (" + ", ".join(times) + ")", "time per exchange (us)", group="time")
     last = max(sizes)
     out.key_metrics = [f"time_us_{m}_{last}" for m in ("xyzt", "txyz", "grid")] + [f"spread_{last}"]
+    return out
+
+
+# ---------------------------------------------------------------- collectives on communicators
+
+def _timed(comm: Any, op: Callable[[], None]) -> float:
+    """The slowest rank's time for `op` on `comm`, started together (a
+    world barrier first; MPI_COMM_WORLD's runs on the barrier network)."""
+    MPI.COMM_WORLD.Barrier()
+    t0 = MPI.Wtime()
+    op()
+    return MPI.Wtime() - t0
+
+
+@register("bgp-barrier", "bgp", "MPI_Barrier on COMM_WORLD, on it less its last process, on a dup, and 1-4 at once "
+          "on quarters of it")
+def barrier(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = {64: "2x2x4", 512: "4x4x8"} if ctx.quick else {2048: "8x8x8", 8192: "8x8x32", 32768: "8x32x32",
+                                                           131072: "32x32x32"}
+    out.setup.append("VN mode, every core a rank. Each figure is the slowest rank's time for one MPI_Barrier, the "
+                     "ranks started together: on COMM_WORLD, on COMM_WORLD less its last process (MPI_Comm_create), "
+                     "on a dup of COMM_WORLD, and on 1-4 of the quarters of COMM_WORLD (MPI_Comm_split by rank / "
+                     "(n/4)) at the same time. The algorithm each call ran is the run's choice (docs/collectives.md): "
+                     "the global-interrupt network for the whole partition, dissemination otherwise.")
+
+    def main():
+        world = MPI.COMM_WORLD
+        r, n = world.Get_rank(), world.Get_size()
+        sub = world.Create(world.Get_group().Excl([n - 1]))
+        dup = world.Dup()
+        quarter = world.Split(r // (n // 4), r)
+        res = {"world": _timed(world, world.Barrier), "dup": _timed(dup, dup.Barrier)}
+        res["sub"] = _timed(sub, sub.Barrier) if sub != MPI.COMM_NULL else _timed(world, lambda: None)
+        for c in range(1, 5):
+            res[f"c{c}"] = _timed(quarter, quarter.Barrier if r // (n // 4) < c else (lambda: None))
+        return {k: world.reduce(v, op=MPI.MAX) for k, v in res.items()}
+
+    xs, series = [], {k: [] for k in ("world", "sub", "dup", "c1", "c2", "c3", "c4")}
+    algos = {}
+    for cores, shape in sizes.items():
+        ctx.log(f"{cores} cores ({shape})")
+        r = run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
+        res = r.results[0]
+        xs.append(cores)
+        for k in ("world", "sub", "dup"):
+            out.metrics[f"{k}_us_{cores}"] = round(res[k] * 1e6, 3)
+        for c in range(1, 5):
+            out.metrics[f"parallel_us_{cores}_c{c}"] = round(res[f"c{c}"] * 1e6, 3)
+        for k in series:
+            series[k].append(res[k] * 1e6)
+        algos = r.collectives.get("barrier", {})
+    for k in ("world", "sub", "dup"):
+        out.add_series(k, xs, series[k], "cores", "barrier time (us)", group="barrier")
+    for c in range(1, 5):
+        out.add_series(f"parallel_c{c}", xs, series[f"c{c}"], "cores", "time of c parallel barriers (us)",
+                       group="parallel")
+    out.notes.append("Barrier algorithms of the largest run, calls: " + ", ".join(f"{k} {v}" for k, v in algos.items()))
+    last = xs[-1]
+    out.key_metrics = [f"{k}_us_{last}" for k in ("world", "sub", "dup")] + [f"parallel_us_{last}_c4"]
+    return out
+
+
+@register("bgp-parallel-colls", "bgp", "MPI_Allreduce (16 KB) and MPI_Allgather (4 B) on 1-4 quarters of "
+          "COMM_WORLD at once")
+def parallel_colls(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = {64: "2x2x4", 512: "4x4x8"} if ctx.quick else {2048: "8x8x8", 8192: "8x8x32", 32768: "8x32x32"}
+    out.setup.append("VN mode, every core a rank; COMM_WORLD split into quarters by rank / (n/4); c of them "
+                     "(c = 1..4) run the collective at the same time: MPI_Allreduce of 16 KB of doubles (MPI_SUM) "
+                     "and MPI_Allgather of 4 B per rank. The figure is the slowest participating rank's time; "
+                     "sub-communicators run the point-to-point algorithms (the collective network serves the "
+                     "whole partition only).")
+
+    def main():
+        world = MPI.COMM_WORLD
+        r, n = world.Get_rank(), world.Get_size()
+        color = r // (n // 4)
+        quarter = world.Split(color, r)
+        send = np.full(2048, 1.0)
+        recv = np.empty_like(send)
+        one = np.array([r], dtype="i4")
+        gathered = np.empty(quarter.Get_size(), dtype="i4")
+        res = {}
+        for c in range(1, 5):
+            on = color < c
+            res[f"allreduce_c{c}"] = _timed(quarter, (lambda: quarter.Allreduce(send, recv, op=MPI.SUM)) if on
+                                            else (lambda: None))
+            res[f"allgather_c{c}"] = _timed(quarter, (lambda: quarter.Allgather(one, gathered)) if on
+                                            else (lambda: None))
+        assert recv[0] == quarter.Get_size()
+        return {k: world.reduce(v, op=MPI.MAX) for k, v in res.items()}
+
+    xs = []
+    series: Dict[str, List[float]] = {}
+    for cores, shape in sizes.items():
+        ctx.log(f"{cores} cores ({shape})")
+        r = run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
+        xs.append(cores)
+        for k, v in r.results[0].items():
+            op, c = k.split("_")
+            out.metrics[f"{op}_us_{cores}_{c}"] = round(v * 1e6, 3)
+            series.setdefault(k, []).append(v * 1e6)
+    for k, v in series.items():
+        out.add_series(k, xs, v, "cores", f"{k.split('_')[0]} time (us)", group=k.split("_")[0])
+    last = xs[-1]
+    out.key_metrics = [f"{op}_us_{last}_c{c}" for op in ("allreduce", "allgather") for c in (1, 4)]
     return out
