@@ -182,3 +182,27 @@ def test_traffic_matrix_from_a_run_feeds_the_map_tool(cli, tmp_path):
     bad.write_text("source,destination,bytes\n1,x,3\n")
     e = cli("map", "--shape", "4x4x2", "--traffic-matrix", str(bad), "-o", str(out))
     assert e.returncode == 2 and "bad.csv:2" in e.stderr
+
+
+def test_barriers_use_the_gi_network_only_on_the_whole_partition():
+    from bgsim.reproduce import run_one
+    res, _ = run_one("bgp-barrier", "quick", seed=1, quiet=True)
+    m = res["metrics"]
+    for cores in (64, 512):
+        # COMM_WORLD and its dup: the global-interrupt network (about 1.3 us + software).
+        assert m[f"world_us_{cores}"] == m[f"dup_us_{cores}"] < 3
+        # Less one process, and quarters: dissemination over the torus, much slower, and
+        # slower still when more of them run at once.
+        assert m[f"sub_us_{cores}"] > 5 * m[f"world_us_{cores}"]
+        c = [m[f"parallel_us_{cores}_c{k}"] for k in (1, 2, 3, 4)]
+        assert c[0] > 5 * m[f"world_us_{cores}"] and c == sorted(c)
+    assert m["sub_us_512"] > m["sub_us_64"]
+
+
+def test_parallel_collectives_on_quarters_slow_each_other():
+    from bgsim.reproduce import run_one
+    res, _ = run_one("bgp-parallel-colls", "quick", seed=1, quiet=True)
+    m = res["metrics"]
+    for op in ("allreduce", "allgather"):
+        c = [m[f"{op}_us_512_c{k}"] for k in (1, 2, 3, 4)]
+        assert c == sorted(c) and c[3] > 1.5 * c[0], (op, c)
