@@ -149,6 +149,8 @@ class Runtime:
         self.coll_stats: Dict[str, Dict[str, int]] = {}
         self.coll_warned: set = set()
         self.coll_checks: Dict[Any, list] = {}
+        #: Data every rank of one collective call shares (keyed by the call), e.g. allgather_records.
+        self.shared: Dict[Any, list] = {}
         self.hw_data: Dict[Any, dict] = {}
         self._hw_keys: Dict[Any, int] = {}
         self.deposit_ids: Dict[Any, int] = {}

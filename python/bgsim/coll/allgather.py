@@ -22,28 +22,36 @@ def allgather_ring(c: Call, data: bytes) -> List[bytes]:
     return out  # type: ignore[return-value]
 
 
-def allgather_records(c: Call, record: bytes) -> bytes:
-    """Every rank's `record` (all of one size), in rank order, as one bytes
-    object: recursive doubling over contiguous blocks on a power-of-two
-    communicator, a ring otherwise. (What MPI_Comm_split needs: memory per
-    rank is the n records, not n Python objects.)"""
+def allgather_records(c: Call, record: bytes) -> memoryview:
+    """Every rank's `record` (all of one size), in rank order, as one
+    read-only buffer that every rank of the call shares: recursive doubling
+    over contiguous blocks on a power-of-two communicator, a ring otherwise.
+    The messages have the sizes those algorithms send, and cost what they
+    cost; their content goes once into the shared table (ranks run in one
+    process: n ranks each holding n records would take n^2 memory). What
+    MPI_Comm_split needs."""
     n, me, size = c.n, c.me, len(record)
+    key = ("records", c.comm._context, c.seq)
+    entry = c.rt.shared.get(key)
+    if entry is None:
+        entry = c.rt.shared[key] = [bytearray(n * size), 0]
+    table = entry[0]
+    table[me * size:(me + 1) * size] = record
     if n & (n - 1) == 0:
-        block = record
-        mask = 1
+        held, mask = 1, 1
         while mask < n:
             partner = me ^ mask
-            got = c.sendrecv(block, partner, partner)
-            block = block + got if me & mask == 0 else got + block
+            c.sendrecv(held * size, partner, partner)
+            held *= 2
             mask <<= 1
-        return block
-    out = bytearray(n * size)
-    out[me * size:(me + 1) * size] = record
-    right, left = (me + 1) % n, (me - 1) % n
-    for step in range(n - 1):
-        s, r = (me - step) % n, (me - step - 1) % n
-        out[r * size:(r + 1) * size] = c.sendrecv(bytes(out[s * size:(s + 1) * size]), right, left)
-    return bytes(out)
+    else:
+        right, left = (me + 1) % n, (me - 1) % n
+        for _ in range(n - 1):
+            c.sendrecv(size, right, left)
+    entry[1] += 1
+    if entry[1] == n:
+        del c.rt.shared[key]
+    return memoryview(table).toreadonly()
 
 
 @algorithm("allgather", "recursive_doubling")

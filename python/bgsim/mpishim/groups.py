@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import runtime as _rt
 from .constants import IDENT, PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL
 from .errors import ERR_RANK, Exception
+
+
+#: Groups derived from others in this run: (operation, id of the parent's
+#: ranks, arguments) -> (the parent's ranks, the group). Emptied per run.
+_DERIVED: dict = {}
 
 
 class Group:
@@ -35,17 +40,30 @@ class Group:
             if not 0 <= r < len(self._ranks):
                 raise Exception(ERR_RANK, f"rank {r} is not in a group of {len(self._ranks)}")
 
+    def _derived(self, op: str, arg: tuple, make: "Any") -> "Group":
+        """The group `make()` builds from this one, made once for every rank
+        that asks the same of the same group (ranks run in one process: a
+        group of n ranks made by each of n ranks would take n^2 memory)."""
+        key = (op, id(self._ranks), arg)
+        hit = _DERIVED.get(key)
+        if hit is not None and hit[0] is self._ranks:
+            return hit[1]
+        g = make()
+        _DERIVED[key] = (self._ranks, g)
+        return g
+
     def Incl(self, ranks: Sequence[int]) -> "Group":
         ranks = list(ranks)
         self._check(ranks)
         if len(set(ranks)) != len(ranks):
             raise Exception(ERR_RANK, "ranks appear twice")
-        return Group([self._ranks[r] for r in ranks])
+        return self._derived("incl", tuple(ranks), lambda: Group([self._ranks[r] for r in ranks]))
 
     def Excl(self, ranks: Sequence[int]) -> "Group":
         ranks = set(ranks)
         self._check(ranks)
-        return Group([w for i, w in enumerate(self._ranks) if i not in ranks])
+        return self._derived("excl", tuple(sorted(ranks)),
+                             lambda: Group([w for i, w in enumerate(self._ranks) if i not in ranks]))
 
     def Range_incl(self, ranges: Sequence[Tuple[int, int, int]]) -> "Group":
         out = []

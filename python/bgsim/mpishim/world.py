@@ -11,6 +11,7 @@ from .buffers import _members_cache
 from .handles import _objects as _handle_objects
 from .comm import Intracomm
 from .constants import SUBVERSION, THREAD_MULTIPLE, THREAD_SINGLE, VERSION
+from . import groups as _groups
 from .groups import Group
 from .requests import _ctx
 
@@ -59,6 +60,7 @@ def _reset(nranks: int) -> None:
     """Prepares the module for a new run of `nranks` ranks."""
     _members_cache.clear()
     _handle_objects.clear()
+    _groups._DERIVED.clear()
     COMM_WORLD._group = Group(range(nranks))
     COMM_WORLD._bind()
     _state.update(initialized=True, finalized=False, buffer=None)
