@@ -16,6 +16,7 @@ import numpy as _np
 from ..errors import ArgumentTypeError as _TypeError
 from ..errors import BufferAccessError as _BufferError
 from ..errors import UsageError as _ValueError
+from . import foreign as _foreign
 
 
 class buffer:
@@ -29,8 +30,15 @@ class buffer:
         elif isinstance(obj, buffer):
             self._mv, self._obj = obj._mv, obj._obj
         else:
-            from .buffers import _bytes_view  # noqa: PLC0415 (buffers imports this module's class)
-            self._mv, self._obj = _bytes_view(obj, True)[0].cast("B"), obj
+            try:
+                mv = memoryview(obj)
+            except TypeError:
+                if not _foreign.is_foreign(obj):
+                    raise _TypeError(f"buffer: expecting a buffer-like object, got {type(obj).__name__}") from None
+                mv = _foreign.view(obj)
+            if not mv.contiguous:
+                raise _BufferError("buffer: the object's memory is not contiguous")
+            self._mv, self._obj = mv.cast("B"), obj
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> "buffer":
