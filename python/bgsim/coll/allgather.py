@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import pickle
+import array
+import struct
 from typing import List, Optional
 
-from .base import Call, _dump
+from .base import Call
 from .registry import algorithm
 
 
@@ -56,12 +57,35 @@ def allgather_records(c: Call, record: bytes) -> memoryview:
 
 @algorithm("allgather", "recursive_doubling")
 def allgather_recursive_doubling(c: Call, data: bytes) -> List[bytes]:
+    """log2 n steps; at step k a rank swaps its 2^k contiguous blocks with
+    its partner's. A message carries the blocks back to back, with their
+    lengths only when they differ (the buffer API's blocks are all one
+    size): what MPI moves, and memory per rank of the blocks alone."""
     n, me = c.n, c.me
-    held = {me: data}
+    blk = data
+    size, count = len(data), 1  # all `count` blocks of `size` bytes, or size -1 and `lens`
+    lens: List[int] = []
     mask = 1
     while mask < n:
         partner = me ^ mask
-        got = pickle.loads(c.sendrecv(_dump(held), partner, partner))
-        held.update(got)
+        head = struct.pack("<qq", size, count)
+        got = c.sendrecv(head + (array.array("q", lens).tobytes() if size < 0 else b"") + blk, partner, partner)
+        gsize, gcount = struct.unpack_from("<qq", got)
+        glens = array.array("q", got[16:16 + 8 * gcount]).tolist() if gsize < 0 else []
+        gblk = got[16 + (8 * gcount if gsize < 0 else 0):]
+        if size >= 0 and gsize == size:
+            count += gcount
+        else:
+            mine = lens if size < 0 else [size] * count
+            theirs = glens if gsize < 0 else [gsize] * gcount
+            lens = mine + theirs if me & mask == 0 else theirs + mine
+            size, count = -1, len(lens)
+        blk = blk + gblk if me & mask == 0 else gblk + blk
         mask <<= 1
-    return [held[i] for i in range(n)]
+    if size >= 0:
+        return [blk[i * size:(i + 1) * size] for i in range(count)]
+    out, pos = [], 0
+    for length in lens:
+        out.append(blk[pos:pos + length])
+        pos += length
+    return out
