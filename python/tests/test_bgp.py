@@ -203,6 +203,7 @@ def test_parallel_collectives_on_quarters_slow_each_other():
     from bgsim.reproduce import run_one
     res, _ = run_one("bgp-parallel-colls", "quick", seed=1, quiet=True)
     m = res["metrics"]
-    for op in ("allreduce", "allgather"):
+    # 16 KB allreduces share bandwidth; 4 B allgathers mostly latency.
+    for op, slower in (("allreduce", 1.5), ("allgather", 1.1)):
         c = [m[f"{op}_us_512_c{k}"] for k in (1, 2, 3, 4)]
-        assert c == sorted(c) and c[3] > 1.5 * c[0], (op, c)
+        assert c == sorted(c) and c[3] > slower * c[0], (op, c)
