@@ -32,7 +32,13 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
     value = _fold_in(c, value, red, rem)
     if new >= 0:
         count = len(value)
-        bounds = [count * i // pof2 for i in range(pof2 + 1)]
+
+        def at(i: int) -> int:
+            """Where block i starts (blocks as even as count / pof2 allows;
+            worked out when needed: a list of pof2 bounds per rank is
+            n^2 memory over the ranks of one process)."""
+            return count * i // pof2
+
         lo, hi = 0, pof2  # block range this rank is responsible for
         value = value.copy()
         mask = pof2 >> 1
@@ -45,16 +51,16 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
                 keep, give = (lo, mid), (mid, hi)
             else:
                 keep, give = (mid, hi), (lo, mid)
-            out = value[bounds[give[0]]:bounds[give[1]]]
+            out = value[at(give[0]):at(give[1])]
             got = red.load(c.sendrecv(red.dump(out), partner, partner))
-            mine = value[bounds[keep[0]]:bounds[keep[1]]]
-            value[bounds[keep[0]]:bounds[keep[1]]] = red.combine(got, mine) if partner_new < new else red.combine(mine, got)
+            mine = value[at(keep[0]):at(keep[1])]
+            value[at(keep[0]):at(keep[1])] = red.combine(got, mine) if partner_new < new else red.combine(mine, got)
             steps.append((partner, keep, give))
             lo, hi = keep
             mask >>= 1
         for partner, keep, give in reversed(steps):
-            got = red.load(c.sendrecv(red.dump(value[bounds[keep[0]]:bounds[keep[1]]]), partner, partner))
-            value[bounds[give[0]]:bounds[give[1]]] = got
+            got = red.load(c.sendrecv(red.dump(value[at(keep[0]):at(keep[1])]), partner, partner))
+            value[at(give[0]):at(give[1])] = got
     return _fold_out(c, value, red, rem)
 
 
