@@ -6,7 +6,7 @@ context and the core's fast path ``_p2p``)."""
 from __future__ import annotations
 
 import sys as _sys
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as _np
 
@@ -162,15 +162,36 @@ class PointToPoint:
     def Recv_init(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Prequest:
         return Prequest(lambda: self._recv_buf(buf, source, tag))
 
-    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
-                 recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+    def _post_sendrecv(self, sendbuf: Any, dest: int, sendtag: int, recvbuf: Any, source: int,
+                       recvtag: int) -> Tuple[Request, Request]:
+        """Posts Sendrecv's receive, then its send: (receive, send). One
+        call: a send that cannot start takes back the receive."""
         r = self.Irecv(recvbuf, source, recvtag)
         try:
             s = self.Isend(sendbuf, dest, sendtag)
         except BaseException:
-            # One call: a send that cannot start takes back the receive.
             r.Cancel()
             raise
+        return r, s
+
+    def _post_sendrecv_replace(self, buf: Any, dest: int, sendtag: int, source: int, recvtag: int,
+                               call: str) -> Tuple[Request, Request]:
+        """Posts Sendrecv_replace's receive and send (the message sent is
+        taken from `buf` first): (receive, send)."""
+        data = _msg(buf, recv=True).mv.tobytes()
+        r = self._recv_buf(buf, source, recvtag)
+        return r, self._isend_bytes(data, dest, sendtag, 0, call)
+
+    @staticmethod
+    def _with_send(r: Request, s: Request) -> Request:
+        """`r`, completing only once `s` has too (Isendrecv's request)."""
+        r._also = (s,)
+        _compound[0] += 1
+        return r
+
+    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
+                 recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        r, s = self._post_sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag)
         _wait_all([s, r], "MPI.Comm.Sendrecv()")
         r._fill(status)
         r._raise()
@@ -178,32 +199,16 @@ class PointToPoint:
     def Isendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None, source: int = ANY_SOURCE,
                   recvtag: int = ANY_TAG) -> Request:
         """Sendrecv as one request, complete when both parts are."""
-        r = self.Irecv(recvbuf, source, recvtag)
-        try:
-            s = self.Isend(sendbuf, dest, sendtag)
-        except BaseException:
-            r.Cancel()
-            raise
-        r._also = (s,)
-        _compound[0] += 1
-        return r
+        return self._with_send(*self._post_sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag))
 
     def Isendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
                           recvtag: int = ANY_TAG) -> Request:
-        """Sendrecv_replace as one request: the message sent is taken from
-        `buf` when the call is made."""
-        data = _msg(buf, recv=True).mv.tobytes()
-        r = self._recv_buf(buf, source, recvtag)
-        r._also = (self._isend_bytes(data, dest, sendtag, 0, "Isendrecv_replace"),)
-        _compound[0] += 1
-        return r
+        """Sendrecv_replace as one request."""
+        return self._with_send(*self._post_sendrecv_replace(buf, dest, sendtag, source, recvtag, "Isendrecv_replace"))
 
     def Sendrecv_replace(self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE,
                          recvtag: int = ANY_TAG, status: Optional[Status] = None) -> None:
-        m = _msg(buf, recv=True)
-        data = m.mv.tobytes()
-        r = self._recv_buf(buf, source, recvtag)
-        s = self._isend_bytes(data, dest, sendtag, 0, "Sendrecv_replace")
+        r, s = self._post_sendrecv_replace(buf, dest, sendtag, source, recvtag, "Sendrecv_replace")
         _wait_all([s, r], "MPI.Comm.Sendrecv_replace()")
         r._fill(status)
         r._raise()
