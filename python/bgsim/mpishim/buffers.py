@@ -105,15 +105,9 @@ _FMT_CACHE: dict = {}
 
 
 def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
-    try:
-        mv = memoryview(obj)
-    except TypeError:
-        if isinstance(obj, _membuf.buffer):
-            mv = obj._mv
-        elif not _foreign.is_foreign(obj):
-            raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}") from None
-        else:
-            mv = _foreign.view(obj)
+    mv = obj._mv if isinstance(obj, _membuf.buffer) else _foreign.memory(obj)
+    if mv is None:
+        raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}")
     if not readonly_ok and mv.readonly:
         raise _BufferError("message: the receive buffer is read-only")
     if mv.format == "O" or getattr(getattr(obj, "dtype", None), "hasobject", False):

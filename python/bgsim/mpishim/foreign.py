@@ -94,9 +94,16 @@ def is_foreign(obj: Any) -> bool:
         return False
 
 
-def view(obj: Any) -> memoryview:
-    """A memoryview (with the element format) of a DLPack or CUDA array
-    interface object's memory."""
+def memory(obj: Any) -> Optional[memoryview]:
+    """A memoryview of `obj`'s memory: a Python buffer's own, or (with the
+    element format) a DLPack or CUDA array interface object's; None when it
+    offers none of these."""
+    try:
+        return memoryview(obj)
+    except TypeError:
+        pass
+    if not is_foreign(obj):
+        return None
     if hasattr(obj, "__dlpack__"):
         return _dlpack_view(obj)
     return _cai_view(obj)

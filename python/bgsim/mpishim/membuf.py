@@ -30,12 +30,9 @@ class buffer:
         elif isinstance(obj, buffer):
             self._mv, self._obj = obj._mv, obj._obj
         else:
-            try:
-                mv = memoryview(obj)
-            except TypeError:
-                if not _foreign.is_foreign(obj):
-                    raise _TypeError(f"buffer: expecting a buffer-like object, got {type(obj).__name__}") from None
-                mv = _foreign.view(obj)
+            mv = _foreign.memory(obj)
+            if mv is None:
+                raise _TypeError(f"buffer: expecting a buffer-like object, got {type(obj).__name__}")
             if not mv.contiguous:
                 raise _BufferError("buffer: the object's memory is not contiguous")
             self._mv, self._obj = mv.cast("B"), obj
