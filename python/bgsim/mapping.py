@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import random
-from itertools import product
-from typing import Any, Dict, Iterable, List, Sequence, Tuple
+from itertools import permutations, product
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+import numpy as np
 
 Slot = Tuple[int, int, int, int]
 
@@ -40,10 +42,34 @@ def _dist(a: Slot, b: Slot, shape: Sequence[int], torus: Sequence[bool]) -> int:
     return h
 
 
+def _pairs(traffic: Dict[Tuple[int, int], int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A traffic dict as arrays: sources, destinations, bytes."""
+    src = np.fromiter((s for s, _ in traffic), dtype=np.int64, count=len(traffic))
+    dst = np.fromiter((d for _, d in traffic), dtype=np.int64, count=len(traffic))
+    return src, dst, np.fromiter(traffic.values(), dtype=np.int64, count=len(traffic))
+
+
+def _hop_bytes(pairs: Tuple[np.ndarray, np.ndarray, np.ndarray], slots: np.ndarray, shape: Sequence[int],
+               torus: Sequence[bool]) -> int:
+    """Bytes times torus hops of `pairs` (see `_pairs`) with ranks on
+    `slots` (an array of x, y, z, t rows)."""
+    src, dst, nb = pairs
+    a, b = slots[src], slots[dst]
+    hops = np.zeros(len(src), dtype=np.int64)
+    for k in range(3):
+        d = np.abs(a[:, k] - b[:, k])
+        if torus[k]:
+            d = np.minimum(d, shape[k] - d)
+        hops += d
+    return int((hops * nb).sum())
+
+
 def hop_bytes(traffic: Dict[Tuple[int, int], int], slots: Sequence[Slot], shape: Sequence[int],
               torus: Sequence[bool] = (True, True, True)) -> int:
     """Bytes times torus hops over every (source, destination) pair."""
-    return sum(b * _dist(slots[s], slots[d], shape, torus) for (s, d), b in traffic.items() if s != d)
+    if not traffic:
+        return 0
+    return _hop_bytes(_pairs(traffic), np.asarray(slots, dtype=np.int64).reshape(-1, 4), shape, torus)
 
 
 def optimize(traffic: Dict[Tuple[int, int], int], shape: Sequence[int], tasks: int, nranks: int,
@@ -238,25 +264,12 @@ def grid_mapping(grid: Sequence[int], shape: Sequence[int], tasks: int, torus: S
     may leave part of a whole dimension unused), every order within each
     group; the one with the lowest hop-bytes for the grid's halo exchange
     wins (XYZT order when none does better)."""
-    from itertools import permutations
-
-    import numpy as np
     p, q = grid
     dims = [shape[0], shape[1], shape[2], tasks]
-    traffic = grid_traffic(grid, nbytes, periodic)
-    src = np.array([s for s, _ in traffic], dtype=np.int64)
-    dst = np.array([d for _, d in traffic], dtype=np.int64)
-    nb = np.array(list(traffic.values()), dtype=np.int64)
+    pairs = _pairs(grid_traffic(grid, nbytes, periodic))
 
-    def cost_of(slots: "np.ndarray") -> int:
-        a, b = slots[src], slots[dst]
-        total = np.zeros(len(src), dtype=np.int64)
-        for k in range(3):
-            d = np.abs(a[:, k] - b[:, k])
-            if torus[k]:
-                d = np.minimum(d, shape[k] - d)
-            total += d
-        return int((total * nb).sum())
+    def cost_of(slots: np.ndarray) -> int:
+        return _hop_bytes(pairs, slots, shape, torus)
 
     best = order_slots(shape, tasks, p * q)
     best_cost = cost_of(np.array(best, dtype=np.int64))
@@ -291,9 +304,8 @@ def grid_mapping(grid: Sequence[int], shape: Sequence[int], tasks: int, torus: S
     return best
 
 
-def _walk(axes: Sequence[Axis]) -> "Any":
+def _walk(axes: Sequence[Axis]) -> np.ndarray:
     """The slot offsets (x, y, z, t) of the reflected walk over `axes`."""
-    import numpy as np
     pts = np.array(_snake([x[1] for x in axes]) or [()], dtype=np.int64).reshape(-1, len(axes))
     out = np.zeros((len(pts), 4), dtype=np.int64)
     for i, (k, _, stride) in enumerate(axes):
@@ -304,12 +316,11 @@ def _walk(axes: Sequence[Axis]) -> "Any":
 # ------------------------------------------------------------ link loads
 
 def link_loads(traffic: Dict[Tuple[int, int], int], slots: Sequence[Slot], shape: Sequence[int],
-               torus: Sequence[bool] = (True, True, True)) -> "Any":
+               torus: Sequence[bool] = (True, True, True)) -> np.ndarray:
     """Bytes each torus link carries (array [x, y, z, direction]; directions
     x+ x- y+ y- z+ z-) when every message goes by the deterministic route:
     x, then y, then z, the shorter way round (even-size ties split by the
     source's parity, as the model's hint bits do)."""
-    import numpy as np
     X, Y, Z = shape
     load = np.zeros((X, Y, Z, 6), dtype=np.int64)
     if not traffic:
