@@ -215,8 +215,7 @@ class Request:
                 if i < len(statuses):
                     r._fill(statuses[i])
         for r in requests:
-            if not r._persistent and r._kind != "null":
-                r._kind = "null-done"
+            r._retire()
         for r in requests:
             if r._error is not None or (r._status is not None and r._status[4]):
                 r._raise()
