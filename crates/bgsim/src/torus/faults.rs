@@ -19,7 +19,7 @@
 //! the line through the x-turn, z on the destination's line), so a pair is
 //! reachable when each segment has a clean way round its ring.
 
-use super::geometry::{dim_of, is_minus, Geometry, NDIR};
+use super::geometry::{dim_of, is_minus, Geometry};
 use crate::machine::Faults;
 
 /// The faults of a partition, indexed for the route choice.
@@ -38,19 +38,6 @@ pub struct FaultMap {
     /// Packets given a dimension-ordered route because a fault lay among
     /// their minimal routes (counted by [`FaultMap::route`]).
     rerouted: std::sync::atomic::AtomicU64,
-}
-
-impl Clone for FaultMap {
-    fn clone(&self) -> Self {
-        FaultMap {
-            dead_node: self.dead_node.clone(),
-            dead_link: self.dead_link.clone(),
-            nodes: self.nodes.clone(),
-            links: self.links.clone(),
-            line_fault: self.line_fault.clone(),
-            rerouted: self.rerouted().into(),
-        }
-    }
 }
 
 /// A pair of nodes no clean dimension-ordered route joins.
@@ -264,11 +251,6 @@ impl FaultMap {
         }
         true
     }
-
-    /// Directions of node `n` whose links are dead (bit d).
-    pub fn dead_dirs(&self, n: u32) -> u8 {
-        self.dead_link[n as usize] & ((1 << NDIR) - 1)
-    }
 }
 
 /// The node where line `k` through `c` has coordinate 0 in dimension k.
@@ -281,6 +263,7 @@ fn line_of(geo: &Geometry, c: [u32; 3], k: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::torus::geometry::NDIR;
     use crate::machine::Shape;
     use proptest::prelude::*;
 
@@ -346,10 +329,10 @@ mod tests {
     fn two_dead_links_on_a_ring_cut_it_and_a_mesh_link_cuts_its_line() {
         let geo = Geometry::new(&Shape::torus(6, 2, 1));
         let m = FaultMap::new(&geo, &faults(&[], &[([0, 0, 0], 0), ([3, 0, 0], 0)])).unwrap();
-        assert!(m.unreachable(&geo, &vec![true; 12]).is_some());
+        assert!(m.unreachable(&geo, &[true; 12]).is_some());
         let geo = Geometry::new(&Shape::mesh(4, 2, 2));
         let m = FaultMap::new(&geo, &faults(&[], &[([1, 1, 1], 0)])).unwrap();
-        let bad = m.unreachable(&geo, &vec![true; 16]).unwrap();
+        let bad = m.unreachable(&geo, &[true; 16]).unwrap();
         assert_eq!(m.route(&geo, geo.index(bad.src), geo.index(bad.dst), geo.hint_bits(geo.index(bad.src), geo.index(bad.dst))), None);
     }
 
