@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..errors import BgsimError as _BgsimError
@@ -112,15 +113,13 @@ def Get_error_string(errorcode: int) -> str:
     return _ERR_NAMES.get(errorcode, ("", "unknown error"))[1]
 
 
-def _guard(cls: type, names: "tuple[str, ...]", is_null: "Any", err: int, what: str) -> None:
+def _guard(cls: type, names: "tuple[str, ...]", is_null: Any, err: int, what: str) -> None:
     """Makes `cls`'s methods `names` raise MPI.Exception(`err`) when called
     on a null handle (`is_null(self)`), as MPI does for MPI_*_NULL."""
-    import functools  # noqa: PLC0415 (used at import time only)
-
     for name in names:
         f = getattr(cls, name)
 
-        def guarded(self: "Any", *args: "Any", _f: "Any" = f, _name: str = name, **kw: "Any") -> "Any":
+        def guarded(self: Any, *args: Any, _f: Any = f, _name: str = name, **kw: Any) -> Any:
             if is_null(self):
                 raise Exception(err, f"{_name} on {what}")
             return _f(self, *args, **kw)
