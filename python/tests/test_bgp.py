@@ -207,3 +207,21 @@ def test_parallel_collectives_on_quarters_slow_each_other():
     for op, slower in (("allreduce", 1.5), ("allgather", 1.1)):
         c = [m[f"{op}_us_512_c{k}"] for k in (1, 2, 3, 4)]
         assert c == sorted(c) and c[3] > slower * c[0], (op, c)
+
+
+def test_bcast_uses_the_collective_network_only_on_the_whole_partition():
+    from bgsim.reproduce import run_one
+    res, _ = run_one("bgp-bcast", "quick", seed=1, quiet=True)
+    m = res["metrics"]
+    for cores in (64, 512):
+        for size in ("4B", "16KB"):
+            # COMM_WORLD: the collective network, a few us even for 16 KB (850 MB/s per link).
+            assert m[f"world_us_{cores}_{size}"] < 40
+            # Less one process: point-to-point algorithms over the torus, far slower.
+            assert m[f"sub_us_{cores}_{size}"] > 10 * m[f"world_us_{cores}_{size}"]
+            c = [m[f"parallel_us_{cores}_{size}_c{k}"] for k in (1, 2, 3, 4)]
+            assert c == sorted(c), (cores, size, c)
+        # 16 KB broadcasts on quarters share the links and DMA engines of the same nodes.
+        assert m[f"parallel_us_{cores}_16KB_c4"] > 1.1 * m[f"parallel_us_{cores}_16KB_c1"]
+    # A ring allgather on 511 ranks (not a power of two) is slower than 4 quarters at once.
+    assert m["sub_us_512_16KB"] > m["parallel_us_512_16KB_c4"]
