@@ -4,23 +4,48 @@ from __future__ import annotations
 
 import array
 import struct
-from typing import List, Optional
+from typing import Any, List
 
-from .base import Call
+from .base import Blocks, Call
 from .registry import algorithm
 
 
 @algorithm("allgather", "ring")
-def allgather_ring(c: Call, data: bytes) -> List[bytes]:
+def allgather_ring(c: Call, data: Any) -> Any:
+    """n - 1 steps; at each a rank passes on to its right the block it got
+    from its left. Bytes go into one rank-ordered buffer (`Blocks`)."""
     n, me = c.n, c.me
-    out: List[Optional[bytes]] = [None] * n
-    out[me] = data
     right, left = (me + 1) % n, (me - 1) % n
+    if isinstance(data, int):  # a skeleton's sizes
+        sizes: List[Any] = [None] * n
+        sizes[me] = data
+        for step in range(n - 1):
+            sizes[(me - step - 1) % n] = c.sendrecv(sizes[(me - step) % n], right, left)
+        return sizes
+    size = len(data)
+    # Blocks of one size (MPI_Allgather) go straight to their rank's place;
+    # the first block of another size (MPI_Allgatherv) switches to start and
+    # end offsets per rank.
+    buf = bytearray(n * size)
+    buf[me * size:(me + 1) * size] = data
+    starts = ends = None
+    last = data
     for step in range(n - 1):
-        send_i = (me - step) % n
-        recv_i = (me - step - 1) % n
-        out[recv_i] = c.sendrecv(out[send_i], right, left)
-    return out  # type: ignore[return-value]
+        i = (me - step - 1) % n
+        last = c.sendrecv(last, right, left)
+        if starts is None and len(last) == size:
+            buf[i * size:(i + 1) * size] = last
+            continue
+        if starts is None:
+            done = [(me - k) % n for k in range(step + 1)]
+            starts, ends = array.array("q", bytes(8 * n)), array.array("q", bytes(8 * n))
+            for r in done:
+                starts[r], ends[r] = r * size, (r + 1) * size
+            del buf[(max(done) + 1) * size:]
+        starts[i] = len(buf)
+        buf += last
+        ends[i] = len(buf)
+    return Blocks(buf, n, size) if starts is None else Blocks(buf, n, -1, starts, ends)
 
 
 def allgather_records(c: Call, record: bytes) -> memoryview:
@@ -56,7 +81,7 @@ def allgather_records(c: Call, record: bytes) -> memoryview:
 
 
 @algorithm("allgather", "recursive_doubling")
-def allgather_recursive_doubling(c: Call, data: bytes) -> List[bytes]:
+def allgather_recursive_doubling(c: Call, data: bytes) -> Blocks:
     """log2 n steps; at step k a rank swaps its 2^k contiguous blocks with
     its partner's. A message carries the blocks back to back, with their
     lengths only when they differ (the buffer API's blocks are all one
@@ -83,9 +108,11 @@ def allgather_recursive_doubling(c: Call, data: bytes) -> List[bytes]:
         blk = blk + gblk if me & mask == 0 else gblk + blk
         mask <<= 1
     if size >= 0:
-        return [blk[i * size:(i + 1) * size] for i in range(count)]
-    out, pos = [], 0
-    for length in lens:
-        out.append(blk[pos:pos + length])
-        pos += length
-    return out
+        return Blocks(blk, n, size)
+    starts = array.array("q", bytes(8 * n))
+    ends = array.array("q", bytes(8 * n))
+    pos = 0
+    for i, length in enumerate(lens):
+        starts[i], pos = pos, pos + length
+        ends[i] = pos
+    return Blocks(blk, n, -1, starts, ends)

@@ -126,8 +126,46 @@ def _split(data: Any, parts: int) -> List[Any]:
     return [data[i * size:(i + 1) * size] for i in range(parts)]
 
 
-def _cat(parts: List[Any]) -> Any:
+class Blocks:
+    """Every rank's block of an allgather, in rank order, over one buffer:
+    one object per rank instead of n (n ranks each holding n small bytes
+    objects is n^2 objects in this process). Blocks are zero-copy
+    memoryviews; `uniform` is the one block size when all blocks are that
+    size and lie back to back in rank order (then `whole` is all of them)."""
+
+    __slots__ = ("_mv", "n", "uniform", "_starts", "_ends")
+
+    def __init__(self, buf: Any, n: int, size: int = -1, starts: Any = None, ends: Any = None):
+        self._mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
+        self.n = n
+        self.uniform = size
+        self._starts, self._ends = starts, ends
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> memoryview:
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        i %= self.n
+        if self.uniform >= 0:
+            return self._mv[i * self.uniform:(i + 1) * self.uniform]
+        return self._mv[self._starts[i]:self._ends[i]]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n))
+
+    @property
+    def whole(self) -> memoryview:
+        """All blocks back to back (uniform blocks only)."""
+        assert self.uniform >= 0
+        return self._mv[:self.n * self.uniform]
+
+
+def _cat(parts: Any) -> Any:
     """Pieces joined (a skeleton's pieces - sizes, or empty bytes - summed)."""
+    if isinstance(parts, Blocks):
+        return parts.whole.tobytes() if parts.uniform >= 0 else b"".join(parts)
     if any(isinstance(p, int) for p in parts):
         return sum(p if isinstance(p, int) else len(p) for p in parts)
     return b"".join(parts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections.abc as _abc
+import itertools as _itertools
 import operator as _operator
 import pickle as _pickle
 from typing import Any, List, Optional, Tuple
@@ -256,35 +258,90 @@ def _vmsg(spec: Any, n: int, recv: bool) -> Tuple[memoryview, Datatype, List[int
             if len(mv) % extent:
                 raise _ValueError(f"message: cannot infer count, buffer length {len(mv)} is not a multiple of datatype extent {extent}")
             total = len(mv) // extent
-        counts = [total // n + (total % n > i) for i in range(n)]
+        counts = Same(total // n, n) if total % n == 0 else [total // n + (total % n > i) for i in range(n)]
     elif _integral(counts):
-        counts = [_operator.index(counts)] * n
+        counts = Same(_operator.index(counts), n)
     else:
         counts = _array(counts, n, "counts")
     if displs is None:
-        displs, acc = [], 0
-        for c in counts:
-            displs.append(acc)
-            acc += c
+        if isinstance(counts, Same):
+            displs = _stride(counts.value, n)
+        else:
+            displs, acc = [], 0
+            for c in counts:
+                displs.append(acc)
+                acc += c
     elif _integral(displs):
-        displs = [_operator.index(displs) * i for i in range(n)]
+        displs = _stride(_operator.index(displs), n)
     else:
         displs = _array(displs, n, "displacements")
-    for c in counts:
-        if c < 0:
-            raise _ValueError(f"message: negative count {c}")
+    if isinstance(counts, Same):
+        if counts.value < 0:
+            raise _ValueError(f"message: negative count {counts.value}")
+    else:
+        for c in counts:
+            if c < 0:
+                raise _ValueError(f"message: negative count {c}")
+    # (count, displacement) pairs that bound the layout: all of them, or
+    # the two ends of a regular one.
+    ends = zip(counts, displs) if not (isinstance(counts, Same) and isinstance(displs, (range, Same))) else \
+        ([(counts.value, displs[0]), (counts.value, displs[-1])] if n else [])
     if not dt._t.contiguous or buf is BOTTOM:
+        ends = list(ends)
         # Displacements count extents: element e of the view is element e
         # of the buffer, its bytes at e * size in the packed stream.
-        end = max((d + c for c, d in zip(counts, displs) if c > 0), default=0)
-        low = min((d for c, d in zip(counts, displs) if c > 0), default=0)
+        end = max((d + c for c, d in ends if c > 0), default=0)
+        low = min((d for c, d in ends if c > 0), default=0)
         if low < 0:
             raise _ValueError(f"message: negative displacement {low}")
         return _datatype_view(mv, dt, 0, end, recv, buf is BOTTOM), dt, counts, displs
-    for c, d in zip(counts, displs):
+    for c, d in ends:
         if (d + c) * extent > len(mv):
             raise _ValueError(f"message: buffer is too small for {c} x {dt.name} at displacement {d}")
     return mv, dt, counts, displs
+
+
+class Same(_abc.Sequence):
+    """n copies of one value in O(1) memory: the counts of a regular vector
+    message (n ranks of one process each holding n counts would be n^2)."""
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value: int, n: int):
+        self.value, self.n = value, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.value] * len(range(*i.indices(self.n)))
+        if not -self.n <= i < self.n:
+            raise IndexError(i)
+        return self.value
+
+    def __iter__(self):
+        return _itertools.repeat(self.value, self.n)
+
+    def __eq__(self, other: Any) -> bool:
+        return list(self) == list(other) if isinstance(other, _abc.Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"[{self.value}] * {self.n}"
+
+
+def _stride(step: int, n: int) -> "range | Same":
+    """Displacements 0, step, 2 step, ... for n peers, in O(1) memory."""
+    return range(0, step * n, step) if step else Same(0, n)
+
+
+def regular(counts: Any, displs: Any) -> Optional[int]:
+    """The one count of a layout whose blocks lie back to back in peer order
+    (displacement i * count), else None."""
+    if isinstance(counts, Same) and isinstance(displs, range) and displs.start == 0 and \
+            displs.step == counts.value:
+        return counts.value
+    return None
 
 
 def _integral(obj: Any) -> bool:

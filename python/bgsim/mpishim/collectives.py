@@ -9,7 +9,7 @@ import numpy as _np
 
 from .. import coll as _coll
 from ..errors import UsageError as _ValueError
-from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg
+from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg, regular
 from .constants import BOTTOM, IN_PLACE
 from .datatypes import Datatype, _as_datatype
 from .errors import ERR_TRUNCATE, Exception
@@ -45,7 +45,7 @@ def _bcast_bytes(c: "_coll.Call", data: Optional[bytes], root: int, nbytes: int)
     return _coll.run("bcast", c, data, root, nbytes, nbytes=nbytes)
 
 
-def _allgather_bytes(c: "_coll.Call", data: bytes) -> List[bytes]:
+def _allgather_bytes(c: "_coll.Call", data: bytes) -> Sequence[Any]:
     return _coll.run("allgather", c, data, nbytes=len(data))
 
 
@@ -76,7 +76,9 @@ def _scan(comm: Comm, value: Any, red: "_coll.Reducer", exclusive: bool) -> Any:
 
 
 def _as_array(data: bytes, dt: Datatype) -> "_np.ndarray":
-    return _np.frombuffer(bytearray(data), dtype=dt.np)
+    """A read-only array over `data` (no copy: the reductions make new
+    arrays, and the one that writes, Rabenseifner's, copies first)."""
+    return _np.frombuffer(data, dtype=dt.np)
 
 
 def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Optional[int]) -> None:
@@ -95,12 +97,13 @@ def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Option
         res = _coll.run("allreduce", c, mine, red, nbytes=len(data), alu=alu, elements=len(mine))
     else:
         res = _coll.run("reduce", c, mine, red, root, nbytes=len(data), alu=alu, elements=len(mine))
-    out = None if res is None else res.tobytes()
-    if out is not None:
+    if res is not None:
         m = _msg(recvbuf, recv=True)
-        if m.nbytes < len(out):
-            raise Exception(ERR_TRUNCATE, f"the receive buffer holds {m.nbytes} bytes, the result has {len(out)}")
-        m.mv[: len(out)] = out
+        if m.nbytes < res.nbytes:
+            raise Exception(ERR_TRUNCATE, f"the receive buffer holds {m.nbytes} bytes, the result has {res.nbytes}")
+        # Straight from the result's memory into the buffer (no bytes copy).
+        m.mv[: res.nbytes] = memoryview(_np.ascontiguousarray(res).reshape(-1).view(_np.uint8)) \
+            if isinstance(m.mv, memoryview) else res.tobytes()
 
 
 def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Optional[Sequence[int]],
@@ -169,8 +172,12 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
                 if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
         parts = _allgather_bytes(c, mine)
-        for i, p in enumerate(parts):
-            _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
+        size = getattr(parts, "uniform", -1)
+        if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size:
+            rmv[:n * size] = parts.whole  # blocks back to back, as the buffer wants them
+        else:
+            for i, p in enumerate(parts):
+                _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
     elif kind == "alltoall":
         rmv, rdt, rcounts, rdispls = _vmsg(recvbuf, n, recv=True)
         if sendbuf is IN_PLACE:
