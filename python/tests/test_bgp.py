@@ -219,8 +219,10 @@ def test_bcast_uses_the_collective_network_only_on_the_whole_partition():
             assert m[f"world_us_{cores}_{size}"] < 40
             # Less one process: point-to-point algorithms over the torus, far slower.
             assert m[f"sub_us_{cores}_{size}"] > 10 * m[f"world_us_{cores}_{size}"]
+            # More broadcasts at once never make the slowest faster than one alone
+            # (within the spread dynamic routing gives two runs: 5%).
             c = [m[f"parallel_us_{cores}_{size}_c{k}"] for k in (1, 2, 3, 4)]
-            assert c == sorted(c), (cores, size, c)
+            assert min(c[1:]) > 0.95 * c[0] and c[3] == max(c), (cores, size, c)
         # 16 KB broadcasts on quarters share the links and DMA engines of the same nodes.
         assert m[f"parallel_us_{cores}_16KB_c4"] > 1.1 * m[f"parallel_us_{cores}_16KB_c1"]
     # A ring allgather on 511 ranks (not a power of two) is slower than 4 quarters at once.

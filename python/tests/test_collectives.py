@@ -166,10 +166,12 @@ def test_hardware_collectives_only_on_the_whole_partition():
     res = bgsim.run(main, shape="2x2x2", coll={"allreduce": "tree"})
     assert res.results[0] == ([8.0] * 4, [4.0] * 4)
     # Per-link counters of the tree: 7 links, each used both ways; two passes
-    # (exponents, then mantissas) of one packet each.
+    # (exponents, then mantissas) of one packet each, and one packet for the
+    # Split's allgather of (color, key) (8 ranks x 16 bytes, OR-ed).
     assert len(res.tree_links) == 7
-    assert all(link["packets_up"] == 2 and link["packets_down"] == 2 for link in res.tree_links)
-    assert res.counters["tree_operations"] == 2
+    assert all(link["packets_up"] == 3 and link["packets_down"] == 3 for link in res.tree_links)
+    assert res.counters["tree_operations"] == 3
+    assert res.collectives["Split (allgather)"] == {"tree": 1}
     used = res.collectives["allreduce"]
     assert used["tree"] == 1
     assert any("fallback from tree" in k for k in used), used

@@ -6,8 +6,8 @@ import array
 import struct
 from typing import Any, List
 
-from .base import Blocks, Call
-from .registry import algorithm
+from .base import Blocks, Call, hw_join
+from .registry import algorithm, choose
 
 
 @algorithm("allgather", "ring")
@@ -48,14 +48,14 @@ def allgather_ring(c: Call, data: Any) -> Any:
     return Blocks(buf, n, size) if starts is None else Blocks(buf, n, -1, starts, ends)
 
 
-def allgather_records(c: Call, record: bytes) -> memoryview:
+def allgather_records(c: Call, record: bytes, label: str) -> memoryview:
     """Every rank's `record` (all of one size), in rank order, as one
-    read-only buffer that every rank of the call shares: recursive doubling
-    over contiguous blocks on a power-of-two communicator, a ring otherwise.
-    The messages have the sizes those algorithms send, and cost what they
-    cost; their content goes once into the shared table (ranks run in one
-    process: n ranks each holding n records would take n^2 memory). What
-    MPI_Comm_split needs."""
+    read-only buffer that every rank of the call shares, what
+    MPI_Comm_split needs. The algorithm is the run's choice for allgather
+    (recorded under `label`): its messages have the sizes it sends and cost
+    what they cost, but their content goes once into the shared table
+    (ranks run in one process: n ranks each holding n records would take
+    n^2 memory)."""
     n, me, size = c.n, c.me, len(record)
     key = ("records", c.comm._context, c.seq)
     entry = c.rt.shared.get(key)
@@ -63,7 +63,10 @@ def allgather_records(c: Call, record: bytes) -> memoryview:
         entry = c.rt.shared[key] = [bytearray(n * size), 0]
     table = entry[0]
     table[me * size:(me + 1) * size] = record
-    if n & (n - 1) == 0:
+    algo = choose(c, "allgather", size, elements=n, label=label)
+    if algo == "tree":
+        hw_join(c, "allreduce", 0, n * size)
+    elif algo == "recursive_doubling":
         held, mask = 1, 1
         while mask < n:
             partner = me ^ mask
@@ -78,6 +81,30 @@ def allgather_records(c: Call, record: bytes) -> memoryview:
     if entry[1] == n:
         del c.rt.shared[key]
     return memoryview(table).toreadonly()
+
+
+@algorithm("allgather", "tree")
+def allgather_tree(c: Call, data: bytes) -> Blocks:
+    """The collective network: each rank's block at its place and zeros
+    elsewhere, OR-ed together by the ALU on the way up, the result down to
+    every node: an integer allreduce of all the blocks (`c.total` bytes,
+    else n blocks of this rank's size)."""
+    n = c.n
+    rec = hw_join(c, "allreduce", 0, getattr(c, "total", None) or n * len(data), contribution=bytes(data))
+    if "result" not in rec:
+        parts = [rec["parts"][i] for i in range(n)]
+        size = len(parts[0])
+        if all(len(p) == size for p in parts):
+            rec["result"] = Blocks(b"".join(parts), n, size)
+        else:
+            starts, ends = array.array("q", bytes(8 * n)), array.array("q", bytes(8 * n))
+            pos = 0
+            for i, p in enumerate(parts):
+                starts[i], pos = pos, pos + len(p)
+                ends[i] = pos
+            rec["result"] = Blocks(b"".join(parts), n, -1, starts, ends)
+        rec["parts"].clear()
+    return rec["result"]
 
 
 @algorithm("allgather", "recursive_doubling")

@@ -40,10 +40,13 @@ def algorithm(op: str, name: str) -> Callable[[Callable[..., Any]], Callable[...
     return deco
 
 
-def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optional[int] = None) -> str:
+def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optional[int] = None,
+           label: Optional[str] = None) -> str:
     """The algorithm of this call: the run's choice for `op` (`auto`: the
     default rule) if the call meets its needs, else the portable one; the
-    run records the choice and, once per kind, reports a fallback."""
+    run records the choice (under `label`, for a collective MPI runs inside
+    another call, such as a communicator constructor's) and, once per kind,
+    reports a fallback."""
     rt = call.rt
     w = rt.world
     wanted = rt.coll_choice.get(op, "auto")
@@ -57,16 +60,17 @@ def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optio
             print(f"bgsim: {op}: `{wanted}` not used ({note}); using `{algo}`", file=sys.stderr)
     if call.me == 0:
         name = algo if not note else f"{algo} (fallback from {wanted})"
-        stats = rt.coll_stats.setdefault(op, {})
+        stats = rt.coll_stats.setdefault(label or op, {})
         stats[name] = stats.get(name, 0) + 1
     return algo
 
 
-def run(op: str, call: Any, *args: Any, nbytes: int, alu: bool = True, elements: Optional[int] = None) -> Any:
+def run(op: str, call: Any, *args: Any, nbytes: int, alu: bool = True, elements: Optional[int] = None,
+        label: Optional[str] = None) -> Any:
     """Chooses the algorithm of a call of `op` of `nbytes` (per rank, or the
     largest part) and runs it: `implementation(call, *args)`."""
     call.nbytes = nbytes
-    algo = choose(call, op, nbytes, alu=alu, elements=elements)
+    algo = choose(call, op, nbytes, alu=alu, elements=elements, label=label)
     return IMPLEMENTATIONS[op][algo](call, *args)
 
 

@@ -11,9 +11,9 @@ from .. import coll as _coll
 from ..errors import UsageError as _ValueError
 from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg, regular
 from .constants import BOTTOM, IN_PLACE
-from .datatypes import Datatype, _as_datatype
+from .datatypes import INT, Datatype, _as_datatype
 from .errors import ERR_TRUNCATE, Exception
-from .ops import SUM, Op
+from .ops import BAND, SUM, Op
 
 #: A communicator (``mpishim.comm.Comm``; not imported here: comm imports
 #: this module).
@@ -79,6 +79,19 @@ def _as_array(data: bytes, dt: Datatype) -> "_np.ndarray":
     """A read-only array over `data` (no copy: the reductions make new
     arrays, and the one that writes, Rabenseifner's, copies first)."""
     return _np.frombuffer(data, dtype=dt.np)
+
+
+#: The mask of free context ids MPICH allreduces when it makes a
+#: communicator (64 words; the content is not needed, the runtime hands out
+#: the ids).
+_CONTEXT_MASK = _np.full(64, -1, dtype="i4")
+_CONTEXT_MASK.setflags(write=False)
+
+
+def _context_agreement(comm: Comm, what: str) -> None:
+    c = _coll.Call(comm, what)
+    _coll.run("allreduce", c, _CONTEXT_MASK, _array_reducer(BAND, INT), nbytes=_CONTEXT_MASK.nbytes,
+              elements=len(_CONTEXT_MASK), label=f"{what} (allreduce)")
 
 
 def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Optional[int]) -> None:
@@ -171,7 +184,8 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
         mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
                 if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
-        parts = _allgather_bytes(c, mine)
+        c.total = sum(counts) * rdt.size
+        parts = _coll.run("allgather", c, mine, nbytes=len(mine), elements=sum(counts))
         size = getattr(parts, "uniform", -1)
         if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size:
             rmv[:n * size] = parts.whole  # blocks back to back, as the buffer wants them

@@ -11,7 +11,7 @@ from .. import coll as _coll
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError, RankExit, UsageError
 from .buffers import _members
-from .collectives import CollectiveCalls
+from .collectives import CollectiveCalls, _context_agreement
 from .constants import (ANY_SOURCE, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL,
                         TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY, WTIME_IS_GLOBAL)
 from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_LASTCODE, ERR_RANK, ERRORS_ARE_FATAL,
@@ -195,8 +195,11 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         return (self._context, kind, n)
 
     def _sync(self, what: str) -> None:
-        """The synchronisation a communicator constructor does (a barrier)."""
-        _coll.barrier.barrier_dissemination(_coll.Call(self, what))
+        """What a communicator constructor costs: MPICH agrees on the new
+        context id with an allreduce (bitwise AND) of its 64-word mask of
+        free ids over the parent communicator, recorded as `WHAT
+        (allreduce)` (the collective network's ALU on the whole partition)."""
+        _context_agreement(self, what)
 
     def Dup(self, info: Any = None) -> "Comm":
         self._sync("Dup")
@@ -232,7 +235,8 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         seqkey = self._next_key("split")
         c = _coll.Call(self, "Split")
         # (color, key) of every rank as one array: n records, not n objects.
-        table = _np.frombuffer(_coll.allgather.allgather_records(c, _np.array([color, key], "<i8").tobytes()), "<i8")
+        table = _np.frombuffer(_coll.allgather.allgather_records(c, _np.array([color, key], "<i8").tobytes(),
+                                                                 "Split (allgather)"), "<i8")
         if color == UNDEFINED:
             return COMM_NULL
         context = ctx.runtime.new_context(seqkey + (int(color),))

@@ -12,6 +12,12 @@ pub static OP: Operation = Operation {
             needs: &[Need::PowerOfTwo],
             hardware: false,
         },
+        Algorithm {
+            name: "tree",
+            description: "the collective network: every rank's block at its place, zeros elsewhere, OR-ed by the ALU (an allreduce of all the blocks, as BG/P's MPI on whole-partition communicators)",
+            needs: &[Need::WholePartition, Need::CollectiveNetwork, Need::ArrayData],
+            hardware: true,
+        },
     ],
     portable: |nbytes, n| if n.is_power_of_two() && nbytes * (n as u64) < ALLGATHER_LONG { "recursive_doubling" } else { "ring" },
     generic: None,

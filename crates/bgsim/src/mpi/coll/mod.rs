@@ -266,7 +266,9 @@ mod tests {
         let short = CallFacts { alu: false, elements: Some(3), ..world(8) };
         assert_eq!(choose(allreduce, "auto", &short, 1 << 20).algorithm, "recursive_doubling");
         let allgather = operation("allgather").unwrap();
-        let c = choose(allgather, "recursive_doubling", &world(6), 8);
+        let c = choose(allgather, "recursive_doubling", &CallFacts { whole_partition: false, ..world(6) }, 8);
         assert_eq!((c.algorithm, c.fallback.is_some()), ("ring", true));
+        assert_eq!(choose(allgather, "auto", &world(8), 8).algorithm, "tree");
+        assert_eq!(choose(allgather, "auto", &CallFacts { elements: None, ..world(8) }, 8).algorithm, "recursive_doubling");
     }
 }
