@@ -12,17 +12,25 @@ from .registry import algorithm, generic
 
 @algorithm("alltoall", "generic")
 def alltoall_generic(c: Call, parts: List[bytes]) -> List[bytes]:
+    if getattr(c, "expect", None) is not None:
+        # MPI_Alltoallv / Alltoallw: MPICH posts every nonzero send and
+        # receive at once, whatever the sizes.
+        return alltoall_postall(c, parts)
     return generic("alltoall", c, parts)
 
 
 @algorithm("alltoall", "postall")
 def alltoall_postall(c: Call, parts: List[bytes], order: Optional[Sequence[int]] = None, mode: int = 0) -> List[bytes]:
+    """Every send and receive posted, then one wait. In MPI_Alltoallv and
+    Alltoallw (`c.expect`: which peers send this rank anything) a zero
+    count is no message, as in MPICH."""
     n, me = c.n, c.me
+    expect = getattr(c, "expect", None)
     dests = list(order) if order is not None else [(me + k) % n for k in range(1, n)]
-    recvs = {i: c.irecv(i) for i in range(n) if i != me}
-    sends = [c.isend(parts[d], d, mode) for d in dests]
+    recvs = {i: c.irecv(i) for i in range(n) if i != me and (expect is None or expect[i])}
+    sends = [c.isend(parts[d], d, mode) for d in dests if expect is None or parts[d]]
     c.wait(list(recvs.values()) + sends)
-    return [parts[i] if i == me else recvs[i]._obj for i in range(n)]
+    return [parts[i] if i == me else recvs[i]._obj if i in recvs else b"" for i in range(n)]
 
 
 @algorithm("alltoall", "pairwise")

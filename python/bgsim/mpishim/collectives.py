@@ -155,7 +155,7 @@ def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: boo
 
 def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
     """Gather(v) / Scatter(v) / Allgather(v) / Alltoall(v) on buffers."""
-    c = _coll.Call(comm, kind, root if kind in ("gather", "scatter") else None)
+    c = _coll.Call(comm, "alltoall" if kind == "alltoallv" else kind, root if kind in ("gather", "scatter") else None)
     n, me = c.n, c.me
     if kind == "gather":
         if me == root:
@@ -192,8 +192,12 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         else:
             for i, p in enumerate(parts):
                 _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
-    elif kind == "alltoall":
+    elif kind in ("alltoall", "alltoallv"):
         rmv, rdt, rcounts, rdispls = _vmsg(recvbuf, n, recv=True)
+        if kind == "alltoallv":
+            # Which peers send this rank anything (MPICH posts no receive
+            # for a zero count, and no send).
+            c.expect = [k > 0 for k in rcounts]
         if sendbuf is IN_PLACE:
             smv, sdt, scounts, sdispls = rmv, rdt, rcounts, rdispls
         else:
@@ -234,6 +238,7 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
     sviews = spec(recvbuf if sendbuf is IN_PLACE else sendbuf, False)
     rviews = spec(recvbuf, True)
     parts = [v.tobytes() for v in sviews]
+    c.expect = [len(v) > 0 for v in rviews]
     got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
     for i, p in enumerate(got):
         if len(p) > len(rviews[i]):
@@ -347,7 +352,7 @@ class CollectiveCalls:
         _buffer_collective(self, "alltoall", sendbuf, recvbuf)
 
     def Alltoallv(self, sendbuf: Any, recvbuf: Any) -> None:
-        _buffer_collective(self, "alltoall", sendbuf, recvbuf)
+        _buffer_collective(self, "alltoallv", sendbuf, recvbuf)
 
     def Alltoallw(self, sendbuf: Any, recvbuf: Any) -> None:
         """sendbuf / recvbuf: [buf, (counts, displs), datatypes] with counts

@@ -5,8 +5,8 @@ use super::{Algorithm, Operation, ALLTOALL_LONG};
 pub static OP: Operation = Operation {
     name: "alltoall",
     algorithms: &[
-        Algorithm { name: "generic", description: "a portable MPI's choice by size: post-all up to 32 KB per pair, else pairwise", needs: &[], hardware: false },
-        Algorithm { name: "postall", description: "post every send and receive, then wait for all", needs: &[], hardware: false },
+        Algorithm { name: "generic", description: "a portable MPI's choice: MPI_Alltoall post-all up to 32 KB per pair, else pairwise; MPI_Alltoallv/w post-all of the nonzero counts", needs: &[], hardware: false },
+        Algorithm { name: "postall", description: "post every send and receive, then wait for all (Alltoallv/w: no message for a zero count)", needs: &[], hardware: false },
         Algorithm { name: "pairwise", description: "pairwise exchange, one partner per step", needs: &[], hardware: false },
         Algorithm {
             name: "torus_spread",
