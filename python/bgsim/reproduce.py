@@ -76,7 +76,7 @@ def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
             model = result["metrics"].get(key, "") if key else ""
             md.append(f"| {label} | {value:g} | {model} |")
     else:
-        md += ["", "`bgl.md` gives no published calibration figure for this study; every value above is predicted "
+        md += ["", f"`{exp.machine}.md` gives no published calibration figure for this study; every value above is predicted "
                "from the machine's mechanisms."]
     if outcome.notes:
         md += ["", "## Notes", ""] + [f"- {n}" for n in outcome.notes]

@@ -98,13 +98,14 @@ def waitall(requests: Any) -> None:
 def alltoallv(comm: Any, send_bytes: Any, recv_bytes: Any = None) -> None:
     """MPI_Alltoallv sending `send_bytes[r]` to rank r and receiving
     `recv_bytes[r]` (by default the same counts: a symmetric exchange) from
-    it, as a generic MPI does it: every nonzero receive and send posted at
-    once, then one wait."""
-    n, me = comm.Get_size(), comm.Get_rank()
-    sends = list(send_bytes)
-    recvs = sends if recv_bytes is None else list(recv_bytes)
+    it, through the same algorithm choice as the MPI module's Alltoallv
+    (MPICH's: every nonzero receive and send posted at once, then one
+    wait)."""
+    n = comm.Get_size()
+    sends = [int(b) for b in send_bytes]
+    recvs = sends if recv_bytes is None else [int(b) for b in recv_bytes]
     if len(sends) != n or len(recvs) != n:
         raise UsageError(f"alltoallv: {len(sends)} send and {len(recvs)} receive counts for {n} ranks")
-    reqs = [irecv(comm, recvs[r], r, 12) for r in ((me - k) % n for k in range(1, n)) if recvs[r]]
-    reqs += [isend(comm, sends[r], r, 12) for r in ((me + k) % n for k in range(1, n)) if sends[r]]
-    waitall(reqs)
+    c = _coll.Call(comm, "alltoall")
+    c.expect = [b > 0 for b in recvs]
+    _coll.run("alltoall", c, sends, nbytes=max(sends, default=0))

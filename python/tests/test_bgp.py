@@ -227,3 +227,35 @@ def test_bcast_uses_the_collective_network_only_on_the_whole_partition():
         assert m[f"parallel_us_{cores}_16KB_c4"] > 1.1 * m[f"parallel_us_{cores}_16KB_c1"]
     # A ring allgather on 511 ranks (not a power of two) is slower than 4 quarters at once.
     assert m["sub_us_512_16KB"] > m["parallel_us_512_16KB_c4"]
+
+
+def test_alltoall_congestion_counts_no_token_events_that_grow_with_the_machine():
+    from bgsim.reproduce import run_one
+    res, _ = run_one("bgp-alltoall-congestion", "quick", seed=1, quiet=True)
+    m = res["metrics"]
+    assert 0 < m["notokens_32"] < m["notokens_128"]
+    # 64 KB to each of 127 others through one node's links: at least the
+    # bytes over six links' bandwidth (425 MB/s each).
+    assert m["time_us_128"] > 4 * 127 * 65536 / (6 * 425e6) * 1e6
+
+
+def test_nearest_neighbour_alltoallv_with_zero_counts_moves_what_point_to_point_moves():
+    from bgsim.experiments.bgp_congestion import KB64
+    from bgsim import skeleton
+
+    def main(how):
+        def body():
+            w = MPI.COMM_WORLD
+            n, r = w.Get_size(), w.Get_rank()
+            nbs = [(r - 1) % n, (r + 1) % n]
+            if how == "alltoallv":
+                skeleton.alltoallv(w, [KB64 if d in nbs else 0 for d in range(n)])
+            else:
+                reqs = [skeleton.irecv(w, KB64, nb, 0) for nb in nbs] + [skeleton.isend(w, KB64, nb, 0) for nb in nbs]
+                skeleton.waitall(reqs)
+        return body
+    a = bgsim.run(main("alltoallv"), "bgp", shape="2x2x2", mode="vn")
+    b = bgsim.run(main("p2p"), "bgp", shape="2x2x2", mode="vn")
+    assert a.counters["messages_completed"] == b.counters["messages_completed"] == 64
+    assert a.counters["packets_delivered"] == b.counters["packets_delivered"]
+    assert a.collectives["alltoall"] == {"generic": 1}

@@ -1,0 +1,172 @@
+"""Blue Gene/P congestion under all-to-all traffic: a 64 KB MPI_Alltoall on
+the whole machine, all-to-alls within the planes of a logical 3D grid, and
+nearest-neighbour exchanges on logical 2D and 3D grids by MPI_Alltoallv and
+by point-to-point. The figure of merit is the torus's "no tokens" counter:
+events where a node had a packet for a direction and no downstream tokens,
+summed over every node and direction, with a heat map of where they
+happen.
+
+The programs are communication skeletons (`bgsim.skeleton`): their messages
+carry their sizes, not data (a 64 KB all-to-all on n ranks holds 64 KB x n
+per rank), and run the same collective algorithms as MPI programs."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Sequence, Tuple
+
+from .. import MPI, skeleton
+from ..api import Machine
+from ..program import RunResult, run
+from .base import Context, Outcome, register
+
+BGP = Machine("bgp")
+KB64 = 64 * 1024
+
+#: Processes (VN mode, 4 per node) -> torus shape (bgp.md's partitions).
+PARTITIONS = {32: "2x2x2", 128: "4x4x2", 512: "4x4x8", 2048: "8x8x8", 4096: "8x8x16", 8192: "8x8x32",
+              16384: "8x16x32", 32768: "8x32x32"}
+
+#: The logical 3D grids that machine's MPI returned (bgp.md), and the same
+#: rule (procs / 64 x 8 x 8) for the quick sizes.
+LOGICAL_3D = {128: (2, 8, 8), 512: (8, 8, 8), 2048: (32, 8, 8), 4096: (64, 8, 8), 8192: (128, 8, 8),
+              16384: (128, 16, 8), 32768: (128, 32, 8)}
+
+PACKET_NOTE = ("Sizes from 2,048 processes up (the published ones) are beyond packet-level simulation on one "
+               "core (a 64 KB all-to-all on 2,048 processes is 275 GB, 1.1 G packets); they wait for a coarser "
+               "tier validated against packets.")
+
+
+def _timed_program(body: Callable[[], None]) -> Callable[[], float]:
+    """A rank program: a barrier, `body`, and the slowest rank's time (s)."""
+    def main() -> float:
+        world = MPI.COMM_WORLD
+        world.Barrier()
+        t0 = MPI.Wtime()
+        body()
+        return world.reduce(MPI.Wtime() - t0, op=MPI.MAX)
+    return main
+
+
+def _record(out: Outcome, r: RunResult, key: str, name: str) -> None:
+    """The run's time and no-token count under `key`, and its heat map as
+    figure `name` (the last run of a name is drawn)."""
+    out.metrics[f"time_us_{key}"] = round(r.results[0] * 1e6, 3)
+    out.metrics[f"notokens_{key}"] = int(r.counters["no_token_stalls"])
+    out.figures[f"notokens_{name}"] = r.stalls_plot
+
+
+def _run(main: Callable[[], float], procs: int, ctx: Context) -> RunResult:
+    return run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
+
+
+@register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events")
+def alltoall_congestion(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = (32, 128) if ctx.quick else (32, 128, 512)
+    out.setup.append("VN mode, every core a rank (XYZT); one MPI_Alltoall of 64 KB per pair (a communication "
+                     "skeleton), the algorithm the run's rules choose; the slowest rank's time, and the no-token "
+                     "events of every node and direction summed. " + PACKET_NOTE)
+    xs, times, tokens = [], [], []
+    algos: Dict[str, int] = {}
+    for procs in sizes:
+        ctx.log(f"{procs} processes ({PARTITIONS[procs]})")
+        r = _run(_timed_program(lambda: skeleton.alltoall(MPI.COMM_WORLD, KB64)), procs, ctx)
+        _record(out, r, str(procs), "alltoall")
+        xs.append(procs)
+        times.append(out.metrics[f"time_us_{procs}"])
+        tokens.append(out.metrics[f"notokens_{procs}"])
+        algos = r.collectives.get("alltoall", {})
+    out.add_series("time", xs, times, "processes", "all-to-all time (us)")
+    out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
+    out.notes.append("All-to-all algorithm of the largest run, calls: " + ", ".join(f"{k} {v}" for k, v in algos.items()))
+    out.key_metrics = [f"{m}_{xs[-1]}" for m in ("time_us", "notokens")]
+    return out
+
+
+@register("bgp-cartesian", "bgp", "64 KB MPI_Alltoall within the planes of a logical 3D grid")
+def cartesian(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = (128,) if ctx.quick else (128, 512)
+    out.setup.append("VN mode, every core a rank (XYZT); MPI_Cart_create with the logical 3D grid that machine's "
+                     "MPI returned (bgp.md; procs / 64 x 8 x 8 for the quick sizes), not reordered; "
+                     "MPI_Cart_sub keeping the first two dimensions gives one communicator per logical plane; "
+                     "every plane runs a 64 KB all-to-all at once (a communication skeleton). " + PACKET_NOTE)
+
+    def main(dims: Tuple[int, int, int]) -> Callable[[], float]:
+        def body() -> None:
+            cart = MPI.COMM_WORLD.Create_cart(list(dims), periods=[True] * 3)
+            plane = cart.Sub([True, True, False])
+            MPI.COMM_WORLD.Barrier()
+            skeleton.alltoall(plane, KB64)
+        return _timed_program(body)
+
+    xs, tokens = [], []
+    for procs in sizes:
+        dims = LOGICAL_3D[procs]
+        ctx.log(f"{procs} processes, logical grid {'x'.join(map(str, dims))} on {PARTITIONS[procs]}")
+        r = _run(main(dims), procs, ctx)
+        _record(out, r, str(procs), "planes")
+        xs.append(procs)
+        tokens.append(out.metrics[f"notokens_{procs}"])
+    out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
+    out.notes.append("With the ranks in row-major grid order and XYZT placement, a plane of the first two logical "
+                     "dimensions is every 8th rank: its members are spread over several physical planes, so the "
+                     "planes' all-to-alls share links.")
+    out.key_metrics = [f"notokens_{xs[-1]}", f"time_us_{xs[-1]}"]
+    return out
+
+
+def _neighbours(cart: "MPI.Cartcomm", ndims: int) -> List[int]:
+    """The 2 x ndims neighbours of this rank in a periodic grid."""
+    nbs: List[int] = []
+    for d in range(ndims):
+        lo, hi = cart.Shift(d, 1)
+        nbs += [lo, hi]
+    return nbs
+
+
+@register("bgp-nearest-neighbor", "bgp", "64 KB to every logical 2D / 3D grid neighbour: MPI_Alltoallv with zero "
+          "counts vs point-to-point")
+def nearest_neighbor(ctx: Context) -> Outcome:
+    out = Outcome()
+    sizes = (128, 512) if ctx.quick else (128, 512, 2048)
+    out.setup.append("VN mode, every core a rank (XYZT); a periodic logical grid from MPI_Dims_create (2D and 3D), "
+                     "not reordered; every rank sends 64 KB to each of its 4 (2D) or 6 (3D) grid neighbours and "
+                     "receives as much, (a) by one MPI_Alltoallv whose counts are zero for every other rank, (b) by "
+                     "Irecv / Isend to the neighbours and one Waitall (communication skeletons). The figure: no-token "
+                     "events of every node and direction, summed.")
+
+    def main(ndims: int, how: str) -> Callable[[], float]:
+        def body() -> None:
+            world = MPI.COMM_WORLD
+            n = world.Get_size()
+            cart = world.Create_cart(MPI.Compute_dims(n, [0] * ndims), periods=[True] * ndims)
+            nbs = _neighbours(cart, ndims)
+            world.Barrier()
+            if how == "alltoallv":
+                counts = [0] * n
+                for nb in nbs:
+                    counts[nb] = KB64
+                skeleton.alltoallv(cart, counts)
+            else:
+                reqs = [skeleton.irecv(cart, KB64, nb, k) for k, nb in enumerate(nbs)]
+                reqs += [skeleton.isend(cart, KB64, nb, k ^ 1) for k, nb in enumerate(nbs)]
+                skeleton.waitall(reqs)
+        return _timed_program(body)
+
+    series: Dict[str, List[float]] = {}
+    for procs in sizes:
+        for ndims in (2, 3):
+            for how in ("alltoallv", "p2p"):
+                ctx.log(f"{procs} processes, {ndims}D grid, {how}")
+                r = _run(main(ndims, how), procs, ctx)
+                _record(out, r, f"{ndims}d_{how}_{procs}", f"{ndims}d_{how}")
+                series.setdefault(f"{ndims}d_{how}", []).append(out.metrics[f"notokens_{ndims}d_{how}_{procs}"])
+    for k, v in series.items():
+        out.add_series(k, sizes, v, "processes", "no-token events (all nodes, directions)", group="notokens")
+    out.notes.append("MPICH's MPI_Alltoallv posts a send and a receive only for nonzero counts, so (a) moves the "
+                     "same messages as (b); they differ only in the order the sends are posted (rank order from "
+                     "the sender vs the neighbours' order).")
+    last = sizes[-1]
+    out.key_metrics = [f"notokens_{d}d_{h}_{last}" for d in (2, 3) for h in ("alltoallv", "p2p")]
+    return out
