@@ -19,7 +19,7 @@ all: build
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.23" "matplotlib>=3.6" "greenlet>=3" "pytest>=7"
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.23" "matplotlib>=3.6" "greenlet>=3" "tqdm>=4.60" "pytest>=7"
 	touch $@
 
 env: $(VENV)/.ready

@@ -203,7 +203,8 @@ def routings() -> dict:
 
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
-                progress: Optional[Callable[[float], None]] = None, memory_check: bool = True,
+                progress: Optional[Callable[[float], None]] = None,
+                progress_detail: Optional[Callable[[float, float, int], None]] = None, memory_check: bool = True,
                 **spec: Any) -> TrafficResult:
     """Runs a built-in traffic pattern and returns its result.
 
@@ -211,6 +212,9 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     ``message_bytes``, ``routing`` (a name of ``routings()``), ``seed`` ...;
     see ``bgsim traffic --help``). A run that cannot fit in the memory this
     process may use is refused (``memory_check=False`` runs it anyway).
+    ``progress(fraction)`` is called now and then with the fraction of the
+    run done, ``progress_detail(fraction, ncycles, events)`` also with the
+    simulated time and the events simulated so far.
     """
     if isinstance(machine, str):
         machine = Machine(machine)
@@ -221,5 +225,12 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     if memory_check:
         memory.check(m.nodes, per_link=bool(spec.get("per_link")), what=f"traffic on {'x'.join(map(str, m.shape))}")
     body = {"pattern": pattern, **spec}
-    out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), progress)
+    report = None
+    if progress is not None or progress_detail is not None:
+        def report(f: float, ncycles: float, events: int) -> None:
+            if progress is not None:
+                progress(f)
+            if progress_detail is not None:
+                progress_detail(f, ncycles, events)
+    out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), report)
     return TrafficResult(json.loads(out), m)

@@ -10,6 +10,7 @@ import sys
 from typing import Any, Dict, List, Optional
 
 from . import __version__
+from . import progress as _progress
 from .api import check_cpu_factor, check_seed
 from .errors import BgsimError, DeadlockError, MachineError, MappingError, MemoryLimitError, UsageError, WorkloadError
 
@@ -120,6 +121,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="start each node's walk over the destinations at a random node " + _applies_to("random_start"))
     t.add_argument("--seed", type=_seed, help="random seed (default 1)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
+    t.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     t.add_argument("--no-memory-check", dest="memory_check", action="store_false",
                    help="run even if the estimate exceeds the memory this process may use")
     t.add_argument("--out", metavar="DIR", help="write result.json, links/vcs/nodes/throughput CSVs and plots to DIR")
@@ -152,7 +154,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--traffic-matrix", metavar="FILE",
                      help="write the bytes every rank sent to every other (CSV: source, destination, bytes; "
                           "collectives' messages included), for `bgsim map --traffic-matrix`")
-    run.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    run.add_argument("--quiet", action="store_true", help="no summary and no progress bar on stderr (there is no bar "
+                     "when stderr is not a terminal)")
     run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
                      help="run even if the estimate exceeds the memory this process may use, and do not stop "
                           "the run when it nears that limit")
@@ -264,13 +267,15 @@ def _traffic(a: argparse.Namespace) -> int:
             return 2
     machine = Machine(a.machine, [])
 
-    def progress(f: float) -> None:
-        print(f"\r[{a.pattern}] {100 * f:5.1f}%", end="", file=sys.stderr, flush=True)
-
-    r = run_traffic(a.pattern, machine, shape=a.shape, mesh=a.mesh, mode=a.mode, settings=a.settings,
-                    progress=progress if sys.stderr.isatty() else None, memory_check=a.memory_check, **spec)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    bar = _progress.Bar(f"bgsim traffic {a.pattern}", fraction=True, unit="ncycles") \
+        if _progress.wanted(not a.quiet) else None
+    try:
+        r = run_traffic(a.pattern, machine, shape=a.shape, mesh=a.mesh, mode=a.mode, settings=a.settings,
+                        progress_detail=(lambda f, ncycles, events: bar.update(ncycles, events, f)) if bar else None,
+                        memory_check=a.memory_check, **spec)
+    finally:
+        if bar is not None:
+            bar.close()
     if a.out:
         _write_traffic_outputs(r, a.out)
     if a.json:

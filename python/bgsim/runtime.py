@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import greenlet
 
 from . import _core, memory
+from . import progress as _progress
 from .errors import ArgumentTypeError, DeadlockError, MemoryLimitError, RankError, RankExit, StateError, UsageError
 
 
@@ -256,6 +257,16 @@ class Runtime:
         finished = 0
         last_report = last_check = time.monotonic()
         cpu = bool(self.cpu_factor)
+        bar = _progress.Bar("bgsim run", fraction=False) if _progress.wanted(self.progress) else None
+        try:
+            self._loop(runnable, started, finished, last_report, last_check, cpu, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _loop(self, runnable: "deque[int]", started: bool, finished: int, last_report: float, last_check: float,
+              cpu: bool, bar: "Optional[_progress.Bar]") -> None:
+        global fast
         while True:
             t0 = time.perf_counter()
             while runnable:
@@ -310,10 +321,10 @@ class Runtime:
             if time.monotonic() - last_check > MEMORY_CHECK_S:
                 last_check = time.monotonic()
                 self._check_memory()
-            if self.progress and time.monotonic() - last_report > 1.0:
-                last_report = last_check = time.monotonic()
-                print(f"bgsim: {self.seconds(self.world.now()) * 1e6:,.1f} us simulated, "
-                      f"{finished}/{self.nranks} ranks finished", file=sys.stderr)
+            if bar is not None and time.monotonic() - last_report > 0.5:
+                last_report = time.monotonic()
+                bar.update(self.seconds(self.world.now()) * 1e6, self.world.events(),
+                           note=f"{finished:,}/{self.nranks:,} ranks finished")
         self.world.drain()
 
     def _check_memory(self) -> None:

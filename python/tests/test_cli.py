@@ -195,3 +195,34 @@ def test_the_api_refuses_what_the_cli_refuses():
             bgsim.run(lambda: None, shape="2x1x1", cpu_factor=f)
     with pytest.raises(bgsim.WorkloadError, match="load"):
         bgsim.run_traffic("uniform", shape="2x2x2", load=float("nan"))
+
+
+def test_progress_bar_shows_simulated_time_rate_and_time_left(capsys, monkeypatch):
+    from bgsim import progress
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    bar = progress.Bar("bgsim traffic uniform", fraction=True, unit="ncycles")
+    bar.update(1000.0, 2_000_000, 0.5)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "bgsim traffic uniform:  50.0%|" in err and "1,000.0 ncycles simulated" in err and "events/s" in err
+    assert "<" in err  # elapsed < remaining
+    open_ended = progress.Bar("bgsim run", fraction=False)
+    open_ended.update(12.5, 10, note="3/8 ranks finished")
+    open_ended.close()
+    err = capsys.readouterr().err
+    assert "bgsim run: [" in err and "12.5 us simulated" in err and "3/8 ranks finished" in err and "%" not in err
+
+
+def test_no_progress_bar_off_a_terminal_or_when_quiet(cli, monkeypatch):
+    import io
+    from bgsim import progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr("sys.stderr", Tty())
+    assert progress.wanted() and not progress.wanted(False)  # --quiet
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert not progress.wanted()  # not a terminal
+    p = cli("traffic", "--pattern", "uniform", "--shape", "8x8x8", "--load", "0.5", "--measure", "20000", "--quiet")
+    assert p.returncode == 0 and "%|" not in p.stderr

@@ -115,7 +115,7 @@ fn pattern_options() -> (Vec<(&'static str, &'static str, bool, String)>, String
 }
 
 /// Runs a traffic pattern. `spec_json` is a TrafficSpec as JSON; returns the
-/// result as JSON. `progress(fraction)` is called now and then with the GIL
+/// result as JSON. `progress(fraction, ncycles, events)` is called now and then with the GIL
 /// held; Ctrl-C stops the run.
 #[pyfunction]
 #[pyo3(signature = (machine, settings, spec_json, progress=None))]
@@ -133,7 +133,7 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
                     return false;
                 }
                 if let Some(cb) = &progress {
-                    if let Err(e) = cb.call1(py, (f,)) {
+                    if let Err(e) = cb.call1(py, (f.fraction, f.ncycles, f.events)) {
                         callback_error = Some(e);
                         return false;
                     }
@@ -316,6 +316,10 @@ impl World {
     }
     fn now(&self) -> u64 {
         self.w.now()
+    }
+    /// Events simulated so far.
+    fn events(&self) -> u64 {
+        self.w.events()
     }
     fn rank_time(&self, rank: u32) -> u64 {
         self.w.rank_time(rank)

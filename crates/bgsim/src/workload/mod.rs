@@ -73,11 +73,21 @@ fn check_faults(net: &Net, pattern: Pattern) -> Result<(), WorkloadError> {
     }
 }
 
-/// Runs a traffic pattern. `progress` is called now and then with the
-/// fraction of the run done (of simulated time for timed patterns, of packets
-/// read for finite ones).
-/// Returning false from `progress` stops the run with an error.
-pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) -> bool) -> Result<TrafficResult, WorkloadError> {
+/// Where a traffic run stands, for progress reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunProgress {
+    /// Fraction of the run done: of simulated time for timed patterns, of
+    /// packets read for finite ones.
+    pub fraction: f64,
+    /// Simulated time (network cycles).
+    pub ncycles: f64,
+    /// Events simulated so far.
+    pub events: u64,
+}
+
+/// Runs a traffic pattern. `progress` is called now and then with where the
+/// run stands. Returning false from `progress` stops the run with an error.
+pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<TrafficResult, WorkloadError> {
     let wall = Instant::now();
     let mut sim = build(machine, spec)?;
     let tb = machine.tick_byte;
@@ -144,7 +154,8 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
                 let p = sim.driver.progress();
                 p.reads as f64 / p.expected_reads.max(1) as f64
             };
-            if !progress(f.min(1.0)) {
+            let now = RunProgress { fraction: f.min(1.0), ncycles: t as f64 / tb as f64, events: stats.events };
+            if !progress(now) {
                 return Err(WorkloadError::Interrupted);
             }
         }
@@ -177,7 +188,7 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(f64) 
             panic!("{}: {broken}", spec.kind().name());
         }
     }
-    progress(1.0);
+    progress(RunProgress { fraction: 1.0, ncycles: t as f64 / tb as f64, events: stats.events });
     Ok(result)
 }
 
