@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 RUSTFLAGS ?= -C target-cpu=native
 export RUSTFLAGS
 
-.PHONY: all env build run test test-rust test-python bench clean
+.PHONY: all env build browser run test test-rust test-python bench clean
 
 all: build
 
@@ -38,8 +38,16 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --exclude bgsim-py
 
-test-python: build
+test-python: build browser
 	$(PY) -m pytest -q python/tests
+
+# Headless Chromium for the results page test (index.html opened and
+# screenshot), from Debian's packages when it is not there.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || \
+	  { echo "make: the results page test needs headless Chromium: install Debian's chromium package" >&2; exit 1; }
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
 # with its date, machine and command (bench_scale: MPI programs on 65,536

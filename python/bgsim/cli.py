@@ -154,6 +154,9 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--traffic-matrix", metavar="FILE",
                      help="write the bytes every rank sent to every other (CSV: source, destination, bytes; "
                           "collectives' messages included), for `bgsim map --traffic-matrix`")
+    run.add_argument("--out", metavar="DIR",
+                     help="write result.json, ranks.csv, links.csv, heat maps of no-token events and link "
+                          "utilization, and index.html (one page with all of them) into DIR")
     run.add_argument("--quiet", action="store_true", help="no summary and no progress bar on stderr (there is no bar "
                      "when stderr is not a terminal)")
     run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
@@ -398,6 +401,9 @@ def _run(a: argparse.Namespace) -> int:
         if path and (err := _out_file_error(path, opt)):
             print(f"bgsim run: error: {err}", file=sys.stderr)
             return 2
+    if a.out and (err := _out_dir_error(a.out, "--out")):
+        print(f"bgsim run: error: {err}", file=sys.stderr)
+        return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
     try:
         if a.skeleton:
@@ -440,6 +446,9 @@ def _run(a: argparse.Namespace) -> int:
         write_atomic(a.traffic_matrix, r.traffic_csv())
     if a.stalls_png:
         r.stalls_plot(a.stalls_png)
+    if a.out:
+        what = f"--skeleton {a.skeleton} (class {a.nas_class})" if a.skeleton else " ".join([a.program] + a.args)
+        r.write_out_dir(a.out, f"bgsim run {what}", [("program", what), ("machine", a.machine)])
     if not a.quiet:
         print(f"bgsim: {r.summary()}", file=sys.stderr)
         if r.collectives:

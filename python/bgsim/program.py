@@ -20,7 +20,7 @@ import greenlet
 
 from . import MPI as _shim
 from . import _core, memory
-from .api import Machine, _settings, check_cpu_factor, check_seed
+from .api import Machine, _settings, check_cpu_factor, check_seed, write_atomic
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, RankExit, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
@@ -126,6 +126,70 @@ class RunResult:
             grid[(n // sx) % sy][n % sx] += st
         plots.heatmap(grid, path, f"no-token events, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
                       "events (summed over directions and z)")
+
+    def node_plot(self, path: str, what: str = "stalls") -> None:
+        """A heat map per node (rows = y, columns = x, summed over z) of the
+        no-token events (`what="stalls"`) or of the mean outgoing link
+        utilization (`"util"`), as PNG."""
+        if what == "stalls":
+            self.stalls_plot(path)
+            return
+        from . import plots
+        sx, sy, sz = self.shape
+        grid = [[0.0] * sx for _ in range(sy)]
+        for i, u in enumerate(self.link_util_pct):
+            n = i // 6
+            grid[(n // sx) % sy][n % sx] += u / (6 * sz)
+        plots.heatmap(grid, path, f"link utilization, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
+                      "mean outgoing link utilization (%), over directions and z")
+
+    def ranks_csv(self) -> str:
+        """Per-rank statistics as CSV (the columns of `ranks`)."""
+        import csv
+        import io
+        buf = io.StringIO()
+        if self.ranks:
+            w = csv.DictWriter(buf, fieldnames=list(self.ranks[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(self.ranks)
+        return buf.getvalue()
+
+    def write_out_dir(self, out: str, title: str, described: Sequence[tuple] = ()) -> List[str]:
+        """Writes the run's files into `out` - result.json, ranks.csv,
+        links.csv, stalls.png, link_util.png (traffic.csv when the traffic
+        matrix was recorded) - and index.html, one page with all of them;
+        `described`: (label, value) rows to put first in its summary.
+        Returns the files' names."""
+        from . import html
+        os.makedirs(out, exist_ok=True)
+        files = {"result.json": self.to_json(), "ranks.csv": self.ranks_csv(), "links.csv": self.links_csv()}
+        if self.traffic:
+            files["traffic.csv"] = self.traffic_csv()
+        for name, text in files.items():
+            write_atomic(os.path.join(out, name), text)
+        self.node_plot(os.path.join(out, "stalls.png"), "stalls")
+        self.node_plot(os.path.join(out, "link_util.png"), "util")
+        c = self.counters
+        rows = list(described) + [
+            ("ranks", self.nranks), ("partition", f"{'x'.join(map(str, self.shape))}, {self.mode} mode"),
+            ("simulated time (us)", self.time_us), ("messages", c["messages_completed"]),
+            ("packets delivered", c["packets_delivered"]), ("no-token events", c.get("no_token_stalls", 0)),
+            ("wall time (s)", self.wall_s)]
+        body = [html.table(["run", ""], rows, numeric=(False, True)), "<h2>Plots</h2>",
+                html.plot(os.path.join(out, "stalls.png"), "no-token events per node"),
+                html.plot(os.path.join(out, "link_util.png"), "mean outgoing link utilization per node"),
+                "<h2>Collective algorithms</h2>", html.collectives(self.collectives),
+                "<h2>Counters</h2>", html.table(["counter", "value"], self.counters.items(), numeric=(False, True))]
+        shown = self.ranks[:64]
+        if shown:
+            cols = ["rank", "x", "y", "z", "t", "end_s", "sends", "recvs", "bytes_sent", "bytes_received"]
+            body += [f"<h2>Ranks</h2><p>{len(shown)} of {self.nranks} (all in ranks.csv).</p>",
+                     html.table(cols, ([rk.get(k, "") for k in cols] for rk in shown), numeric=[False] + [True] * 9)]
+        names = sorted(files) + ["stalls.png", "link_util.png"]
+        body += ["<h2>Machine</h2>", html.machine(self.machine_toml.split("\n", 1)[0].strip("# ") or "machine",
+                                                  self.machine_toml), html.links(names)]
+        html.write(out, title, body)
+        return names + ["index.html"]
 
     def summary(self) -> str:
         c = self.counters
@@ -299,13 +363,35 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
     # The core's report (components' counters, per-rank statistics) and
     # what only the Python side knows.
     report = json.loads(world.report([c.finished_at for c in rt.ctxs]))
-    return RunResult(
+    result = RunResult(
         nranks=report["nranks"], shape=tuple(report["shape"]), mode=report["mode"], time_s=report["time_s"],
         ranks=report["ranks"], counters=report["counters"], results=[c.result for c in rt.ctxs], wall_s=wall,
         collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
         traffic=world.traffic_matrix() if traffic_matrix else [])
+    for fn in list(_OBSERVERS):
+        fn(result)
+    return result
+
+
+#: Functions told of every RunResult as a run ends (`observe`).
+_OBSERVERS: List[Callable[[RunResult], None]] = []
+
+
+class observe:
+    """``with observe(fn):`` calls fn(result) for every MPI run that ends in
+    the block (what `bgsim reproduce` gathers across an experiment's runs)."""
+
+    def __init__(self, fn: Callable[[RunResult], None]):
+        self.fn = fn
+
+    def __enter__(self) -> "observe":
+        _OBSERVERS.append(self.fn)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _OBSERVERS.remove(self.fn)
 
 
 class _mpi4py_installed:

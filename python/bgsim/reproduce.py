@@ -9,10 +9,11 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from . import plots
-from .api import write_atomic
+from . import html, plots
+from .api import Machine, write_atomic
 from .errors import ModelError
 from .experiments import Context, get, names
+from .program import observe
 
 
 def _finite(metrics: Dict[str, float], name: str) -> Dict[str, float]:
@@ -35,7 +36,16 @@ def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False)
     exp = get(name)
     ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name)
     t0 = time.time()
-    outcome = exp.run(ctx)
+    choices: Dict[str, Dict[str, int]] = {}
+
+    def gather(r) -> None:
+        for op, algos in r.collectives.items():
+            mine = choices.setdefault(op, {})
+            for algo, n in algos.items():
+                mine[algo] = mine.get(algo, 0) + n
+    with observe(gather):
+        outcome = exp.run(ctx)
+    outcome.collectives = choices
     wall = time.time() - t0
     ctx.log(f"done in {wall:.1f}s")
     _KEYS[name] = [k for k in outcome.key_metrics if k in outcome.metrics]
@@ -51,7 +61,8 @@ def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False)
 
 
 def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
-    """Writes NAME.json, one PNG per series group (plus extra figures) and NAME.md."""
+    """Writes NAME.json, one PNG per series group (plus extra figures) and
+    NAME.md; returns the PNGs' names."""
     os.makedirs(out_dir, exist_ok=True)
     name = result["experiment"]
     exp = get(name)
@@ -96,11 +107,44 @@ def summary_table(results: List[dict], max_metrics: int = 12) -> str:
     return "\n".join(lines)
 
 
+def _html_section(result: dict, outcome, pngs: List[str], out_dir: str) -> List[str]:
+    """An experiment's part of index.html (its plots are read from out_dir)."""
+    name = result["experiment"]
+    exp = get(name)
+    published = [(label, value, result["metrics"].get(key, "") if key else "")
+                 for label, (value, key) in exp.published.items()]
+    captions = [(p, p[len(name) + 1:-len(".png")].replace("_", " ")) for p in pngs]
+    return html.experiment_section(result, outcome.setup, outcome.notes, captions, outcome.collectives,
+                                   published or None, out_dir)
+
+
+def write_index_html(out_dir: str, scale: str, seed: int, results: List[dict], sections: Dict[str, List[str]],
+                     failed: List[str]) -> str:
+    """index.html: the summary table (each experiment linked to its section),
+    the machines' descriptions, then every experiment's section."""
+    rows = []
+    for r in results:
+        keys = _KEYS.get(r["experiment"]) or list(r["metrics"])[:12]
+        figs = ", ".join(f"{k} = {r['metrics'][k]:g}" for k in keys)
+        rows.append((html.Raw(f'<a href="#{html.esc(r["experiment"])}">{html.esc(r["experiment"])}</a>'),
+                     r["machine"], r["wall_s"], figs))
+    body = [f"<p>Scale <code>{html.esc(scale)}</code>, seed {seed}; {len(results)} experiments.</p>",
+            html.table(["experiment", "machine", "wall s", "key figures"], rows, numeric=(False, False, True, False))]
+    if failed:
+        body.append("<p>Failed: " + ", ".join(html.esc(n) for n in failed) + "</p>")
+    body.append("<h2>Machines</h2>")
+    body += [html.machine(m, Machine(m).toml) for m in sorted({r["machine"] for r in results})]
+    for r in results:
+        body += sections.get(r["experiment"], [])
+    return html.write(out_dir, "bgsim reproduce", body)
+
+
 def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_json: bool) -> int:
     todo = names() if target == "all" else [target]
     get(todo[0])  # unknown names fail before anything runs
     results = []
     failed = []
+    sections: Dict[str, List[str]] = {}
     for name in todo:
         try:
             result, outcome = run_one(name, scale, seed)
@@ -112,7 +156,8 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
             continue
         results.append(result)
         if out_dir:
-            write_outputs(result, outcome, out_dir)
+            pngs = write_outputs(result, outcome, out_dir)
+            sections[name] = _html_section(result, outcome, pngs, out_dir)
         if as_json:
             print(json.dumps(result))
     if out_dir and target == "all":
@@ -121,10 +166,12 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
         if failed:
             idx += ["", "## Failed", ""] + [f"- {n}" for n in failed]
         write_atomic(os.path.join(out_dir, "index.md"), "\n".join(idx) + "\n")
+    if out_dir:
+        write_index_html(out_dir, scale, seed, results, sections, failed)
     if not as_json:
         print(summary_table(results))
         if out_dir:
-            print(f"\nReports, JSON and plots in {out_dir}" + (" (index.md)" if target == "all" else ""))
+            print(f"\nReports, JSON and plots in {out_dir} (index.html" + (", index.md)" if target == "all" else ")"))
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1

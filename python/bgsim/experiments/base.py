@@ -57,6 +57,9 @@ class Outcome:
     notes: List[str] = field(default_factory=list)
     #: The metrics the summary table shows (all when empty).
     key_metrics: List[str] = field(default_factory=list)
+    #: Collective algorithms chosen over all the experiment's MPI runs:
+    #: operation -> algorithm -> calls (gathered by `bgsim reproduce`).
+    collectives: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
     def add_series(self, name: str, x, y, x_label: str, y_label: str, group: Optional[str] = None) -> None:
         self.series[name] = {"x": [float(v) for v in x], "y": [float(v) for v in y], "x_label": x_label, "y_label": y_label}
