@@ -154,6 +154,14 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--traffic-matrix", metavar="FILE",
                      help="write the bytes every rank sent to every other (CSV: source, destination, bytes; "
                           "collectives' messages included), for `bgsim map --traffic-matrix`")
+    run.add_argument("--timeline", metavar="FILE",
+                     help="write the run's timeline as Trace Event JSON for Perfetto (ui.perfetto.dev) or "
+                          "chrome://tracing: a track per rank (MPI calls, waits, compute), message flows with "
+                          "their protocol, link and injection FIFO counters of chosen nodes")
+    run.add_argument("--timeline-ranks", metavar="RANKS",
+                     help="ranks with a track: `all`, or ranks and ranges like 0-15,64 (default: the first 16)")
+    run.add_argument("--timeline-nodes", metavar="NODES",
+                     help="nodes with link and FIFO counters, by index, e.g. 0,5 (default: node 0)")
     run.add_argument("--out", metavar="DIR",
                      help="write result.json, ranks.csv, links.csv, heat maps of no-token events and link "
                           "utilization, and index.html (one page with all of them) into DIR")
@@ -397,7 +405,8 @@ def _run(a: argparse.Namespace) -> int:
     if not a.skeleton and not os.path.isfile(a.program):
         print(f"bgsim run: error: program `{a.program}` not found", file=sys.stderr)
         return 2
-    for path, opt in ((a.json, "--json"), (a.links_csv, "--links-csv"), (a.stalls_png, "--stalls-png")):
+    for path, opt in ((a.json, "--json"), (a.links_csv, "--links-csv"), (a.stalls_png, "--stalls-png"),
+                      (a.timeline, "--timeline")):
         if path and (err := _out_file_error(path, opt)):
             print(f"bgsim run: error: {err}", file=sys.stderr)
             return 2
@@ -414,12 +423,14 @@ def _run(a: argparse.Namespace) -> int:
             nas.plan(a.skeleton, a.nas_class, a.nranks or machine.info["nodes"] * machine.info["tasks_per_node"])
             r = run_main(lambda: nas.run_rank(a.skeleton, a.nas_class, iterations=a.iterations), machine=machine,
                          nranks=a.nranks, mapping=a.mapping, seed=a.seed, progress=not a.quiet, coll=a.coll,
-                         memory_check=a.memory_check)
+                         memory_check=a.memory_check, timeline=a.timeline, timeline_ranks=a.timeline_ranks,
+                         timeline_nodes=a.timeline_nodes)
             print(nas.describe(r.results[0]))
         else:
             r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
                          cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check,
-                         traffic_matrix=bool(a.traffic_matrix))
+                         traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline,
+                         timeline_ranks=a.timeline_ranks, timeline_nodes=a.timeline_nodes)
     except RankError as e:
         sys.stdout.flush()
         print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")

@@ -20,6 +20,7 @@ import greenlet
 
 from . import MPI as _shim
 from . import _core, memory
+from . import timeline as _timeline
 from .api import Machine, _settings, check_cpu_factor, check_seed, write_atomic
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, RankExit, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
@@ -263,7 +264,8 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         mapping: Optional[str] = None, settings: Sequence[str] = (), seed: int = 1,
         cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
-        traffic_matrix: bool = False) -> RunResult:
+        traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
+        timeline_nodes: Optional[str] = None) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -280,14 +282,21 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     `bgsim.errors.MemoryLimitError` (`memory_check=False`: neither).
 
     `traffic_matrix=True` records the bytes every rank sends to every other
-    (`RunResult.traffic`, `RunResult.traffic_csv()`)."""
+    (`RunResult.traffic`, `RunResult.traffic_csv()`).
+
+    `timeline="FILE.json"` writes the run's timeline for Perfetto and
+    chrome://tracing (`bgsim.timeline`): tracks for the ranks
+    `timeline_ranks` names (`all`, or ranks and ranges like `0-15,64`;
+    default the first 16) and link and injection FIFO counters for the
+    nodes `timeline_nodes` names (`0,5`; default node 0)."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
                        memory_check=memory_check)
     with _mpi4py_installed():
-        return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix)
+        return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
+                        timeline=(timeline, timeline_ranks, timeline_nodes))
 
 
 def coll_settings(coll: Optional[Any]) -> List[str]:
@@ -341,24 +350,39 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         with _mpi4py_installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
                             private_dir=os.path.dirname(os.path.abspath(path)),
-                            traffic_matrix=kw.pop("traffic_matrix", False))
+                            traffic_matrix=kw.pop("traffic_matrix", False),
+                            timeline=(kw.pop("timeline", None), kw.pop("timeline_ranks", None),
+                                      kw.pop("timeline_nodes", None)))
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
 
 
 def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
              seed: int = 1, memory_check: bool = True, private_dir: Optional[str] = None,
-             traffic_matrix: bool = False) -> RunResult:
+             traffic_matrix: bool = False, timeline: tuple = (None, None, None)) -> RunResult:
     """Runs `main` on every rank; modules under `private_dir` (a program
-    file's directory) are each rank's own."""
+    file's directory) are each rank's own; `timeline`: (file, ranks,
+    nodes) of the timeline to write (file None: none)."""
     t0 = time.perf_counter()
     check_cpu_factor(cpu_factor)
+    path, tl_ranks, tl_nodes = timeline
+    tl = None
+    if path:
+        nodes = world.shape[0] * world.shape[1] * world.shape[2]
+        tl = _timeline.Timeline(world, _timeline.parse_ranks(tl_ranks, world.nranks),
+                                _timeline.parse_nodes(tl_nodes, nodes))
     rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None,
                  private_dir=private_dir)
+    rt.timeline = tl
     _reset(world.nranks)
     if traffic_matrix:
         world.record_traffic()
-    rt.run(main)
+    if tl is None:
+        rt.run(main)
+    else:
+        with _timeline.instrument(tl):
+            rt.run(main)
+        tl.write(path)
     wall = time.perf_counter() - t0
     # The core's report (components' counters, per-rank statistics) and
     # what only the Python side knows.

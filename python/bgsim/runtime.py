@@ -165,6 +165,8 @@ class Runtime:
         self.shared_groups: dict = {}
         self.context_table: Dict[Any, int] = {}
         self.progress = progress
+        #: The run's timeline, when one is recorded (bgsim.timeline).
+        self.timeline: Optional[Any] = None
         self.ticks_per_second = world.ticks_per_second
         self.alignment = world.alignment
         self.python_wall = 0.0
@@ -188,10 +190,19 @@ class Runtime:
             k = self._hw_keys[key] = len(self._hw_keys)
         return k
 
-    def wait(self, ctx: RankContext, reqs: Sequence[int], need: int) -> None:
-        """Blocks the calling rank until `need` of `reqs` are done."""
+    def wait(self, ctx: RankContext, reqs: Sequence[int], need: int, what: str = "wait",
+             since: Optional[int] = None) -> None:
+        """Blocks the calling rank until `need` of `reqs` are done. On a
+        timeline the blocked time is a slice named `what` (wait, or
+        compute), from `since` (ticks; default: now)."""
+        tl = self.timeline
+        t0 = self.world.rank_time(ctx.rank) if tl is not None and since is None else since
         if self.world.block(ctx.rank, list(reqs), need):
             self.hub.switch()
+        if tl is not None:
+            t1 = tl.now(ctx.rank)
+            if t1 > t0:
+                tl.slice(ctx.rank, what, what, t0, t1)
 
     def charge_host_cpu(self, ctx: RankContext) -> None:
         """With a CPU factor: charge the host CPU time the rank used since
@@ -200,8 +211,9 @@ class Runtime:
             now = time.process_time()
             spent = (now - ctx.cpu_mark) * self.cpu_factor
             if spent > 0:
+                t0 = self.world.rank_time(ctx.rank)
                 req = self.world.compute(ctx.rank, int(spent * self.ticks_per_second))
-                self.wait(ctx, [req], 1)
+                self.wait(ctx, [req], 1, "compute", t0)
                 self.world.release(req)
             ctx.cpu_mark = time.process_time()
 
@@ -318,6 +330,8 @@ class Runtime:
                     raise RankExit(*self.exited[0]) from None
                 raise DeadlockError(self._deadlock_message(e)) from None
             runnable.extend(ready)
+            if self.timeline is not None:
+                self.timeline.sample(self.world.now())
             if time.monotonic() - last_check > MEMORY_CHECK_S:
                 last_check = time.monotonic()
                 self._check_memory()
@@ -406,9 +420,10 @@ def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> 
             raise UsageError(f"bgsim.compute: cycles = {cycles} must be >= 0")
         ticks = int(round(cycles * rt.world.ticks_per_cycle))
     rt.charge_host_cpu(ctx)
+    t0 = rt.world.rank_time(ctx.rank)
     req = rt.world.compute(ctx.rank, ticks)
     ctx.call, ctx.frame = "bgsim.compute()", sys._getframe(1)
-    rt.wait(ctx, [req], 1)
+    rt.wait(ctx, [req], 1, "compute", t0)
     rt.world.release(req)
     if rt.cpu_factor:
         ctx.cpu_mark = time.process_time()

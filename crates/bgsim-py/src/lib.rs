@@ -301,6 +301,10 @@ impl World {
         self.w.machine().spec.cpu.network_alignment_bytes
     }
     #[getter]
+    fn ticks_per_link_byte(&self) -> u64 {
+        self.w.machine().tick_byte
+    }
+    #[getter]
     fn ticks_per_cycle(&self) -> u64 {
         self.w.machine().tick_cycle
     }
@@ -320,6 +324,29 @@ impl World {
     /// Events simulated so far.
     fn events(&self) -> u64 {
         self.w.events()
+    }
+    /// Logs the point-to-point messages of the ranks `watched` marks (at
+    /// most `limit`), for timelines.
+    fn record_messages(&mut self, watched: Vec<bool>, limit: usize) -> PyResult<()> {
+        if watched.len() != self.w.nranks() as usize {
+            return Err(errors::usage(format!("{} flags for {} ranks", watched.len(), self.w.nranks())));
+        }
+        self.w.record_messages(watched, limit);
+        Ok(())
+    }
+    /// The message log: ([(src, dst, bytes, protocol, posted, send_done,
+    /// recv_done)] in ticks, messages past the limit).
+    fn message_log(&self) -> (Vec<(u32, u32, u32, u8, u64, u64, u64)>, u64) {
+        let (recs, dropped) = self.w.message_log();
+        (recs.iter().map(|r| (r.src, r.dst, r.bytes, r.proto, r.posted, r.send_done, r.recv_done)).collect(), dropped)
+    }
+    /// One node's outgoing link bytes so far (six directions) and bytes in
+    /// its injection FIFOs now.
+    fn node_sample(&self, node: u32) -> PyResult<([u64; 6], u64)> {
+        if node >= self.w.net().geometry().nodes() {
+            return Err(errors::usage(format!("node {node}: the partition has {} nodes", self.w.net().geometry().nodes())));
+        }
+        Ok(self.w.node_sample(node))
     }
     fn rank_time(&self, rank: u32) -> u64 {
         self.w.rank_time(rank)

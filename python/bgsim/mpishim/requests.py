@@ -408,7 +408,9 @@ def _wait_all(reqs: List[Request], call: str) -> None:
             pending = list({r._id: r for r in pending}.values())
             ids = [r._id for r in pending]
         world = ctx.world
-        if world.block(ctx.rank, ids, len(ids)):
+        if ctx.runtime.timeline is not None:
+            ctx.runtime.wait(ctx, ids, len(ids))
+        elif world.block(ctx.rank, ids, len(ids)):
             ctx.runtime.hub.switch()
         # One call into the core collects every request's status and data:
         # a status alone for a request without data, which needs no more

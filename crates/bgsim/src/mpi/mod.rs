@@ -20,7 +20,7 @@ use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
 use crate::engine::{EngineStats, EventQueue, Model, Tick};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
-use crate::msglayer::{MsgLayer, RankStats, ReqId, ReqKind, SendMode, Status};
+use crate::msglayer::{MsgLayer, MsgLog, MsgRecord, RankStats, ReqId, ReqKind, SendMode, Status};
 use crate::node::{CoreCounters, Work};
 use crate::packet::Net;
 use thiserror::Error;
@@ -179,6 +179,27 @@ impl World {
     /// (source, destination) rank (collectives' messages included).
     pub fn record_traffic(&mut self) {
         self.traffic.get_or_insert_with(HashMap::new);
+    }
+    /// From now on, logs the point-to-point messages sent or received by
+    /// the ranks `watched` says (up to `limit` of them; the others are
+    /// counted): for timelines.
+    pub fn record_messages(&mut self, watched: Vec<bool>, limit: usize) {
+        assert_eq!(watched.len(), self.nranks as usize);
+        self.stack.ml.log = Some(MsgLog { watched, limit, records: Vec::new(), dropped: 0 });
+    }
+    /// The message log: (records, messages past the limit).
+    pub fn message_log(&self) -> (&[MsgRecord], u64) {
+        self.stack.ml.log.as_ref().map_or((&[], 0), |l| (&l.records[..], l.dropped))
+    }
+    /// One node's torus activity so far: bytes sent on each of its six
+    /// outgoing links (cumulative) and bytes held in its injection FIFOs now.
+    pub fn node_sample(&self, node: u32) -> ([u64; 6], u64) {
+        let t = &self.stack.net.torus;
+        let mut links = [0u64; 6];
+        for (d, l) in links.iter_mut().enumerate() {
+            *l = t.link(node, d).bytes;
+        }
+        (links, t.inj_used_total(node))
     }
     /// The recorded traffic: (source, destination, bytes), sorted.
     pub fn traffic_matrix(&self) -> Vec<(u32, u32, u64)> {

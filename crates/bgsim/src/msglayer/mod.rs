@@ -175,6 +175,34 @@ struct Msg {
     coproc: bool,
     /// Message-layer collective traffic (see `SendMode::Direct`).
     direct: bool,
+    /// Index of its record in the message log (`NO_RECORD`: not logged).
+    record: u32,
+}
+
+const NO_RECORD: u32 = u32::MAX;
+
+/// One point-to-point message of a run, when the layer logs them
+/// (timelines): ranks, size, protocol (`Protocol::index`, 4 = between two
+/// tasks of a node), when it was posted, and when each side completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MsgRecord {
+    pub src: u32,
+    pub dst: u32,
+    pub bytes: u32,
+    pub proto: u8,
+    pub posted: Tick,
+    pub send_done: Tick,
+    pub recv_done: Tick,
+}
+
+/// The message log: records of the messages whose sender or receiver is
+/// watched, up to a limit; the messages past it are counted.
+#[derive(Clone, Debug, Default)]
+pub struct MsgLog {
+    pub watched: Vec<bool>,
+    pub limit: usize,
+    pub records: Vec<MsgRecord>,
+    pub dropped: u64,
 }
 
 /// A message-layer broadcast with deposit-bit line packets (three colours,
@@ -292,6 +320,8 @@ pub struct MsgLayer {
     bcasts: Vec<LineBcast>,
     dims: [u32; 3],
     torus: [bool; 3],
+    /// Point-to-point messages logged for timelines (off: None).
+    pub log: Option<MsgLog>,
 }
 
 impl MsgLayer {
@@ -383,6 +413,7 @@ impl MsgLayer {
             packets_sent: 0,
             out_of_order: 0,
             bcasts: Vec::new(),
+            log: None,
             dims: m.shape.dims,
             torus: m.shape.torus,
         }
@@ -478,6 +509,21 @@ impl MsgLayer {
         }
     }
 
+    /// A new record in the message log, if messages are logged and one of
+    /// the two ranks is watched (else `NO_RECORD`).
+    fn log_record(&mut self, src: u32, dst: u32, bytes: u32, proto: u8, now: Tick) -> u32 {
+        let Some(log) = self.log.as_mut() else { return NO_RECORD };
+        if !(log.watched[src as usize] || log.watched[dst as usize]) {
+            return NO_RECORD;
+        }
+        if log.records.len() >= log.limit {
+            log.dropped += 1;
+            return NO_RECORD;
+        }
+        log.records.push(MsgRecord { src, dst, bytes, proto, posted: now, send_done: 0, recv_done: 0 });
+        (log.records.len() - 1) as u32
+    }
+
     fn maybe_free_msg(&mut self, id: MsgId) {
         let m = &mut self.msgs[id as usize];
         // An adaptive-eager confirmation may still be on its way back.
@@ -523,6 +569,7 @@ impl MsgLayer {
         let direct = mode == SendMode::Direct;
         let proto = if direct || (proto == Protocol::OnePacket && bytes + self.meta > self.maxp) { Protocol::Eager } else { proto };
         let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
+        let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
         let msg = self.new_msg(Msg {
             src: rank,
             dst: dest,
@@ -537,6 +584,7 @@ impl MsgLayer {
             recv_req: NONE,
             packets,
             direct: direct && !intranode,
+            record,
             ..Default::default()
         });
         self.reqs[req as usize].msg = msg;
@@ -1004,6 +1052,11 @@ impl MsgLayer {
     fn recv_complete(&mut self, now: Tick, id: MsgId) {
         let m = &mut self.msgs[id as usize];
         m.recv_done = true;
+        if let (Some(log), r) = (self.log.as_mut(), m.record) {
+            if r != NO_RECORD {
+                log.records[r as usize].recv_done = now;
+            }
+        }
         let req = m.recv_req;
         let cap = self.reqs[req as usize].capacity;
         let mut data = std::mem::take(&mut m.data);
@@ -1034,6 +1087,11 @@ impl MsgLayer {
             return;
         }
         m.send_done = true;
+        if let (Some(log), r) = (self.log.as_mut(), m.record) {
+            if r != NO_RECORD {
+                log.records[r as usize].send_done = now;
+            }
+        }
         let req = m.send_req;
         if req != NONE {
             self.complete(req, now);

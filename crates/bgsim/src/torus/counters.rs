@@ -256,6 +256,11 @@ impl Torus {
         (0..self.routers.len() as u32).flat_map(move |n| (0..NDIR).map(move |d| self.link(n, d)))
     }
 
+    /// Bytes in all the injection FIFOs of node `n` (reserved or held).
+    pub fn inj_used_total(&self, n: u32) -> u64 {
+        self.routers[n as usize].inj.iter().map(|f| f.used as u64).sum()
+    }
+
     /// Bytes in the injection FIFO `f` of node `n` (reserved or held).
     pub fn inj_used(&self, n: u32, f: usize) -> u32 {
         self.routers[n as usize].inj[f].used
