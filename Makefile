@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 RUSTFLAGS ?= -C target-cpu=native
 export RUSTFLAGS
 
-.PHONY: all env build browser run test test-rust test-python bench clean
+.PHONY: all env build browser mpi run test test-rust test-python bench clean
 
 all: build
 
@@ -38,7 +38,7 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --exclude bgsim-py
 
-test-python: build browser
+test-python: build browser mpi
 	$(PY) -m pytest -q python/tests
 
 # Headless Chromium for the results page test (index.html opened and
@@ -48,6 +48,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || \
 	  { echo "make: the results page test needs headless Chromium: install Debian's chromium package" >&2; exit 1; }
+
+# A real MPI (Open MPI, from Debian's packages) for the trace tests: a C
+# program is recorded under it (bgsim record) and replayed.
+mpi:
+	@command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libopenmpi-dev openmpi-bin >/dev/null; } || \
+	  { echo "make: the trace tests need a real MPI: install Debian's libopenmpi-dev and openmpi-bin" >&2; exit 1; }
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
 # with its date, machine and command (bench_scale: MPI programs on 65,536

@@ -135,41 +135,9 @@ def _build_parser() -> argparse.ArgumentParser:
                "          bgsim run --shape 4x4x2 --mode vn --skeleton bt --class B -n 64",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     _machine_args(run)
-    run.add_argument("-n", "--np", dest="nranks", type=_count, metavar="N",
-                     help="number of ranks (default: every task slot of the partition, or the mapfile's lines)")
-    run.add_argument("--map", dest="mapping", default="XYZT", metavar="XYZT|FILE",
-                     help="rank mapping: a permutation of X, Y, Z, T (first letter fastest; default XYZT) "
-                          "or a mapfile with one `x y z t` line per rank")
-    run.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
-    run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
-                     help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
-                          "`bgsim machine` lists them under [collectives])")
+    _run_args(run)
     run.add_argument("--cpu-factor", type=_cpu_factor, metavar="F",
                      help="charge the host CPU time of the Python code between MPI calls, times F, as compute")
-    run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
-    run.add_argument("--links-csv", metavar="FILE",
-                     help="write per torus link direction: packets, utilization and no-token events (CSV)")
-    run.add_argument("--stalls-png", metavar="FILE",
-                     help="draw the no-token events per node (summed over directions and z) as a heat map (PNG)")
-    run.add_argument("--traffic-matrix", metavar="FILE",
-                     help="write the bytes every rank sent to every other (CSV: source, destination, bytes; "
-                          "collectives' messages included), for `bgsim map --traffic-matrix`")
-    run.add_argument("--timeline", metavar="FILE",
-                     help="write the run's timeline as Trace Event JSON for Perfetto (ui.perfetto.dev) or "
-                          "chrome://tracing: a track per rank (MPI calls, waits, compute), message flows with "
-                          "their protocol, link and injection FIFO counters of chosen nodes")
-    run.add_argument("--timeline-ranks", metavar="RANKS",
-                     help="ranks with a track: `all`, or ranks and ranges like 0-15,64 (default: the first 16)")
-    run.add_argument("--timeline-nodes", metavar="NODES",
-                     help="nodes with link and FIFO counters, by index, e.g. 0,5 (default: node 0)")
-    run.add_argument("--out", metavar="DIR",
-                     help="write result.json, ranks.csv, links.csv, heat maps of no-token events and link "
-                          "utilization, and index.html (one page with all of them) into DIR")
-    run.add_argument("--quiet", action="store_true", help="no summary and no progress bar on stderr (there is no bar "
-                     "when stderr is not a terminal)")
-    run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
-                     help="run even if the estimate exceeds the memory this process may use, and do not stop "
-                          "the run when it nears that limit")
     run.add_argument("--skeleton", choices=["bt", "sp", "lu", "cg", "mg", "ft", "is", "ep"], metavar="NAS",
                      help="instead of a program, run the communication skeleton of a NAS Parallel Benchmark "
                           "(bt, sp, lu, cg, mg, ft, is, ep; docs/skeletons.md)")
@@ -179,6 +147,31 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="timed iterations of the skeleton's main loop to simulate, after one warm-up (default 2)")
     run.add_argument("program", nargs="?", help="the Python program")
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program (sys.argv[1:])")
+    rp = sub.add_parser(
+        "replay", help="replay a recorded MPI program (a trace of `bgsim record`) on the simulated machine",
+        description="Replays TRACE (a directory of rank-R.trace files written by `bgsim record`) on the "
+                    "simulated machine: every rank's point-to-point calls, waits and collectives in its order, "
+                    "through the same MPI and collective algorithms as Python programs, messages of the "
+                    "recorded sizes, and the time between two calls as compute (times --cpu-factor).",
+        epilog="example: bgsim record --out ring.trace -n 4 -- ./ring\n"
+               "         bgsim replay ring.trace --machine bgp --shape 1x1x1 --mode vn --cpu-factor 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _machine_args(rp)
+    _run_args(rp)
+    rp.add_argument("--cpu-factor", type=_cpu_factor, default=1.0, metavar="F",
+                    help="scale the recorded time between calls (the real machine's compute) by F (default 1; "
+                         "0: no compute)")
+    rp.add_argument("trace", help="the trace directory")
+    rec = sub.add_parser(
+        "record", help="run a C/C++/Fortran MPI program under the real MPI and record its calls for `bgsim replay`",
+        description="Builds bgsim's PMPI recorder with the MPI's own mpicc, runs COMMAND with N processes under "
+                    "mpirun with the recorder preloaded, and writes one rank-R.trace per process into DIR.",
+        epilog="example: bgsim record --out halo.trace -n 4 -- ./halo 64")
+    rec.add_argument("--out", required=True, metavar="DIR", help="the trace directory to write")
+    rec.add_argument("-n", "--np", dest="nprocs", type=_count, required=True, metavar="N", help="MPI processes")
+    rec.add_argument("--mpirun", default="mpirun", help="the MPI launcher (default mpirun)")
+    rec.add_argument("program_args", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
+                     help="the program and its arguments (after --)")
 
     r = sub.add_parser("reproduce", help="reproduce the published experiments",
                        description="Runs experiments of the reproduction suite (NAME, or all).")
@@ -387,66 +380,129 @@ def _reproduce(a: argparse.Namespace) -> int:
     return reproduce(a.name, a.scale, a.out, a.seed, a.json)
 
 
+def _record(a: argparse.Namespace) -> int:
+    from . import trace as _trace
+    command = a.program_args[1:] if a.program_args[:1] == ["--"] else a.program_args
+    if not command:
+        print("bgsim record: error: give the program to run after --, e.g. bgsim record --out t -n 4 -- ./ring",
+              file=sys.stderr)
+        return 2
+    if err := _out_dir_error(a.out, "--out"):
+        print(f"bgsim record: error: {err}", file=sys.stderr)
+        return 2
+    t = _trace.record(a.out, a.nprocs, command, a.mpirun)
+    calls = sum(len(c) for c in t.ranks)
+    print(f"bgsim record: {t.nranks} ranks, {calls:,} calls, {sum(m[0] for m in t.messages().values()):,} "
+          f"point-to-point messages in {a.out}", file=sys.stderr)
+    return 0
+
+
+def _run_args(run: argparse.ArgumentParser) -> None:
+    """The options `bgsim run` and `bgsim replay` share (after the machine's)."""
+    run.add_argument("-n", "--np", dest="nranks", type=_count, metavar="N",
+                     help="number of ranks (default: every task slot of the partition, or the mapfile's lines)")
+    run.add_argument("--map", dest="mapping", default="XYZT", metavar="XYZT|FILE",
+                     help="rank mapping: a permutation of X, Y, Z, T (first letter fastest; default XYZT) "
+                          "or a mapfile with one `x y z t` line per rank")
+    run.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
+    run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
+                     help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
+                          "`bgsim machine` lists them under [collectives])")
+    run.add_argument("--json", metavar="FILE", help="write the run's result (per-rank statistics, counters) as JSON")
+    run.add_argument("--links-csv", metavar="FILE",
+                     help="write per torus link direction: packets, utilization and no-token events (CSV)")
+    run.add_argument("--stalls-png", metavar="FILE",
+                     help="draw the no-token events per node (summed over directions and z) as a heat map (PNG)")
+    run.add_argument("--traffic-matrix", metavar="FILE",
+                     help="write the bytes every rank sent to every other (CSV: source, destination, bytes; "
+                          "collectives' messages included), for `bgsim map --traffic-matrix`")
+    run.add_argument("--timeline", metavar="FILE",
+                     help="write the run's timeline as Trace Event JSON for Perfetto (ui.perfetto.dev) or "
+                          "chrome://tracing: a track per rank (MPI calls, waits, compute), message flows with "
+                          "their protocol, link and injection FIFO counters of chosen nodes")
+    run.add_argument("--timeline-ranks", metavar="RANKS",
+                     help="ranks with a track: `all`, or ranks and ranges like 0-15,64 (default: the first 16)")
+    run.add_argument("--timeline-nodes", metavar="NODES",
+                     help="nodes with link and FIFO counters, by index, e.g. 0,5 (default: node 0)")
+    run.add_argument("--out", metavar="DIR",
+                     help="write result.json, ranks.csv, links.csv, heat maps of no-token events and link "
+                          "utilization, and index.html (one page with all of them) into DIR")
+    run.add_argument("--quiet", action="store_true", help="no summary and no progress bar on stderr (there is no bar "
+                     "when stderr is not a terminal)")
+    run.add_argument("--no-memory-check", dest="memory_check", action="store_false",
+                     help="run even if the estimate exceeds the memory this process may use, and do not stop "
+                          "the run when it nears that limit")
+
+
 def _run(a: argparse.Namespace) -> int:
     from .api import Machine, write_atomic
     from .errors import ProgramSyntaxError, RankError, RankExit
     from .program import run_file
 
+    cmd = f"bgsim {a.command}"
     if a.cpu_factor is not None and a.cpu_factor < 0:
-        print(f"bgsim run: error: --cpu-factor {a.cpu_factor}: must be >= 0", file=sys.stderr)
+        print(f"{cmd}: error: --cpu-factor {a.cpu_factor}: must be >= 0", file=sys.stderr)
         return 2
-    if a.skeleton and a.program:
-        print(f"bgsim run: error: give a program or --skeleton, not both (got `{a.program}` and --skeleton {a.skeleton})",
+    trace = None
+    if a.command == "replay":
+        from . import trace as _trace
+        trace = _trace.load(a.trace)
+        if a.nranks is not None and a.nranks != trace.nranks:
+            print(f"{cmd}: error: -n {a.nranks}: the trace has {trace.nranks} ranks", file=sys.stderr)
+            return 2
+    elif a.skeleton and a.program:
+        print(f"{cmd}: error: give a program or --skeleton, not both (got `{a.program}` and --skeleton {a.skeleton})",
               file=sys.stderr)
         return 2
-    if not a.skeleton and not a.program:
-        print("bgsim run: error: give a program to run, or --skeleton NAS", file=sys.stderr)
+    elif not a.skeleton and not a.program:
+        print(f"{cmd}: error: give a program to run, or --skeleton NAS", file=sys.stderr)
         return 2
-    if not a.skeleton and not os.path.isfile(a.program):
-        print(f"bgsim run: error: program `{a.program}` not found", file=sys.stderr)
+    elif not a.skeleton and not os.path.isfile(a.program):
+        print(f"{cmd}: error: program `{a.program}` not found", file=sys.stderr)
         return 2
     for path, opt in ((a.json, "--json"), (a.links_csv, "--links-csv"), (a.stalls_png, "--stalls-png"),
                       (a.timeline, "--timeline")):
         if path and (err := _out_file_error(path, opt)):
-            print(f"bgsim run: error: {err}", file=sys.stderr)
+            print(f"{cmd}: error: {err}", file=sys.stderr)
             return 2
     if a.out and (err := _out_dir_error(a.out, "--out")):
-        print(f"bgsim run: error: {err}", file=sys.stderr)
+        print(f"{cmd}: error: {err}", file=sys.stderr)
         return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
+    common = dict(mapping=a.mapping, seed=a.seed, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check,
+                  traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline, timeline_ranks=a.timeline_ranks,
+                  timeline_nodes=a.timeline_nodes)
     try:
-        if a.skeleton:
+        if trace is not None:
+            from .program import run as run_main
+            r = run_main(_trace.program(trace, a.cpu_factor), machine=machine, nranks=trace.nranks, **common)
+        elif a.skeleton:
             from . import nas
             from .program import run as run_main
 
             # Refused before the run: a rank count the benchmark cannot use.
             nas.plan(a.skeleton, a.nas_class, a.nranks or machine.info["nodes"] * machine.info["tasks_per_node"])
             r = run_main(lambda: nas.run_rank(a.skeleton, a.nas_class, iterations=a.iterations), machine=machine,
-                         nranks=a.nranks, mapping=a.mapping, seed=a.seed, progress=not a.quiet, coll=a.coll,
-                         memory_check=a.memory_check, timeline=a.timeline, timeline_ranks=a.timeline_ranks,
-                         timeline_nodes=a.timeline_nodes)
+                         nranks=a.nranks, **common)
             print(nas.describe(r.results[0]))
         else:
-            r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, mapping=a.mapping, seed=a.seed,
-                         cpu_factor=a.cpu_factor, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check,
-                         traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline,
-                         timeline_ranks=a.timeline_ranks, timeline_nodes=a.timeline_nodes)
+            r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, cpu_factor=a.cpu_factor, **common)
     except RankError as e:
         sys.stdout.flush()
-        print(f"bgsim run: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
+        print(f"{cmd}: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
         return 1
     except RankExit as e:
         sys.stdout.flush()
-        print(f"bgsim run: {e}", file=sys.stderr)
+        print(f"{cmd}: {e}", file=sys.stderr)
         return e.status
     except ProgramSyntaxError as e:
         text = (e.text or "").rstrip()
-        print(f"bgsim run: {e.filename}:{e.lineno}: syntax error: {e.msg}" + (f"\n    {text}" if text else ""),
+        print(f"{cmd}: {e.filename}:{e.lineno}: syntax error: {e.msg}" + (f"\n    {text}" if text else ""),
               file=sys.stderr)
         return 2
     except DeadlockError as e:
         sys.stdout.flush()
-        print(f"bgsim run: {e}", file=sys.stderr)
+        print(f"{cmd}: {e}", file=sys.stderr)
         return 1
     sys.stdout.flush()
     if a.json:
@@ -458,8 +514,9 @@ def _run(a: argparse.Namespace) -> int:
     if a.stalls_png:
         r.stalls_plot(a.stalls_png)
     if a.out:
-        what = f"--skeleton {a.skeleton} (class {a.nas_class})" if a.skeleton else " ".join([a.program] + a.args)
-        r.write_out_dir(a.out, f"bgsim run {what}", [("program", what), ("machine", a.machine)])
+        what = f"trace {a.trace}" if trace is not None else f"--skeleton {a.skeleton} (class {a.nas_class})" \
+            if a.skeleton else " ".join([a.program] + a.args)
+        r.write_out_dir(a.out, f"{cmd} {what}", [("program", what), ("machine", a.machine)])
     if not a.quiet:
         print(f"bgsim: {r.summary()}", file=sys.stderr)
         if r.collectives:
@@ -571,8 +628,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _reproduce(a)
         if a.command == "machine":
             return _machine(a)
-        if a.command == "run":
+        if a.command in ("run", "replay"):
             return _run(a)
+        if a.command == "record":
+            return _record(a)
         if a.command == "map":
             return _map(a)
     except (MachineError, WorkloadError, MappingError, MemoryLimitError, UsageError) as e:

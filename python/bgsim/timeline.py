@@ -201,26 +201,27 @@ class instrument:
         import greenlet
         tl, depth = self.tl, self.tl.depth
         for cls, label in _classes():
-            for name, f in list(vars(cls).items()):
-                if name.startswith("_") or name.startswith(_QUIET_PREFIXES) or not callable(f) or \
-                        isinstance(f, (staticmethod, classmethod, type)):
+            for name, attr in list(vars(cls).items()):
+                kind = type(attr) if isinstance(attr, (staticmethod, classmethod)) else None
+                f = attr.__func__ if kind else attr
+                if name.startswith("_") or name.startswith(_QUIET_PREFIXES) or not callable(f) or isinstance(f, type):
                     continue
 
-                def timed(self: Any, *args: Any, _f: Any = f, _name: str = f"{label}.{name}", **kw: Any) -> Any:
+                def timed(*args: Any, _f: Any = f, _name: str = f"{label}.{name}", **kw: Any) -> Any:
                     ctx = getattr(greenlet.getcurrent(), "ctx", None)
                     if ctx is None or depth.get(ctx.rank):
-                        return _f(self, *args, **kw)
+                        return _f(*args, **kw)
                     rank = ctx.rank
                     depth[rank] = 1
                     t0 = tl.now(rank)
                     try:
-                        return _f(self, *args, **kw)
+                        return _f(*args, **kw)
                     finally:
                         depth[rank] = 0
                         tl.slice(rank, _name, "mpi", t0, tl.now(rank))
                 timed.__name__, timed.__doc__, timed.__wrapped__ = name, f.__doc__, f  # type: ignore[attr-defined]
-                self.saved.append((cls, name, f))
-                setattr(cls, name, timed)
+                self.saved.append((cls, name, attr))
+                setattr(cls, name, kind(timed) if kind else timed)
         return self
 
     def __exit__(self, *exc: Any) -> None:
