@@ -67,3 +67,27 @@ class Bar:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+class Suite:
+    """The bar of a suite of experiments (bgsim reproduce all): experiments
+    done of all, the one running, the wall time left at the rate so far;
+    experiments' log lines go above it (`write`)."""
+
+    def __init__(self, total: int, desc: str = "bgsim reproduce"):
+        cols = shutil.get_terminal_size((100, 20)).columns or 100
+        self._bar = tqdm(total=total, desc=desc, unit="experiment", file=sys.stderr, ncols=cols, leave=False,
+                         bar_format="{desc}: {n}/{total} |{bar}| [{elapsed}<{remaining}{postfix}]")
+
+    def start(self, name: str) -> None:
+        self._bar.set_postfix_str(name)
+
+    def done(self) -> None:
+        self._bar.update(1)
+        self._bar.refresh()
+
+    def write(self, line: str) -> None:
+        self._bar.write(line, file=sys.stderr)
+
+    def close(self) -> None:
+        self._bar.close()

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from . import html, plots
+from . import html, plots, progress
 from .api import Machine, write_atomic
 from .errors import ModelError
 from .experiments import Context, get, names
@@ -31,10 +31,12 @@ def _finite(metrics: Dict[str, float], name: str) -> Dict[str, float]:
 _KEYS: Dict[str, List[str]] = {}
 
 
-def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False) -> tuple:
+def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False,
+            bar: Optional["progress.Suite"] = None) -> tuple:
     """Runs one experiment; returns (contract JSON object, Outcome)."""
     exp = get(name)
     ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name)
+    ctx.bar = bar
     t0 = time.time()
     choices: Dict[str, Dict[str, int]] = {}
 
@@ -139,27 +141,45 @@ def write_index_html(out_dir: str, scale: str, seed: int, results: List[dict], s
     return html.write(out_dir, "bgsim reproduce", body)
 
 
+def _finish_one(result: dict, outcome, out_dir: Optional[str], as_json: bool, results: List[dict],
+                sections: Dict[str, List[str]]) -> None:
+    """Keeps an experiment's result and writes its files."""
+    results.append(result)
+    if out_dir:
+        pngs = write_outputs(result, outcome, out_dir)
+        sections[result["experiment"]] = _html_section(result, outcome, pngs, out_dir)
+    if as_json:
+        print(json.dumps(result))
+
+
 def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_json: bool) -> int:
     todo = names() if target == "all" else [target]
     get(todo[0])  # unknown names fail before anything runs
     results = []
     failed = []
     sections: Dict[str, List[str]] = {}
-    for name in todo:
-        try:
-            result, outcome = run_one(name, scale, seed)
-        except Exception as e:  # one failed experiment does not lose the others
-            if target != "all":
-                raise
-            print(f"[{name}] FAILED: {e}", file=sys.stderr)
-            failed.append(name)
-            continue
-        results.append(result)
-        if out_dir:
-            pngs = write_outputs(result, outcome, out_dir)
-            sections[name] = _html_section(result, outcome, pngs, out_dir)
-        if as_json:
-            print(json.dumps(result))
+    bar = progress.Suite(len(todo)) if target == "all" and progress.wanted(not as_json) else None
+    try:
+        for name in todo:
+            if bar is not None:
+                bar.start(name)
+            try:
+                result, outcome = run_one(name, scale, seed, bar=bar)
+            except Exception as e:  # one failed experiment does not lose the others
+                if target != "all":
+                    raise
+                msg = f"[{name}] FAILED: {e}"
+                bar.write(msg) if bar is not None else print(msg, file=sys.stderr)
+                failed.append(name)
+                continue
+            finally:
+                if bar is not None:
+                    bar.done()
+            _finish_one(result, outcome, out_dir, as_json, results, sections)
+    finally:
+        if bar is not None:
+            bar.close()
+
     if out_dir and target == "all":
         idx = ["# bgsim reproduce", "", f"Scale `{scale}`, seed {seed}.", "", summary_table(results), "",
                "## Reports", ""] + [f"- [{r['experiment']}]({r['experiment']}.md)" for r in results]

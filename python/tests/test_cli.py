@@ -226,3 +226,15 @@ def test_no_progress_bar_off_a_terminal_or_when_quiet(cli, monkeypatch):
     assert not progress.wanted()  # not a terminal
     p = cli("traffic", "--pattern", "uniform", "--shape", "8x8x8", "--load", "0.5", "--measure", "20000", "--quiet")
     assert p.returncode == 0 and "%|" not in p.stderr
+
+
+def test_the_suite_bar_counts_experiments_and_keeps_their_log_lines_above_it(capsys):
+    from bgsim import progress
+    from bgsim.experiments import Context
+    bar = progress.Suite(3)
+    bar.start("torus-pingpong")
+    Context(name="torus-pingpong", bar=bar).log("2 nodes")
+    bar.done()
+    bar.close()
+    err = capsys.readouterr().err
+    assert "[torus-pingpong" in err and "2 nodes" in err and "1/3" in err and "torus-pingpong]" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import UnknownExperimentError
 
@@ -36,9 +36,17 @@ class Context:
         return self.scale == "quick"
 
     def log(self, msg: str) -> None:
-        """Progress goes to stderr, never stdout (stdout may carry --json)."""
+        """Progress goes to stderr, never stdout (stdout may carry --json),
+        above the suite's progress bar when there is one."""
         if not self.quiet:
-            print(f"[{self.name} {time.time() - self._t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+            line = f"[{self.name} {time.time() - self._t0:6.1f}s] {msg}"
+            if self.bar is not None:
+                self.bar.write(line)
+            else:
+                print(line, file=sys.stderr, flush=True)
+
+    #: The suite's progress bar (bgsim reproduce all on a terminal), if any.
+    bar: Any = None
 
 
 @dataclass
