@@ -8,6 +8,7 @@ Rust core. Usage: python scripts/bench_mpi.py [ITERS] [SHAPE]
 """
 
 import json
+import resource
 import sys
 import time
 
@@ -50,4 +51,5 @@ print(json.dumps({
     "messages_per_s": msgs / wall, "python_share": res.python_wall_s / wall,
     "simulated_us": res.time_s * 1e6, "packets": res.counters["packets_delivered"],
     "events": res.counters["events"],
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))

@@ -109,10 +109,17 @@ def render(rows: list) -> str:
                 f"| simulated MPI messages per wall second | {h['messages_per_s']:,.0f} |",
                 f"| messages | {h['messages']:,} |",
                 f"| wall time | {h['wall_s']:.1f} s |",
+                f"| peak resident memory | {h.get('peak_rss_mb', 0):,.0f} MB |",
                 f"| share of wall time in Python (rank code, MPI module, calls into the core) | {100 * h['python_share']:.0f}% |",
                 f"| share in the core's event loop | {100 * (1 - h['python_share']):.0f}% |",
                 f"| simulated time | {h['simulated_us']:,.0f} us |",
                 f"| packets, events | {h['packets']:,}, {h['events']:,} |", ""]
+    o = by.get("osu_alltoall_32")
+    if o:
+        out += [f"mpi4py's own `osu_alltoall` demo, unmodified (`scripts/bench_osu.py`): 32 ranks on a 4x4x2 BG/L, "
+                f"0 B to {o['max_bytes']:,} B per pair: {o['wall_s']:.0f} s wall, peak resident memory "
+                f"{o['peak_rss_mb']:,.0f} MB, {o['messages']:,} messages, {o['packets']:,} packets, "
+                f"{o['simulated_s']:.2f} s simulated; {o['latency_us_largest']} us for the largest size.", ""]
     coll = [r for r in rows if r["benchmark"].startswith("coll_")]
     if coll:
         out += ["Collectives (`scripts/bench_coll.py`): MPI_Alltoall of 1 KB per pair with real data, MPI_Allreduce "
