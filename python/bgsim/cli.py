@@ -180,6 +180,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the result JSON on stdout and nothing else")
     r.add_argument("--out", metavar="DIR", help="write NAME.json, plots and NAME.md (and index.md for all)")
     r.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
+    r.add_argument("--fidelity", choices=["auto", "packet", "coarse"], default="auto",
+                   help="auto (default): packets where they fit, the coarse tier beyond, for experiments that have "
+                        "one; packet or coarse: that tier only (coarse: only experiments that have it)")
     r.add_argument("--list", action="store_true", help="list the experiments")
 
     m = sub.add_parser("machine", help="validate a machine description and print it",
@@ -366,7 +369,7 @@ def _reproduce(a: argparse.Namespace) -> int:
 
     if a.list:
         for n, e in REGISTRY.items():
-            print(f"{n:<24} {e.machine}  {e.title}")
+            print(f"{n:<24} {e.machine}  {e.title}" + ("  [coarse tier]" if e.coarse else ""))
         return 0
     if not a.name:
         print("bgsim reproduce: error: give an experiment NAME, `all`, or --list", file=sys.stderr)
@@ -377,7 +380,12 @@ def _reproduce(a: argparse.Namespace) -> int:
     if a.out and (err := _out_dir_error(a.out, "--out")):
         print(f"bgsim reproduce: error: {err}", file=sys.stderr)
         return 2
-    return reproduce(a.name, a.scale, a.out, a.seed, a.json)
+    if a.fidelity == "coarse" and (a.name == "all" or not REGISTRY[a.name].coarse):
+        have = ", ".join(n for n, e in REGISTRY.items() if e.coarse)
+        print(f"bgsim reproduce: error: --fidelity coarse: `{a.name}` has no coarse tier (experiments with one: "
+              f"{have})", file=sys.stderr)
+        return 2
+    return reproduce(a.name, a.scale, a.out, a.seed, a.json, a.fidelity)
 
 
 def _record(a: argparse.Namespace) -> int:

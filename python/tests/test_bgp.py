@@ -4,6 +4,7 @@ table."""
 import os
 
 import numpy as np
+import pytest
 
 import bgsim
 from bgsim import MPI, Machine
@@ -259,3 +260,24 @@ def test_nearest_neighbour_alltoallv_with_zero_counts_moves_what_point_to_point_
     assert a.counters["messages_completed"] == b.counters["messages_completed"] == 64
     assert a.counters["packets_delivered"] == b.counters["packets_delivered"]
     assert a.collectives["alltoall"] == {"generic": 1}
+
+
+def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
+    import numpy as np
+    from bgsim import coarse, mapping
+    from bgsim.reproduce import run_one
+    # Its link loads are the deterministic routes' (mapping.link_loads).
+    shape = (4, 4, 8)
+    slots = mapping.order_slots(shape, 4, 512, "XYZT")
+    rng = np.random.default_rng(3)
+    traffic = {(int(s), int(d)): 1000 * (1 + i % 7) for i, (s, d) in enumerate(rng.integers(0, 512, (300, 2))) if s != d}
+    src = np.array([slots[s][:3] for s, _ in traffic])
+    dst = np.array([slots[d][:3] for _, d in traffic])
+    load, hops = coarse.Torus(shape).loads(src, dst, np.array(list(traffic.values())))
+    want = mapping.link_loads(traffic, slots, shape)
+    assert np.array_equal(load.reshape(shape[2], shape[1], shape[0], 6).transpose(2, 1, 0, 3), want)
+    # Stated bound: the 64 KB all-to-all's time within 25% of the packet tier's where both run.
+    m = run_one("bgp-alltoall-congestion", "quick", seed=1, quiet=True)[0]["metrics"]
+    for procs in (32, 128):
+        assert abs(m[f"coarse_error_pct_{procs}"]) <= 25, m
+        assert m[f"coarse_time_us_{procs}"] == pytest.approx(m[f"time_us_{procs}"], rel=0.25)

@@ -29,6 +29,9 @@ class Context:
     seed: int = 1
     quiet: bool = False
     name: str = ""
+    #: `auto`: packets where they fit, the coarse tier beyond (experiments
+    #: that have one); `packet` or `coarse`: that tier only.
+    fidelity: str = "auto"
     _t0: float = field(default_factory=time.time)
 
     @property
@@ -82,14 +85,17 @@ class Experiment:
     run: Callable[[Context], Outcome]
     #: Published figures of bgl.md / bgp.md to show beside the results: label -> (value, metric key or None).
     published: Dict[str, tuple] = field(default_factory=dict)
+    #: It can run sizes on the coarse tier (`--fidelity`).
+    coarse: bool = False
 
 
 REGISTRY: Dict[str, Experiment] = {}
 
 
-def register(name: str, machine: str, title: str, published: Optional[Dict[str, tuple]] = None):
+def register(name: str, machine: str, title: str, published: Optional[Dict[str, tuple]] = None,
+             coarse: bool = False):
     def deco(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
-        REGISTRY[name] = Experiment(name, machine, title, fn, published or {})
+        REGISTRY[name] = Experiment(name, machine, title, fn, published or {}, coarse)
         return fn
     return deco
 

@@ -12,7 +12,9 @@ per rank), and run the same collective algorithms as MPI programs."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Tuple
+
+import numpy as np
 
 from .. import MPI, skeleton
 from ..api import Machine
@@ -59,27 +61,61 @@ def _run(main: Callable[[], float], procs: int, ctx: Context) -> RunResult:
     return run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
 
 
-@register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events")
+@register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events", coarse=True)
 def alltoall_congestion(ctx: Context) -> Outcome:
     out = Outcome()
-    sizes = (32, 128) if ctx.quick else (32, 128, 512)
+    packet_sizes = [] if ctx.fidelity == "coarse" else ([32, 128] if ctx.quick else [32, 128, 512])
+    coarse_sizes = [] if ctx.fidelity == "packet" else \
+        ([32, 128] if ctx.quick else [32, 128, 512, 2048, 4096, 8192, 16384, 32768])
     out.setup.append("VN mode, every core a rank (XYZT); one MPI_Alltoall of 64 KB per pair (a communication "
-                     "skeleton), the algorithm the run's rules choose; the slowest rank's time, and the no-token "
-                     "events of every node and direction summed. " + PACKET_NOTE)
-    xs, times, tokens = [], [], []
+                     "skeleton), the algorithm the run's rules choose (pairwise exchange for 64 KB); the slowest "
+                     "rank's time, and the no-token events of every node and direction summed.")
+    if coarse_sizes:
+        out.setup.append(f"Packets at {', '.join(map(str, packet_sizes)) or 'no size'} processes; the coarse tier "
+                         f"(bgsim.coarse: n - 1 pairwise phases, each as long as one 64 KB exchange alone plus the "
+                         f"busiest link's extra bytes; docs/coarse.md) at {', '.join(map(str, coarse_sizes))}. "
+                         "time_us_N is the packet tier's where it ran, else the coarse tier's (coarse_time_us_N); "
+                         "the coarse tier gives no no-token counts. coarse_error_pct_N: its error against packets "
+                         "where both ran.")
+    times: Dict[int, float] = {}
+    tokens: Dict[int, float] = {}
     algos: Dict[str, int] = {}
-    for procs in sizes:
-        ctx.log(f"{procs} processes ({PARTITIONS[procs]})")
+    for procs in packet_sizes:
+        ctx.log(f"{procs} processes ({PARTITIONS[procs]}), packets")
         r = _run(_timed_program(lambda: skeleton.alltoall(MPI.COMM_WORLD, KB64)), procs, ctx)
         _record(out, r, str(procs), "alltoall")
-        xs.append(procs)
-        times.append(out.metrics[f"time_us_{procs}"])
-        tokens.append(out.metrics[f"notokens_{procs}"])
+        times[procs] = out.metrics[f"time_us_{procs}"]
+        tokens[procs] = out.metrics[f"notokens_{procs}"]
         algos = r.collectives.get("alltoall", {})
-    out.add_series("time", xs, times, "processes", "all-to-all time (us)")
-    out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
-    out.notes.append("All-to-all algorithm of the largest run, calls: " + ", ".join(f"{k} {v}" for k, v in algos.items()))
-    out.key_metrics = [f"{m}_{xs[-1]}" for m in ("time_us", "notokens")]
+    coarse_t: Dict[int, float] = {}
+    if coarse_sizes:
+        from .. import coarse, mapping
+        cal = coarse.calibrate("bgp", "vn", KB64)
+        for procs in coarse_sizes:
+            ctx.log(f"{procs} processes ({PARTITIONS[procs]}), coarse tier")
+            dims = [int(v) for v in PARTITIONS[procs].split("x")]
+            slots = np.array(mapping.order_slots(dims, 4, procs, "XYZT"))
+            res = coarse.pairwise_alltoall(slots, dims, KB64, cal)
+            coarse_t[procs] = round(res.time_s * 1e6, 3)
+            out.metrics[f"coarse_time_us_{procs}"] = coarse_t[procs]
+            if procs in times:
+                out.metrics[f"coarse_error_pct_{procs}"] = round(100 * (coarse_t[procs] - times[procs]) / times[procs], 1)
+            else:
+                out.metrics[f"time_us_{procs}"] = coarse_t[procs]
+    if times:
+        out.add_series("time_packet", sorted(times), [times[p] for p in sorted(times)], "processes",
+                       "all-to-all time (us)", group="time")
+        out.add_series("notokens", sorted(tokens), [tokens[p] for p in sorted(tokens)], "processes",
+                       "no-token events (all nodes, directions)")
+    if coarse_t:
+        out.add_series("time_coarse", sorted(coarse_t), [coarse_t[p] for p in sorted(coarse_t)], "processes",
+                       "all-to-all time (us)", group="time")
+    if algos:
+        out.notes.append("All-to-all algorithm of the largest packet run, calls: " +
+                         ", ".join(f"{k} {v}" for k, v in algos.items()))
+    last = max(packet_sizes + coarse_sizes)
+    out.key_metrics = [f"time_us_{last}"] + ([f"notokens_{max(packet_sizes)}"] if packet_sizes else []) + \
+        [k for k in out.metrics if k.startswith("coarse_error_pct_")]
     return out
 
 
