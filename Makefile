@@ -59,8 +59,10 @@ mpi:
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
 # with its date, machine and command (bench_scale: MPI programs on 65,536
 # and 131,072 ranks, about 3 minutes; bench_osu: mpi4py's osu_alltoall demo
-# on 32 ranks, fetched from its PyPI source distribution, 15-20 minutes). MPI_ITERS sets the rounds of the MPI
-# halo benchmark (1,000: about 25 million messages).
+# on 32 ranks, fetched from its PyPI source distribution, 15-20 minutes;
+# bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 6
+# minutes). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
+# about 25 million messages).
 MPI_ITERS ?= 1000
 bench: build
 	cargo build --release -p bgsim --bin bgsim-bench
@@ -69,6 +71,7 @@ bench: build
 	$(PY) scripts/bench_coll.py >> .bench.jsonl
 	$(PY) scripts/bench_scale.py >> .bench.jsonl
 	$(PY) scripts/bench_osu.py >> .bench.jsonl
+	$(PY) scripts/bench_million.py >> .bench.jsonl
 	$(PY) scripts/bench_report.py < .bench.jsonl
 
 clean:

@@ -114,6 +114,13 @@ def render(rows: list) -> str:
                 f"| share in the core's event loop | {100 * (1 - h['python_share']):.0f}% |",
                 f"| simulated time | {h['simulated_us']:,.0f} us |",
                 f"| packets, events | {h['packets']:,}, {h['events']:,} |", ""]
+    mh = by.get("million_halo_64x64x64_vn")
+    if mh:
+        out += [f"A million ranks (`scripts/bench_million.py`): a halo exchange of 1 KB on a 1024x1024 grid of "
+                f"{mh['ranks']:,} skeleton ranks driven by the core, 64x64x64 BG/P in VN mode: {mh['wall_s']:.0f} s "
+                f"wall ({mh['build_s']:.1f} s to build), peak resident memory {mh['peak_rss_mb']:,.0f} MB "
+                f"({mh['bytes_per_rank'] / 1024:.1f} KB per rank, nodes included), {mh['messages']:,} messages, "
+                f"{mh['events']:,} events, {mh['simulated_s'] * 1e6:.1f} us simulated.", ""]
     o = by.get("osu_alltoall_32")
     if o:
         out += [f"mpi4py's own `osu_alltoall` demo, unmodified (`scripts/bench_osu.py`): 32 ranks on a 4x4x2 BG/L, "

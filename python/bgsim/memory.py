@@ -20,6 +20,10 @@ from .errors import MemoryLimitError
 
 NODE_BYTES = 3400
 RANK_BYTES = 17 << 10
+#: A rank that is a skeleton driven by the core (no greenlet, no Python
+#: objects): the 1,048,576-rank halo of BENCHMARKS.md peaked at 3.75 GB on
+#: 262,144 nodes, about 2.7 KB per rank beside the nodes.
+CORE_RANK_BYTES = 3 << 10
 PER_LINK_BYTES = 6 * 24
 
 
@@ -64,19 +68,21 @@ def limit_bytes() -> Optional[int]:
     return avail
 
 
-def estimate_bytes(nodes: int, ranks: int = 0, per_link: bool = False) -> int:
+def estimate_bytes(nodes: int, ranks: int = 0, per_link: bool = False, rank_bytes: int = RANK_BYTES) -> int:
     """The memory a run on `nodes` nodes with `ranks` MPI ranks (0: a
-    traffic run) adds to the process's."""
-    return nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * RANK_BYTES
+    traffic run) adds to the process's (`rank_bytes` per rank: a Python
+    rank's by default, CORE_RANK_BYTES for skeletons driven by the core)."""
+    return nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * rank_bytes
 
 
 def _gb(b: float) -> str:
     return f"{b / 2**30:.1f} GB"
 
 
-def check(nodes: int, ranks: int = 0, per_link: bool = False, what: str = "this run") -> None:
+def check(nodes: int, ranks: int = 0, per_link: bool = False, what: str = "this run",
+          rank_bytes: int = RANK_BYTES) -> None:
     """Refuses a run whose estimate exceeds what the process may use."""
-    need = estimate_bytes(nodes, ranks, per_link)
+    need = estimate_bytes(nodes, ranks, per_link, rank_bytes)
     held = rss_bytes()
     limit = limit_bytes()
     if limit is not None and held + need > limit:

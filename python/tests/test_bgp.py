@@ -281,3 +281,28 @@ def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
     for procs in (32, 128):
         assert abs(m[f"coarse_error_pct_{procs}"]) <= 25, m
         assert m[f"coarse_time_us_{procs}"] == pytest.approx(m[f"time_us_{procs}"], rel=0.25)
+
+
+@pytest.mark.parametrize("grid,shape,mode", [((16, 32), "4x4x8", "vn"), ((4, 4, 4), "4x4x4", "smp"), ((6, 5), "2x3x5", "smp")])
+def test_core_driven_skeleton_ranks_time_what_a_python_program_does(grid, shape, mode):
+    from bgsim import skeleton
+    core = skeleton.halo_in_core(grid, 1024, 2, "bgp", shape=shape, mode=mode)
+
+    def main():
+        comm = MPI.COMM_WORLD
+        rank, nbs = comm.Get_rank(), []
+        coord = list(np.unravel_index(rank, grid))
+        for d, g in enumerate(grid):
+            for step in (g - 1, 1):
+                c = list(coord)
+                c[d] = (c[d] + step) % g
+                nbs.append(int(np.ravel_multi_index(c, grid)))
+        for _ in range(2):
+            reqs = [skeleton.irecv(comm, 1024, nb, k ^ 1) for k, nb in enumerate(nbs)]
+            reqs += [skeleton.isend(comm, 1024, nb, k) for k, nb in enumerate(nbs)]
+            skeleton.waitall(reqs)
+    py = bgsim.run(main, "bgp", shape=shape, mode=mode)
+    # The same calls in the same order: the same run, to the event.
+    assert core["ranks"] == py.nranks
+    assert core["messages"] == py.counters["messages_completed"] == py.nranks * 2 * len(grid) * 2
+    assert core["simulated_s"] == pytest.approx(py.time_s, rel=1e-12) and core["events"] == py.counters["events"]

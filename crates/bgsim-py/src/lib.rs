@@ -325,6 +325,15 @@ impl World {
     fn events(&self) -> u64 {
         self.w.events()
     }
+    /// Runs a halo exchange whose ranks are skeletons driven by the core
+    /// (`bgsim.skeleton.halo_in_core`): logical grid `grid` (rank-major),
+    /// `nbytes` to each neighbour, `iters` times. Returns the run as JSON.
+    fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32) -> PyResult<String> {
+        let halo = mpi::skeleton::Halo { grid, bytes: nbytes, iters };
+        let w = &mut self.w;
+        let r = py.allow_threads(|| halo.run(w)).map_err(to_py)?;
+        Ok(serde_json::to_string(&r).expect("a skeleton run is plain data"))
+    }
     /// Logs the point-to-point messages of the ranks `watched` marks (at
     /// most `limit`), for timelines.
     fn record_messages(&mut self, watched: Vec<bool>, limit: usize) -> PyResult<()> {

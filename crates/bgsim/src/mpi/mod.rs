@@ -15,6 +15,7 @@
 //! Communicators reach this layer as context ids and world ranks.
 
 pub mod coll;
+pub mod skeleton;
 
 use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
 use crate::engine::{EngineStats, EventQueue, Model, Tick};
@@ -45,6 +46,9 @@ pub enum MpiError {
     /// No rank can make progress.
     #[error("{}", blocked_message(.0))]
     Blocked(Vec<BlockedRank>),
+    /// A skeleton that does not fit the world it is given.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// A rank that waits forever, and for what.

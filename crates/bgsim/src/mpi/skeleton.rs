@@ -1,0 +1,133 @@
+//! Ranks that are communication skeletons driven by the core itself: no
+//! program and no Python, for machines of a million ranks and more. A
+//! skeleton makes the same calls a program would (through [`World`]'s
+//! point-to-point API, with messages that carry only their size), so it
+//! gives the same simulated times as the equivalent Python program.
+
+use super::{MpiError, World};
+use crate::msglayer::{ReqId, SendMode};
+use serde::Serialize;
+
+/// A periodic halo exchange on a logical grid of ranks, rank-major as
+/// MPI_Cart_create orders them (the last dimension fastest): every rank
+/// posts a receive from each of its 2 x dims neighbours (tag k ^ 1 for
+/// neighbour k, the lower one of dimension d being k = 2d), then a send of
+/// `bytes` to each (tag k), then waits for all of them; `iters` times.
+#[derive(Clone, Debug)]
+pub struct Halo {
+    pub grid: Vec<u32>,
+    pub bytes: u32,
+    pub iters: u32,
+}
+
+/// What a skeleton run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkeletonRun {
+    pub ranks: u32,
+    pub messages: u64,
+    pub simulated_s: f64,
+    pub events: u64,
+}
+
+impl Halo {
+    pub fn ranks(&self) -> u64 {
+        self.grid.iter().map(|&d| d as u64).product()
+    }
+
+    /// The neighbours of rank `r`: lower and upper along each dimension.
+    pub fn neighbours(&self, r: u32) -> Vec<u32> {
+        let n = self.grid.len();
+        let mut coord = vec![0u32; n];
+        let mut rest = r;
+        for d in (0..n).rev() {
+            coord[d] = rest % self.grid[d];
+            rest /= self.grid[d];
+        }
+        let index = |c: &[u32]| c.iter().zip(&self.grid).fold(0u32, |acc, (&x, &g)| acc * g + x);
+        let mut out = Vec::with_capacity(2 * n);
+        for d in 0..n {
+            for step in [self.grid[d] - 1, 1] {
+                let mut c = coord.clone();
+                c[d] = (c[d] + step) % self.grid[d];
+                out.push(index(&c));
+            }
+        }
+        out
+    }
+
+    fn post(&self, w: &mut World, r: u32, reqs: &mut Vec<ReqId>) -> Result<(), MpiError> {
+        reqs.clear();
+        let nbs = self.neighbours(r);
+        for (k, &nb) in nbs.iter().enumerate() {
+            reqs.push(w.irecv(r, nb as i64, 0, (k ^ 1) as i32, self.bytes)?);
+        }
+        for (k, &nb) in nbs.iter().enumerate() {
+            reqs.push(w.isend_sized(r, nb as i64, 0, k as i32, Vec::new(), self.bytes, SendMode::Standard, None)?);
+        }
+        Ok(())
+    }
+
+    /// Runs the exchange on `w`, whose ranks must be the grid's.
+    pub fn run(&self, w: &mut World) -> Result<SkeletonRun, MpiError> {
+        let n = w.nranks();
+        if self.ranks() != n as u64 {
+            return Err(MpiError::Usage(format!("a halo grid of {} ranks on a world of {n}", self.ranks())));
+        }
+        let messages_before = w.messages_done();
+        let mut reqs: Vec<Vec<ReqId>> = vec![Vec::new(); n as usize];
+        let mut left = vec![self.iters; n as usize];
+        let mut running = 0u32;
+        let mut go = |w: &mut World, r: u32, reqs: &mut Vec<Vec<ReqId>>, left: &mut Vec<u32>| -> Result<bool, MpiError> {
+            // Iterations until this rank blocks (or is done).
+            while left[r as usize] > 0 {
+                for &q in &reqs[r as usize] {
+                    w.release(q);
+                }
+                left[r as usize] -= 1;
+                self.post(w, r, &mut reqs[r as usize])?;
+                let list = reqs[r as usize].clone();
+                let need = list.len();
+                if w.block(r, list, need) {
+                    return Ok(true);
+                }
+            }
+            for &q in &reqs[r as usize] {
+                w.release(q);
+            }
+            reqs[r as usize].clear();
+            Ok(false)
+        };
+        for r in 0..n {
+            if go(w, r, &mut reqs, &mut left)? {
+                running += 1;
+            }
+        }
+        while running > 0 {
+            for r in w.run()? {
+                if !go(w, r, &mut reqs, &mut left)? {
+                    running -= 1;
+                }
+            }
+        }
+        w.drain();
+        Ok(SkeletonRun {
+            ranks: n,
+            messages: w.messages_done() - messages_before,
+            simulated_s: w.micros(w.now()) * 1e-6,
+            events: w.events(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_wrap_around_every_dimension() {
+        let h = Halo { grid: vec![3, 4], bytes: 8, iters: 1 };
+        // Rank 0 = (0, 0): rows 2 and 1 of column 0, columns 3 and 1 of row 0.
+        assert_eq!(h.neighbours(0), vec![8, 4, 3, 1]);
+        assert_eq!(h.neighbours(11), vec![7, 3, 10, 8]);
+    }
+}
