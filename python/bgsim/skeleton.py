@@ -100,15 +100,27 @@ def alltoallv(comm: Any, send_bytes: Any, recv_bytes: Any = None) -> None:
     `recv_bytes[r]` (by default the same counts: a symmetric exchange) from
     it, through the same algorithm choice as the MPI module's Alltoallv
     (MPICH's: every nonzero receive and send posted at once, then one
-    wait)."""
+    wait). The counts are sequences of one per rank, or dicts of the
+    nonzero ones (rank -> bytes: nothing as long as the communicator, for
+    sparse exchanges on large machines)."""
     n = comm.Get_size()
-    sends = [int(b) for b in send_bytes]
-    recvs = sends if recv_bytes is None else [int(b) for b in recv_bytes]
-    if len(sends) != n or len(recvs) != n:
-        raise UsageError(f"alltoallv: {len(sends)} send and {len(recvs)} receive counts for {n} ranks")
+
+    def counts(spec: Any, what: str) -> Any:
+        if isinstance(spec, dict):
+            bad = [r for r in spec if not 0 <= r < n]
+            if bad:
+                raise UsageError(f"alltoallv: {what} counts for rank {bad[0]}, not one of the {n} ranks")
+            return {int(r): int(b) for r, b in spec.items() if b}
+        out = [int(b) for b in spec]
+        if len(out) != n:
+            raise UsageError(f"alltoallv: {len(out)} {what} counts for {n} ranks")
+        return out
+    sends = counts(send_bytes, "send")
+    recvs = sends if recv_bytes is None else counts(recv_bytes, "receive")
     c = _coll.Call(comm, "alltoall")
-    c.expect = [b > 0 for b in recvs]
-    _coll.run("alltoall", c, sends, nbytes=max(sends, default=0))
+    c.expect = sorted(recvs) if isinstance(recvs, dict) else [r for r, b in enumerate(recvs) if b > 0]
+    largest = max(sends.values() if isinstance(sends, dict) else sends, default=0)
+    _coll.run("alltoall", c, sends, nbytes=largest)
 
 
 def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "bgp", **world: Any) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
@@ -11,7 +11,7 @@ from .registry import algorithm, generic
 
 
 @algorithm("alltoall", "generic")
-def alltoall_generic(c: Call, parts: List[bytes]) -> List[bytes]:
+def alltoall_generic(c: Call, parts: Any) -> Any:
     if getattr(c, "expect", None) is not None:
         # MPI_Alltoallv / Alltoallw: MPICH posts every nonzero send and
         # receive at once, whatever the sizes.
@@ -20,16 +20,35 @@ def alltoall_generic(c: Call, parts: List[bytes]) -> List[bytes]:
 
 
 @algorithm("alltoall", "postall")
-def alltoall_postall(c: Call, parts: List[bytes], order: Optional[Sequence[int]] = None, mode: int = 0) -> List[bytes]:
+def alltoall_postall(c: Call, parts: Any, order: Optional[Sequence[int]] = None, mode: int = 0) -> Any:
     """Every send and receive posted, then one wait. In MPI_Alltoallv and
-    Alltoallw (`c.expect`: which peers send this rank anything) a zero
-    count is no message, as in MPICH."""
+    Alltoallw a zero count is no message, as in MPICH: `c.expect` lists the
+    ranks that send this one anything, and `parts` may be a dict of the
+    nonzero parts only (a skeleton's sparse exchange: then so is the
+    result, and nothing here is as long as the communicator)."""
     n, me = c.n, c.me
     expect = getattr(c, "expect", None)
-    dests = list(order) if order is not None else [(me + k) % n for k in range(1, n)]
-    recvs = {i: c.irecv(i) for i in range(n) if i != me and (expect is None or expect[i])}
-    sends = [c.isend(parts[d], d, mode) for d in dests if expect is None or parts[d]]
+    if expect is None:
+        dests = list(order) if order is not None else [(me + k) % n for k in range(1, n)]
+        recvs = {i: c.irecv(i) for i in range(n) if i != me}
+        sends = [c.isend(parts[d], d, mode) for d in dests]
+        c.wait(list(recvs.values()) + sends)
+        return [parts[i] if i == me else recvs[i]._obj for i in range(n)]
+    sparse = isinstance(parts, dict)
+    nonzero = [d for d in parts if parts[d]] if sparse else [d for d in range(n) if parts[d]]
+    if order is not None:
+        wanted = set(nonzero)
+        dests = [d for d in order if d in wanted]
+    else:
+        dests = sorted((d for d in nonzero if d != me), key=lambda d: (d - me) % n)
+    recvs = {i: c.irecv(i) for i in expect if i != me}
+    sends = [c.isend(parts[d], d, mode) for d in dests]
     c.wait(list(recvs.values()) + sends)
+    if sparse:
+        got = {i: r._obj for i, r in recvs.items()}
+        if parts.get(me):
+            got[me] = parts[me]
+        return got
     return [parts[i] if i == me else recvs[i]._obj if i in recvs else b"" for i in range(n)]
 
 

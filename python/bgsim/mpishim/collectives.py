@@ -197,7 +197,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         if kind == "alltoallv":
             # Which peers send this rank anything (MPICH posts no receive
             # for a zero count, and no send).
-            c.expect = [k > 0 for k in rcounts]
+            c.expect = [i for i, k in enumerate(rcounts) if k > 0]
         if sendbuf is IN_PLACE:
             smv, sdt, scounts, sdispls = rmv, rdt, rcounts, rdispls
         else:
@@ -238,7 +238,7 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
     sviews = spec(recvbuf if sendbuf is IN_PLACE else sendbuf, False)
     rviews = spec(recvbuf, True)
     parts = [v.tobytes() for v in sviews]
-    c.expect = [len(v) > 0 for v in rviews]
+    c.expect = [i for i, v in enumerate(rviews) if len(v) > 0]
     got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
     for i, p in enumerate(got):
         if len(p) > len(rviews[i]):
