@@ -33,6 +33,7 @@ PARTITIONS = {32: "2x2x2", 128: "4x4x2", 512: "4x4x8", 2048: "8x8x8", 4096: "8x8
 LOGICAL_3D = {128: (2, 8, 8), 512: (8, 8, 8), 2048: (32, 8, 8), 4096: (64, 8, 8), 8192: (128, 8, 8),
               16384: (128, 16, 8), 32768: (128, 32, 8)}
 
+
 def _timed_program(body: Callable[[], None]) -> Callable[[], float]:
     """A rank program: a barrier, `body`, and the slowest rank's time (s)."""
     def main() -> float:
