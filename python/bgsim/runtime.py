@@ -257,7 +257,6 @@ class Runtime:
             gc.unfreeze()
 
     def _run(self, main: Callable[[], Any]) -> None:
-        global fast
         self.hub = greenlet.getcurrent()
         for r in range(self.nranks):
             g = _RankGreenlet(self._body(main, self.ctxs[r]), parent=self.hub)

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 
 import numpy as np
-import pytest
 
 from conftest import ROOT, run_cli
 
