@@ -67,6 +67,28 @@ impl Halo {
         Ok(())
     }
 
+    /// Runs rank `r`'s iterations until it blocks (true) or is done
+    /// (false); `reqs` are its requests of the last iteration, `left` the
+    /// iterations it has still to do.
+    fn advance(&self, w: &mut World, r: u32, reqs: &mut Vec<ReqId>, left: &mut u32) -> Result<bool, MpiError> {
+        while *left > 0 {
+            for &q in reqs.iter() {
+                w.release(q);
+            }
+            *left -= 1;
+            self.post(w, r, reqs)?;
+            let need = reqs.len();
+            if w.block(r, reqs.clone(), need) {
+                return Ok(true);
+            }
+        }
+        for &q in reqs.iter() {
+            w.release(q);
+        }
+        reqs.clear();
+        Ok(false)
+    }
+
     /// Runs the exchange on `w`, whose ranks must be the grid's.
     pub fn run(&self, w: &mut World) -> Result<SkeletonRun, MpiError> {
         let n = w.nranks();
@@ -77,34 +99,14 @@ impl Halo {
         let mut reqs: Vec<Vec<ReqId>> = vec![Vec::new(); n as usize];
         let mut left = vec![self.iters; n as usize];
         let mut running = 0u32;
-        let mut go = |w: &mut World, r: u32, reqs: &mut Vec<Vec<ReqId>>, left: &mut Vec<u32>| -> Result<bool, MpiError> {
-            // Iterations until this rank blocks (or is done).
-            while left[r as usize] > 0 {
-                for &q in &reqs[r as usize] {
-                    w.release(q);
-                }
-                left[r as usize] -= 1;
-                self.post(w, r, &mut reqs[r as usize])?;
-                let list = reqs[r as usize].clone();
-                let need = list.len();
-                if w.block(r, list, need) {
-                    return Ok(true);
-                }
-            }
-            for &q in &reqs[r as usize] {
-                w.release(q);
-            }
-            reqs[r as usize].clear();
-            Ok(false)
-        };
         for r in 0..n {
-            if go(w, r, &mut reqs, &mut left)? {
+            if self.advance(w, r, &mut reqs[r as usize], &mut left[r as usize])? {
                 running += 1;
             }
         }
         while running > 0 {
             for r in w.run()? {
-                if !go(w, r, &mut reqs, &mut left)? {
+                if !self.advance(w, r, &mut reqs[r as usize], &mut left[r as usize])? {
                     running -= 1;
                 }
             }
