@@ -14,7 +14,7 @@ experiment: the two measurements are the packet tier's own primitives.
 
 The tier gives no no-token counts: they depend on how full the routers'
 buffers get, which a model without packets does not know (two estimators
-from link loads were tried and missed the packet tier's counts by 18 to 300
+from link loads were tried and missed the packet tier's counts by 18 to 700
 times; `docs/coarse.md`). It gives each link's bytes instead.
 `docs/coarse.md` gives the tier's measured error against packets.
 """
@@ -29,7 +29,9 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from . import MPI, skeleton
 from .api import Machine
+from .program import run
 
 FIDELITIES = ("packet", "coarse")
 
@@ -48,8 +50,6 @@ class Calibration:
 
 
 def _exchange_program(nbytes: int):
-    from . import MPI, skeleton
-
     def main() -> float:
         comm = MPI.COMM_WORLD
         peer = 1 - comm.Get_rank() if comm.Get_rank() < 2 else None
@@ -68,8 +68,6 @@ def calibrate(machine: str, mode: str, nbytes: int) -> Calibration:
     neighbouring nodes (2x1x1 partition; with more tasks per node the other
     tasks stay idle) and of twice as much: the time of one message alone,
     and the link's payload bandwidth."""
-    from .program import run
-
     m = Machine(machine, [f'partition.mode="{mode}"'])
     tpn = m.info["tasks_per_node"]
 

@@ -9,10 +9,15 @@ pair on 512 nodes). Results are sizes, not data.
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 from . import coll as _coll
+from . import memory
+from .api import Machine
 from .errors import UsageError
+from .program import make_world
 
 
 class Sized:
@@ -129,15 +134,10 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
     logical grid `grid` (e.g. (1024, 1024); rank-major, as MPI_Cart_create
     orders ranks) every rank receives from and sends `nbytes` to each of
     its 2 x len(grid) neighbours, then waits for all, `iters` times. It
-    makes the calls a Python program would (`examples`: the same
-    Irecv / Isend / Waitall), so it gives the same simulated time.
-    `world`: `make_world`'s shape, mode, mapping, seed, memory_check.
-    Returns ranks, messages, simulated_s, events, wall_s."""
-    import json
-    import time
-
-    from .program import make_world
-
+    makes the Irecv / Isend / Waitall calls a Python program would make, so
+    it gives the same simulated time. `world`: `make_world`'s shape, mode,
+    mapping, seed, memory_check. Returns ranks, messages, simulated_s,
+    events, wall_s, build_s."""
     grid = [int(g) for g in grid]
     if not grid or any(g < 1 for g in grid):
         raise UsageError(f"halo grid {grid}: every dimension must be at least 1")
@@ -145,8 +145,6 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
     for g in grid:
         n *= g
     if world.pop("memory_check", True):
-        from . import memory
-        from .api import Machine
         m = machine if isinstance(machine, Machine) else Machine(machine)
         m = m.with_settings(shape=world.get("shape"), mode=world.get("mode"))
         memory.check(m.nodes, n, what=f"a halo of {n:,} skeleton ranks on {'x'.join(map(str, m.shape))}",

@@ -24,7 +24,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
+from .api import write_atomic
 from .errors import UsageError
+from .mpishim import comm as _comm
+from .mpishim import requests as _requests
 
 PROTOCOLS = ("one packet", "eager", "adaptive eager", "rendezvous", "intranode")
 DIRS = ("x+", "x-", "y+", "y-", "z+", "z-")
@@ -162,7 +165,6 @@ class Timeline:
         return {"traceEvents": meta + self.events + msgs, "displayTimeUnit": "ns", "otherData": other}
 
     def write(self, path: str) -> None:
-        from .api import write_atomic
         write_atomic(path, json.dumps(self.trace(), separators=(",", ":")) + "\n")
 
 
@@ -173,8 +175,6 @@ _QUIET_PREFIXES = ("Get_", "Set_", "Is_", "get_", "set_", "is_", "Compare", "Shi
 
 def _classes() -> List[tuple]:
     """The classes whose MPI methods get slices, with their label."""
-    from .mpishim import comm as _comm
-    from .mpishim import requests as _requests
     out, seen = [], set()
     for mod, base, label in ((_comm, _comm.Comm, "Comm"), (_requests, _requests.Request, "Request")):
         for obj in vars(mod).values():

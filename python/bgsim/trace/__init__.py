@@ -24,7 +24,9 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
+from .. import MPI
 from ..errors import UsageError
+from ..runtime import compute
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bgsim_trace.c")
 
@@ -146,9 +148,6 @@ def _parse(name: str, rank: int, n: int) -> List[Call]:
 def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
     """The rank program that replays `trace` (run it with `bgsim.run`):
     the time between two calls is compute, times `cpu_factor`."""
-    from .. import MPI
-    from ..runtime import compute
-
     ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD, "band": MPI.BAND, "bor": MPI.BOR,
            "bxor": MPI.BXOR, "land": MPI.LAND, "lor": MPI.LOR, "user": MPI.PROD}
 
