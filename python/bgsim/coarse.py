@@ -4,7 +4,7 @@ the level of messages over the same routes, links and mappings.
 A communication *phase* is a set of messages that start together (one step
 of a pairwise all-to-all, a nearest-neighbour exchange). Each message goes
 by the deterministic route (x, then y, then z, the shorter way round:
-`mapping.link_loads`' routing); the bytes every torus link carries in the
+`mapping.route_loads`); the bytes every torus link carries in the
 phase follow. The phase takes what one such message takes alone on the
 packet tier - measured there, on the same machine, for the same size - plus
 the time the busiest link needs for the bytes beyond one message's, at the
@@ -25,12 +25,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence, Tuple
+from typing import Sequence
 
 import numpy as np
 
 from . import MPI, skeleton
 from .api import Machine
+from .mapping import route_loads
 from .program import run
 
 FIDELITIES = ("packet", "coarse")
@@ -85,49 +86,6 @@ def calibrate(machine: str, mode: str, nbytes: int) -> Calibration:
                        hop_s=hop_s)
 
 
-class Torus:
-    """Routes of messages on a partition (deterministic routing)."""
-
-    def __init__(self, shape: Sequence[int], torus: Sequence[bool] = (True, True, True)):
-        self.shape = np.array(shape, dtype=np.int64)
-        self.torus = tuple(torus)
-        self.nlinks = int(np.prod(self.shape)) * 6
-
-    def loads(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Bytes per link (node * 6 + direction) of the messages from node
-        coordinates `src` to `dst` ([n, 3] arrays) of `nbytes` each, and
-        each message's hop count."""
-        X, Y, Z = (int(v) for v in self.shape)
-        cur = src.copy()
-        load = np.zeros(self.nlinks, dtype=np.int64)
-        hops = np.zeros(len(src), dtype=np.int64)
-        for k in range(3):
-            n = int(self.shape[k])
-            a, b = cur[:, k], dst[:, k]
-            off = b - a
-            if self.torus[k] and n > 1:
-                half = n // 2
-                off = np.where(off > half, off - n, off)
-                off = np.where(off < -half, off + n, off)
-                tie = (np.abs(off) == half) & (n % 2 == 0)
-                off = np.where(tie & (a % 2 == 1), -half, np.where(tie, half, off))
-            steps = np.abs(off)
-            hops += steps
-            rep = np.repeat(np.arange(len(off)), steps)
-            if len(rep):
-                first = np.cumsum(steps) - steps
-                hop = np.arange(len(rep)) - np.repeat(first, steps)
-                plus = off[rep] > 0
-                pos = (a[rep] + np.where(plus, hop, -hop)) % n
-                node = cur[rep]
-                coord = [node[:, 0], node[:, 1], node[:, 2]]
-                coord[k] = pos
-                idx = (coord[0] + X * (coord[1] + Y * coord[2])) * 6 + 2 * k + np.where(plus, 0, 1)
-                load += np.bincount(idx, weights=nbytes[rep], minlength=self.nlinks).astype(np.int64)
-            cur[:, k] = b
-        return load, hops
-
-
 @dataclass
 class PhaseResult:
     time_s: float
@@ -141,17 +99,16 @@ def pairwise_alltoall(slots: np.ndarray, shape: Sequence[int], nbytes: int, cal:
     placed at `slots` ([n, 4]: x, y, z, task): n - 1 phases, in phase k
     rank r sends to r + k and receives from r - k."""
     n = len(slots)
-    t = Torus(shape, torus)
     nodes = slots[:, :3].astype(np.int64)
     ranks = np.arange(n)
     total_t = 0.0
-    acc = np.zeros(t.nlinks, dtype=np.int64)
+    acc = np.zeros(int(np.prod(shape)) * 6, dtype=np.int64)
     for k in range(1, n):
         dst = (ranks + k) % n
         off_node = np.any(nodes != nodes[dst], axis=1)
         src_n, dst_n = nodes[off_node], nodes[dst[off_node]]
         sizes = np.full(len(src_n), nbytes, dtype=np.int64)
-        load, hops = t.loads(src_n, dst_n, sizes)
+        load, hops = route_loads(src_n, dst_n, sizes, shape, torus)
         acc += load
         busiest = int(load.max()) if len(load) else 0
         extra_hops = max(int(hops.max()) - 1, 0) if len(hops) else 0

@@ -318,21 +318,34 @@ def _walk(axes: Sequence[Axis]) -> np.ndarray:
 def link_loads(traffic: Dict[Tuple[int, int], int], slots: Sequence[Slot], shape: Sequence[int],
                torus: Sequence[bool] = (True, True, True)) -> np.ndarray:
     """Bytes each torus link carries (array [x, y, z, direction]; directions
-    x+ x- y+ y- z+ z-) when every message goes by the deterministic route:
-    x, then y, then z, the shorter way round (even-size ties split by the
-    source's parity, as the model's hint bits do)."""
+    x+ x- y+ y- z+ z-) when every message goes by the deterministic route
+    (`route_loads`)."""
     X, Y, Z = shape
-    load = np.zeros((X, Y, Z, 6), dtype=np.int64)
     if not traffic:
-        return load
+        return np.zeros((X, Y, Z, 6), dtype=np.int64)
     pairs = np.array([(slots[s][0], slots[s][1], slots[s][2], slots[d][0], slots[d][1], slots[d][2], b)
                       for (s, d), b in traffic.items()], dtype=np.int64)
-    cur = pairs[:, 0:3].copy()
-    dst = pairs[:, 3:6]
-    nbytes = pairs[:, 6]
-    size = np.array([X, Y, Z])
+    load, _ = route_loads(pairs[:, 0:3], pairs[:, 3:6], pairs[:, 6], shape, torus)
+    return load.reshape(Z, Y, X, 6).transpose(2, 1, 0, 3)
+
+
+def route_loads(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, shape: Sequence[int],
+                torus: Sequence[bool] = (True, True, True)) -> Tuple[np.ndarray, np.ndarray]:
+    """Bytes per link (flat: node * 6 + direction, node = x + X (y + Y z))
+    of the messages from node coordinates `src` to `dst` ([n, 3] arrays) of
+    `nbytes` each, and each message's hop count, when every message goes by
+    the deterministic route: x, then y, then z, the shorter way round
+    (even-size ties split by the source's parity, as the model's hint bits
+    do)."""
+    X, Y, Z = (int(v) for v in shape)
+    nlinks = X * Y * Z * 6
+    cur = np.array(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    nbytes = np.asarray(nbytes, dtype=np.int64)
+    load = np.zeros(nlinks, dtype=np.int64)
+    hops = np.zeros(len(cur), dtype=np.int64)
     for k in range(3):
-        n = size[k]
+        n = (X, Y, Z)[k]
         a, b = cur[:, k], dst[:, k]
         off = b - a
         if torus[k] and n > 1:
@@ -342,17 +355,18 @@ def link_loads(traffic: Dict[Tuple[int, int], int], slots: Sequence[Slot], shape
             tie = (np.abs(off) == half) & (n % 2 == 0)
             off = np.where(tie & (a % 2 == 1), -half, np.where(tie, half, off))
         steps = np.abs(off)
-        plus = off > 0
+        hops += steps
         # One entry per hop: the node it leaves and its direction.
         rep = np.repeat(np.arange(len(off)), steps)
         if len(rep):
             first = np.cumsum(steps) - steps
             hop = np.arange(len(rep)) - np.repeat(first, steps)
-            sign = np.where(plus[rep], 1, -1)
-            pos = (a[rep] + sign * hop) % n
-            node = cur[rep].copy()
-            node[:, k] = pos
-            direction = 2 * k + np.where(plus[rep], 0, 1)
-            np.add.at(load, (node[:, 0], node[:, 1], node[:, 2], direction), nbytes[rep])
+            plus = off[rep] > 0
+            pos = (a[rep] + np.where(plus, hop, -hop)) % n
+            node = cur[rep]
+            coord = [node[:, 0], node[:, 1], node[:, 2]]
+            coord[k] = pos
+            idx = (coord[0] + X * (coord[1] + Y * coord[2])) * 6 + 2 * k + np.where(plus, 0, 1)
+            load += np.bincount(idx, weights=nbytes[rep], minlength=nlinks).astype(np.int64)
         cur[:, k] = b
-    return load
+    return load, hops

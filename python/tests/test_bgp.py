@@ -273,7 +273,7 @@ def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
     traffic = {(int(s), int(d)): 1000 * (1 + i % 7) for i, (s, d) in enumerate(rng.integers(0, 512, (300, 2))) if s != d}
     src = np.array([slots[s][:3] for s, _ in traffic])
     dst = np.array([slots[d][:3] for _, d in traffic])
-    load, hops = coarse.Torus(shape).loads(src, dst, np.array(list(traffic.values())))
+    load, hops = mapping.route_loads(src, dst, np.array(list(traffic.values())), shape)
     want = mapping.link_loads(traffic, slots, shape)
     assert np.array_equal(load.reshape(shape[2], shape[1], shape[0], 6).transpose(2, 1, 0, 3), want)
     # Stated bound: the 64 KB all-to-all's time within 25% of the packet tier's where both run.
