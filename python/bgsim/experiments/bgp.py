@@ -24,6 +24,15 @@ MB = 1 << 20
 
 Slot = Tuple[int, int, int, int]
 
+#: Cores in VN mode -> torus shape: bgp.md's partitions from 2,048 cores
+#: on, smaller ones for quick runs.
+PARTITIONS = {32: "2x2x2", 64: "2x2x4", 128: "4x4x2", 512: "4x4x8", 2048: "8x8x8", 4096: "8x8x16",
+              8192: "8x8x32", 16384: "8x16x32", 32768: "8x32x32", 65536: "16x32x32", 131072: "32x32x32"}
+
+
+def _partitions(*cores: int) -> Dict[int, str]:
+    return {c: PARTITIONS[c] for c in cores}
+
 
 def _mapfile(tmp: str, name: str, slots: Sequence[Slot]) -> str:
     path = os.path.join(tmp, name)
@@ -367,8 +376,7 @@ def _timed(comm: Any, op: Callable[[], None]) -> float:
           "on quarters of it")
 def barrier(ctx: Context) -> Outcome:
     out = Outcome()
-    sizes = {64: "2x2x4", 512: "4x4x8"} if ctx.quick else {2048: "8x8x8", 8192: "8x8x32", 32768: "8x32x32",
-                                                           131072: "32x32x32"}
+    sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072)
     out.setup.append("VN mode, every core a rank. Each figure is the slowest rank's time for one MPI_Barrier, the "
                      "ranks started together: on COMM_WORLD, on COMM_WORLD less its last process (MPI_Comm_create), "
                      "on a dup of COMM_WORLD, and on 1-4 of the quarters of COMM_WORLD (MPI_Comm_split by rank / "
@@ -416,7 +424,7 @@ def barrier(ctx: Context) -> Outcome:
           "COMM_WORLD at once")
 def parallel_colls(ctx: Context) -> Outcome:
     out = Outcome()
-    sizes = {64: "2x2x4", 512: "4x4x8"} if ctx.quick else {2048: "8x8x8", 8192: "8x8x32", 32768: "8x32x32"}
+    sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768)
     out.setup.append("VN mode, every core a rank; COMM_WORLD split into quarters by rank / (n/4); c of them "
                      "(c = 1..4) run the collective at the same time: MPI_Allreduce of 16 KB of doubles (MPI_SUM) "
                      "and MPI_Allgather of 4 B per rank. The figure is the slowest participating rank's time; "
@@ -463,8 +471,7 @@ def parallel_colls(ctx: Context) -> Outcome:
           "quarters of it")
 def bcast(ctx: Context) -> Outcome:
     out = Outcome()
-    sizes = {64: "2x2x4", 512: "4x4x8"} if ctx.quick else {2048: "8x8x8", 8192: "8x8x32", 32768: "8x32x32",
-                                                           131072: "32x32x32"}
+    sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072)
     lengths = (4, 16384)
     # MPICH broadcasts 16 KB on a non-power-of-two communicator by scatter +
     # ring allgather: n - 1 steps on each of n ranks, 1.07 G messages on

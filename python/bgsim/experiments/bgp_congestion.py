@@ -17,16 +17,11 @@ from typing import Callable, Dict, List, Tuple
 import numpy as np
 
 from .. import MPI, skeleton
-from ..api import Machine
 from ..program import RunResult, run
 from .base import Context, Outcome, register
+from .bgp import BGP, PARTITIONS
 
-BGP = Machine("bgp")
 KB64 = 64 * 1024
-
-#: Processes (VN mode, 4 per node) -> torus shape (bgp.md's partitions).
-PARTITIONS = {32: "2x2x2", 128: "4x4x2", 512: "4x4x8", 2048: "8x8x8", 4096: "8x8x16", 8192: "8x8x32",
-              16384: "8x16x32", 32768: "8x32x32"}
 
 #: The logical 3D grids that machine's MPI returned (bgp.md), and the same
 #: rule (procs / 64 x 8 x 8) for the quick sizes.
