@@ -93,16 +93,7 @@ def allgather_tree(c: Call, data: bytes) -> Blocks:
     rec = hw_join(c, "allreduce", 0, getattr(c, "total", None) or n * len(data), contribution=bytes(data))
     if "result" not in rec:
         parts = [rec["parts"][i] for i in range(n)]
-        size = len(parts[0])
-        if all(len(p) == size for p in parts):
-            rec["result"] = Blocks(b"".join(parts), n, size)
-        else:
-            starts, ends = array.array("q", bytes(8 * n)), array.array("q", bytes(8 * n))
-            pos = 0
-            for i, p in enumerate(parts):
-                starts[i], pos = pos, pos + len(p)
-                ends[i] = pos
-            rec["result"] = Blocks(b"".join(parts), n, -1, starts, ends)
+        rec["result"] = Blocks.from_lengths(b"".join(parts), [len(p) for p in parts])
         rec["parts"].clear()
     return rec["result"]
 
@@ -134,12 +125,4 @@ def allgather_recursive_doubling(c: Call, data: bytes) -> Blocks:
             size, count = -1, len(lens)
         blk = blk + gblk if me & mask == 0 else gblk + blk
         mask <<= 1
-    if size >= 0:
-        return Blocks(blk, n, size)
-    starts = array.array("q", bytes(8 * n))
-    ends = array.array("q", bytes(8 * n))
-    pos = 0
-    for i, length in enumerate(lens):
-        starts[i], pos = pos, pos + length
-        ends[i] = pos
-    return Blocks(blk, n, -1, starts, ends)
+    return Blocks(blk, n, size) if size >= 0 else Blocks.from_lengths(blk, lens)

@@ -5,10 +5,11 @@ messages (bytes, or a skeleton's sizes), and the hardware networks' join.
 
 from __future__ import annotations
 
+import array
 import math
 import pickle
 import sys
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -140,6 +141,19 @@ class Blocks:
         self.n = n
         self.uniform = size
         self._starts, self._ends = starts, ends
+
+    @classmethod
+    def from_lengths(cls, buf: Any, lengths: Sequence[int]) -> "Blocks":
+        """Blocks of these lengths back to back in rank order in `buf`."""
+        n = len(lengths)
+        if all(length == lengths[0] for length in lengths):
+            return cls(buf, n, lengths[0] if n else 0)
+        starts, ends = array.array("q", bytes(8 * n)), array.array("q", bytes(8 * n))
+        pos = 0
+        for i, length in enumerate(lengths):
+            starts[i], pos = pos, pos + length
+            ends[i] = pos
+        return cls(buf, n, -1, starts, ends)
 
     def __len__(self) -> int:
         return self.n
