@@ -116,32 +116,30 @@ class RunResult:
                         f"{u:.3f}", st])
         return buf.getvalue()
 
+    def _per_node(self, values: Sequence[float], scale: float = 1.0) -> List[List[float]]:
+        """Per-link-direction values summed per node over its six directions
+        and over z, times `scale` (rows = y, columns = x)."""
+        sx, sy, _ = self.shape
+        grid = [[0.0] * sx for _ in range(sy)]
+        for i, v in enumerate(values):
+            n = i // 6
+            grid[(n // sx) % sy][n % sx] += v * scale
+        return grid
+
     def stalls_plot(self, path: str) -> None:
         """A heat map of the no-token events per node, summed over its six
         directions and over z (rows = y, columns = x), as PNG."""
         from . import plots
-        sx, sy, _ = self.shape
-        grid = [[0.0] * sx for _ in range(sy)]
-        for i, st in enumerate(self.link_stalls):
-            n = i // 6
-            grid[(n // sx) % sy][n % sx] += st
-        plots.heatmap(grid, path, f"no-token events, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
+        plots.heatmap(self._per_node(self.link_stalls), path,
+                      f"no-token events, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
                       "events (summed over directions and z)")
 
-    def node_plot(self, path: str, what: str = "stalls") -> None:
-        """A heat map per node (rows = y, columns = x, summed over z) of the
-        no-token events (`what="stalls"`) or of the mean outgoing link
-        utilization (`"util"`), as PNG."""
-        if what == "stalls":
-            self.stalls_plot(path)
-            return
+    def util_plot(self, path: str) -> None:
+        """A heat map of the mean outgoing link utilization per node, over
+        its six directions and over z (rows = y, columns = x), as PNG."""
         from . import plots
-        sx, sy, sz = self.shape
-        grid = [[0.0] * sx for _ in range(sy)]
-        for i, u in enumerate(self.link_util_pct):
-            n = i // 6
-            grid[(n // sx) % sy][n % sx] += u / (6 * sz)
-        plots.heatmap(grid, path, f"link utilization, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
+        plots.heatmap(self._per_node(self.link_util_pct, 1 / (6 * self.shape[2])), path,
+                      f"link utilization, {self.nranks} ranks on {'x'.join(map(str, self.shape))}",
                       "mean outgoing link utilization (%), over directions and z")
 
     def ranks_csv(self) -> str:
@@ -168,8 +166,8 @@ class RunResult:
             files["traffic.csv"] = self.traffic_csv()
         for name, text in files.items():
             write_atomic(os.path.join(out, name), text)
-        self.node_plot(os.path.join(out, "stalls.png"), "stalls")
-        self.node_plot(os.path.join(out, "link_util.png"), "util")
+        self.stalls_plot(os.path.join(out, "stalls.png"))
+        self.util_plot(os.path.join(out, "link_util.png"))
         c = self.counters
         rows = list(described) + [
             ("ranks", self.nranks), ("partition", f"{'x'.join(map(str, self.shape))}, {self.mode} mode"),
