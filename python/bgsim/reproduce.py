@@ -98,14 +98,20 @@ def write_outputs(result: dict, outcome, out_dir: str) -> List[str]:
     return pngs
 
 
+def key_figures(result: dict, max_metrics: int = 12) -> str:
+    """An experiment's key figures as `name=value, ...` (its first metrics
+    when it names none), and how many metrics it has in all."""
+    keys = _KEYS.get(result["experiment"]) or list(result["metrics"])[:max_metrics]
+    shown = ", ".join(f"{k}={result['metrics'][k]:g}" for k in keys)
+    if len(keys) < len(result["metrics"]):
+        shown += f" (of {len(result['metrics'])} metrics)"
+    return shown
+
+
 def summary_table(results: List[dict], max_metrics: int = 12) -> str:
     lines = ["| experiment | wall s | key figures |", "|---|---|---|"]
     for r in results:
-        keys = _KEYS.get(r["experiment"]) or list(r["metrics"])[:max_metrics]
-        shown = ", ".join(f"{k}={r['metrics'][k]:g}" for k in keys)
-        if len(keys) < len(r["metrics"]):
-            shown += f" (of {len(r['metrics'])} metrics)"
-        lines.append(f"| {r['experiment']} | {r['wall_s']:.1f} | {shown} |")
+        lines.append(f"| {r['experiment']} | {r['wall_s']:.1f} | {key_figures(r, max_metrics)} |")
     return "\n".join(lines)
 
 
@@ -126,10 +132,8 @@ def write_index_html(out_dir: str, scale: str, seed: int, results: List[dict], s
     the machines' descriptions, then every experiment's section."""
     rows = []
     for r in results:
-        keys = _KEYS.get(r["experiment"]) or list(r["metrics"])[:12]
-        figs = ", ".join(f"{k} = {r['metrics'][k]:g}" for k in keys)
         rows.append((html.Raw(f'<a href="#{html.esc(r["experiment"])}">{html.esc(r["experiment"])}</a>'),
-                     r["machine"], r["wall_s"], figs))
+                     r["machine"], r["wall_s"], key_figures(r)))
     body = [f"<p>Scale <code>{html.esc(scale)}</code>, seed {seed}; {len(results)} experiments.</p>",
             html.table(["experiment", "machine", "wall s", "key figures"], rows, numeric=(False, False, True, False))]
     if failed:
