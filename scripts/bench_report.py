@@ -19,7 +19,8 @@ PATH = "BENCHMARKS.md"
 HEADER = """# Benchmarks
 
 Produced by `make bench` (the `bgsim-bench` binary, release build, one core;
-`scripts/bench_mpi.py` and `scripts/bench_coll.py` from Python). Builds are
+`scripts/bench_mpi.py`, `bench_coll.py`, `bench_scale.py`, `bench_osu.py` and
+`bench_million.py` from Python). Builds are
 compared with `python3 scripts/bench_pair.py ROUNDS BIN_A BIN_B` (alternating
 runs; only paired ratios tell changes apart on a shared machine).
 Targets of the torus issue: at least 5 million packet-hops per second on one
