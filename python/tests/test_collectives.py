@@ -3,13 +3,14 @@ split halves, odd sizes, size 1), checked against references computed in
 plain numpy; hardware variants on sub-communicators; the tree's two-pass
 float sum; mismatched collective arguments."""
 
+import hashlib
 import os
 
 import numpy as np
 import pytest
 
 import bgsim
-from bgsim import MPI
+from bgsim import MPI, skeleton
 from bgsim.coll.base import tree_float_sum
 
 ALGOS = bgsim.collective_algorithms()
@@ -313,3 +314,32 @@ def test_alltoallv_sends_no_message_for_a_zero_count():
     assert res.results == [(r - 1) % 8 for r in range(8)]
     assert res.counters["messages_completed"] == 8
     assert res.collectives["alltoall"] == {"generic": 1}
+
+
+@pytest.mark.parametrize("nranks,root", [(8, 0), (8, 3), (7, 5)])
+def test_scatter_allgather_bcast_moves_the_parts_as_mpich_does(nranks, root):
+    """MPICH's long broadcast: a binomial scatter of n parts relative to the
+    root, then recursive doubling (power-of-two sizes) or a ring. Its message
+    count is n - 1 + n log2 n or n - 1 + n (n - 1), it moves the message's
+    bytes (not a description of them), and a skeleton's broadcast of sizes
+    costs what the same broadcast of data costs."""
+    nbytes = 64 << 10
+
+    def data():
+        w = MPI.COMM_WORLD
+        buf = bytearray(np.arange(nbytes, dtype="u1").tobytes()) if w.Get_rank() == root else bytearray(nbytes)
+        w.Bcast(buf, root=root)
+        return hashlib.sha256(buf).hexdigest()
+
+    def sizes():
+        skeleton.bcast(MPI.COMM_WORLD, nbytes, root)
+
+    real = bgsim.run(data, shape="2x2x2", nranks=nranks, coll={"bcast": "scatter_allgather"})
+    skel = bgsim.run(sizes, shape="2x2x2", nranks=nranks, coll={"bcast": "scatter_allgather"})
+    assert set(real.results) == {hashlib.sha256(np.arange(nbytes, dtype="u1").tobytes()).hexdigest()}
+    n = nranks
+    steps = n.bit_length() - 1 if n & (n - 1) == 0 else n - 1
+    assert real.counters["messages_completed"] == n - 1 + n * steps
+    for key in ("messages_completed", "packets_sent", "payload_bytes_delivered"):
+        assert skel.counters[key] == real.counters[key], key
+    assert skel.time_us == real.time_us

@@ -6,10 +6,8 @@ import sys
 from typing import List, Optional, Sequence, Tuple
 
 from ..mpishim.requests import _wait_some
-from .allgather import allgather_ring
 from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
 from .registry import algorithm, generic
-from .scatter import scatter_binomial
 
 
 @algorithm("bcast", "generic")
@@ -38,15 +36,91 @@ def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -
     return data
 
 
+# MPICH's broadcast: below this many bytes a power-of-two communicator
+# gathers the scattered parts back by recursive doubling, else by a ring.
+BCAST_LONG_MSG = 512 * 1024
+
+
+class _Assembly:
+    """The broadcast buffer a rank fills from the parts it gets: bytes at
+    their offsets, or, for a skeleton (parts that are sizes), only the size."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes, self.buf, self.size_only = nbytes, None, False
+
+    def put(self, offset: int, piece) -> None:
+        if isinstance(piece, int):
+            self.size_only = self.size_only or piece > 0
+        elif len(piece):
+            if self.buf is None:
+                self.buf = bytearray(self.nbytes)
+            self.buf[offset:offset + len(piece)] = piece
+
+    def result(self):
+        if self.buf is not None:
+            return bytes(self.buf)
+        return self.nbytes if self.size_only or self.nbytes else b""
+
+
 @algorithm("bcast", "scatter_allgather")
 def bcast_scatter_allgather(c: Call, data: Optional[bytes], root: int, nbytes: int) -> bytes:
-    """van de Geijn: scatter the message in n parts (binomial), then a ring allgather."""
-    if c.n == 1:
+    """van de Geijn, as MPICH does it: the message cut in n parts of
+    ceil(nbytes / n) bytes in rank order relative to the root, a binomial
+    scatter (each subtree's parts as one contiguous message; ranks whose
+    part lies past the end get nothing), then an allgather on the relative
+    ranks: recursive doubling on a power-of-two communicator below
+    `BCAST_LONG_MSG`, else a ring."""
+    n = c.n
+    if n == 1:
         return bcast_binomial(c, data, root)
-    parts = _split(data, c.n) if c.me == root else None
-    mine = scatter_binomial(c, parts, root)
-    out = _cat(allgather_ring(c, mine))
-    return out if isinstance(out, int) else out[:nbytes]
+    rel = (c.me - root) % n
+    ss = -(-nbytes // n)
+
+    def at(r: int) -> int:  # where relative rank r's part starts
+        return min(r * ss, nbytes)
+
+    def peer(r: int) -> int:
+        return (r + root) % n
+
+    # Scatter: this rank ends up with the parts of relative ranks
+    # [rel, rel + lowbit(rel)) as one piece starting at at(rel).
+    if rel == 0:
+        chunk, top = data, 1 << (n - 1).bit_length()
+    else:
+        top = rel & -rel
+        chunk = b""
+        if at(rel) < nbytes:
+            r = c.irecv(peer(rel - top))
+            c.wait([r])
+            chunk = r._obj
+    sends = []
+    mask = top >> 1
+    while mask > 0:
+        if rel + mask < n and at(rel + mask) < nbytes:
+            piece = _slice(chunk, at(rel + mask) - at(rel), at(min(rel + 2 * mask, n)) - at(rel))
+            sends.append(c.isend(piece, peer(rel + mask)))
+        mask >>= 1
+    c.wait(sends)
+    mine = _slice(chunk, 0, at(rel + 1) - at(rel))
+    if nbytes < BCAST_LONG_MSG and n & (n - 1) == 0:
+        # Recursive doubling: at step k swap the 2^k parts held with the
+        # partner's subtree's.
+        held, mask = mine, 1
+        while mask < n:
+            partner = rel ^ mask
+            got = c.sendrecv(held, peer(partner), peer(partner))
+            held = _cat([held, got] if partner > rel else [got, held])
+            mask <<= 1
+        return held
+    # Ring: at step i pass on to the right the part got from the left.
+    out = _Assembly(nbytes)
+    out.put(at(rel), mine)
+    last, j = mine, rel
+    for _ in range(n - 1):
+        last = c.sendrecv(last, peer(rel + 1), peer(rel - 1))
+        j = (j - 1) % n
+        out.put(at(j), last)
+    return out.result()
 
 
 def _torus_tree(c: Call, root: int, colour: int) -> Tuple[Optional[int], List[int]]:

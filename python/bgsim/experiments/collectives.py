@@ -50,7 +50,8 @@ def bcast(ctx: Context) -> Outcome:
     sizes = [1 << k for k in range(0, top + 1, 2)]
     out.setup.append("32 nodes (4x4x2 mesh), one rank per node, root rank 0; time = from a common start (after a "
                      "barrier) to the last rank's return, per call; MB/s = message bytes / time. Algorithms: "
-                     "binomial = the generic family (binomial tree below 12 KB, scatter + ring allgather above); "
+                     "binomial = the generic family (binomial tree below 12 KB; above, MPICH's scatter + allgather, "
+                     "the allgather by recursive doubling below 512 KB on these 32 ranks, a ring from 512 KB); "
                      "torus_p2p = three parts spread x-y-z / y-z-x / z-x-y over MPI point-to-point, pipelined in "
                      "16 KB segments; torus_deposit = message-layer deposit-bit line packets, three colours, "
                      "forwarded per packet; tree = the collective network.")

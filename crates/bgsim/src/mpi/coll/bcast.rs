@@ -7,7 +7,7 @@ pub static OP: Operation = Operation {
     algorithms: &[
         Algorithm { name: "generic", description: "a portable MPI's choice by size: binomial, or scatter + allgather for long messages", needs: &[], hardware: false },
         Algorithm { name: "binomial", description: "binomial tree of point-to-point messages", needs: &[], hardware: false },
-        Algorithm { name: "scatter_allgather", description: "binomial scatter then ring allgather (van de Geijn)", needs: &[], hardware: false },
+        Algorithm { name: "scatter_allgather", description: "binomial scatter then allgather (van de Geijn): recursive doubling on a power-of-two communicator below 512 KB, else a ring", needs: &[], hardware: false },
         Algorithm {
             name: "torus_p2p",
             description: "one colour per dimension along edge-disjoint torus lines of MPI messages, pipelined in 16 KB segments",
@@ -32,8 +32,12 @@ pub static OP: Operation = Operation {
     safe: "binomial",
 };
 
+/// MPICH's rule: the binomial tree for short messages and for fewer than
+/// `BCAST_MIN_PROCS` ranks.
+const BCAST_MIN_PROCS: u32 = 8;
+
 fn long_or_short(nbytes: u64, n: u32) -> &'static str {
-    if nbytes >= BCAST_LONG && n > 2 {
+    if nbytes >= BCAST_LONG && n >= BCAST_MIN_PROCS {
         "scatter_allgather"
     } else {
         "binomial"
