@@ -343,3 +343,23 @@ def test_scatter_allgather_bcast_moves_the_parts_as_mpich_does(nranks, root):
     for key in ("messages_completed", "packets_sent", "payload_bytes_delivered"):
         assert skel.counters[key] == real.counters[key], key
     assert skel.time_us == real.time_us
+
+
+@pytest.mark.parametrize("nranks", [3, 5, 6, 7])
+def test_bruck_allgather_is_ceil_log2_steps_of_varying_blocks(nranks):
+    """MPICH's allgather for short totals on non-power-of-two communicators:
+    every rank sends ceil(log2 n) messages, and blocks of varying sizes
+    (Allgatherv) land in rank order."""
+    def main():
+        w = MPI.COMM_WORLD
+        r, n = w.Get_rank(), w.Get_size()
+        counts = [i % 3 + 1 for i in range(n)]
+        displs = list(np.cumsum([0] + counts[:-1]))
+        recv = np.zeros(sum(counts), "i4")
+        w.Allgatherv(np.full(counts[r], r, "i4"), [recv, counts, displs, MPI.INT])
+        return recv.tolist()
+    res = bgsim.run(main, shape="2x2x2", nranks=nranks, coll={"allgather": "bruck"})
+    want = [i for i in range(nranks) for _ in range(i % 3 + 1)]
+    assert res.results == [want] * nranks
+    assert res.counters["messages_completed"] == nranks * (nranks - 1).bit_length()
+    assert res.collectives["allgather"] == {"bruck": 1}

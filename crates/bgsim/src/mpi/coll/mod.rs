@@ -32,7 +32,8 @@ use serde::Serialize;
 /// (MPICH) does.
 pub const BCAST_LONG: u64 = 12 * 1024;
 pub const ALLREDUCE_LONG: u64 = 2 * 1024;
-pub const ALLGATHER_LONG: u64 = 80 * 1024;
+pub const ALLGATHER_LONG: u64 = 512 * 1024;
+pub const ALLGATHER_SHORT: u64 = 80 * 1024;
 pub const ALLTOALL_LONG: u64 = 32 * 1024;
 
 /// What a call must offer for an algorithm to apply.
@@ -267,8 +268,16 @@ mod tests {
         assert_eq!(choose(allreduce, "auto", &short, 1 << 20).algorithm, "recursive_doubling");
         let allgather = operation("allgather").unwrap();
         let c = choose(allgather, "recursive_doubling", &CallFacts { whole_partition: false, ..world(6) }, 8);
-        assert_eq!((c.algorithm, c.fallback.is_some()), ("ring", true));
+        assert_eq!((c.algorithm, c.fallback.is_some()), ("bruck", true));
         assert_eq!(choose(allgather, "auto", &world(8), 8).algorithm, "tree");
         assert_eq!(choose(allgather, "auto", &CallFacts { elements: None, ..world(8) }, 8).algorithm, "recursive_doubling");
+        // MPICH's switch on the total gathered: recursive doubling on a
+        // power of two below 512 KB, Bruck elsewhere below 80 KB, the ring.
+        let p2p = |n: u32, nbytes: u64| choose(allgather, "auto", &CallFacts { whole_partition: false, ..world(n) }, nbytes).algorithm;
+        assert_eq!(p2p(32768, 4), "recursive_doubling");
+        assert_eq!(p2p(1024, 1024), "ring");
+        assert_eq!(p2p(6, 8), "bruck");
+        assert_eq!(p2p(8191, 4), "bruck");
+        assert_eq!(p2p(8191, 16), "ring");
     }
 }
