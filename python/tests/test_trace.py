@@ -71,8 +71,12 @@ def test_recorded_compute_is_scaled(recorded):
     t = bgtrace.load(str(recorded))
     fast = bgsim.run(bgtrace.program(t, 0.0), "bgl", shape="2x2x1")
     slow = bgsim.run(bgtrace.program(t, 1000.0), "bgl", shape="2x2x1")
-    gaps = max(sum(max(b.t0 - a.t1, 0) for a, b in zip(calls, calls[1:])) for calls in t.ranks)
-    assert slow.time_s - fast.time_s == pytest.approx(1000 * gaps, rel=0.2)
+    gaps = [sum(max(b.t0 - a.t1, 0) for a, b in zip(calls, calls[1:])) for calls in t.ranks]
+    # Every rank computes its own gaps; the critical path may chain gaps of
+    # several ranks (one computes, then sends to one that then computes),
+    # but never more than all of them.
+    added = slow.time_s - fast.time_s
+    assert 1000 * max(gaps) * 0.99 <= added <= 1000 * sum(gaps) * 1.01
 
 
 def test_a_trace_the_replay_cannot_do_is_refused_naming_the_line(recorded, tmp_path):
