@@ -12,7 +12,7 @@ from . import errors
 from .errors import BgsimError, DeadlockError, MachineError, MappingError, RankError, RankExit, WorkloadError
 from .api import Machine, TrafficResult, patterns, routings, run_traffic
 from .program import RunResult, collective_algorithms, run, run_file
-from .runtime import compute
+from .runtime import compute, shared_array
 
 __all__ = [
     "BgsimError",
@@ -26,6 +26,7 @@ __all__ = [
     "compute",
     "run",
     "run_file",
+    "shared_array",
     "MachineError",
     "WorkloadError",
     "Machine",

@@ -138,6 +138,10 @@ def _build_parser() -> argparse.ArgumentParser:
     _run_args(run)
     run.add_argument("--cpu-factor", type=_cpu_factor, metavar="F",
                      help="charge the host CPU time of the Python code between MPI calls, times F, as compute")
+    run.add_argument("--buffers", choices=["full", "size-only"], default="full",
+                     help="full (default): messages carry the buffers' contents; size-only: the buffer calls "
+                          "(Send, Bcast, Allgather ...) send only their sizes and leave receive buffers as they are, "
+                          "for programs whose data would not fit in memory (docs/buffers.md)")
     run.add_argument("--skeleton", choices=["bt", "sp", "lu", "cg", "mg", "ft", "is", "ep"], metavar="NAS",
                      help="instead of a program, run the communication skeleton of a NAS Parallel Benchmark "
                           "(bt, sp, lu, cg, mg, ft, is, ep; docs/skeletons.md)")
@@ -494,7 +498,8 @@ def _run(a: argparse.Namespace) -> int:
                          nranks=a.nranks, **common)
             print(nas.describe(r.results[0]))
         else:
-            r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, cpu_factor=a.cpu_factor, **common)
+            r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, cpu_factor=a.cpu_factor,
+                         buffers=a.buffers, **common)
     except RankError as e:
         sys.stdout.flush()
         print(f"{cmd}: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")

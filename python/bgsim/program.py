@@ -62,6 +62,9 @@ class RunResult:
     #: messages included: [(source, destination, bytes)] (runs made with
     #: ``traffic_matrix=True``; ``bgsim run --traffic-matrix FILE``).
     traffic: List[tuple] = field(default_factory=list)
+    #: "full", or "size-only": the buffer calls' messages carried only
+    #: their sizes (``bgsim.run(buffers=...)``).
+    buffers: str = "full"
 
     @property
     def time_us(self) -> float:
@@ -87,6 +90,7 @@ class RunResult:
             "link_stalls": self.link_stalls,
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
+            "buffers": self.buffers,
         }
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -192,7 +196,8 @@ class RunResult:
 
     def summary(self) -> str:
         c = self.counters
-        return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}): "
+        return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}"
+                + (", size-only buffers" if self.buffers == "size-only" else "") + "): "
                 f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
@@ -263,7 +268,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
         traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
-        timeline_nodes: Optional[str] = None) -> RunResult:
+        timeline_nodes: Optional[str] = None, buffers: str = "full") -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -286,7 +291,13 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     chrome://tracing (`bgsim.timeline`): tracks for the ranks
     `timeline_ranks` names (`all`, or ranks and ranges like `0-15,64`;
     default the first 16) and link and injection FIFO counters for the
-    nodes `timeline_nodes` names (`0,5`; default node 0)."""
+    nodes `timeline_nodes` names (`0,5`; default node 0).
+
+    `buffers="size-only"`: the buffer calls (Send, Recv, Bcast, Allreduce,
+    Allgather, Alltoallv ...) send messages of their buffers' sizes without
+    content, and leave receive buffers as they are: the same messages,
+    algorithms and simulated times, without the data (docs/buffers.md).
+    Calls on Python objects (send, bcast, allgather ...) still carry them."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
@@ -294,7 +305,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
                        memory_check=memory_check)
     with _mpi4py_installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
-                        timeline=(timeline, timeline_ranks, timeline_nodes))
+                        timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)
 
 
 def coll_settings(coll: Optional[Any]) -> List[str]:
@@ -350,14 +361,14 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
                             private_dir=os.path.dirname(os.path.abspath(path)),
                             traffic_matrix=kw.pop("traffic_matrix", False),
                             timeline=(kw.pop("timeline", None), kw.pop("timeline_ranks", None),
-                                      kw.pop("timeline_nodes", None)))
+                                      kw.pop("timeline_nodes", None)), buffers=kw.pop("buffers", "full"))
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
 
 
 def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional[float], progress: bool,
              seed: int = 1, memory_check: bool = True, private_dir: Optional[str] = None,
-             traffic_matrix: bool = False, timeline: tuple = (None, None, None)) -> RunResult:
+             traffic_matrix: bool = False, timeline: tuple = (None, None, None), buffers: str = "full") -> RunResult:
     """Runs `main` on every rank; modules under `private_dir` (a program
     file's directory) are each rank's own; `timeline`: (file, ranks,
     nodes) of the timeline to write (file None: none)."""
@@ -370,7 +381,7 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         tl = _timeline.Timeline(world, _timeline.parse_ranks(tl_ranks, world.nranks),
                                 _timeline.parse_nodes(tl_nodes, nodes))
     rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None,
-                 private_dir=private_dir)
+                 private_dir=private_dir, buffers=buffers)
     rt.timeline = tl
     _reset(world.nranks)
     if traffic_matrix:
@@ -391,7 +402,7 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
-        traffic=world.traffic_matrix() if traffic_matrix else [])
+        traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers)
     for fn in list(_OBSERVERS):
         fn(result)
     return result

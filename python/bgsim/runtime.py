@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import greenlet
+import numpy as np
 
 from . import _core, memory
 from . import progress as _progress
@@ -57,6 +58,14 @@ MEMORY_CHECK_S = 0.5
 #: The context of the rank the scheduler switched to, while MPI calls may
 #: take their fast path (no host CPU time to charge); None otherwise.
 fast: Optional[RankContext] = None
+
+#: Buffer modes of a run: "full" (messages carry the buffers' contents) or
+#: "size-only" (messages of buffer calls carry only their size; receive
+#: buffers are left as they are; `bgsim.run(buffers=...)`).
+BUFFER_MODES = ("full", "size-only")
+
+#: Whether the running run's buffers are size-only (read at every buffer call).
+size_only = False
 
 
 _current_runtime: Optional["Runtime"] = None
@@ -132,8 +141,14 @@ class Runtime:
     """The scheduler of one run."""
 
     def __init__(self, world: "_core.World", cpu_factor: Optional[float] = None, progress: bool = False,
-                 seed: int = 1, memory_limit: Optional[int] = None, private_dir: Optional[str] = None):
+                 seed: int = 1, memory_limit: Optional[int] = None, private_dir: Optional[str] = None,
+                 buffers: str = "full"):
         self.world = world
+        if buffers not in BUFFER_MODES:
+            raise UsageError(f"buffers = {buffers!r}: allowed {', '.join(BUFFER_MODES)}")
+        self.size_only = buffers == "size-only"
+        #: Arrays every rank shares (`bgsim.shared_array`), by (shape, dtype, key).
+        self.shared_arrays: Dict[Any, Any] = {}
         #: Ranks that called sys.exit with a failure status, in order: (rank, code).
         self.exited: List[tuple] = []
         self.modules = _RankModules(private_dir, world.nranks) if private_dir else None
@@ -237,6 +252,8 @@ class Runtime:
         if _current_runtime is not None:
             raise StateError("bgsim: a simulated run is already in progress in this process")
         _current_runtime = self
+        global size_only
+        size_only = self.size_only
         # Thousands of ranks' greenlets, frames and requests would make each
         # full pass of Python's cycle collector long, and the per-message
         # objects would start one every few hundred messages: the objects
@@ -250,6 +267,7 @@ class Runtime:
         finally:
             global fast
             fast = None
+            size_only = False
             _current_runtime = None
             if self.modules is not None:
                 self.modules.close()
@@ -285,7 +303,7 @@ class Runtime:
                 g = self.greenlets[r]
                 if cpu:
                     self.ctxs[r].cpu_mark = time.process_time()
-                else:
+                elif not self.size_only:  # size-only sends take the general path
                     fast = self.ctxs[r]
                 mods = self.modules
                 if mods is not None:
@@ -426,3 +444,25 @@ def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> 
     rt.world.release(req)
     if rt.cpu_factor:
         ctx.cpu_mark = time.process_time()
+
+
+def shared_array(shape: Any, dtype: Any = "u1", key: Any = None) -> Any:
+    """A numpy array that every rank of the run asking for the same
+    (`shape`, `dtype`, `key`) gets, as SMPI's shared malloc: one copy in
+    memory instead of one per rank. Its contents are whatever the ranks
+    last wrote: use it for buffers whose contents the program does not
+    read, with ``buffers="size-only"`` (docs/buffers.md). Zeros at first."""
+    ctx = current()
+    try:
+        dt = np.dtype(dtype)
+        dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"bgsim.shared_array: shape {shape!r}, dtype {dtype!r}: {e}") from None
+    if any(d < 0 for d in dims):
+        raise UsageError(f"bgsim.shared_array: shape {shape!r} has a negative dimension")
+    table = ctx.runtime.shared_arrays
+    k = (dims, dt.str, key)
+    arr = table.get(k)
+    if arr is None:
+        arr = table[k] = np.zeros(dims, dt)
+    return arr

@@ -20,37 +20,6 @@ from .errors import UsageError
 from .program import make_world
 
 
-class Sized:
-    """A vector of `n` elements of `itemsize` bytes with no content."""
-
-    __slots__ = ("n", "itemsize")
-
-    def __init__(self, n: int, itemsize: int = 8):
-        self.n, self.itemsize = n, itemsize
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, s: slice) -> "Sized":
-        return Sized(len(range(*s.indices(self.n))), self.itemsize)
-
-    def __setitem__(self, s: slice, v: Any) -> None:
-        pass
-
-    def copy(self) -> "Sized":
-        return Sized(self.n, self.itemsize)
-
-    @property
-    def nbytes(self) -> int:
-        return self.n * self.itemsize
-
-
-def _reducer(itemsize: int, floating: bool = False) -> _coll.Reducer:
-    def load(x: Any) -> Sized:
-        return Sized((x if isinstance(x, int) else len(x)) // itemsize, itemsize)
-    return _coll.Reducer(lambda a, b: a, lambda a: a.nbytes, load, True, True, floating=floating)
-
-
 def barrier(comm: Any) -> None:
     comm.Barrier()
 
@@ -72,15 +41,15 @@ def allreduce(comm: Any, nbytes: int, itemsize: int = 8, floating: bool = False)
     """MPI_Allreduce (a sum) of `nbytes` of `itemsize`-byte elements, integer
     or (`floating`) floating point: two passes on the tree."""
     c = _coll.Call(comm, "allreduce", check=nbytes)
-    v = Sized(nbytes // itemsize, itemsize)
-    _coll.run("allreduce", c, v, _reducer(itemsize, floating), nbytes=nbytes, alu=True, elements=v.n)
+    v = _coll.Sized(nbytes // itemsize, itemsize)
+    _coll.run("allreduce", c, v, _coll.sized_reducer(itemsize, floating), nbytes=nbytes, alu=True, elements=v.n)
 
 
 def reduce(comm: Any, nbytes: int, root: int = 0, itemsize: int = 8, floating: bool = False) -> None:
     """MPI_Reduce (a sum) of `nbytes` to `root`."""
     c = _coll.Call(comm, "reduce", root, check=nbytes)
-    v = Sized(nbytes // itemsize, itemsize)
-    _coll.run("reduce", c, v, _reducer(itemsize, floating), root, nbytes=nbytes, alu=True, elements=v.n)
+    v = _coll.Sized(nbytes // itemsize, itemsize)
+    _coll.run("reduce", c, v, _coll.sized_reducer(itemsize, floating), root, nbytes=nbytes, alu=True, elements=v.n)
 
 
 def isend(comm: Any, nbytes: int, dest: int, tag: int = 0) -> Any:

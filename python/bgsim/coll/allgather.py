@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import array
-import struct
-from typing import Any, List, Optional
+from typing import Any, List
 
-from .base import Blocks, Call, hw_join
+from .base import BlockRun, Blocks, Call, _cat, _slice, hw_join
 from .registry import IMPLEMENTATIONS, algorithm, choose
 
 
@@ -89,95 +88,29 @@ def allgather_tree(c: Call, data: bytes) -> Blocks:
     return rec["result"]
 
 
-class _Run:
-    """Consecutive blocks a rank holds in an exchanging allgather: their
-    bytes back to back and their lengths (`size` when all are one size,
-    else -1 and `lens`), or, for sizes without content (a skeleton's, or
-    size-only buffers), their total as an int. A message carries the blocks
-    back to back, with their lengths only when they differ (the buffer
-    API's blocks are all one size): what MPI moves, and memory per rank of
-    the blocks alone."""
-
-    def __init__(self, blk: Any, size: int, count: int, lens: List[int]):
-        self.blk, self.size, self.count, self.lens = blk, size, count, lens
-
-    @classmethod
-    def one(cls, data: Any) -> "_Run":
-        return cls(data, -2 if isinstance(data, int) else len(data), 1, [])
-
-    def lengths(self) -> List[int]:
-        return self.lens if self.size < 0 else [self.size] * self.count
-
-    def message(self, first: int = 0, count: Optional[int] = None) -> Any:
-        """Blocks first .. first + count - 1 as one message."""
-        count = self.count - first if count is None else count
-        if self.size == -2:
-            return self.blk if (first, count) == (0, self.count) else _Run._share(self.blk, self.count, first, count)
-        if self.size >= 0:
-            body = self.blk[first * self.size:(first + count) * self.size]
-            return struct.pack("<qq", self.size, count) + body
-        lens = self.lens[first:first + count]
-        a = sum(self.lens[:first])
-        return (struct.pack("<qq", -1, count) + array.array("q", lens).tobytes()
-                + self.blk[a:a + sum(lens)])
-
-    @staticmethod
-    def _share(total: int, count: int, first: int, k: int) -> int:
-        """Bytes of blocks first .. first + k - 1 of `count` blocks that
-        hold `total` bytes, when only the total is known (blocks as even as
-        integers allow)."""
-        def upto(i: int) -> int:
-            return total * i // count
-        return upto(first + k) - upto(first)
-
-    @classmethod
-    def parse(cls, got: Any) -> "_Run":
-        if isinstance(got, int) or not len(got):  # sizes without content (an empty one arrives as b"")
-            return cls(got or 0, -2, 1, [])
-        size, count = struct.unpack_from("<qq", got)
-        if size >= 0:
-            return cls(got[16:], size, count, [])
-        lens = array.array("q", got[16:16 + 8 * count]).tolist()
-        return cls(got[16 + 8 * count:], -1, count, lens)
-
-    def join(self, other: "_Run") -> "_Run":
-        """These blocks, then `other`'s."""
-        if self.size == -2 or other.size == -2:
-            return _Run(_size_of(self) + _size_of(other), -2, self.count + other.count, [])
-        if self.size >= 0 and self.size == other.size:
-            return _Run(self.blk + other.blk, self.size, self.count + other.count, [])
-        return _Run(self.blk + other.blk, -1, self.count + other.count, self.lengths() + other.lengths())
-
-    def blocks(self, rotate: int = 0) -> Any:
-        """The blocks as `Blocks`, the one at position `rotate` first (a
-        total for sizes without content)."""
-        if self.size == -2:
-            return self.blk
-        lens = self.lengths()
-        cut = sum(lens[:rotate])
-        buf = self.blk[cut:] + self.blk[:cut] if rotate else self.blk
-        if self.size >= 0:
-            return Blocks(buf, self.count, self.size)
-        return Blocks.from_lengths(buf, lens[rotate:] + lens[:rotate])
-
-
-def _size_of(run: _Run) -> int:
-    return run.blk if isinstance(run.blk, int) else len(run.blk)
-
-
 @algorithm("allgather", "recursive_doubling")
 def allgather_recursive_doubling(c: Call, data: Any) -> Any:
     """log2 n steps; at step k a rank swaps its 2^k contiguous blocks with
-    its partner's."""
+    its partner's. With the counts known (`c.layout`) the messages are the
+    blocks' bytes alone; else (objects) a `BlockRun` each."""
     n, me = c.n, c.me
-    held = _Run.one(data)
+    lay = getattr(c, "layout", None)
     mask = 1
+    if lay is None:
+        run = BlockRun.one(data)
+        while mask < n:
+            partner = me ^ mask
+            got = BlockRun.parse(c.sendrecv(run.message(), partner, partner), mask)
+            run = run.join(got) if me & mask == 0 else got.join(run)
+            mask <<= 1
+        return run.blocks()
+    held = data
     while mask < n:
         partner = me ^ mask
-        got = _Run.parse(c.sendrecv(held.message(), partner, partner))
-        held = held.join(got) if me & mask == 0 else got.join(held)
+        got = c.sendrecv(held, partner, partner)
+        held = _cat([held, got] if me & mask == 0 else [got, held])
         mask <<= 1
-    return held.blocks()
+    return held if isinstance(held, int) else lay.blocks(held)
 
 
 @algorithm("allgather", "bruck")
@@ -185,13 +118,25 @@ def allgather_bruck(c: Call, data: Any) -> Any:
     """Bruck et al.: ceil(log2 n) steps for any n; at step k a rank sends
     the 2^k blocks it holds (its own and the next ranks') to rank me - 2^k
     and gets as many from rank me + 2^k; the last step sends only the
-    blocks still missing. The blocks end rotated by the rank's place."""
+    blocks still missing. The blocks end rotated by the rank's place.
+    Messages as in recursive doubling."""
     n, me = c.n, c.me
-    held = _Run.one(data)
+    lay = getattr(c, "layout", None)
     pof2 = 1
+    if lay is None:
+        run = BlockRun.one(data)
+        while pof2 < n:
+            k = min(pof2, n - pof2)
+            run = run.join(BlockRun.parse(c.sendrecv(run.message(0, k), (me - pof2) % n, (me + pof2) % n), k))
+            pof2 <<= 1
+        return run.blocks((n - me) % n)
+    held = data
     while pof2 < n:
         k = min(pof2, n - pof2)
-        got = _Run.parse(c.sendrecv(held.message(0, k), (me - pof2) % n, (me + pof2) % n))
-        held = held.join(got)
+        got = c.sendrecv(_slice(held, 0, lay.span(me, k)), (me - pof2) % n, (me + pof2) % n)
+        held = _cat([held, got])
         pof2 <<= 1
-    return held.blocks((n - me) % n)
+    if isinstance(held, int):
+        return held
+    cut = lay.span(me, n - me)  # ranks me .. n - 1 come first
+    return lay.blocks(held[cut:] + held[:cut])

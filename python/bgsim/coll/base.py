@@ -8,6 +8,7 @@ from __future__ import annotations
 import array
 import math
 import pickle
+import struct
 import sys
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
@@ -176,6 +177,132 @@ class Blocks:
         return self._mv[:self.n * self.uniform]
 
 
+class Layout:
+    """Where every rank's block of an allgather lies, when every rank knows
+    the counts (the buffer API): one block size, or prefix offsets. The
+    algorithms then move the blocks' bytes alone, as MPI does."""
+
+    def __init__(self, n: int, size: int = -1, offsets: Optional[np.ndarray] = None):
+        self.n, self.size, self.offsets = n, size, offsets
+
+    @classmethod
+    def of(cls, counts: Sequence[int], itemsize: int) -> "Layout":
+        value = getattr(counts, "value", None)  # n copies of one count
+        if value is not None:
+            return cls(len(counts), value * itemsize)
+        sizes = np.asarray(counts, dtype=np.int64) * itemsize
+        if len(sizes) and (sizes == sizes[0]).all():
+            return cls(len(sizes), int(sizes[0]))
+        return cls(len(sizes), -1, np.concatenate(([0], np.cumsum(sizes))))
+
+    def span(self, lo: int, k: int) -> int:
+        """Bytes of the blocks of ranks lo .. lo + k - 1 (modulo n)."""
+        if self.size >= 0:
+            return k * self.size
+        off, n = self.offsets, self.n
+        if lo + k <= n:
+            return int(off[lo + k] - off[lo])
+        return int(off[n] - off[lo] + off[lo + k - n])
+
+    def blocks(self, buf: Any) -> "Blocks":
+        """`buf` (every block in rank order) as `Blocks`."""
+        if self.size >= 0:
+            return Blocks(buf, self.n, self.size)
+        return Blocks(buf, self.n, -1, self.offsets[:-1], self.offsets[1:])
+
+
+class BlockRun:
+    """Consecutive blocks a rank holds in an allgather, gather or scatter: their
+    bytes back to back and their lengths (`size` when all are one size,
+    else -1 and `lens`), or, for sizes without content (a skeleton's, or
+    size-only buffers), their total as an int. A message carries a 16-byte
+    header (block size and count), then the blocks back to back, with their
+    lengths only when they differ (the buffer API's blocks are all one
+    size): what MPI moves plus the header, and memory per rank of the
+    blocks alone. A message of sizes is as long as the same message of
+    bytes of one block size."""
+
+    HEADER = 16
+
+    def __init__(self, blk: Any, size: int, count: int, lens: List[int]):
+        self.blk, self.size, self.count, self.lens = blk, size, count, lens
+
+    @classmethod
+    def one(cls, data: Any) -> "BlockRun":
+        return cls(data, -2 if isinstance(data, int) else len(data), 1, [])
+
+    @classmethod
+    def of(cls, parts: Sequence[Any]) -> "BlockRun":
+        """Parts in this order as one run (sizes without content: their total)."""
+        if any(isinstance(p, int) for p in parts):
+            return cls(_cat(parts), -2, len(parts), [])
+        lens = [len(p) for p in parts]
+        blk = b"".join(parts)
+        if all(x == lens[0] for x in lens):
+            return cls(blk, lens[0] if lens else 0, len(parts), [])
+        return cls(blk, -1, len(parts), lens)
+
+    def lengths(self) -> List[int]:
+        return self.lens if self.size < 0 else [self.size] * self.count
+
+    def message(self, first: int = 0, count: Optional[int] = None) -> Any:
+        """Blocks first .. first + count - 1 as one message."""
+        count = self.count - first if count is None else count
+        if self.size == -2:
+            return self.HEADER + BlockRun._share(self.blk, self.count, first, count)
+        if self.size >= 0:
+            body = self.blk[first * self.size:(first + count) * self.size]
+            return struct.pack("<qq", self.size, count) + body
+        lens = self.lens[first:first + count]
+        a = sum(self.lens[:first])
+        return (struct.pack("<qq", -1, count) + array.array("q", lens).tobytes()
+                + self.blk[a:a + sum(lens)])
+
+    @staticmethod
+    def _share(total: int, count: int, first: int, k: int) -> int:
+        """Bytes of blocks first .. first + k - 1 of `count` blocks that
+        hold `total` bytes, when only the total is known (blocks as even as
+        integers allow)."""
+        def upto(i: int) -> int:
+            return total * i // count
+        return upto(first + k) - upto(first)
+
+    @classmethod
+    def parse(cls, got: Any, count: int) -> "BlockRun":
+        """A message of `count` blocks."""
+        if isinstance(got, int):  # sizes without content
+            return cls(got - cls.HEADER, -2, count, [])
+        size, count = struct.unpack_from("<qq", got)
+        if size >= 0:
+            return cls(got[16:], size, count, [])
+        lens = array.array("q", got[16:16 + 8 * count]).tolist()
+        return cls(got[16 + 8 * count:], -1, count, lens)
+
+    def join(self, other: "BlockRun") -> "BlockRun":
+        """These blocks, then `other`'s."""
+        if self.size == -2 or other.size == -2:
+            return BlockRun(_run_size(self) + _run_size(other), -2, self.count + other.count, [])
+        if self.size >= 0 and self.size == other.size:
+            return BlockRun(self.blk + other.blk, self.size, self.count + other.count, [])
+        return BlockRun(self.blk + other.blk, -1, self.count + other.count, self.lengths() + other.lengths())
+
+    def blocks(self, rotate: int = 0) -> Any:
+        """The blocks as `Blocks`, the one at position `rotate` first (a
+        total for sizes without content)."""
+        if self.size == -2:
+            return self.blk
+        lens = self.lengths()
+        cut = sum(lens[:rotate])
+        buf = self.blk[cut:] + self.blk[:cut] if rotate else self.blk
+        if self.size >= 0:
+            return Blocks(buf, self.count, self.size)
+        return Blocks.from_lengths(buf, lens[rotate:] + lens[:rotate])
+
+
+def _run_size(run: BlockRun) -> int:
+    return run.blk if isinstance(run.blk, int) else len(run.blk)
+
+
 def _cat(parts: Any) -> Any:
     """Pieces joined (a skeleton's pieces - sizes, or empty bytes - summed)."""
     if isinstance(parts, Blocks):
@@ -250,6 +377,38 @@ def _old(newrank: int, rem: int) -> int:
 
 #: Operations the tree's ALU does, by MPI op name and numpy kind ('i','u','f').
 TREE_OPS = {"MPI_SUM": "iuf", "MPI_MAX": "iu", "MPI_MIN": "iu", "MPI_BAND": "iu", "MPI_BOR": "iu", "MPI_BXOR": "iu"}
+
+
+class Sized:
+    """A vector of `n` elements of `itemsize` bytes with no content."""
+
+    __slots__ = ("n", "itemsize")
+
+    def __init__(self, n: int, itemsize: int = 8):
+        self.n, self.itemsize = n, itemsize
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, s: slice) -> "Sized":
+        return Sized(len(range(*s.indices(self.n))), self.itemsize)
+
+    def __setitem__(self, s: slice, v: Any) -> None:
+        pass
+
+    def copy(self) -> "Sized":
+        return Sized(self.n, self.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        return self.n * self.itemsize
+
+
+def sized_reducer(itemsize: int, floating: bool = False) -> "Reducer":
+    """The reduction of `Sized` vectors: sizes travel, nothing is combined."""
+    def load(x: Any) -> Sized:
+        return Sized((x if isinstance(x, int) else len(x)) // itemsize, itemsize)
+    return Reducer(lambda a, b: a, lambda a: a.nbytes, load, True, True, floating=floating)
 
 
 def tree_ok(op: Any, dtype: Optional[np.dtype]) -> bool:

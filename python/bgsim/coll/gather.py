@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import pickle
-from typing import List, Optional
+from typing import Any
 
-from .base import Call, _dump
+from .base import BlockRun, Call
 from .registry import algorithm
 
 
 @algorithm("gather", "binomial")
-def gather_binomial(c: Call, data: bytes, root: int) -> Optional[List[bytes]]:
-    """Binomial gather: each rank forwards its subtree's parts in one message."""
+def gather_binomial(c: Call, data: Any, root: int) -> Any:
+    """Binomial gather: each rank forwards its subtree's parts, which are
+    consecutive in rank order relative to the root, as one message of their
+    bytes back to back (`BlockRun`). At the root: every rank's part in rank
+    order (`Blocks`; for sizes without content, their total)."""
     n, rel = c.n, (c.me - root) % c.n
-    held = {rel: data}
+    held = BlockRun.one(data)
     mask = 1
     while mask < n:
         if rel & mask:
-            c.wait([c.isend(_dump(held), (c.me - mask) % n)])
+            c.wait([c.isend(held.message(), (c.me - mask) % n)])
             return None
         if rel + mask < n:
             r = c.irecv((c.me + mask) % n)
             c.wait([r])
-            held.update(pickle.loads(r._obj))
+            held = held.join(BlockRun.parse(r._obj, min(mask, n - rel - mask)))
         mask <<= 1
-    return [held[(i - root) % n] for i in range(n)]
+    return held.blocks((n - root) % n)

@@ -2,33 +2,36 @@
 
 from __future__ import annotations
 
-import pickle
-from typing import List, Optional
+from typing import Any, List, Optional
 
-from .base import Call, _dump
+from .base import BlockRun, Call
 from .registry import algorithm
 
 
 @algorithm("scatter", "binomial")
-def scatter_binomial(c: Call, parts: Optional[List[bytes]], root: int) -> bytes:
-    """Binomial scatter: each subtree's share travels as one message."""
+def scatter_binomial(c: Call, parts: Optional[List[Any]], root: int) -> Any:
+    """Binomial scatter: each subtree's parts, consecutive in rank order
+    relative to the root, travel as one message of their bytes back to back
+    (`BlockRun`). Parts that are sizes without content travel as their
+    total; a rank below the root splits the total it gets evenly over its
+    subtree."""
     n, rel = c.n, (c.me - root) % c.n
-    # `held` maps relative rank -> its part, for the subtree this rank holds.
-    held = {i: parts[(i + root) % n] for i in range(n)} if rel == 0 else None
+    held: Optional[BlockRun] = None
+    if rel == 0:
+        held = BlockRun.of([parts[(i + root) % n] for i in range(n)])
     mask = 1
     while mask < n:
         if rel & mask:
             r = c.irecv((c.me - mask) % n)
             c.wait([r])
-            held = pickle.loads(r._obj)
+            held = BlockRun.parse(r._obj, min(mask, n - rel))
             break
         mask <<= 1
     mask >>= 1
     sends = []
     while mask > 0:
         if rel + mask < n:
-            sub = {i: held.pop(i) for i in list(held) if rel + mask <= i < min(rel + 2 * mask, n)}
-            sends.append(c.isend(_dump(sub), (c.me + mask) % n))
+            sends.append(c.isend(held.message(mask, min(mask, n - rel - mask)), (c.me + mask) % n))
         mask >>= 1
     c.wait(sends)
-    return held[rel]
+    return held.message(0, 1) - BlockRun.HEADER if held.size == -2 else held.blocks()[0]

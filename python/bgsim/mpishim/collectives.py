@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as _np
 
 from .. import coll as _coll
+from .. import runtime as _rt
 from ..errors import UsageError as _ValueError
 from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg, regular
 from .constants import BOTTOM, IN_PLACE
@@ -96,6 +97,17 @@ def _context_agreement(comm: Comm, what: str) -> None:
 
 def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Optional[int]) -> None:
     kind = "allreduce" if root is None else "reduce"
+    if _rt.size_only:
+        m = _msg(recvbuf if sendbuf is IN_PLACE else sendbuf, recv=sendbuf is IN_PLACE)
+        c = _coll.Call(comm, kind, root, check=(op.name, m.nbytes))
+        v = _coll.Sized(m.count, m.dt.size)
+        red = _coll.sized_reducer(m.dt.size, floating=m.dt.np.kind == "f")
+        alu = _coll.tree_ok(op, m.dt.np)
+        if root is None:
+            _coll.run("allreduce", c, v, red, nbytes=m.nbytes, alu=alu, elements=m.count)
+        else:
+            _coll.run("reduce", c, v, red, root, nbytes=m.nbytes, alu=alu, elements=m.count)
+        return
     if sendbuf is IN_PLACE:
         m = _msg(recvbuf, recv=True)
         data, dt = m.mv.tobytes(), m.dt
@@ -137,16 +149,20 @@ def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Opti
         raise _ValueError(f"Reduce_scatter: counts {list(counts)} add up to more than the {s.count} elements sent")
     parts, off = [], 0
     for k in counts:
-        parts.append(bytes(full[off * s.dt.size:(off + k) * s.dt.size]))
+        parts.append(k * s.dt.size if _rt.size_only else bytes(full[off * s.dt.size:(off + k) * s.dt.size]))
         off += k
     mine = _coll.run("scatter", c, parts if c.me == 0 else None, 0, nbytes=0)
-    m = _msg(recvbuf, recv=True)
-    m.mv[: len(mine)] = mine
+    if not _rt.size_only:
+        m = _msg(recvbuf, recv=True)
+        m.mv[: len(mine)] = mine
 
 
 def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: bool) -> None:
     src = recvbuf if sendbuf is IN_PLACE else sendbuf
     s = _msg(src, recv=False)
+    if _rt.size_only:
+        _scan(comm, _coll.Sized(s.count, s.dt.size), _coll.sized_reducer(s.dt.size), exclusive)
+        return
     out = _scan(comm, _as_array(s.mv.tobytes(), s.dt), _array_reducer(op, s.dt), exclusive)
     if out is not None:
         m = _msg(recvbuf, recv=True)
@@ -156,6 +172,9 @@ def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: boo
 def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
     """Gather(v) / Scatter(v) / Allgather(v) / Alltoall(v) on buffers."""
     c = _coll.Call(comm, "alltoall" if kind == "alltoallv" else kind, root if kind in ("gather", "scatter") else None)
+    if _rt.size_only:
+        _sized_collective(c, kind, sendbuf, recvbuf, root)
+        return
     n, me = c.n, c.me
     if kind == "gather":
         if me == root:
@@ -185,6 +204,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
                 if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
         c.total = sum(counts) * rdt.size
+        c.layout = _coll.Layout.of(counts, rdt.size)
         parts = _coll.run("allgather", c, mine, nbytes=len(mine), elements=sum(counts))
         size = getattr(parts, "uniform", -1)
         if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size:
@@ -206,6 +226,47 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
         got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
         for i, p in enumerate(got):
             _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
+
+
+def _sized_collective(c: "_coll.Call", kind: str, sendbuf: Any, recvbuf: Any, root: int) -> None:
+    """`_buffer_collective` with size-only buffers: the same algorithms on
+    the blocks' sizes; receive buffers are left as they are."""
+    n, me = c.n, c.me
+
+    def own(recv_counts: Any = None, rdt: Any = None) -> int:
+        if sendbuf is IN_PLACE:
+            return recv_counts[me] * rdt.size
+        return _msg(sendbuf, recv=False).nbytes
+
+    if kind == "gather":
+        if me == root:
+            _, rdt, rcounts, _ = _vmsg(recvbuf, n, recv=True)
+            mine = own(rcounts, rdt)
+        else:
+            mine = own()
+        _coll.run("gather", c, mine, root, nbytes=mine)
+    elif kind == "scatter":
+        parts = None
+        if me == root:
+            _, sdt, counts, _ = _vmsg(sendbuf, n, recv=False)
+            parts = [k * sdt.size for k in counts]
+        _coll.run("scatter", c, parts, root, nbytes=0)
+    elif kind == "allgather":
+        _, rdt, counts, _ = _vmsg(recvbuf, n, recv=True)
+        mine = own(counts, rdt)
+        c.total = sum(counts) * rdt.size
+        c.layout = _coll.Layout.of(counts, rdt.size)
+        _coll.run("allgather", c, mine, nbytes=mine, elements=sum(counts))
+    else:
+        _, rdt, rcounts, _ = _vmsg(recvbuf, n, recv=True)
+        if kind == "alltoallv":
+            c.expect = [i for i, k in enumerate(rcounts) if k > 0]
+        if sendbuf is IN_PLACE:
+            sdt, scounts = rdt, rcounts
+        else:
+            _, sdt, scounts, _ = _vmsg(sendbuf, n, recv=False)
+        parts = [k * sdt.size for k in scounts]
+        _coll.run("alltoall", c, parts, nbytes=max(parts, default=0))
 
 
 def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
@@ -237,9 +298,11 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
 
     sviews = spec(recvbuf if sendbuf is IN_PLACE else sendbuf, False)
     rviews = spec(recvbuf, True)
-    parts = [v.tobytes() for v in sviews]
+    parts = [len(v) if _rt.size_only else v.tobytes() for v in sviews]
     c.expect = [i for i, v in enumerate(rviews) if len(v) > 0]
-    got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
+    got = _coll.run("alltoall", c, parts, nbytes=max(_coll.base._size(p) for p in parts))
+    if _rt.size_only:
+        return
     for i, p in enumerate(got):
         if len(p) > len(rviews[i]):
             raise Exception(ERR_TRUNCATE, f"rank {i} sent {len(p)} bytes for a slot of {len(rviews[i])} bytes")
@@ -279,6 +342,9 @@ class CollectiveCalls:
     def Bcast(self, buf: Any, root: int = 0) -> None:
         m = _msg(buf, recv=True)
         c = _coll.Call(self, "bcast", root, check=m.nbytes)
+        if _rt.size_only:
+            _bcast_bytes(c, m.nbytes if c.me == root else None, root, m.nbytes)
+            return
         data = _bcast_bytes(c, m.mv.tobytes() if c.me == root else None, root, m.nbytes)
         if c.me != root:
             m.mv[:] = data

@@ -63,6 +63,8 @@ class PointToPoint:
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
         cls = buf.__class__
+        if _rt.size_only:  # the message's size, no content
+            return self._isend_bytes(_msg(buf, recv=False).nbytes, dest, tag, mode, call)
         if cls is _ndarray and not buf.dtype.hasobject:
             data = buf.tobytes()  # C order, also for a non-contiguous view
         elif cls is bytes:
@@ -178,7 +180,8 @@ class PointToPoint:
                                call: str) -> Tuple[Request, Request]:
         """Posts Sendrecv_replace's receive and send (the message sent is
         taken from `buf` first): (receive, send)."""
-        data = _msg(buf, recv=True).mv.tobytes()
+        m = _msg(buf, recv=True)
+        data = m.nbytes if _rt.size_only else m.mv.tobytes()
         r = self._recv_buf(buf, source, recvtag)
         return r, self._isend_bytes(data, dest, sendtag, 0, call)
 
