@@ -25,13 +25,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
 from . import MPI, skeleton
 from .api import Machine
-from .mapping import route_loads
+from .mapping import order_slots, route_loads
 from .program import run
 
 FIDELITIES = ("packet", "coarse")
@@ -93,26 +93,140 @@ class PhaseResult:
     link_bytes: np.ndarray
 
 
+def phase_time(src_nodes: np.ndarray, dst_nodes: np.ndarray, nbytes: int, cal: Calibration,
+               shape: Sequence[int], torus: Sequence[bool]) -> tuple:
+    """One phase: messages of `nbytes` from node coordinates `src_nodes`
+    to `dst_nodes` ([m, 3]; messages within a node take no link) that start
+    together. Returns (time in s, bytes per link)."""
+    off_node = np.any(src_nodes != dst_nodes, axis=1)
+    s, d = src_nodes[off_node], dst_nodes[off_node]
+    load, hops = route_loads(s, d, np.full(len(s), nbytes, dtype=np.int64), shape, torus)
+    busiest = int(load.max()) if len(load) else 0
+    extra_hops = max(int(hops.max()) - 1, 0) if len(hops) else 0
+    return cal.single_s + max(busiest - nbytes, 0) / cal.link_Bps + extra_hops * cal.hop_s, load
+
+
 def pairwise_alltoall(slots: np.ndarray, shape: Sequence[int], nbytes: int, cal: Calibration,
-                      torus: Sequence[bool] = (True, True, True), progress=None) -> PhaseResult:
+                      torus: Sequence[bool] = (True, True, True), progress=None,
+                      groups: Optional[np.ndarray] = None) -> PhaseResult:
     """MPI's pairwise-exchange all-to-all of `nbytes` per pair over ranks
-    placed at `slots` ([n, 4]: x, y, z, task): n - 1 phases, in phase k
-    rank r sends to r + k and receives from r - k."""
-    n = len(slots)
+    placed at `slots` ([n, 4]: x, y, z, task): m - 1 phases; in phase k
+    member i of a communicator sends to member i + k and receives from
+    member i - k. `groups` ([g, m] world ranks): g communicators of m ranks
+    each running their all-to-alls at once (planes of a Cartesian grid);
+    default one, every rank in order."""
+    if groups is None:
+        groups = np.arange(len(slots))[None, :]
+    groups = np.asarray(groups, dtype=np.int64)
+    m = groups.shape[1]
     nodes = slots[:, :3].astype(np.int64)
-    ranks = np.arange(n)
+    src = nodes[groups.ravel()]
     total_t = 0.0
     acc = np.zeros(int(np.prod(shape)) * 6, dtype=np.int64)
-    for k in range(1, n):
-        dst = (ranks + k) % n
-        off_node = np.any(nodes != nodes[dst], axis=1)
-        src_n, dst_n = nodes[off_node], nodes[dst[off_node]]
-        sizes = np.full(len(src_n), nbytes, dtype=np.int64)
-        load, hops = route_loads(src_n, dst_n, sizes, shape, torus)
+    for k in range(1, m):
+        t, load = phase_time(src, nodes[np.roll(groups, -k, axis=1).ravel()], nbytes, cal, shape, torus)
         acc += load
-        busiest = int(load.max()) if len(load) else 0
-        extra_hops = max(int(hops.max()) - 1, 0) if len(hops) else 0
-        total_t += cal.single_s + max(busiest - nbytes, 0) / cal.link_Bps + extra_hops * cal.hop_s
+        total_t += t
         if progress is not None and k % 256 == 0:
-            progress(k / (n - 1))
+            progress(k / (m - 1))
     return PhaseResult(total_t, acc)
+
+
+def exchange(slots: np.ndarray, shape: Sequence[int], pairs: np.ndarray, nbytes: int, cal: Calibration,
+             torus: Sequence[bool] = (True, True, True)) -> PhaseResult:
+    """Every (source rank, destination rank) of `pairs` ([m, 2]) sends
+    `nbytes` at once: one phase (a nearest-neighbour halo exchange)."""
+    nodes = slots[:, :3].astype(np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64)
+    t, load = phase_time(nodes[pairs[:, 0]], nodes[pairs[:, 1]], nbytes, cal, shape, torus)
+    return PhaseResult(t, load)
+
+
+# ---------------------------------------------------------------- validation
+
+#: The patterns both tiers run (`compare`): MPI's pairwise all-to-all on
+#: COMM_WORLD; the same within the planes of a logical 3D grid (every c-th
+#: rank, c = 2: the ranks are row-major, the last dimension fastest, as in
+#: `bgp-cartesian`), all planes at once; a 2D periodic halo, every rank
+#: sending to its four neighbours at once.
+PATTERNS = ("alltoall", "planes", "halo")
+
+
+@dataclass(frozen=True)
+class Config:
+    machine: str
+    mode: str
+    shape: str
+    pattern: str
+    nbytes: int
+
+    def label(self) -> str:
+        return f"{self.machine} {self.mode} {self.shape} {self.pattern} {self.nbytes // 1024} KB"
+
+
+#: The grid `docs/coarse.md` reports (scripts/coarse_grid.py runs it).
+GRID = tuple(Config(m, mode, shape, pattern, nbytes)
+             for m, mode, shapes in (("bgl", "coprocessor", ("4x4x2", "4x4x4")), ("bgp", "vn", ("2x2x2", "4x4x2")))
+             for shape in shapes for pattern in PATTERNS for nbytes in (4096, 65536))
+
+
+def _grid2d(n: int) -> tuple:
+    """The most square rows x cols = n, rows <= cols."""
+    rows = int(np.sqrt(n))
+    while n % rows:
+        rows -= 1
+    return rows, n // rows
+
+
+def _neighbours(r: int, n: int) -> list:
+    rows, cols = _grid2d(n)
+    i, j = divmod(r, cols)
+    return [((i - 1) % rows) * cols + j, ((i + 1) % rows) * cols + j, i * cols + (j - 1) % cols, i * cols + (j + 1) % cols]
+
+
+def _packet_program(pattern: str, nbytes: int):
+    def main() -> float:
+        comm = MPI.COMM_WORLD
+        r, n = comm.Get_rank(), comm.Get_size()
+        sub = comm.Split(r % 2, r) if pattern == "planes" else None
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        if pattern == "halo":
+            peers = _neighbours(r, n)
+            reqs = [skeleton.irecv(comm, nbytes, p, k ^ 1) for k, p in enumerate(peers)]
+            reqs += [skeleton.isend(comm, nbytes, p, k) for k, p in enumerate(peers)]
+            skeleton.waitall(reqs)
+        else:
+            skeleton.alltoall(sub if sub is not None else comm, nbytes)
+        return comm.reduce(MPI.Wtime() - t0, op=MPI.MAX)
+    return main
+
+
+def coarse_time(cfg: Config) -> float:
+    """The coarse tier's time (s) of `cfg`, under the XYZT mapping."""
+    m = Machine(cfg.machine, [f'partition.mode="{cfg.mode}"'])
+    dims = [int(v) for v in cfg.shape.split("x")]
+    tpn = m.info["tasks_per_node"]
+    n = int(np.prod(dims)) * tpn
+    slots = np.array(order_slots(dims, tpn, n, "XYZT"))
+    cal = calibrate(cfg.machine, cfg.mode, cfg.nbytes)
+    if cfg.pattern == "alltoall":
+        return pairwise_alltoall(slots, dims, cfg.nbytes, cal).time_s
+    if cfg.pattern == "planes":
+        return pairwise_alltoall(slots, dims, cfg.nbytes, cal, groups=np.arange(n).reshape(-1, 2).T).time_s
+    pairs = np.array([(r, p) for r in range(n) for p in _neighbours(r, n)])
+    return exchange(slots, dims, pairs, cfg.nbytes, cal).time_s
+
+
+def packet_time(cfg: Config) -> float:
+    """The packet tier's time (s) of `cfg` (slowest rank, XYZT mapping)."""
+    m = Machine(cfg.machine, [])
+    return run(_packet_program(cfg.pattern, cfg.nbytes), m, shape=cfg.shape, mode=cfg.mode,
+               coll={"alltoall": "pairwise"}).results[0]
+
+
+def compare(cfg: Config) -> dict:
+    """Both tiers on `cfg`: their times (us) and the coarse tier's error (%)."""
+    p, c = packet_time(cfg), coarse_time(cfg)
+    return {"config": cfg.label(), "packet_us": round(p * 1e6, 1), "coarse_us": round(c * 1e6, 1),
+            "error_pct": round(100 * (c - p) / p, 1)}

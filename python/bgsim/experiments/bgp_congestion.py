@@ -12,11 +12,11 @@ per rank), and run the same collective algorithms as MPI programs."""
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import MPI, skeleton
+from .. import MPI, coarse, mapping, skeleton
 from ..program import RunResult, run
 from .base import Context, Outcome, register
 from .bgp import BGP, PARTITIONS
@@ -52,6 +52,31 @@ def _run(main: Callable[[], float], procs: int, ctx: Context) -> RunResult:
     return run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
 
 
+def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int], times: Dict[int, float],
+                      groups: Callable[[int], Optional[np.ndarray]]) -> Dict[int, float]:
+    """The coarse tier's 64 KB pairwise all-to-alls (one per row of
+    `groups(procs)`, all at once; None: COMM_WORLD) at `sizes` processes:
+    coarse_time_us_N, and coarse_error_pct_N against the packet tier's
+    `times` where it ran, else time_us_N."""
+    res: Dict[int, float] = {}
+    if not sizes:
+        return res
+    cal = coarse.calibrate("bgp", "vn", KB64)
+    for procs in sizes:
+        ctx.log(f"{procs} processes ({PARTITIONS[procs]}), coarse tier")
+        dims = [int(v) for v in PARTITIONS[procs].split("x")]
+        slots = np.array(mapping.order_slots(dims, 4, procs, "XYZT"))
+        res[procs] = round(coarse.pairwise_alltoall(slots, dims, KB64, cal, groups=groups(procs)).time_s * 1e6, 3)
+        out.metrics[f"coarse_time_us_{procs}"] = res[procs]
+        if procs in times:
+            out.metrics[f"coarse_error_pct_{procs}"] = round(100 * (res[procs] - times[procs]) / times[procs], 1)
+        else:
+            out.metrics[f"time_us_{procs}"] = res[procs]
+    out.add_series("time_coarse", sorted(res), [res[p] for p in sorted(res)], "processes", "all-to-all time (us)",
+                   group="time")
+    return res
+
+
 @register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events", coarse=True)
 def alltoall_congestion(ctx: Context) -> Outcome:
     out = Outcome()
@@ -78,29 +103,12 @@ def alltoall_congestion(ctx: Context) -> Outcome:
         times[procs] = out.metrics[f"time_us_{procs}"]
         tokens[procs] = out.metrics[f"notokens_{procs}"]
         algos = r.collectives.get("alltoall", {})
-    coarse_t: Dict[int, float] = {}
-    if coarse_sizes:
-        from .. import coarse, mapping
-        cal = coarse.calibrate("bgp", "vn", KB64)
-        for procs in coarse_sizes:
-            ctx.log(f"{procs} processes ({PARTITIONS[procs]}), coarse tier")
-            dims = [int(v) for v in PARTITIONS[procs].split("x")]
-            slots = np.array(mapping.order_slots(dims, 4, procs, "XYZT"))
-            res = coarse.pairwise_alltoall(slots, dims, KB64, cal)
-            coarse_t[procs] = round(res.time_s * 1e6, 3)
-            out.metrics[f"coarse_time_us_{procs}"] = coarse_t[procs]
-            if procs in times:
-                out.metrics[f"coarse_error_pct_{procs}"] = round(100 * (coarse_t[procs] - times[procs]) / times[procs], 1)
-            else:
-                out.metrics[f"time_us_{procs}"] = coarse_t[procs]
     if times:
         out.add_series("time_packet", sorted(times), [times[p] for p in sorted(times)], "processes",
                        "all-to-all time (us)", group="time")
         out.add_series("notokens", sorted(tokens), [tokens[p] for p in sorted(tokens)], "processes",
                        "no-token events (all nodes, directions)")
-    if coarse_t:
-        out.add_series("time_coarse", sorted(coarse_t), [coarse_t[p] for p in sorted(coarse_t)], "processes",
-                       "all-to-all time (us)", group="time")
+    _coarse_alltoalls(out, ctx, coarse_sizes, times, lambda procs: None)
     if algos:
         out.notes.append("All-to-all algorithm of the largest packet run, calls: " +
                          ", ".join(f"{k} {v}" for k, v in algos.items()))
@@ -110,16 +118,22 @@ def alltoall_congestion(ctx: Context) -> Outcome:
     return out
 
 
-@register("bgp-cartesian", "bgp", "64 KB MPI_Alltoall within the planes of a logical 3D grid")
+@register("bgp-cartesian", "bgp", "64 KB MPI_Alltoall within the planes of a logical 3D grid", coarse=True)
 def cartesian(ctx: Context) -> Outcome:
     out = Outcome()
     # Packets: the planes' all-to-alls at 8,192 processes are 550 GB.
-    sizes = (128,) if ctx.quick else (128, 512, 2048, 4096)
+    sizes = [] if ctx.fidelity == "coarse" else ([128] if ctx.quick else [128, 512, 2048, 4096])
+    coarse_sizes = [] if ctx.fidelity == "packet" else ([128, 512] if ctx.quick else sorted(LOGICAL_3D))
     out.setup.append("VN mode, every core a rank (XYZT); MPI_Cart_create with the logical 3D grid that machine's "
                      "MPI returned (bgp.md; procs / 64 x 8 x 8 for the quick sizes), not reordered; "
                      "MPI_Cart_sub keeping the first two dimensions gives one communicator per logical plane; "
                      "every plane runs a 64 KB all-to-all at once (a communication skeleton). Packets up to 4,096 "
                      "processes: at 8,192 the planes' all-to-alls are 550 GB, beyond packets on one core.")
+    if coarse_sizes:
+        out.setup.append(f"The coarse tier (docs/coarse.md: every plane's m - 1 pairwise phases at once) at "
+                         f"{', '.join(map(str, coarse_sizes))} processes gives coarse_time_us_N, its error against "
+                         "packets where both ran (coarse_error_pct_N) and time_us_N beyond; it gives no no-token "
+                         "counts.")
 
     def main(dims: Tuple[int, int, int]) -> Callable[[], float]:
         def body() -> None:
@@ -130,6 +144,7 @@ def cartesian(ctx: Context) -> Outcome:
         return _timed_program(body)
 
     xs, tokens = [], []
+    times: Dict[int, float] = {}
     for procs in sizes:
         dims = LOGICAL_3D[procs]
         ctx.log(f"{procs} processes, logical grid {'x'.join(map(str, dims))} on {PARTITIONS[procs]}")
@@ -137,11 +152,19 @@ def cartesian(ctx: Context) -> Outcome:
         _record(out, r, str(procs), "planes")
         xs.append(procs)
         tokens.append(out.metrics[f"notokens_{procs}"])
-    out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
+        times[procs] = out.metrics[f"time_us_{procs}"]
+    if xs:
+        out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
+        out.add_series("time_packet", xs, [times[p] for p in xs], "processes", "all-to-all time (us)", group="time")
+    # A plane of the first two dimensions: every c-th rank (row-major, the last dimension fastest).
+    _coarse_alltoalls(out, ctx, coarse_sizes, times,
+                      lambda procs: np.arange(procs).reshape(-1, LOGICAL_3D[procs][2]).T)
     out.notes.append("With the ranks in row-major grid order and XYZT placement, a plane of the first two logical "
                      "dimensions is every 8th rank: its members are spread over several physical planes, so the "
                      "planes' all-to-alls share links.")
-    out.key_metrics = [f"notokens_{xs[-1]}", f"time_us_{xs[-1]}"]
+    last = max(xs + coarse_sizes)
+    out.key_metrics = ([f"notokens_{xs[-1]}"] if xs else []) + [f"time_us_{last}"] + \
+        [k for k in out.metrics if k.startswith("coarse_error_pct_")]
     return out
 
 
