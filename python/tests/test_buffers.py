@@ -16,7 +16,7 @@ def program():
     """Every buffer call kind, on COMM_WORLD and on a split half; returns
     whether the receive buffers still hold their -1s."""
     w = MPI.COMM_WORLD
-    r, n = w.Get_rank(), w.Get_size()
+    r = w.Get_rank()
     half = w.Split(r % 2, r)
     out = []
     for c in (w, half):

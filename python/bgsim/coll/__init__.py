@@ -23,4 +23,4 @@ from . import allgather, allreduce, alltoall, barrier, bcast, gather, reduce, sc
 from .base import Call, CollError, Layout, Reducer, Sized, sized_reducer, tree_ok
 from .registry import IMPLEMENTATIONS, choose, markdown, registry, run
 
-__all__ = ["Call", "CollError", "Reducer", "tree_ok", "IMPLEMENTATIONS", "choose", "markdown", "registry", "run"]
+__all__ = ["Call", "CollError", "Layout", "Reducer", "Sized", "sized_reducer", "tree_ok", "IMPLEMENTATIONS", "choose", "markdown", "registry", "run"]

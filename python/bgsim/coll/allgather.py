@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import array
-from typing import Any, List
+from typing import Any
 
 from .base import BlockRun, Blocks, Call, _cat, _slice, hw_join
 from .registry import IMPLEMENTATIONS, algorithm, choose
