@@ -1,5 +1,5 @@
 """The coarse tier against the packet tier on `bgsim.coarse.GRID` (both
-machines, two partitions each, all-to-all / plane all-to-all / halo, 4 KB
+machines, two partitions each, all-to-all / plane all-to-all / halo / broadcast, 4 KB
 and 64 KB): one markdown row per configuration, then the error range.
 `docs/coarse.md` holds its output. Usage: python scripts/coarse_grid.py
 """

@@ -63,12 +63,18 @@ def _exchange_program(nbytes: int):
     return main
 
 
+#: The smallest exchange the link bandwidth is measured with (smaller
+#: messages are a few packets: their time steps with whole packets).
+BANDWIDTH_BYTES = 64 * 1024
+
+
 @lru_cache(maxsize=None)
 def calibrate(machine: str, mode: str, nbytes: int) -> Calibration:
     """Measures, on the packet tier, an exchange of `nbytes` between two
     neighbouring nodes (2x1x1 partition; with more tasks per node the other
-    tasks stay idle) and of twice as much: the time of one message alone,
-    and the link's payload bandwidth."""
+    tasks stay idle): the time of one message alone; and the link's payload
+    bandwidth, the slope between an exchange of max(`nbytes`,
+    `BANDWIDTH_BYTES`) and one of twice as much."""
     m = Machine(machine, [f'partition.mode="{mode}"'])
     tpn = m.info["tasks_per_node"]
 
@@ -80,10 +86,11 @@ def calibrate(machine: str, mode: str, nbytes: int) -> Calibration:
 
         def exchange(b: int) -> float:
             return run(_exchange_program(b), m, shape="2x1x1", mode=mode, mapping=path).results[0]
-        t1, t2 = exchange(nbytes), exchange(2 * nbytes)
+        t1 = exchange(nbytes)
+        bw = max(nbytes, BANDWIDTH_BYTES)
+        slope = (exchange(2 * bw) - (t1 if bw == nbytes else exchange(bw))) / bw
     hop_s = m.info["hop_latency_ticks"] / (m.info["cpu_mhz"] * 1e6 * m.info["ticks_per_cpu_cycle"])
-    return Calibration(single_s=t1, link_Bps=nbytes / (t2 - t1), payload_per_packet=m.info["max_payload_bytes"],
-                       hop_s=hop_s)
+    return Calibration(single_s=t1, link_Bps=1 / slope, payload_per_packet=m.info["max_payload_bytes"], hop_s=hop_s)
 
 
 @dataclass
@@ -93,14 +100,17 @@ class PhaseResult:
     link_bytes: np.ndarray
 
 
-def phase_time(src_nodes: np.ndarray, dst_nodes: np.ndarray, nbytes: int, cal: Calibration,
+def phase_time(src_nodes: np.ndarray, dst_nodes: np.ndarray, nbytes: "int | np.ndarray", cal: Calibration,
                shape: Sequence[int], torus: Sequence[bool]) -> tuple:
-    """One phase: messages of `nbytes` from node coordinates `src_nodes`
-    to `dst_nodes` ([m, 3]; messages within a node take no link) that start
-    together. Returns (time in s, bytes per link)."""
+    """One phase: messages of `nbytes` (one size, or one per message; `cal`
+    is the largest's) from node coordinates `src_nodes` to `dst_nodes`
+    ([m, 3]; messages within a node take no link) that start together.
+    Returns (time in s, bytes per link)."""
     off_node = np.any(src_nodes != dst_nodes, axis=1)
     s, d = src_nodes[off_node], dst_nodes[off_node]
-    load, hops = route_loads(s, d, np.full(len(s), nbytes, dtype=np.int64), shape, torus)
+    sizes = np.broadcast_to(np.asarray(nbytes, dtype=np.int64), (len(off_node),))[off_node]
+    nbytes = int(np.max(nbytes)) if np.size(nbytes) else 0
+    load, hops = route_loads(s, d, sizes, shape, torus)
     busiest = int(load.max()) if len(load) else 0
     extra_hops = max(int(hops.max()) - 1, 0) if len(hops) else 0
     return cal.single_s + max(busiest - nbytes, 0) / cal.link_Bps + extra_hops * cal.hop_s, load
@@ -132,6 +142,54 @@ def pairwise_alltoall(slots: np.ndarray, shape: Sequence[int], nbytes: int, cal:
     return PhaseResult(total_t, acc)
 
 
+def bcast_scatter_allgather(slots: np.ndarray, shape: Sequence[int], nbytes: int, machine: str, mode: str,
+                            torus: Sequence[bool] = (True, True, True)) -> PhaseResult:
+    """MPICH's long MPI_Bcast from rank 0 over the ranks at `slots`, as
+    `bgsim.coll.bcast.bcast_scatter_allgather` runs it: n parts of
+    ceil(nbytes / n) bytes; the binomial scatter as log2 n phases (the
+    phase of mask m: every rank that holds parts, a multiple of 2m, sends
+    its upper half's parts to rank + m); then the allgather: on a power of
+    two below 512 KB recursive doubling (phase k: every rank swaps its 2^k
+    parts with rank ^ 2^k), else the ring, n - 1 phases alike (every rank
+    passes one part to its right: one phase computed, times n - 1). Each
+    phase is calibrated at its largest message."""
+    n = len(slots)
+    nodes = slots[:, :3].astype(np.int64)
+    ss = -(-nbytes // n)
+    at = lambda r: np.minimum(np.asarray(r, dtype=np.int64) * ss, nbytes)  # noqa: E731 - part r starts here
+    total_t = 0.0
+    acc = np.zeros(int(np.prod(shape)) * 6, dtype=np.int64)
+
+    def phase(src: np.ndarray, dst: np.ndarray, sizes: np.ndarray, times: int = 1) -> None:
+        nonlocal total_t, acc
+        if not len(src):
+            return
+        cal = calibrate(machine, mode, max(int(sizes.max()), 1))
+        t, load = phase_time(nodes[src], nodes[dst], sizes, cal, shape, torus)
+        total_t += times * t
+        acc += times * load
+
+    m = (1 << (n - 1).bit_length()) >> 1
+    while m > 0:
+        src = np.arange(0, n, 2 * m)
+        dst = src + m
+        keep = (dst < n) & (at(dst) < nbytes)
+        src, dst = src[keep], dst[keep]
+        phase(src, dst, at(np.minimum(dst + m, n)) - at(dst))
+        m >>= 1
+    ranks = np.arange(n)
+    if nbytes < 512 * 1024 and n & (n - 1) == 0:
+        m = 1
+        while m < n:
+            partner = ranks ^ m
+            lo = partner & ~(m - 1)
+            phase(partner, ranks, at(lo + m) - at(lo))
+            m <<= 1
+    elif n > 1:
+        phase(ranks, (ranks + 1) % n, np.full(n, ss, dtype=np.int64), times=n - 1)
+    return PhaseResult(total_t, acc)
+
+
 def exchange(slots: np.ndarray, shape: Sequence[int], pairs: np.ndarray, nbytes: int, cal: Calibration,
              torus: Sequence[bool] = (True, True, True)) -> PhaseResult:
     """Every (source rank, destination rank) of `pairs` ([m, 2]) sends
@@ -148,8 +206,9 @@ def exchange(slots: np.ndarray, shape: Sequence[int], pairs: np.ndarray, nbytes:
 #: COMM_WORLD; the same within the planes of a logical 3D grid (every c-th
 #: rank, c = 2: the ranks are row-major, the last dimension fastest, as in
 #: `bgp-cartesian`), all planes at once; a 2D periodic halo, every rank
-#: sending to its four neighbours at once.
-PATTERNS = ("alltoall", "planes", "halo")
+#: sending to its four neighbours at once; MPICH's scatter + allgather
+#: broadcast on COMM_WORLD less its last rank (a ring: n - 1 is odd).
+PATTERNS = ("alltoall", "planes", "halo", "bcast")
 
 
 @dataclass(frozen=True)
@@ -189,9 +248,14 @@ def _packet_program(pattern: str, nbytes: int):
         comm = MPI.COMM_WORLD
         r, n = comm.Get_rank(), comm.Get_size()
         sub = comm.Split(r % 2, r) if pattern == "planes" else None
+        if pattern == "bcast":
+            sub = comm.Create(comm.Get_group().Excl([n - 1]))
         comm.Barrier()
         t0 = MPI.Wtime()
-        if pattern == "halo":
+        if pattern == "bcast":
+            if sub != MPI.COMM_NULL:
+                skeleton.bcast(sub, nbytes, 0)
+        elif pattern == "halo":
             peers = _neighbours(r, n)
             reqs = [skeleton.irecv(comm, nbytes, p, k ^ 1) for k, p in enumerate(peers)]
             reqs += [skeleton.isend(comm, nbytes, p, k) for k, p in enumerate(peers)]
@@ -214,6 +278,8 @@ def coarse_time(cfg: Config) -> float:
         return pairwise_alltoall(slots, dims, cfg.nbytes, cal).time_s
     if cfg.pattern == "planes":
         return pairwise_alltoall(slots, dims, cfg.nbytes, cal, groups=np.arange(n).reshape(-1, 2).T).time_s
+    if cfg.pattern == "bcast":
+        return bcast_scatter_allgather(slots[:n - 1], dims, cfg.nbytes, cfg.machine, cfg.mode).time_s
     pairs = np.array([(r, p) for r in range(n) for p in _neighbours(r, n)])
     return exchange(slots, dims, pairs, cfg.nbytes, cal).time_s
 
@@ -222,7 +288,7 @@ def packet_time(cfg: Config) -> float:
     """The packet tier's time (s) of `cfg` (slowest rank, XYZT mapping)."""
     m = Machine(cfg.machine, [])
     return run(_packet_program(cfg.pattern, cfg.nbytes), m, shape=cfg.shape, mode=cfg.mode,
-               coll={"alltoall": "pairwise"}).results[0]
+               coll={"alltoall": "pairwise", "bcast": "scatter_allgather"}).results[0]
 
 
 def compare(cfg: Config) -> dict:

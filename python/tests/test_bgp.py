@@ -284,14 +284,17 @@ def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
 
 
 @pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
-@pytest.mark.parametrize("pattern", ["alltoall", "planes", "halo"])
+@pytest.mark.parametrize("pattern", ["alltoall", "planes", "halo", "bcast"])
 def test_the_coarse_tier_stays_within_its_stated_bound_on_every_pattern_and_machine(machine, mode, pattern):
     """docs/coarse.md's grid at its smallest: both machines, every pattern,
-    16 KB on 2x2x2. Stated bound: within 25% of the packet tier, and (the
-    tier leaves out queueing, it runs short) not above it by more than 5%."""
+    16 KB on 2x2x2. Stated bounds: the exchanges within 25% of the packet
+    tier and (the tier leaves out queueing, it runs short) not above it by
+    more than 5%; the broadcast within 40% (its scatter's phases follow
+    each other, the packet tier's root posts its sends at once)."""
     from bgsim import coarse
     row = coarse.compare(coarse.Config(machine, mode, "2x2x2", pattern, 16384))
-    assert -25 <= row["error_pct"] <= 5, row
+    low, high = (-40, 40) if pattern == "bcast" else (-25, 5)
+    assert low <= row["error_pct"] <= high, row
 
 
 @pytest.mark.parametrize("grid,shape,mode", [((16, 32), "4x4x8", "vn"), ((4, 4, 4), "4x4x4", "smp"), ((6, 5), "2x3x5", "smp")])

@@ -12,8 +12,9 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import MPI
+from .. import MPI, coarse
 from ..api import Machine
+from ..mapping import order_slots
 from ..program import run
 from ..runtime import shared_array
 from .base import Context, Outcome, register
@@ -470,7 +471,7 @@ def parallel_colls(ctx: Context) -> Outcome:
 
 
 @register("bgp-bcast", "bgp", "MPI_Bcast on COMM_WORLD vs COMM_WORLD less its last process, and 1-4 at once on "
-          "quarters of it")
+          "quarters of it", coarse=True)
 def bcast(ctx: Context) -> Outcome:
     out = Outcome()
     sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072)
@@ -485,7 +486,14 @@ def bcast(ctx: Context) -> Outcome:
                      "(MPI_Comm_split by rank / (n/4)) at the same time. The algorithm each call ran is the run's "
                      "choice (docs/collectives.md): the collective network for the whole partition, point-to-point "
                      f"algorithms otherwise. The 16 KB broadcast on COMM_WORLD less its last process (scatter + "
-                     f"ring allgather, n^2 messages) is run up to {ring_limit:,} cores.")
+                     f"ring allgather, n^2 messages) is run on packets up to {ring_limit:,} cores, and at every size "
+                     "on the coarse tier (coarse_sub_us_N_16KB; docs/coarse.md: the scatter's log2 n phases and "
+                     "the ring's n - 1), which gives sub_us_N_16KB beyond packets and its error against them "
+                     "(coarse_error_pct_sub_N_16KB) where both ran.")
+    if ctx.fidelity == "coarse":
+        sizes = {}  # the packet runs; the coarse tier's figure below
+    coarse_sizes = [] if ctx.fidelity == "packet" else \
+        list(_partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072))
 
     def main(sub_16k: bool):
         def body():
@@ -530,8 +538,26 @@ def bcast(ctx: Context) -> Outcome:
         which, label = k.split("_")
         out.add_series(k, xs[:len(v)], v, "cores", f"bcast time, {label} (us)", group=f"bcast_{label}" if which in
                        ("world", "sub") else f"parallel_{label}")
-    out.notes.append("Broadcast algorithms of the largest run, calls: " + ", ".join(f"{k} {v}" for k, v in algos.items()))
-    last = xs[-1]
+    coarse_t = []
+    for cores in coarse_sizes:
+        ctx.log(f"{cores} cores, COMM_WORLD less its last process, 16 KB, coarse tier")
+        dims = [int(v) for v in PARTITIONS[cores].split("x")]
+        slots = np.array(order_slots(dims, 4, cores, "XYZT"))[:cores - 1]
+        t = round(coarse.bcast_scatter_allgather(slots, dims, 16384, "bgp", "vn").time_s * 1e6, 3)
+        coarse_t.append(t)
+        out.metrics[f"coarse_sub_us_{cores}_16KB"] = t
+        packets = out.metrics.get(f"sub_us_{cores}_16KB")
+        if packets is not None:
+            out.metrics[f"coarse_error_pct_sub_{cores}_16KB"] = round(100 * (t - packets) / packets, 1)
+        else:
+            out.metrics[f"sub_us_{cores}_16KB"] = t
+    if coarse_t:
+        out.add_series("sub_16KB_coarse", coarse_sizes, coarse_t, "cores", "bcast time, 16KB (us)", group="bcast_16KB")
+    if algos:
+        out.notes.append("Broadcast algorithms of the largest run, calls: " +
+                         ", ".join(f"{k} {v}" for k, v in algos.items()))
+    last = max(xs + coarse_sizes)
     out.key_metrics = [k for k in (f"{w}_us_{last}_{_label(b)}" for w in ("world", "sub") for b in lengths)
-                       if k in out.metrics] + [f"parallel_us_{last}_16KB_c4"]
+                       if k in out.metrics] + [f"parallel_us_{last}_16KB_c4"] * bool(xs) + \
+        [k for k in out.metrics if k.startswith("coarse_error_pct_")]
     return out
