@@ -264,7 +264,7 @@ def test_nearest_neighbour_alltoallv_with_zero_counts_moves_what_point_to_point_
 
 def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
     import numpy as np
-    from bgsim import coarse, mapping
+    from bgsim import mapping
     from bgsim.reproduce import run_one
     # Its link loads are the deterministic routes' (mapping.link_loads).
     shape = (4, 4, 8)
