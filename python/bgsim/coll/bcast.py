@@ -27,12 +27,12 @@ def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -
             break
         mask <<= 1
     mask >>= 1
-    sends = []
+    # One blocking send per child, the farthest subtree first (MPICH's
+    # MPIC_Send): a send of rendezvous size holds up the next.
     while mask > 0:
         if rel + mask < n:
-            sends.append(c.isend(data, (c.me + mask) % n))
+            c.wait([c.isend(data, (c.me + mask) % n)])
         mask >>= 1
-    c.wait(sends)
     return data
 
 
@@ -93,14 +93,12 @@ def bcast_scatter_allgather(c: Call, data: Optional[bytes], root: int, nbytes: i
             r = c.irecv(peer(rel - top))
             c.wait([r])
             chunk = r._obj
-    sends = []
     mask = top >> 1
-    while mask > 0:
+    while mask > 0:  # blocking sends, as in the binomial broadcast
         if rel + mask < n and at(rel + mask) < nbytes:
             piece = _slice(chunk, at(rel + mask) - at(rel), at(min(rel + 2 * mask, n)) - at(rel))
-            sends.append(c.isend(piece, peer(rel + mask)))
+            c.wait([c.isend(piece, peer(rel + mask))])
         mask >>= 1
-    c.wait(sends)
     mine = _slice(chunk, 0, at(rel + 1) - at(rel))
     if nbytes < BCAST_LONG_MSG and n & (n - 1) == 0:
         # Recursive doubling: at step k swap the 2^k parts held with the

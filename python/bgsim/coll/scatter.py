@@ -28,10 +28,8 @@ def scatter_binomial(c: Call, parts: Optional[List[Any]], root: int) -> Any:
             break
         mask <<= 1
     mask >>= 1
-    sends = []
-    while mask > 0:
+    while mask > 0:  # one blocking send per child, the farthest subtree first (MPICH's MPIC_Send)
         if rel + mask < n:
-            sends.append(c.isend(held.message(mask, min(mask, n - rel - mask)), (c.me + mask) % n))
+            c.wait([c.isend(held.message(mask, min(mask, n - rel - mask)), (c.me + mask) % n)])
         mask >>= 1
-    c.wait(sends)
     return held.message(0, 1) - BlockRun.HEADER if held.size == -2 else held.blocks()[0]
