@@ -289,8 +289,8 @@ def test_the_coarse_tier_stays_within_its_stated_bound_on_every_pattern_and_mach
     """docs/coarse.md's grid at its smallest: both machines, every pattern,
     16 KB on 2x2x2. Stated bounds: the exchanges within 25% of the packet
     tier and (the tier leaves out queueing, it runs short) not above it by
-    more than 5%; the broadcast within 40% (its scatter's phases follow
-    each other, the packet tier's root posts its sends at once)."""
+    more than 5%; the broadcast within 40% (its lock-step ring phases put
+    a node's four VN tasks on one link at once; on packets they drift)."""
     from bgsim import coarse
     row = coarse.compare(coarse.Config(machine, mode, "2x2x2", pattern, 16384))
     low, high = (-40, 40) if pattern == "bcast" else (-25, 5)
