@@ -212,7 +212,7 @@ class Runtime:
         compute), from `since` (ticks; default: now)."""
         tl = self.timeline
         t0 = self.world.rank_time(ctx.rank) if tl is not None and since is None else since
-        if self.world.block(ctx.rank, list(reqs), need):
+        if self.world.block(ctx.rank, reqs if reqs.__class__ is list else list(reqs), need):
             self.hub.switch()
         if tl is not None:
             t1 = tl.now(ctx.rank)

@@ -95,7 +95,7 @@ class PointToPoint:
 
     def _wait(self, req: Request, status: Optional[Status], call: str) -> Any:
         if not req._poll():
-            ctx = _ctx()
+            ctx = req._ctx or _ctx()  # the rank that made the request waits for it
             ctx.call, ctx.frame = call, _sys._getframe(2)
             ctx.runtime.wait(ctx, [req._id], 1)
             req._complete()
