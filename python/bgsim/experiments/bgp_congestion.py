@@ -80,7 +80,7 @@ def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int], times: Dict[
 @register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events", coarse=True)
 def alltoall_congestion(ctx: Context) -> Outcome:
     out = Outcome()
-    packet_sizes = [] if ctx.fidelity == "coarse" else ([32, 128] if ctx.quick else [32, 128, 512])
+    packet_sizes = [] if ctx.fidelity == "coarse" else ([32, 128] if ctx.quick else [32, 128, 512, 2048])
     coarse_sizes = [] if ctx.fidelity == "packet" else \
         ([32, 128] if ctx.quick else [32, 128, 512, 2048, 4096, 8192, 16384, 32768])
     out.setup.append("VN mode, every core a rank (XYZT); one MPI_Alltoall of 64 KB per pair (a communication "
