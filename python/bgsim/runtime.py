@@ -296,6 +296,7 @@ class Runtime:
     def _loop(self, runnable: "deque[int]", started: bool, finished: int, last_report: float, last_check: float,
               cpu: bool, bar: "Optional[_progress.Bar]") -> None:
         global fast
+        fast_path = not self.size_only  # size-only sends take the general path
         while True:
             t0 = time.perf_counter()
             while runnable:
@@ -303,7 +304,7 @@ class Runtime:
                 g = self.greenlets[r]
                 if cpu:
                     self.ctxs[r].cpu_mark = time.process_time()
-                elif not self.size_only:  # size-only sends take the general path
+                elif fast_path:
                     fast = self.ctxs[r]
                 mods = self.modules
                 if mods is not None:
