@@ -5,7 +5,7 @@ from __future__ import annotations
 import array
 from typing import Any
 
-from .base import BlockRun, Blocks, Call, _cat, _slice, hw_join
+from .base import BlockRun, Blocks, Call, Layout, _cat, _size, _slice, hw_join
 from .registry import IMPLEMENTATIONS, algorithm, choose
 
 
@@ -19,7 +19,7 @@ def allgather_ring(c: Call, data: Any) -> Any:
         total = last = data
         for _ in range(n - 1):
             last = c.sendrecv(last, right, left)
-            total += last if isinstance(last, int) else len(last)
+            total += _size(last)
         return total
     size = len(data)
     # Blocks of one size (MPI_Allgather) go straight to their rank's place;
@@ -66,6 +66,7 @@ def allgather_records(c: Call, record: bytes, label: str) -> memoryview:
     if algo == "tree":
         hw_join(c, "allreduce", 0, n * size)
     else:
+        c.layout = Layout(n, size)  # every rank knows the record size: no header
         IMPLEMENTATIONS["allgather"][algo](c, size)
     entry[1] += 1
     if entry[1] == n:

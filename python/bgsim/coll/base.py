@@ -14,6 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..mpishim.buffers import Same
 from ..mpishim.constants import TAG_UB
 from ..mpishim.errors import ERR_ARG, ERR_ROOT
 from ..mpishim.errors import Exception as MPIException
@@ -187,9 +188,8 @@ class Layout:
 
     @classmethod
     def of(cls, counts: Sequence[int], itemsize: int) -> "Layout":
-        value = getattr(counts, "value", None)  # n copies of one count
-        if value is not None:
-            return cls(len(counts), value * itemsize)
+        if isinstance(counts, Same):  # n copies of one count
+            return cls(len(counts), counts.value * itemsize)
         sizes = np.asarray(counts, dtype=np.int64) * itemsize
         if len(sizes) and (sizes == sizes[0]).all():
             return cls(len(sizes), int(sizes[0]))
@@ -281,7 +281,7 @@ class BlockRun:
     def join(self, other: "BlockRun") -> "BlockRun":
         """These blocks, then `other`'s."""
         if self.size == -2 or other.size == -2:
-            return BlockRun(_run_size(self) + _run_size(other), -2, self.count + other.count, [])
+            return BlockRun(_size(self.blk) + _size(other.blk), -2, self.count + other.count, [])
         if self.size >= 0 and self.size == other.size:
             return BlockRun(self.blk + other.blk, self.size, self.count + other.count, [])
         return BlockRun(self.blk + other.blk, -1, self.count + other.count, self.lengths() + other.lengths())
@@ -297,10 +297,6 @@ class BlockRun:
         if self.size >= 0:
             return Blocks(buf, self.count, self.size)
         return Blocks.from_lengths(buf, lens[rotate:] + lens[:rotate])
-
-
-def _run_size(run: BlockRun) -> int:
-    return run.blk if isinstance(run.blk, int) else len(run.blk)
 
 
 def _cat(parts: Any) -> Any:
