@@ -9,6 +9,7 @@ import numpy as _np
 
 from .. import coll as _coll
 from .. import runtime as _rt
+from ..coll.base import _size
 from ..errors import UsageError as _ValueError
 from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg, regular
 from .constants import BOTTOM, IN_PLACE
@@ -169,43 +170,57 @@ def _scan_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, exclusive: boo
         m.mv[: out.nbytes] = out.tobytes()
 
 
+def _part_bytes(mv: memoryview, dt: Datatype, count: int, displ: int) -> bytes:
+    return mv[displ * dt.size:(displ + count) * dt.size].tobytes()
+
+
+def _part_size(mv: memoryview, dt: Datatype, count: int, displ: int) -> int:
+    return count * dt.size
+
+
 def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: int = 0) -> None:
-    """Gather(v) / Scatter(v) / Allgather(v) / Alltoall(v) on buffers."""
+    """Gather(v) / Scatter(v) / Allgather(v) / Alltoall(v) on buffers. With
+    size-only buffers the same algorithms run on the blocks' sizes and
+    receive buffers are left as they are."""
     c = _coll.Call(comm, "alltoall" if kind == "alltoallv" else kind, root if kind in ("gather", "scatter") else None)
-    if _rt.size_only:
-        _sized_collective(c, kind, sendbuf, recvbuf, root)
-        return
     n, me = c.n, c.me
+    sized = _rt.size_only
+    part = _part_size if sized else _part_bytes
+
+    def own() -> Any:
+        m = _msg(sendbuf, recv=False)
+        return m.nbytes if sized else m.mv.tobytes()
+
     if kind == "gather":
         if me == root:
             rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
-            mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
-                    if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
+            mine = part(rmv, rdt, counts[me], displs[me]) if sendbuf is IN_PLACE else own()
         else:
-            mine = _msg(sendbuf, recv=False).mv.tobytes()
-        parts = _coll.run("gather", c, mine, root, nbytes=len(mine))
-        if me == root:
+            mine = own()
+        parts = _coll.run("gather", c, mine, root, nbytes=_size(mine))
+        if me == root and not sized:
             for i, p in enumerate(parts):
                 _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")
     elif kind == "scatter":
         parts = None
         if me == root:
             smv, sdt, counts, displs = _vmsg(sendbuf, n, recv=False)
-            parts = [smv[displs[i] * sdt.size:(displs[i] + counts[i]) * sdt.size].tobytes() for i in range(n)]
+            parts = [part(smv, sdt, counts[i], displs[i]) for i in range(n)]
         mine = _coll.run("scatter", c, parts, root, nbytes=0)
         # The root may leave its own block where it is (IN_PLACE) or drop it (None).
-        if not (me == root and (recvbuf is IN_PLACE or recvbuf is None)):
+        if not sized and not (me == root and (recvbuf is IN_PLACE or recvbuf is None)):
             m = _msg(recvbuf, recv=True)
             if len(mine) > m.nbytes:
                 raise Exception(ERR_TRUNCATE, f"Scatter: {len(mine)} bytes for a buffer of {m.nbytes}")
             m.mv[: len(mine)] = mine
     elif kind == "allgather":
         rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
-        mine = (rmv[displs[me] * rdt.size:(displs[me] + counts[me]) * rdt.size].tobytes()
-                if sendbuf is IN_PLACE else _msg(sendbuf, recv=False).mv.tobytes())
+        mine = part(rmv, rdt, counts[me], displs[me]) if sendbuf is IN_PLACE else own()
         c.total = sum(counts) * rdt.size
         c.layout = _coll.Layout.of(counts, rdt.size)
-        parts = _coll.run("allgather", c, mine, nbytes=len(mine), elements=sum(counts))
+        parts = _coll.run("allgather", c, mine, nbytes=_size(mine), elements=sum(counts))
+        if sized:
+            return
         size = getattr(parts, "uniform", -1)
         if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size:
             rmv[:n * size] = parts.whole  # blocks back to back, as the buffer wants them
@@ -222,51 +237,11 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             smv, sdt, scounts, sdispls = rmv, rdt, rcounts, rdispls
         else:
             smv, sdt, scounts, sdispls = _vmsg(sendbuf, n, recv=False)
-        parts = [smv[sdispls[i] * sdt.size:(sdispls[i] + scounts[i]) * sdt.size].tobytes() for i in range(n)]
-        got = _coll.run("alltoall", c, parts, nbytes=max(len(p) for p in parts))
-        for i, p in enumerate(got):
-            _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
-
-
-def _sized_collective(c: "_coll.Call", kind: str, sendbuf: Any, recvbuf: Any, root: int) -> None:
-    """`_buffer_collective` with size-only buffers: the same algorithms on
-    the blocks' sizes; receive buffers are left as they are."""
-    n, me = c.n, c.me
-
-    def own(recv_counts: Any = None, rdt: Any = None) -> int:
-        if sendbuf is IN_PLACE:
-            return recv_counts[me] * rdt.size
-        return _msg(sendbuf, recv=False).nbytes
-
-    if kind == "gather":
-        if me == root:
-            _, rdt, rcounts, _ = _vmsg(recvbuf, n, recv=True)
-            mine = own(rcounts, rdt)
-        else:
-            mine = own()
-        _coll.run("gather", c, mine, root, nbytes=mine)
-    elif kind == "scatter":
-        parts = None
-        if me == root:
-            _, sdt, counts, _ = _vmsg(sendbuf, n, recv=False)
-            parts = [k * sdt.size for k in counts]
-        _coll.run("scatter", c, parts, root, nbytes=0)
-    elif kind == "allgather":
-        _, rdt, counts, _ = _vmsg(recvbuf, n, recv=True)
-        mine = own(counts, rdt)
-        c.total = sum(counts) * rdt.size
-        c.layout = _coll.Layout.of(counts, rdt.size)
-        _coll.run("allgather", c, mine, nbytes=mine, elements=sum(counts))
-    else:
-        _, rdt, rcounts, _ = _vmsg(recvbuf, n, recv=True)
-        if kind == "alltoallv":
-            c.expect = [i for i, k in enumerate(rcounts) if k > 0]
-        if sendbuf is IN_PLACE:
-            sdt, scounts = rdt, rcounts
-        else:
-            _, sdt, scounts, _ = _vmsg(sendbuf, n, recv=False)
-        parts = [k * sdt.size for k in scounts]
-        _coll.run("alltoall", c, parts, nbytes=max(parts, default=0))
+        parts = [part(smv, sdt, scounts[i], sdispls[i]) for i in range(n)]
+        got = _coll.run("alltoall", c, parts, nbytes=max(_size(p) for p in parts))
+        if not sized:
+            for i, p in enumerate(got):
+                _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
 
 
 def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
@@ -300,7 +275,7 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
     rviews = spec(recvbuf, True)
     parts = [len(v) if _rt.size_only else v.tobytes() for v in sviews]
     c.expect = [i for i, v in enumerate(rviews) if len(v) > 0]
-    got = _coll.run("alltoall", c, parts, nbytes=max(_coll.base._size(p) for p in parts))
+    got = _coll.run("alltoall", c, parts, nbytes=max(_size(p) for p in parts))
     if _rt.size_only:
         return
     for i, p in enumerate(got):
