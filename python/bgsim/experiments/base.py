@@ -72,6 +72,17 @@ class Outcome:
     #: operation -> algorithm -> calls (gathered by `bgsim reproduce`).
     collectives: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
+    def add_coarse(self, figure: str, value: float, coarse_name: str, error_name: str) -> None:
+        """A figure of the coarse tier: `coarse_name`; where the packet tier
+        gave `figure`, the tier's error against it (%) as `error_name`, else
+        `figure` itself."""
+        self.metrics[coarse_name] = value
+        packets = self.metrics.get(figure)
+        if packets is None:
+            self.metrics[figure] = value
+        else:
+            self.metrics[error_name] = round(100 * (value - packets) / packets, 1)
+
     def add_series(self, name: str, x, y, x_label: str, y_label: str, group: Optional[str] = None) -> None:
         self.series[name] = {"x": [float(v) for v in x], "y": [float(v) for v in y], "x_label": x_label, "y_label": y_label}
         self.groups.setdefault(group or name, []).append(name)

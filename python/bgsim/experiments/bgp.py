@@ -545,12 +545,7 @@ def bcast(ctx: Context) -> Outcome:
         slots = np.array(order_slots(dims, 4, cores, "XYZT"))[:cores - 1]
         t = round(coarse.bcast_scatter_allgather(slots, dims, 16384, "bgp", "vn").time_s * 1e6, 3)
         coarse_t.append(t)
-        out.metrics[f"coarse_sub_us_{cores}_16KB"] = t
-        packets = out.metrics.get(f"sub_us_{cores}_16KB")
-        if packets is not None:
-            out.metrics[f"coarse_error_pct_sub_{cores}_16KB"] = round(100 * (t - packets) / packets, 1)
-        else:
-            out.metrics[f"sub_us_{cores}_16KB"] = t
+        out.add_coarse(f"sub_us_{cores}_16KB", t, f"coarse_sub_us_{cores}_16KB", f"coarse_error_pct_sub_{cores}_16KB")
     if coarse_t:
         out.add_series("sub_16KB_coarse", coarse_sizes, coarse_t, "cores", "bcast time, 16KB (us)", group="bcast_16KB")
     if algos:

@@ -52,12 +52,12 @@ def _run(main: Callable[[], float], procs: int, ctx: Context) -> RunResult:
     return run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
 
 
-def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int], times: Dict[int, float],
+def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int],
                       groups: Callable[[int], Optional[np.ndarray]]) -> Dict[int, float]:
     """The coarse tier's 64 KB pairwise all-to-alls (one per row of
     `groups(procs)`, all at once; None: COMM_WORLD) at `sizes` processes:
     coarse_time_us_N, and coarse_error_pct_N against the packet tier's
-    `times` where it ran, else time_us_N."""
+    time_us_N where it ran, else time_us_N (`Outcome.add_coarse`)."""
     res: Dict[int, float] = {}
     if not sizes:
         return res
@@ -67,11 +67,7 @@ def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int], times: Dict[
         dims = [int(v) for v in PARTITIONS[procs].split("x")]
         slots = np.array(mapping.order_slots(dims, 4, procs, "XYZT"))
         res[procs] = round(coarse.pairwise_alltoall(slots, dims, KB64, cal, groups=groups(procs)).time_s * 1e6, 3)
-        out.metrics[f"coarse_time_us_{procs}"] = res[procs]
-        if procs in times:
-            out.metrics[f"coarse_error_pct_{procs}"] = round(100 * (res[procs] - times[procs]) / times[procs], 1)
-        else:
-            out.metrics[f"time_us_{procs}"] = res[procs]
+        out.add_coarse(f"time_us_{procs}", res[procs], f"coarse_time_us_{procs}", f"coarse_error_pct_{procs}")
     out.add_series("time_coarse", sorted(res), [res[p] for p in sorted(res)], "processes", "all-to-all time (us)",
                    group="time")
     return res
@@ -108,7 +104,7 @@ def alltoall_congestion(ctx: Context) -> Outcome:
                        "all-to-all time (us)", group="time")
         out.add_series("notokens", sorted(tokens), [tokens[p] for p in sorted(tokens)], "processes",
                        "no-token events (all nodes, directions)")
-    _coarse_alltoalls(out, ctx, coarse_sizes, times, lambda procs: None)
+    _coarse_alltoalls(out, ctx, coarse_sizes, lambda procs: None)
     if algos:
         out.notes.append("All-to-all algorithm of the largest packet run, calls: " +
                          ", ".join(f"{k} {v}" for k, v in algos.items()))
@@ -157,7 +153,7 @@ def cartesian(ctx: Context) -> Outcome:
         out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
         out.add_series("time_packet", xs, [times[p] for p in xs], "processes", "all-to-all time (us)", group="time")
     # A plane of the first two dimensions: every c-th rank (row-major, the last dimension fastest).
-    _coarse_alltoalls(out, ctx, coarse_sizes, times,
+    _coarse_alltoalls(out, ctx, coarse_sizes,
                       lambda procs: np.arange(procs).reshape(-1, LOGICAL_3D[procs][2]).T)
     out.notes.append("With the ranks in row-major grid order and XYZT placement, a plane of the first two logical "
                      "dimensions is every 8th rank: its members are spread over several physical planes, so the "
