@@ -118,14 +118,18 @@ fn pattern_options() -> (Vec<(&'static str, &'static str, bool, String)>, String
 /// result as JSON. `progress(fraction, ncycles, events)` is called now and then with the GIL
 /// held; Ctrl-C stops the run.
 #[pyfunction]
-#[pyo3(signature = (machine, settings, spec_json, progress=None))]
-fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: &str, progress: Option<PyObject>) -> PyResult<String> {
+#[pyo3(signature = (machine, settings, spec_json, progress=None, threads=1, partitions=1))]
+fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: &str, progress: Option<PyObject>, threads: usize, partitions: usize) -> PyResult<String> {
     let m = load_machine(machine, settings)?;
     let spec = TrafficSpec::from_json(spec_json).map_err(to_py)?;
+    if threads < 1 || partitions < threads {
+        return Err(errors::usage(format!("threads {threads}, partitions {partitions}: at least 1 thread and as many partitions as threads")));
+    }
+    let opts = workload::RunOptions { threads, partitions };
     let mut interrupted = false;
     let mut callback_error: Option<PyErr> = None;
     let result = py.allow_threads(|| {
-        workload::run(&m, &spec, &mut |f| {
+        workload::run_with(&m, &spec, opts, &mut |f| {
             Python::with_gil(|py| {
                 if let Err(e) = py.check_signals() {
                     interrupted = true;

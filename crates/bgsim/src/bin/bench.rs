@@ -11,7 +11,7 @@
 
 use bgsim::machine::bgl;
 use bgsim::torus::Torus;
-use bgsim::workload::{run, Pattern, Routing, TrafficSpec};
+use bgsim::workload::{run_with, Pattern, Routing, RunOptions, TrafficSpec};
 use serde_json::json;
 use std::time::Instant;
 
@@ -40,6 +40,9 @@ The fixed workloads of BENCHMARKS.md; one JSON object per measurement on stdout.
   --shape AxBxC  the throughput workload on another machine size (default 16x16x16)
   --runs N       how often the throughput workload runs (default 5); the report
                  gives the median and the best wall time
+  --threads N    run the traffic workloads on N threads, cut into N partitions
+                 (default 1; the results are the same for every N)
+  --partitions P cut them into P partitions instead (at least N)
   -h, --help     this text";
 
 /// Stops with the usage and exit status 2 (bad command line).
@@ -55,6 +58,8 @@ fn main() {
     // (to see how the working set affects speed); the report uses 16x16x16.
     let mut shape = String::from("16x16x16");
     let mut runs: usize = 5;
+    let mut threads: usize = 1;
+    let mut partitions: usize = 0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -64,20 +69,26 @@ fn main() {
             }
             "--quick" => quick = true,
             "--torus-only" => only_torus = true,
-            "--shape" | "--runs" => {
+            "--shape" | "--runs" | "--threads" | "--partitions" => {
                 let Some(value) = args.next() else { usage_error(&format!("{arg} needs a value")) };
                 if arg == "--shape" {
                     shape = value;
                 } else {
-                    runs = match value.parse() {
+                    let n = match value.parse() {
                         Ok(n) if n >= 1 => n,
-                        _ => usage_error("--runs takes a whole number of runs, at least 1"),
+                        _ => usage_error(&format!("{arg} takes a whole number, at least 1, not '{value}'")),
                     };
+                    match arg.as_str() {
+                        "--runs" => runs = n,
+                        "--threads" => threads = n,
+                        _ => partitions = n,
+                    }
                 }
             }
             other => usage_error(&format!("unknown option '{other}'")),
         }
     }
+    let opts = RunOptions { threads, partitions: partitions.max(threads) };
     // 1. Throughput on 16x16x16.
     let m = bgl(&[&format!("partition.shape={shape}")]).unwrap_or_else(|e| usage_error(&format!("--shape {shape}: {e}")));
     let measure_ncycles: u64 = if quick { 5_000 } else { 40_000 };
@@ -90,7 +101,7 @@ fn main() {
     let mut walls = Vec::new();
     let mut r = None;
     for _ in 0..runs {
-        let res = run(&m, &s, &mut |_| true).expect("run");
+        let res = run_with(&m, &s, opts, &mut |_| true).expect("run");
         walls.push(res.engine.wall_s);
         r = Some(res);
     }
@@ -105,6 +116,8 @@ fn main() {
             "simulated_ncycles": measure_ncycles,
             "simulated_us": sim_us,
             "runs": walls.len(),
+            "threads": threads,
+            "partitions": opts.partitions,
             "wall_s": median,
             "wall_s_best": best,
             "packet_hops": r.packets.hops,
@@ -150,11 +163,13 @@ fn main() {
     for (k, v) in [("load", json!(0.5)), ("warmup_ncycles", json!(0)), ("measure_ncycles", json!(measure_ncycles))] {
         s.set(k, v).expect("a uniform option");
     }
-    let r = run(&big, &s, &mut |_| true).expect("run");
+    let r = run_with(&big, &s, opts, &mut |_| true).expect("run");
     println!(
         "{}",
         serde_json::json!({
             "benchmark": "uniform_64x32x32_load0.5",
+            "threads": threads,
+            "partitions": opts.partitions,
             "simulated_ncycles": measure_ncycles,
             "wall_s": r.engine.wall_s,
             "packets_delivered": r.packets.delivered,

@@ -5,11 +5,13 @@
 //! ticks make a processor cycle and how many make one network byte-time, so
 //! the same engine serves BG/L (4 processor cycles per link byte) and BG/P.
 
+pub mod parallel;
 mod queue;
 mod rng;
 mod window;
 
-pub use queue::EventQueue;
+pub use parallel::{Engine, Part, Partitioned};
+pub use queue::{Crossing, EventQueue, NO_NODE};
 pub use rng::{stream_seed, Draws, Rng, StreamDraw, StreamState};
 pub use window::{Partitioning, WindowPlan};
 
@@ -103,8 +105,10 @@ pub fn run_until<M: Model>(model: &mut M, q: &mut EventQueue, until: Tick, stats
     while let Some((t, ev)) = q.pop_before(until) {
         stats.events += 1;
         touch_ahead(q, |e, stage| model.touch(e, stage));
+        q.cur = ev.node;
         model.handle(t, ev, q);
     }
+    q.cur = NO_NODE;
     q.advance_to(until);
     q.now()
 }

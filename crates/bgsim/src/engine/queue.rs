@@ -74,6 +74,48 @@ pub struct EventQueue {
     /// Empty SLOT_KEEP-event buffers not lent to a slot, the one given back
     /// last on top.
     spare: Vec<Vec<Event>>,
+    /// Windowed runs (see [`super::parallel`]): events for another node are
+    /// held in `outbox` until the window ends.
+    windowed: bool,
+    /// The node whose event is being handled ([`NO_NODE`] outside events).
+    pub(crate) cur: u32,
+    /// End of the window being run: no event for another node may be due
+    /// before it (the lookahead).
+    pub(crate) horizon: Tick,
+    /// The nodes this queue's partition owns (windowed runs): events
+    /// scheduled outside any event for other nodes are theirs to schedule.
+    own: (u32, u32),
+    pub(crate) outbox: Vec<Crossing>,
+}
+
+/// No node: scheduling outside the handling of an event.
+pub const NO_NODE: u32 = u32::MAX;
+
+/// Nodes a windowed run may have: a crossing's order key holds the node.
+pub const MAX_NODES: u32 = 1 << NODE_BITS;
+pub(crate) const NODE_BITS: u32 = 24;
+
+/// An event for another node, held until the window in which it was
+/// scheduled ends: due at `t`; `key` orders it (the time it was scheduled,
+/// then the node that scheduled it).
+#[derive(Clone, Copy, Debug)]
+pub struct Crossing {
+    pub t: Tick,
+    pub key: u64,
+    pub ev: Event,
+    /// What it carries to another partition, by index ([`NO_LOAD`]: nothing).
+    pub load: u32,
+}
+
+/// A crossing that carries nothing.
+pub const NO_LOAD: u32 = u32::MAX;
+
+impl Crossing {
+    /// The order key of an event scheduled at `s` by an event of `src`.
+    #[inline]
+    pub fn key(s: Tick, src: u32) -> u64 {
+        s << NODE_BITS | src as u64
+    }
 }
 
 impl Default for EventQueue {
@@ -145,7 +187,24 @@ impl EventQueue {
             seq: 0,
             big: Vec::new(),
             spare: Vec::new(),
+            windowed: false,
+            cur: NO_NODE,
+            horizon: 0,
+            own: (0, u32::MAX),
+            outbox: Vec::new(),
         }
+    }
+
+    /// A queue for a windowed run of the partition that owns nodes
+    /// `lo..hi` (see [`super::parallel`]).
+    pub fn windowed(lo: u32, hi: u32) -> Self {
+        EventQueue { windowed: true, own: (lo, hi), ..Self::new() }
+    }
+
+    /// Whether `node` belongs to this queue's partition.
+    #[inline]
+    pub fn owns(&self, node: u32) -> bool {
+        node >= self.own.0 && node < self.own.1
     }
 
     /// Current simulated time (the time of the last event handed out).
@@ -172,6 +231,34 @@ impl EventQueue {
     /// Schedules `ev` at absolute time `t` (not before now).
     #[inline(always)]
     pub fn push_at(&mut self, t: Tick, ev: Event) {
+        if self.windowed && ev.node != self.cur {
+            return self.cross(t, ev);
+        }
+        self.schedule(t, ev);
+    }
+
+    /// Windowed runs: an event for another node than the one handled. Held
+    /// until the window ends; outside events, kept if this partition owns
+    /// the node (every partition runs the same start).
+    #[inline]
+    fn cross(&mut self, t: Tick, ev: Event) {
+        if self.cur == NO_NODE {
+            if self.owns(ev.node) {
+                self.schedule(t, ev);
+            }
+            return;
+        }
+        assert!(
+            t >= self.horizon,
+            "an event for node {} at {t} from node {} at {}: sooner than the window's end {} (the lookahead)",
+            ev.node, self.cur, self.now, self.horizon
+        );
+        self.outbox.push(Crossing { t, key: Crossing::key(self.now, self.cur), ev, load: NO_LOAD });
+    }
+
+    /// Schedules `ev` at `t` in this queue (see [`Self::push_at`]).
+    #[inline(always)]
+    pub(crate) fn schedule(&mut self, t: Tick, ev: Event) {
         debug_assert!(t >= self.now, "event scheduled in the past");
         let t = t.max(self.now);
         // Same tick as now: the slot of now is handed out after the current

@@ -8,10 +8,8 @@
 //! crossed a boundary and start the next window. Partitions own their nodes'
 //! random streams, so the result does not depend on the number of partitions.
 //!
-//! The serial engine runs one partition with the same window sequence; a
-//! parallel runner only has to execute the windows of several partitions
-//! concurrently and merge their outboxes in a fixed (partition, sequence)
-//! order.
+//! The windowed engine that runs them, on one thread or several, is
+//! [`super::parallel`].
 
 use super::Tick;
 

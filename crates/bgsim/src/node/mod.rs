@@ -175,6 +175,12 @@ impl Cores {
     pub fn group_mask(&self, core: usize) -> u16 {
         self.group_masks[core]
     }
+    /// Takes in the cores of nodes `lo..hi` from another partition of the
+    /// same windowed run.
+    pub fn absorb(&mut self, o: &Cores, lo: u32, hi: u32) {
+        let (a, b) = (self.idx(lo, 0), self.idx(hi, 0));
+        self.cores[a..b].copy_from_slice(&o.cores[a..b]);
+    }
     /// Sum of all cores' counters.
     pub fn totals(&self) -> CoreCounters {
         let mut t = CoreCounters::default();

@@ -255,6 +255,38 @@ impl Net {
     pub fn close_counters(&mut self, now: Tick) {
         self.torus.close_counters(now);
     }
+    /// Makes this the partition owning nodes `lo..hi` of a windowed run
+    /// (see [`crate::engine::parallel`]).
+    pub fn set_partition(&mut self, lo: u32, hi: u32) {
+        self.torus.set_partition(lo, hi);
+    }
+    /// The packet of an ARRIVE event leaves for another partition (see
+    /// [`crate::torus::Torus::emigrate`]).
+    pub fn emigrate(&mut self, id: u32) -> Packet {
+        self.torus.emigrate(id)
+    }
+    /// A packet arrives from another partition: its id here.
+    pub fn immigrate(&mut self, pk: Packet) -> u32 {
+        self.torus.immigrate(pk)
+    }
+    /// Packet slots allocated (the most packets held at once).
+    pub fn packet_slots(&self) -> u64 {
+        self.torus.pool.capacity_used() as u64
+    }
+    /// Takes in the nodes `lo..hi` of another partition of the same
+    /// windowed run, and its share of the machine-wide counters.
+    pub fn absorb(&mut self, o: &Net, lo: u32, hi: u32) {
+        let mut map = std::collections::HashMap::new();
+        self.torus.absorb(&o.torus, lo, hi, &mut map);
+        self.cores.absorb(&o.cores, lo, hi);
+        for n in lo..hi {
+            for c in 0..self.cores.per_node {
+                let q = self.cores.get(n, c).sendq;
+                self.cores.get_mut(n, c).sendq = self.torus.rehome(&o.torus.pool, q, &mut map);
+            }
+        }
+        self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&o.rr_fifo[lo as usize..hi as usize]);
+    }
     /// Packets in the network or held by software.
     pub fn live_packets(&self) -> u32 {
         self.torus.live_packets()

@@ -78,6 +78,13 @@ pub struct EngineSummary {
     pub sim_us_per_wall_s: f64,
     pub arbitrations: u64,
     pub head_evaluations: u64,
+    /// Partitions the machine was cut into, and threads that ran them
+    /// (the result is the same for every choice).
+    pub partitions: usize,
+    pub threads: usize,
+    /// Packet slots the engine allocated, over its partitions: the most
+    /// packets one partition held at once, summed (a memory figure).
+    pub packet_slots: u64,
 }
 
 /// The result of a traffic run.
@@ -154,8 +161,6 @@ pub struct TrafficResult {
     /// Ping-pong one-way latencies, processor cycles.
     pub oneway_cycles: Vec<f64>,
     pub engine: EngineSummary,
-    /// Peak simulated packets held at once (pool slots).
-    pub peak_packets: u64,
 }
 
 fn lat(h: &crate::torus::Histogram, tb: f64) -> LatencySummary {
@@ -338,7 +343,9 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
             sim_us_per_wall_s: sim_us / wall_s.max(1e-9),
             arbitrations: g.arbitrations,
             head_evaluations: g.head_evaluations,
+            partitions: 1,
+            threads: 1,
+            packet_slots: t.pool.capacity_used() as u64,
         },
-        peak_packets: t.pool.capacity_used() as u64,
     }
 }

@@ -126,6 +126,16 @@ impl Histogram {
         }
         self.max
     }
+    /// Adds the values `o` recorded.
+    pub fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a += b;
+        }
+        self.count += o.count;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
     /// (bucket lower edge, count) for non-empty buckets.
     pub fn buckets(&self) -> Vec<(u64, u64)> {
         self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| (Self::bucket_low(b), c)).collect()
@@ -178,6 +188,53 @@ pub struct GlobalCounters {
     pub head_evaluations: u64,
     /// Time of the last packet movement (for deadlock detection).
     pub last_progress: Tick,
+}
+
+impl GlobalCounters {
+    /// Adds another partition's counters of the same windowed run (the
+    /// machine-wide figures are sums over nodes, or latest times).
+    pub fn merge(&mut self, o: &GlobalCounters) {
+        fn add_each(a: &mut Vec<u64>, b: &[u64]) {
+            if a.len() < b.len() {
+                a.resize(b.len(), 0);
+            }
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        self.injected_packets += o.injected_packets;
+        // A partition's own count may have wrapped below zero (packets
+        // injected elsewhere arrived there): the sum is right.
+        self.in_network = self.in_network.wrapping_add(o.in_network);
+        self.in_network_at_start = self.in_network_at_start.wrapping_add(o.in_network_at_start);
+        self.retransmissions += o.retransmissions;
+        add_each(&mut self.link_retransmits, &o.link_retransmits);
+        self.delivered_packets += o.delivered_packets;
+        self.deposit_copies += o.deposit_copies;
+        self.delivered_payload += o.delivered_payload;
+        self.delivered_wire_bytes += o.delivered_wire_bytes;
+        self.latency.merge(&o.latency);
+        self.network_latency.merge(&o.network_latency);
+        add_each(&mut self.window_packets, &o.window_packets);
+        add_each(&mut self.window_payload, &o.window_payload);
+        self.token_returns += o.token_returns;
+        self.unblocking_returns += o.unblocking_returns;
+        self.hops += o.hops;
+        self.escape_hops += o.escape_hops;
+        self.dynamic_hops += o.dynamic_hops;
+        for (a, b) in self.stalls_by_vc.iter_mut().zip(&o.stalls_by_vc) {
+            *a += b;
+        }
+        for (a, b) in self.vcs.iter_mut().zip(&o.vcs) {
+            a.occ_integral += b.occ_integral;
+            a.last_change = a.last_change.max(b.last_change);
+            a.packets += b.packets;
+            a.used += b.used;
+        }
+        self.arbitrations += o.arbitrations;
+        self.head_evaluations += o.head_evaluations;
+        self.last_progress = self.last_progress.max(o.last_progress);
+    }
 }
 
 use super::{LinkHigh, Torus, NDIR};

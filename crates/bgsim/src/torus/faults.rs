@@ -105,6 +105,11 @@ impl FaultMap {
         self.rerouted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Adds another partition's rerouted packets (windowed runs).
+    pub fn add_rerouted(&self, n: u64) {
+        self.rerouted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Whether the way from `c` along direction `d` to coordinate `to` of
     /// that dimension crosses only live links and nodes (the start is not
     /// checked).

@@ -41,6 +41,7 @@ use routing::*;
 use transfer::*;
 
 use crate::engine::{Event, EventQueue, StreamState, Tick};
+use std::collections::HashMap;
 use crate::machine::Machine;
 
 /// Most virtual channels per receiver (4 dynamic + 2 escape + 1 high priority).
@@ -113,7 +114,30 @@ pub struct Torus {
     reqs: [Req; NDIR + MAXF],
     /// Dead nodes and links, when the partition has any.
     pub faults: Option<Box<FaultMap>>,
+    /// In a windowed run cut into several partitions: this one's share,
+    /// and per node the directions whose links leave it.
+    part: Option<Share>,
+    pub(super) leaving: Vec<u8>,
 }
+
+/// A partition's share of a windowed run (see [`crate::engine::parallel`]):
+/// the packets it has handed to a neighbouring partition whose tails are
+/// still leaving its links, and the live packets merged into it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Share {
+    /// Packets handed over and not yet released here.
+    away: u32,
+    /// Live packets of the partitions merged into this one.
+    merged_live: u32,
+    /// Copies of their packets made here for the report.
+    rehomed: u32,
+}
+
+/// A handed-over packet whose tail is still leaving (its `next`, unused
+/// once a packet left its queue, says so).
+const HANDED_OVER: u32 = NIL - 1;
+/// A packet whose tail has left and that is still to be handed over.
+const TAIL_LEFT: u32 = NIL - 2;
 impl Torus {
     pub fn new(m: &Machine, seed: u64) -> Self {
         let p = Params::from_machine(m);
@@ -154,6 +178,8 @@ impl Torus {
             counters_since: 0,
             reqs: [Req::default(); NDIR + MAXF],
             faults: FaultMap::new(&geo, &m.faults).map(Box::new),
+            part: None,
+            leaving: Vec::new(),
             routers,
             geo,
             p,
@@ -280,7 +306,140 @@ impl Torus {
     /// Packets in the network (in VCs, in transit or in FIFOs) plus those held
     /// by software.
     pub fn live_packets(&self) -> u32 {
-        self.pool.live()
+        match &self.part {
+            None => self.pool.live(),
+            Some(s) => self.pool.live() - s.away - s.rehomed + s.merged_live,
+        }
+    }
+
+    /// Makes this torus the partition owning nodes `lo..hi` of a windowed
+    /// run (nothing changes if that is every node).
+    pub fn set_partition(&mut self, lo: u32, hi: u32) {
+        self.part = (lo > 0 || hi < self.node_count()).then_some(Share::default());
+        self.leaving = match self.part {
+            None => Vec::new(),
+            Some(_) => (0..self.node_count())
+                .map(|n| {
+                    let c = self.geo.coords(n);
+                    (0..NDIR).filter(|&d| !(lo..hi).contains(&self.geo.neighbor_at(n, c, d))).fold(0u8, |m, d| m | 1 << d)
+                })
+                .collect(),
+        };
+    }
+
+    /// A transfer to another partition ended: the packet is released here
+    /// once also handed over.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn left_partition(&mut self, id: u32) {
+        let Some(s) = &mut self.part else { return };
+        let pk = self.pool.get_mut(id);
+        if pk.next == HANDED_OVER {
+            s.away -= 1;
+            self.pool.release(id);
+        } else {
+            pk.next = TAIL_LEFT;
+        }
+    }
+
+    /// The packet of an ARRIVE event leaves for another partition (at the
+    /// end of the window that sent it): its copy goes with the event.
+    pub fn emigrate(&mut self, id: u32) -> Packet {
+        let s = self.part.as_mut().expect("only a partition hands packets over");
+        let pk = self.pool.get_mut(id);
+        let mut copy = *pk;
+        copy.next = NIL;
+        if pk.next == TAIL_LEFT {
+            self.pool.release(id);
+        } else {
+            pk.next = HANDED_OVER;
+            s.away += 1;
+        }
+        copy
+    }
+
+    /// A packet arrives from another partition: the id its ARRIVE event
+    /// now carries.
+    pub fn immigrate(&mut self, pk: Packet) -> u32 {
+        self.pool.alloc(pk)
+    }
+
+    /// Takes in the results of the partition `o` (nodes `lo..hi`) of the
+    /// same windowed run: its nodes' state and counters, its share of the
+    /// machine-wide counters, and copies of the packets its nodes hold
+    /// (`map`: its packet ids to theirs here), for the report and the
+    /// deadlock analysis.
+    pub fn absorb(&mut self, o: &Torus, lo: u32, hi: u32, map: &mut HashMap<u32, u32>) {
+        let (a, b) = (lo as usize, hi as usize);
+        self.nodes[a..b].copy_from_slice(&o.nodes[a..b]);
+        for n in a..b {
+            let mut r = o.routers[n].clone();
+            for port in r.recv.iter_mut() {
+                for vc in port.vc.iter_mut() {
+                    vc.q = self.rehome(&o.pool, vc.q, map);
+                }
+            }
+            for f in r.inj.iter_mut().chain(r.rx.iter_mut()) {
+                f.q = self.rehome(&o.pool, f.q, map);
+            }
+            for d in 0..NDIR {
+                let s = &mut r.send[d];
+                if s.xfer == NIL {
+                    continue;
+                }
+                let pk = o.pool.get(s.xfer);
+                if pk.next == HANDED_OVER {
+                    // Its copy is the next partition's; what the link
+                    // still owes is its payload.
+                    if s.owed {
+                        s.owed = false;
+                        count(&mut s.payload, pk.payload as u32, &mut r.link_high[d].payload);
+                    }
+                    s.xfer = NIL;
+                } else {
+                    s.xfer = self.rehome_one(&o.pool, s.xfer, map);
+                }
+            }
+            self.routers[n] = r;
+        }
+        self.global.merge(&o.global);
+        if let (Some(f), Some(g)) = (&self.faults, &o.faults) {
+            f.add_rerouted(g.rerouted());
+        }
+        let live = o.live_packets();
+        if let Some(s) = &mut self.part {
+            s.merged_live += live;
+        }
+    }
+
+    /// A copy here of the packets of list `l` of pool `from` (see [`Self::absorb`]).
+    pub fn rehome(&mut self, from: &Pool, l: List, map: &mut HashMap<u32, u32>) -> List {
+        let mut out = List::default();
+        if l.is_empty() {
+            return out;
+        }
+        let mut id = l.head;
+        loop {
+            let new = self.rehome_one(from, id, map);
+            out.push(&mut self.pool, new);
+            if id == l.tail {
+                return out;
+            }
+            id = from.get(id).next;
+        }
+    }
+
+    fn rehome_one(&mut self, from: &Pool, id: u32, map: &mut HashMap<u32, u32>) -> u32 {
+        if let Some(&new) = map.get(&id) {
+            return new;
+        }
+        let new = self.pool.alloc(*from.get(id));
+        map.insert(id, new);
+        // Copies for the report: the live count is the partitions' own.
+        if let Some(s) = &mut self.part {
+            s.rehomed += 1;
+        }
+        new
     }
 
     /// Handles a torus event.

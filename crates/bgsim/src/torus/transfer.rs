@@ -53,6 +53,11 @@ impl Torus {
             count(&mut s.payload, self.pool.get(id).payload as u32, &mut r.link_high[d].payload);
         }
         r.xfer_mask &= !(1 << d);
+        if !self.leaving.is_empty() && self.leaving[n as usize] & 1 << d != 0 {
+            self.left_partition(id);
+        }
+        let r = &mut self.routers[n as usize];
+        let s = &r.send[d];
         let (src, src_vc, charge) = (s.src as usize, s.src_vc as usize, s.src_charge as u16);
         // Sender d is free, and so are a transfer path of the receiver or
         // the injection FIFO the packet came from (with its next head).
@@ -123,7 +128,9 @@ impl Torus {
         r.rx_busy &= !(1 << port);
         self.vc_stat(v, now, -(charge as i64));
         self.return_tokens(now, n, port, v, charge, q);
-        self.global.in_network -= 1;
+        // Wrapping: in a partition of a windowed run, packets injected
+        // elsewhere arrive here (the partitions' counts add up).
+        self.global.in_network = self.global.in_network.wrapping_sub(1);
         self.deliver(now, n, port, id);
         self.arbitrate(n, now, q, NO_DIR, Focus::receiver(port));
     }

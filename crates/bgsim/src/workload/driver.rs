@@ -27,6 +27,7 @@ impl Driver {
             progress: Progress::default(),
             interarrival: f64::INFINITY,
             gen_until: Tick::MAX,
+            sent: Default::default(),
             geo,
         };
         let mut pattern = patterns::make(&spec.pattern);
@@ -40,6 +41,19 @@ impl Driver {
 
     pub fn progress(&self) -> &Progress {
         &self.src.progress
+    }
+
+    /// Whether the pattern can run cut into partitions: its nodes' software
+    /// shares no state (ping-pong's two nodes share the exchange's).
+    pub fn partitionable(&self) -> bool {
+        self.pattern.partitionable()
+    }
+
+    /// Takes in what another partition's software of the same windowed run
+    /// counted.
+    pub fn absorb(&mut self, o: &Driver) {
+        self.src.progress.merge(&o.src.progress);
+        self.src.sent.merge(&o.src.sent);
     }
 
     /// Restarts the packets created and throttled with the machine's

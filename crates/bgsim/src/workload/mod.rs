@@ -16,10 +16,11 @@ pub use source::{Progress, Source};
 pub use patterns::{node_at_hops, TrafficPattern, PLANE_COLOURS};
 pub use spec::{Pattern, PatternSpec, TrafficSpec, WorkloadError};
 
-use crate::engine::{run_until, EngineStats, Event, EventQueue, Model, Tick};
+use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick};
 use crate::machine::Machine;
 use crate::packet::{Net, Software};
 use crate::report::{TrafficResult, TrafficRun};
+use crate::torus::{ev as torus_ev, Packet};
 use std::time::Instant;
 
 /// A run: the machine below, the driver above.
@@ -85,42 +86,112 @@ pub struct RunProgress {
     pub events: u64,
 }
 
-/// Runs a traffic pattern. `progress` is called now and then with where the
-/// run stands. Returning false from `progress` stops the run with an error.
+/// How a traffic run uses the machine it runs on (not part of what it
+/// simulates: every choice gives the same result, bit for bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Threads the windows of the partitions run on.
+    pub threads: usize,
+    /// Partitions the machine is cut into (at least `threads`; patterns
+    /// whose nodes share state run as one).
+    pub partitions: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { threads: 1, partitions: 1 }
+    }
+}
+
+impl RunOptions {
+    /// `threads` threads, one partition each.
+    pub fn threads(threads: usize) -> Self {
+        RunOptions { threads: threads.max(1), partitions: threads.max(1) }
+    }
+}
+
+impl Partitioned for Sim {
+    type Load = Packet;
+    #[inline]
+    fn emigrate(&mut self, ev: &Event) -> Option<Packet> {
+        (ev.kind == torus_ev::ARRIVE).then(|| self.net.emigrate(ev.data))
+    }
+    #[inline]
+    fn immigrate(&mut self, ev: &mut Event, pk: Packet) {
+        ev.data = self.net.immigrate(pk);
+    }
+}
+
+/// Runs a traffic pattern on one thread. `progress` is called now and then
+/// with where the run stands. Returning false from `progress` stops the run
+/// with an error.
 pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<TrafficResult, WorkloadError> {
+    run_with(machine, spec, RunOptions::default(), progress)
+}
+
+/// Runs a traffic pattern with the machine cut into partitions that run
+/// their windows on threads (see [`crate::engine::parallel`]); see [`run`].
+pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<TrafficResult, WorkloadError> {
     let wall = Instant::now();
-    let mut sim = build(machine, spec)?;
+    let first = build(machine, spec)?;
+    let nodes = first.net.geometry().nodes();
+    let parts = if first.driver.partitionable() { opts.partitions.max(opts.threads).clamp(1, nodes as usize) } else { 1 };
+    // The other partitions' copies, built on the run's threads.
+    let mut sims = vec![first];
+    if parts > 1 {
+        let threads = opts.threads.clamp(1, parts - 1);
+        let built: Vec<Result<Vec<Sim>, WorkloadError>> = std::thread::scope(|s| {
+            let jobs: Vec<_> = (0..threads)
+                .map(|i| s.spawn(move || (1..parts).filter(|k| k % threads == i).map(|_| build(machine, spec)).collect()))
+                .collect();
+            jobs.into_iter().map(|j| j.join().expect("building a partition does not panic")).collect()
+        });
+        let mut built = built.into_iter().map(|b| b.map(Vec::into_iter)).collect::<Result<Vec<_>, _>>()?;
+        for k in 1..parts {
+            sims.push(built[k % threads].next().expect("one copy per partition"));
+        }
+    }
     let tb = machine.tick_byte;
     let timing = spec.pattern.timed().cloned();
     let timed = timing.is_some();
     let (warm, drain) = timing.as_ref().map_or((0, false), |t| (t.warmup_ncycles * tb, t.drain));
     let end_gen = warm + timing.as_ref().map_or(0, |t| t.measure_ncycles * tb);
     let c = &spec.common;
-    sim.net.set_window(c.window_ncycles * tb);
-    let peak = sim.driver.peak_rate(machine);
-    if timed {
-        let rate = sim.driver.offered_rate(peak);
-        sim.driver.set_rate(rate, end_gen);
+    let peak = sims[0].driver.peak_rate(machine);
+    let mut eng = Engine::new(sims, nodes, machine.hop_latency, opts.threads);
+    for p in eng.parts.iter_mut() {
+        let sim = &mut p.model;
+        sim.net.set_partition(p.lo, p.hi);
+        sim.net.set_window(c.window_ncycles * tb);
+        if timed {
+            let rate = sim.driver.offered_rate(peak);
+            sim.driver.set_rate(rate, end_gen);
+        }
+        // Every partition runs the whole start; its queue keeps what its
+        // own nodes are to do.
+        sim.driver.start(&mut sim.net, &mut p.q);
     }
-    let mut q = EventQueue::new();
-    let mut stats = EngineStats::default();
-    sim.driver.start(&mut sim.net, &mut q);
     let max_t = c.max_ncycles.map_or(Tick::MAX, |m| m * tb);
     let step = (2_000 * tb).max(1);
     let dl = c.deadlock_ncycles * tb;
     let mut t: Tick = 0;
-    let mut deadlock_at: Option<Tick> = None;
+    let mut deadlocked = false;
     let mut measured_from = 0;
     let mut last_report = Instant::now();
     let mut draining = false;
     let mut stopped_at_max = false;
+    let live = |eng: &Engine<Sim>| eng.parts.iter().map(|p| p.model.net.live_packets() as u64).sum::<u64>();
+    let expected = eng.parts[0].model.driver.progress().expected_reads;
+    let reads = |eng: &Engine<Sim>| eng.parts.iter().map(|p| p.model.driver.progress().reads).sum::<u64>();
     loop {
         let target = if timed && t < warm { warm.min(t + step) } else { t.saturating_add(step) };
         let target = if timed && !draining { target.min(end_gen) } else { target.min(max_t) };
-        t = run_until(&mut sim, &mut q, target, &mut stats);
+        t = eng.run_until(target);
         if timed && t == warm && measured_from == 0 && warm > 0 {
-            sim.net.reset_counters(t);
-            sim.driver.restart_counts();
+            for p in eng.parts.iter_mut() {
+                p.model.net.reset_counters(t);
+                p.model.driver.restart_counts();
+            }
             measured_from = t;
         }
         if timed && t >= end_gen && !draining {
@@ -129,10 +200,10 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(RunPr
             }
             draining = true;
         }
-        if draining && sim.net.live_packets() == 0 {
+        if draining && live(&eng) == 0 {
             break;
         }
-        if !timed && (sim.driver.progress().finished_at.is_some() || q.is_empty()) {
+        if !timed && ((expected > 0 && reads(&eng) == expected) || eng.is_empty()) {
             break;
         }
         if t >= max_t {
@@ -141,28 +212,37 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(RunPr
         }
         // Deadlock: packets are in the machine (in VCs, FIFOs or software
         // queues: every live packet) and none has moved for `dl`.
-        let last = sim.net.last_progress();
-        if t > last + dl && sim.net.live_packets() > 0 {
-            deadlock_at = Some(sim.net.deadlock_formed().unwrap_or(last));
+        let last = eng.parts.iter().map(|p| p.model.net.last_progress()).max().unwrap_or(0);
+        if t > last + dl && live(&eng) > 0 {
+            deadlocked = true;
             break;
         }
         if last_report.elapsed().as_secs_f64() > 0.5 {
             last_report = Instant::now();
-            let f = if timed {
-                t as f64 / end_gen as f64
-            } else {
-                let p = sim.driver.progress();
-                p.reads as f64 / p.expected_reads.max(1) as f64
-            };
-            let now = RunProgress { fraction: f.min(1.0), ncycles: t as f64 / tb as f64, events: stats.events };
+            let f = if timed { t as f64 / end_gen as f64 } else { reads(&eng) as f64 / expected.max(1) as f64 };
+            let now = RunProgress { fraction: f.min(1.0), ncycles: t as f64 / tb as f64, events: eng.events() };
             if !progress(now) {
                 return Err(WorkloadError::Interrupted);
             }
         }
     }
+    let stats = EngineStats { events: eng.events() };
+    let quiet = eng.is_empty();
+    let partitions = eng.parts.len();
+    let mut sims = eng.parts.into_iter().map(|p| (p.lo, p.hi, p.model));
+    let (_, _, mut sim) = sims.next().expect("at least one partition");
+    let mut packet_slots = sim.net.packet_slots();
+    sim.net.close_counters(t);
+    for (lo, hi, mut o) in sims {
+        o.net.close_counters(t);
+        packet_slots += o.net.packet_slots();
+        sim.net.absorb(&o.net, lo, hi);
+        sim.driver.absorb(&o.driver);
+    }
+    let last = sim.net.last_progress();
+    let deadlock_at = deadlocked.then(|| sim.net.deadlock_formed().unwrap_or(last));
     let progress_at_end = sim.driver.progress().clone();
     let end = if timed { t.min(end_gen) } else { progress_at_end.finished_at.unwrap_or(t) };
-    sim.net.close_counters(t);
     let bound = sim.driver.bound_ticks(machine);
     let run = TrafficRun {
         pattern: spec.kind().name(),
@@ -182,9 +262,12 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(RunPr
         throttled: progress_at_end.throttled,
         oneway: progress_at_end.oneway,
     };
-    let result = crate::report::summarize(&sim.net, run, &stats, wall.elapsed().as_secs_f64());
+    let mut result = crate::report::summarize(&sim.net, run, &stats, wall.elapsed().as_secs_f64());
+    result.engine.threads = opts.threads.min(partitions);
+    result.engine.partitions = partitions;
+    result.engine.packet_slots = packet_slots;
     if cfg!(debug_assertions) {
-        if let Err(broken) = invariants(&sim.net, &result, q.is_empty()) {
+        if let Err(broken) = invariants(&sim.net, &result, quiet) {
             panic!("{}: {broken}", spec.kind().name());
         }
     }

@@ -2,6 +2,7 @@
 //! one random stream per node, the generation rate of timed patterns,
 //! packet sizes, and where the run stands ([`Progress`]).
 
+use super::bounds::PathLoad;
 use super::spec::Sizes;
 use crate::engine::{Draws, EventQueue, Rng, Tick};
 use crate::packet::{Net, Routing};
@@ -21,6 +22,45 @@ pub struct Progress {
     pub throttled: u64,
     /// Packets created by the pattern's software (sources, and forwarding nodes of the fills).
     pub created: u64,
+    /// Time the last packet was read.
+    pub last_read: Option<Tick>,
+}
+
+impl Progress {
+    /// Adds another partition's progress of the same windowed run.
+    pub fn merge(&mut self, o: &Progress) {
+        self.reads += o.reads;
+        self.throttled += o.throttled;
+        self.created += o.created;
+        self.oneway.extend_from_slice(&o.oneway);
+        self.last_read = self.last_read.max(o.last_read);
+        if self.expected_reads > 0 && self.reads == self.expected_reads {
+            self.finished_at = self.last_read;
+        }
+    }
+}
+
+/// What the sources sent, where a pattern's bound counts it (sizes drawn
+/// at random).
+#[derive(Default)]
+pub struct Sent {
+    /// Wire bytes of the packets sent.
+    pub wire_bytes: f64,
+    /// The links' loads of the packets sent.
+    pub load: Option<PathLoad>,
+}
+
+impl Sent {
+    /// Adds another partition's (windowed runs; whole byte counts, so the
+    /// sums are exact in any order).
+    pub fn merge(&mut self, o: &Sent) {
+        self.wire_bytes += o.wire_bytes;
+        if let (Some(a), Some(b)) = (&mut self.load, &o.load) {
+            for (x, y) in a.fwd.iter_mut().zip(&b.fwd).chain(a.ack.iter_mut().zip(&b.ack)) {
+                *x += y;
+            }
+        }
+    }
 }
 
 /// The first random stream of the sources (one per node from here).
@@ -37,6 +77,7 @@ pub struct Source {
     pub interarrival: f64,
     /// Stop generating at this time (timed patterns).
     pub gen_until: Tick,
+    pub sent: Sent,
 }
 
 impl Source {
@@ -70,6 +111,7 @@ impl Source {
     /// A packet was read.
     pub fn count_read(&mut self, now: Tick) {
         self.progress.reads += 1;
+        self.progress.last_read = Some(now);
         if self.progress.expected_reads > 0 && self.progress.reads == self.progress.expected_reads {
             self.progress.finished_at = Some(now);
         }

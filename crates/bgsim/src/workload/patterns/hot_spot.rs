@@ -14,14 +14,11 @@ pub struct HotSpot {
     in_hot: Vec<bool>,
     /// Per node: the next packet's index.
     next: Vec<u32>,
-    /// Wire bytes of the packets sent (their sizes are drawn with
-    /// variable sizes, so the bound counts them as they were).
-    sent_wire_bytes: f64,
 }
 
 impl HotSpot {
     pub fn new(spec: HotSpotSpec) -> Self {
-        HotSpot { spec, hot: vec![], in_hot: vec![], next: vec![], sent_wire_bytes: 0.0 }
+        HotSpot { spec, hot: vec![], in_hot: vec![], next: vec![] }
     }
 }
 
@@ -51,7 +48,7 @@ impl TrafficPattern for HotSpot {
         let dest = self.hot[(i as usize + node as usize) % self.hot.len()];
         let pl = src.payload(node, net, &self.spec.sizes);
         let m = &net.machine;
-        self.sent_wire_bytes += m.wire_bytes(m.packet_bytes_for_payload(pl)) as f64;
+        src.sent.wire_bytes += m.wire_bytes(m.packet_bytes_for_payload(pl)) as f64;
         let p = net.packet(node, dest, pl, src.routing, now);
         src.send(net, q, now, node, p);
     }
@@ -65,7 +62,7 @@ impl TrafficPattern for HotSpot {
         let r = &self.spec.region;
         let links = bounds::links_into_region(&src.geo, r.region_lo, r.region_size) as f64;
         let wire = if self.spec.sizes.variable_size {
-            self.sent_wire_bytes
+            src.sent.wire_bytes
         } else {
             src.progress.expected_reads as f64 * m.wire_bytes(m.packet_bytes_for_payload(self.spec.sizes.payload(m))) as f64
         };

@@ -28,10 +28,16 @@ use crate::packet::Net;
 use crate::torus::Packet;
 
 /// A traffic pattern: software on every node's cores, over the packet layer.
-pub trait TrafficPattern {
+pub trait TrafficPattern: Send {
     /// Checks that the pattern fits the partition and prepares its state
     /// (and, for a finite pattern, `src.progress.expected_reads`).
     fn setup(&mut self, src: &mut Source, net: &Net) -> Result<(), WorkloadError>;
+    /// Whether the nodes' software shares no state, so that a run may cut
+    /// the machine into partitions (see `crate::engine::parallel`): what a
+    /// node's software keeps is per node, or a count summed at the end.
+    fn partitionable(&self) -> bool {
+        true
+    }
     /// Time 0: by default every communication core wakes once and pulls
     /// work in `refill`.
     fn start(&mut self, src: &mut Source, net: &mut Net, q: &mut EventQueue) {

@@ -11,16 +11,13 @@ use crate::workload::spec::{NearestNeighborSpec, WorkloadError};
 
 pub struct NearestNeighbor {
     spec: NearestNeighborSpec,
-    /// With variable sizes: the links' loads of the packets actually sent
-    /// (their sizes are drawn, so the bound counts them as they were).
-    sent: Option<PathLoad>,
     /// Per node: the next item (direction item % 6, round item / 6).
     next: Vec<u32>,
 }
 
 impl NearestNeighbor {
     pub fn new(spec: NearestNeighborSpec) -> Self {
-        NearestNeighbor { spec, next: vec![], sent: None }
+        NearestNeighbor { spec, next: vec![] }
     }
 }
 
@@ -40,7 +37,7 @@ impl TrafficPattern for NearestNeighbor {
         }
         src.progress.expected_reads = total;
         self.next = vec![0; geo.nodes() as usize];
-        self.sent = self.spec.sizes.variable_size.then(|| PathLoad::new(geo.nodes()));
+        src.sent.load = self.spec.sizes.variable_size.then(|| PathLoad::new(geo.nodes()));
         Ok(())
     }
 
@@ -58,7 +55,7 @@ impl TrafficPattern for NearestNeighbor {
             }
             let dest = src.geo.neighbor(node, dir);
             let pl = src.payload(node, net, &self.spec.sizes);
-            if let Some(load) = &mut self.sent {
+            if let Some(load) = &mut src.sent.load {
                 let m = &net.machine;
                 load.add_line(&src.geo, m, node, dir, 1, m.packet_bytes_for_payload(pl), 1.0);
             }
@@ -79,7 +76,7 @@ impl TrafficPattern for NearestNeighbor {
     /// The busiest link: each carries `packets` packets one way and their
     /// acks the other.
     fn bound_ticks(&self, src: &Source, m: &Machine) -> f64 {
-        if let Some(load) = &self.sent {
+        if let Some(load) = &src.sent.load {
             return load.max() * m.tick_byte as f64;
         }
         let geo = &src.geo;

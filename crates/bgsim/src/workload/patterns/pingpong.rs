@@ -51,6 +51,11 @@ pub fn node_at_hops(g: &Geometry, hops: u32) -> Option<u32> {
 }
 
 impl TrafficPattern for Pingpong {
+    /// The two nodes share the exchange's state (who has what, since when).
+    fn partitionable(&self) -> bool {
+        false
+    }
+
     fn setup(&mut self, src: &mut Source, net: &Net) -> Result<(), WorkloadError> {
         self.b = node_at_hops(&src.geo, self.spec.hops).ok_or_else(|| WorkloadError::Invalid {
             key: "hops",

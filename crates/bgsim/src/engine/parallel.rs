@@ -1,0 +1,376 @@
+//! The windowed engine, serial or on threads: the machine is cut into
+//! partitions (contiguous blocks of nodes, see [`Partitioning`]), each with
+//! its own copy of the model and its own queue, and all of them run the
+//! same conservative time windows (YAWNS), one lookahead long.
+//!
+//! **Why windows are safe.** Every event one node schedules for another
+//! (a packet's head reaching the next router, tokens coming back) is due at
+//! least one lookahead after it is scheduled, so nothing scheduled inside a
+//! window for another node is due inside it.
+//!
+//! **Why the result does not depend on the partitions.** Within a window an
+//! event for another node is not scheduled at once but held in the queue's
+//! outbox, in every run, partitioned or not. When the window ends the held
+//! events of all partitions are put in one order, by the time they were
+//! scheduled and then by the node that scheduled them, ties kept in the
+//! order that node scheduled them, and scheduled in that order into their
+//! nodes' queues. What a node sees is then the same whatever the cut:
+//! its own events in the order it scheduled them, and each window's
+//! events from other nodes after them, in that fixed order. Random streams
+//! belong to nodes; counters that span nodes are sums (or maxima) merged at
+//! the end. A run at 1, 2 or 4 partitions on any number of threads gives
+//! the same result, bit for bit.
+//!
+//! **What crosses a partition.** An event crossing to another partition may
+//! carry state of its model with it (a torus packet moving to the next
+//! router): the model hands it over with [`Partitioned::emigrate`] and takes
+//! it in with [`Partitioned::immigrate`].
+//!
+//! **Threads.** Each thread runs the windows of its partitions; two
+//! barriers per window separate running from exchanging. Windows in which
+//! nothing happens are skipped together: the next window starts at the
+//! earliest pending event of all partitions.
+
+use super::queue::{Crossing, MAX_NODES, NO_LOAD};
+use super::{run_until, EngineStats, Event, EventQueue, Model, Partitioning, Tick};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// A model that can run as one partition of a windowed run.
+pub trait Partitioned: Model + Send {
+    /// What an event crossing to another partition carries (a packet).
+    type Load: Copy + Send + Sync;
+    /// `ev`, scheduled by this partition, goes to another one: what it
+    /// carries, if anything (the model lets go of it).
+    fn emigrate(&mut self, ev: &Event) -> Option<Self::Load>;
+    /// `ev` comes from another partition with `load`: the model takes it
+    /// in and points the event at it.
+    fn immigrate(&mut self, ev: &mut Event, load: Self::Load);
+}
+
+/// One partition: its model, its queue, the nodes it owns.
+pub struct Part<M> {
+    pub model: M,
+    pub q: EventQueue,
+    pub lo: u32,
+    pub hi: u32,
+    pub stats: EngineStats,
+    /// The window's held events for this partition's own nodes, in order.
+    local: Vec<Crossing>,
+    /// Scratch of [`sort_held`].
+    keys: Vec<u64>,
+    spare: Vec<Crossing>,
+}
+
+/// A partition's held events of one window for other partitions, by the
+/// partition they go to, and what they carry.
+struct Mail<L> {
+    to: Vec<Vec<Crossing>>,
+    loads: Vec<L>,
+}
+
+/// The windowed engine over `parts.len()` partitions on `threads` threads.
+pub struct Engine<M: Partitioned> {
+    pub parts: Vec<Part<M>>,
+    split: Partitioning,
+    lookahead: Tick,
+    threads: usize,
+    now: Tick,
+    mail: Vec<RwLock<Mail<M::Load>>>,
+}
+
+impl<M: Partitioned> Engine<M> {
+    /// The partitions of a machine of `nodes` nodes, one per model (each a
+    /// full copy of the model: it only ever handles its own nodes' events),
+    /// run with windows of `lookahead` ticks on up to `threads` threads.
+    pub fn new(models: Vec<M>, nodes: u32, lookahead: Tick, threads: usize) -> Self {
+        assert!(nodes <= MAX_NODES, "a windowed run has at most {MAX_NODES} nodes, not {nodes}");
+        let p = models.len().max(1) as u32;
+        let split = Partitioning { nodes, parts: p };
+        let bounds: Vec<u32> = (0..=p).map(|k| first_node(&split, k)).collect();
+        let parts = models
+            .into_iter()
+            .enumerate()
+            .map(|(k, model)| {
+                let (lo, hi) = (bounds[k], bounds[k + 1]);
+                Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new() }
+            })
+            .collect();
+        let mail = (0..p).map(|_| RwLock::new(Mail { to: (0..p).map(|_| Vec::new()).collect(), loads: Vec::new() })).collect();
+        Engine { parts, split, lookahead: lookahead.max(1), threads: threads.clamp(1, p as usize), now: 0, mail }
+    }
+
+    /// The simulated time windows have reached.
+    pub fn now(&self) -> Tick {
+        self.now
+    }
+
+    /// The partition that owns `node`.
+    pub fn part_of(&self, node: u32) -> usize {
+        self.split.part_of(node) as usize
+    }
+
+    /// Events handled so far, over all partitions.
+    pub fn events(&self) -> u64 {
+        self.parts.iter().map(|p| p.stats.events).sum()
+    }
+
+    /// Whether no event is pending anywhere.
+    pub fn is_empty(&self) -> bool {
+        self.parts.iter().all(|p| p.q.is_empty())
+    }
+
+    /// Runs windows until no event is pending before `until`; time then
+    /// stands at `until`.
+    pub fn run_until(&mut self, until: Tick) -> Tick {
+        if self.now >= until {
+            return self.now;
+        }
+        let (split, lookahead, threads, start) = (&self.split, self.lookahead, self.threads, self.now);
+        let mail = &self.mail;
+        let sync = Shared::new(threads, self.parts.len());
+        if threads == 1 {
+            let mut mine: Vec<(usize, &mut Part<M>)> = self.parts.iter_mut().enumerate().collect();
+            windows(&mut mine, split, mail, &sync, lookahead, start, until);
+        } else {
+            let mut groups: Vec<Vec<(usize, &mut Part<M>)>> = (0..threads).map(|_| Vec::new()).collect();
+            for (k, p) in self.parts.iter_mut().enumerate() {
+                groups[k % threads].push((k, p));
+            }
+            std::thread::scope(|s| {
+                let sync = &sync;
+                for mut mine in groups {
+                    s.spawn(move || windows(&mut mine, split, mail, sync, lookahead, start, until));
+                }
+            });
+        }
+        self.now = until;
+        until
+    }
+
+    /// The models, for merging their results (partition order).
+    pub fn into_models(self) -> Vec<M> {
+        self.parts.into_iter().map(|p| p.model).collect()
+    }
+}
+
+/// The first node of partition `k` (`parts` for one past the last).
+fn first_node(split: &Partitioning, k: u32) -> u32 {
+    if k >= split.parts {
+        return split.nodes;
+    }
+    // part_of is monotone in the node: the first node whose part is k.
+    let (mut lo, mut hi) = (0u32, split.nodes);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if split.part_of(mid) < k {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Puts a window's held events in order of their keys; events of one key
+/// (one node's, at one time) keep the order they were scheduled in. The
+/// events come in order of time already. Sorts one word per event - its
+/// time in the window, node and place - unless the window is too long or
+/// the events too many for the word, and then moves the events once.
+fn sort_held(v: &mut Vec<Crossing>, w0: Tick, keys: &mut Vec<u64>, spare: &mut Vec<Crossing>) {
+    const PLACE_BITS: u32 = 20;
+    const TIME_BITS: u32 = 64 - PLACE_BITS - super::queue::NODE_BITS;
+    if v.len() < 2 || v.windows(2).all(|w| w[0].key <= w[1].key) {
+        return;
+    }
+    let span = (v[v.len() - 1].key >> super::queue::NODE_BITS) - w0;
+    if span >= 1 << TIME_BITS || v.len() >= 1 << PLACE_BITS {
+        v.sort_by_key(|c| c.key);
+        return;
+    }
+    let base = w0 << super::queue::NODE_BITS;
+    keys.clear();
+    keys.extend(v.iter().enumerate().map(|(i, c)| (c.key - base) << PLACE_BITS | i as u64));
+    keys.sort_unstable();
+    spare.clear();
+    spare.extend(keys.iter().map(|&k| v[(k & ((1 << PLACE_BITS) - 1)) as usize]));
+    std::mem::swap(v, spare);
+}
+
+/// What the threads of a run share besides the mail: two barriers' worth
+/// of state, each partition's earliest pending event after an exchange,
+/// and whether a thread has failed.
+struct Shared {
+    n: usize,
+    count: AtomicUsize,
+    generation: AtomicUsize,
+    failed: AtomicBool,
+    /// Per window parity, per partition: its earliest pending event after
+    /// the exchange (0 if it was busy). Two sets: a fast thread writes the
+    /// next window's while a slow one still reads this one's.
+    next: [Vec<AtomicU64>; 2],
+}
+
+impl Shared {
+    fn new(n: usize, parts: usize) -> Self {
+        Shared {
+            n,
+            count: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            next: [0, 1].map(|_| (0..parts).map(|_| AtomicU64::new(0)).collect()),
+        }
+    }
+
+    /// Waits until every thread is here. Spins (windows are a few hundred
+    /// microseconds; a sleeping thread would take tens to wake), yielding
+    /// after a while. Panics if another thread failed.
+    fn wait(&self) {
+        if self.n == 1 {
+            return;
+        }
+        let g = self.generation.load(Ordering::Acquire);
+        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.count.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == g {
+            if self.failed.load(Ordering::Relaxed) {
+                panic!("another partition's thread failed");
+            }
+            spins += 1;
+            if spins < 2_000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Marks the run failed if its thread unwinds, so that the others stop
+/// waiting for it at a barrier.
+struct FailGuard<'a>(&'a Shared);
+
+impl Drop for FailGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.failed.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One thread's share of a run: the windows of its partitions `mine`
+/// from `start` to `until`.
+#[allow(clippy::too_many_arguments)]
+fn windows<M: Partitioned>(
+    mine: &mut [(usize, &mut Part<M>)],
+    split: &Partitioning,
+    mail: &[RwLock<Mail<M::Load>>],
+    sync: &Shared,
+    lookahead: Tick,
+    start: Tick,
+    until: Tick,
+) {
+    let _guard = FailGuard(sync);
+    let parts = mail.len();
+    let mut t = start;
+    let mut parity = 0;
+    while t < until {
+        let next = &sync.next[parity];
+        parity ^= 1;
+        let end = t.saturating_add(lookahead).min(until);
+        // Run the window; put what goes to other nodes in order: the
+        // partition's own, and the others' mail with what it carries.
+        for (k, p) in mine.iter_mut() {
+            let before = p.stats.events;
+            p.q.horizon = end;
+            run_until(&mut p.model, &mut p.q, end, &mut p.stats);
+            sort_held(&mut p.q.outbox, t, &mut p.keys, &mut p.spare);
+            let sent = !p.q.outbox.is_empty();
+            if parts == 1 {
+                std::mem::swap(&mut p.local, &mut p.q.outbox);
+            } else {
+                let mut m = mail[*k].write().expect("no thread failed while holding mail");
+                for c in p.q.outbox.drain(..) {
+                    let d = split.part_of(c.ev.node) as usize;
+                    if d == *k {
+                        p.local.push(c);
+                        continue;
+                    }
+                    let mut c = c;
+                    if let Some(l) = p.model.emigrate(&c.ev) {
+                        c.load = m.loads.len() as u32;
+                        m.loads.push(l);
+                    }
+                    m.to[d].push(c);
+                }
+            }
+            // Busy windows: no skipping ahead (see below).
+            next[*k].store(if p.stats.events != before || sent { 0 } else { Tick::MAX }, Ordering::Relaxed);
+        }
+        sync.wait();
+        // Take in what the window sent to this thread's partitions, in one
+        // order: by order key (each list is in that order already; equal
+        // keys come from one node, so from one list).
+        for (k, p) in mine.iter_mut() {
+            let got = if parts == 1 {
+                let n = p.local.len();
+                for c in p.local.drain(..) {
+                    p.q.schedule(c.t, c.ev);
+                }
+                n > 0
+            } else {
+                let guards: Vec<_> = (0..parts).filter(|&s| s != *k).map(|s| mail[s].read().expect("no thread failed while holding mail")).collect();
+                let mut lists: Vec<(&[Crossing], &[M::Load])> = guards.iter().map(|m| (&m.to[*k][..], &m.loads[..])).collect();
+                let local = std::mem::take(&mut p.local);
+                lists.push((&local[..], &[]));
+                let got = lists.iter().any(|(l, _)| !l.is_empty());
+                loop {
+                    let Some((i, _)) = lists.iter().enumerate().filter(|(_, (l, _))| !l.is_empty()).min_by_key(|(_, (l, _))| l[0].key) else { break };
+                    let (l, loads) = &mut lists[i];
+                    let mut c = l[0];
+                    *l = &l[1..];
+                    if c.load != NO_LOAD {
+                        p.model.immigrate(&mut c.ev, loads[c.load as usize]);
+                    }
+                    p.q.schedule(c.t, c.ev);
+                }
+                drop(lists);
+                p.local = local;
+                p.local.clear();
+                got
+            };
+            // An idle partition says when its next event is due.
+            if got {
+                next[*k].store(0, Ordering::Relaxed);
+            } else if next[*k].load(Ordering::Relaxed) == Tick::MAX {
+                next[*k].store(p.q.peek_time().unwrap_or(Tick::MAX), Ordering::Relaxed);
+            }
+        }
+        sync.wait();
+        // Every thread reads the same figures here and makes the same
+        // choice: the next window starts where the earliest pending event
+        // of any partition is, if that is later than this window's end.
+        let first = next.iter().map(|x| x.load(Ordering::Relaxed)).min().unwrap_or(0);
+        t = end.max(first.min(until));
+        // Clear this thread's mail for the next window: every reader is
+        // past the barrier above.
+        if parts > 1 {
+            for (k, _) in mine.iter() {
+                let mut m = mail[*k].write().expect("no thread failed while holding mail");
+                for v in m.to.iter_mut() {
+                    v.clear();
+                }
+                m.loads.clear();
+            }
+        }
+        for (_, p) in mine.iter_mut() {
+            if t > end {
+                p.q.advance_to(t);
+            }
+        }
+    }
+}
