@@ -205,7 +205,7 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
                 progress: Optional[Callable[[float], None]] = None,
                 progress_detail: Optional[Callable[[float, float, int], None]] = None, memory_check: bool = True,
-                **spec: Any) -> TrafficResult:
+                threads: int = 1, partitions: Optional[int] = None, **spec: Any) -> TrafficResult:
     """Runs a built-in traffic pattern and returns its result.
 
     ``spec`` holds the pattern's parameters (``load``, ``packets``,
@@ -215,15 +215,27 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     ``progress(fraction)`` is called now and then with the fraction of the
     run done, ``progress_detail(fraction, ncycles, events)`` also with the
     simulated time and the events simulated so far.
+
+    ``threads`` runs the machine cut into that many partitions (or
+    ``partitions``, at least as many) whose time windows run on as many
+    threads; the result is the same, bit for bit, for every choice
+    (``docs/architecture.md``, "Partitions and the parallel window
+    protocol"). Ping-pong runs as one partition.
     """
     if isinstance(machine, str):
         machine = Machine(machine)
+    parts = threads if partitions is None else partitions
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise UsageError(f"threads = {threads!r}: a whole number, at least 1")
+    if not isinstance(parts, int) or isinstance(parts, bool) or parts < threads:
+        raise UsageError(f"partitions = {partitions!r}: a whole number, at least threads ({threads})")
     m = machine.with_settings(*settings, shape=shape, mesh=mesh, mode=mode)
     for k, v in spec.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise WorkloadError(f"traffic `{k}` = {v}: a finite number")
     if memory_check:
-        memory.check(m.nodes, per_link=bool(spec.get("per_link")), what=f"traffic on {'x'.join(map(str, m.shape))}")
+        # Each partition holds a copy of the machine's state.
+        memory.check(m.nodes * parts, per_link=bool(spec.get("per_link")), what=f"traffic on {'x'.join(map(str, m.shape))}")
     body = {"pattern": pattern, **spec}
     report = None
     if progress is not None or progress_detail is not None:
@@ -232,5 +244,5 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
                 progress(f)
             if progress_detail is not None:
                 progress_detail(f, ncycles, events)
-    out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), report)
+    out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), report, threads, parts)
     return TrafficResult(json.loads(out), m)

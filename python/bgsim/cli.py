@@ -120,6 +120,9 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--random-start", action="store_true",
                    help="start each node's walk over the destinations at a random node " + _applies_to("random_start"))
     t.add_argument("--seed", type=_seed, help="random seed (default 1)")
+    t.add_argument("--threads", type=_count, default=1, metavar="N",
+                   help="run the machine cut into N partitions on N threads (default 1); the result is the same "
+                        "for every N (ping-pong runs as one)")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
     t.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     t.add_argument("--no-memory-check", dest="memory_check", action="store_false",
@@ -283,7 +286,7 @@ def _traffic(a: argparse.Namespace) -> int:
     try:
         r = run_traffic(a.pattern, machine, shape=a.shape, mesh=a.mesh, mode=a.mode, settings=a.settings,
                         progress_detail=(lambda f, ncycles, events: bar.update(ncycles, events, f)) if bar else None,
-                        memory_check=a.memory_check, **spec)
+                        memory_check=a.memory_check, threads=a.threads, **spec)
     finally:
         if bar is not None:
             bar.close()
