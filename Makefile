@@ -57,7 +57,8 @@ mpi:
 	  { echo "make: the trace tests need a real MPI: install Debian's libopenmpi-dev and openmpi-bin" >&2; exit 1; }
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
-# with its date, machine and command (bench_scale: MPI programs on 65,536
+# with its date, machine and command (the torus workload also on 2 and 4
+# threads, the machine cut into as many partitions; bench_scale: MPI programs on 65,536
 # and 131,072 ranks, about 3 minutes; bench_osu: mpi4py's osu_alltoall demo
 # on 32 ranks, fetched from its PyPI source distribution, 15-20 minutes;
 # bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 6
@@ -67,6 +68,8 @@ MPI_ITERS ?= 1000
 bench: build
 	cargo build --release -p bgsim --bin bgsim-bench
 	./target/release/bgsim-bench > .bench.jsonl
+	./target/release/bgsim-bench --torus-only --threads 2 >> .bench.jsonl
+	./target/release/bgsim-bench --torus-only --threads 4 >> .bench.jsonl
 	$(PY) scripts/bench_mpi.py $(MPI_ITERS) >> .bench.jsonl
 	$(PY) scripts/bench_coll.py >> .bench.jsonl
 	$(PY) scripts/bench_scale.py >> .bench.jsonl

@@ -1,8 +1,8 @@
 """`make bench`, collectives part: MPI_Alltoall of 1 KB per pair on 512
 nodes (8x8x8) and MPI_Allreduce of 1 MB on 4,096 nodes (16x16x16), with each
 family's algorithm. Prints one JSON line per run: wall time, simulated time,
-packets (torus packets delivered plus tree packet-link transfers) and
-simulated packets per wall second. The all-to-all moves real
+packets (torus packets delivered plus tree packet-link transfers),
+simulated packets per wall second and the run's peak resident memory. The all-to-all moves real
 data (numpy buffers, checked); the 1 MB allreduce on 4,096 ranks is a
 communication skeleton (sizes without content: 4 GB of data would not fit
 beside the simulation). Usage: python scripts/bench_coll.py [--quick]
@@ -43,7 +43,30 @@ def allreduce_main():
     return MPI.Wtime() - t0
 
 
+def reset_peak():
+    """Restarts this process's peak resident memory (Linux: VmHWM) so that
+    each row reports its own run's peak."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory since the last reset_peak(), MB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def bench(name, main, shape, coll):
+    reset_peak()
     t0 = time.perf_counter()
     r = bgsim.run(main, shape=shape, coll=coll)
     wall = time.perf_counter() - t0
@@ -53,7 +76,8 @@ def bench(name, main, shape, coll):
     p = r.counters["packets_delivered"] + r.counters["tree_link_packets"]
     print(json.dumps({"benchmark": f"coll_{name}_{shape}", "collective": name, "shape": shape,
                       "algorithms": r.collectives, "wall_s": wall, "simulated_us": sim * 1e6,
-                      "packets": p, "packets_per_s": p / wall, "tree_ops": r.counters["tree_operations"]}),
+                      "packets": p, "packets_per_s": p / wall, "tree_ops": r.counters["tree_operations"],
+                      "peak_rss_mb": peak_rss_mb()}),
           flush=True)
 
 

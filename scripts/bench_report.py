@@ -91,6 +91,16 @@ def render(rows: list) -> str:
                 f"| packet-hops | {t['packet_hops']} |",
                 f"| events | {t['events']} (arbitration passes {t.get('arbitrations', 0)}) |",
                 f"| mean link utilization | {t['mean_link_util_pct']:.1f}% |", ""]
+    par = [by[k] for k in (f"torus_uniform_16x16x16_load0.9_dynamic_threads{n}" for n in (2, 4)) if k in by]
+    if t and par:
+        out += ["The same workload on the windowed engine's threads (`bgsim-bench --torus-only --threads N`: the "
+                "machine cut into N partitions; the same result, bit for bit):", "",
+                "| threads | wall time, median (best) | packet-hops per wall second | speed-up over 1 thread |",
+                "|---|---|---|---|"]
+        for r in [t] + par:
+            out.append(f"| {r.get('threads', 1)} | {r['wall_s']:.2f} s ({r.get('wall_s_best', r['wall_s']):.2f} s) | "
+                       f"{r['packet_hops_per_s'] / 1e6:.2f} M | {t['wall_s'] / r['wall_s']:.2f}x |")
+        out.append("")
     m = by.get("idle_memory_64x32x32")
     if m:
         out += [f"Idle 64x32x32 machine ({int(m['nodes'])} nodes): {m['bytes_per_idle_node']:.0f} bytes per node "
@@ -132,12 +142,13 @@ def render(rows: list) -> str:
     if coll:
         out += ["Collectives (`scripts/bench_coll.py`): MPI_Alltoall of 1 KB per pair with real data, MPI_Allreduce "
                 "of 1 MB (doubles; a communication skeleton) with each family's algorithm:", "",
-                "| collective | shape | algorithm | simulated time | wall time | packets | simulated packets per wall s |",
-                "|---|---|---|---|---|---|---|"]
+                "| collective | shape | algorithm | simulated time | wall time | peak resident memory | packets | simulated packets per wall s |",
+                "|---|---|---|---|---|---|---|---|"]
         for r in coll:
             algo = r["collective"].split("_", 2)[2]
             out.append(f"| {r['collective'].split('_')[0]} {r['collective'].split('_')[1]} | {r['shape']} | {algo} | "
-                       f"{r['simulated_us']:,.0f} us | {r['wall_s']:.1f} s | {r['packets']:,} | {r['packets_per_s']:,.0f} |")
+                       f"{r['simulated_us']:,.0f} us | {r['wall_s']:.1f} s | {r.get('peak_rss_mb', 0):,.0f} MB | {r['packets']:,} | "
+                       f"{r['packets_per_s']:,.0f} |")
         out.append("")
         out.append("Packets: torus packets delivered, plus packet transfers over tree links for the tree.")
         out.append("")

@@ -190,6 +190,9 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fidelity", choices=["auto", "packet", "coarse"], default="auto",
                    help="auto (default): packets where they fit, the coarse tier beyond, for experiments that have "
                         "one; packet or coarse: that tier only (coarse: only experiments that have it)")
+    r.add_argument("--threads", type=_count, default=1, metavar="N",
+                   help="run the torus experiments' traffic on N threads, the machine cut into N partitions "
+                        "(default 1; the figures are the same for every N)")
     r.add_argument("--list", action="store_true", help="list the experiments")
 
     m = sub.add_parser("machine", help="validate a machine description and print it",
@@ -392,7 +395,7 @@ def _reproduce(a: argparse.Namespace) -> int:
         print(f"bgsim reproduce: error: --fidelity coarse: `{a.name}` has no coarse tier (experiments with one: "
               f"{have})", file=sys.stderr)
         return 2
-    return reproduce(a.name, a.scale, a.out, a.seed, a.json, a.fidelity)
+    return reproduce(a.name, a.scale, a.out, a.seed, a.json, a.fidelity, a.threads)
 
 
 def _record(a: argparse.Namespace) -> int:

@@ -32,10 +32,10 @@ _KEYS: Dict[str, List[str]] = {}
 
 
 def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False,
-            bar: Optional["progress.Suite"] = None, fidelity: str = "auto") -> tuple:
+            bar: Optional["progress.Suite"] = None, fidelity: str = "auto", threads: int = 1) -> tuple:
     """Runs one experiment; returns (contract JSON object, Outcome)."""
     exp = get(name)
-    ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name, fidelity=fidelity)
+    ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name, fidelity=fidelity, threads=threads)
     ctx.bar = bar
     t0 = time.time()
     choices: Dict[str, Dict[str, int]] = {}
@@ -156,7 +156,8 @@ def _finish_one(result: dict, outcome, out_dir: Optional[str], as_json: bool, re
         print(json.dumps(result))
 
 
-def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_json: bool, fidelity: str = "auto") -> int:
+def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_json: bool, fidelity: str = "auto",
+              threads: int = 1) -> int:
     todo = names() if target == "all" else [target]
     get(todo[0])  # unknown names fail before anything runs
     results = []
@@ -168,7 +169,7 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
             if bar is not None:
                 bar.start(name)
             try:
-                result, outcome = run_one(name, scale, seed, bar=bar, fidelity=fidelity)
+                result, outcome = run_one(name, scale, seed, bar=bar, fidelity=fidelity, threads=threads)
             except Exception as e:  # one failed experiment does not lose the others
                 if target != "all":
                     raise

@@ -71,6 +71,32 @@ def test_same_seed_same_result_different_seed_differs():
     assert a.latency_histogram != c.latency_histogram
 
 
+def _without_host(r):
+    d = json.loads(r.to_json())
+    for k in ("wall_s", "events_per_s", "hops_per_s", "sim_us_per_wall_s", "partitions", "threads", "packet_slots"):
+        d["engine"].pop(k)
+    return d
+
+
+def test_threads_and_partitions_give_the_same_result():
+    spec = dict(shape="4x4x4", load=0.9, warmup_ncycles=500, measure_ncycles=3000, per_link=True)
+    one = run_traffic("hot_region", **spec)
+    two = run_traffic("hot_region", threads=2, **spec)
+    four = run_traffic("hot_region", threads=2, partitions=4, **spec)
+    assert (two.data["engine"]["threads"], four.data["engine"]["partitions"]) == (2, 4)
+    assert _without_host(one) == _without_host(two) == _without_host(four)
+
+
+@pytest.mark.parametrize("kw,words", [(dict(threads=0), ["threads", "at least 1"]),
+                                      (dict(threads=2, partitions=1), ["partitions", "at least threads"]),
+                                      (dict(threads=1.5), ["threads", "whole number"])])
+def test_bad_threads_or_partitions_are_usage_errors(kw, words):
+    with pytest.raises(bgsim.errors.UsageError) as e:
+        run_traffic("uniform", shape="4x4x4", measure_ncycles=100, **kw)
+    for w in words:
+        assert w in str(e.value)
+
+
 def test_bad_traffic_spec_is_a_workload_error():
     with pytest.raises(WorkloadError) as e:
         run_traffic("uniform", shape="4x4x4", lod=0.5)

@@ -21,6 +21,14 @@ def test_traffic_json_and_out_dir(cli, tmp_path):
     assert len((out / "nodes.csv").read_text().splitlines()) == 1 + 64
 
 
+def test_traffic_on_threads(cli):
+    p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.5", "--measure", "2000", "--threads", "2",
+            "--json", check=True)
+    assert (json.loads(p.stdout)["engine"]["partitions"], json.loads(p.stdout)["engine"]["threads"]) == (2, 2)
+    p = cli("traffic", "--pattern", "uniform", "--threads", "0")
+    assert p.returncode == 2 and "--threads" in p.stderr and "at least 1" in p.stderr
+
+
 def test_bad_shape_is_refused_before_running(cli):
     p = cli("traffic", "--pattern", "uniform", "--shape", "8x8")
     assert p.returncode == 2

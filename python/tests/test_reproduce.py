@@ -60,6 +60,12 @@ def test_quick_scale_runs_and_keeps_the_contract(name, tmp_path):
     assert pngs and all((tmp_path / p).stat().st_size > 1000 for p in pngs)
 
 
+def test_threads_leave_a_torus_experiments_figures_as_they_are():
+    res, _ = result("torus-hot-region")
+    two, _ = run_one("torus-hot-region", "quick", seed=1, quiet=True, threads=2)
+    assert two["metrics"] == res["metrics"] and two["series"] == res["series"]
+
+
 def test_pct_of_peak_is_a_percentage():
     for name in ("torus-alltoall", "torus-hot-region", "torus-line-fill", "torus-plane-fill"):
         for k, v in result(name)[0]["metrics"].items():

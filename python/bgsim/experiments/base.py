@@ -32,6 +32,9 @@ class Context:
     #: `auto`: packets where they fit, the coarse tier beyond (experiments
     #: that have one); `packet` or `coarse`: that tier only.
     fidelity: str = "auto"
+    #: Threads (and partitions) of the packet-layer traffic runs of the
+    #: torus experiments; the figures are the same for every count.
+    threads: int = 1
     _t0: float = field(default_factory=time.time)
 
     @property

@@ -20,7 +20,7 @@ CYCLES_PER_NCYCLE = BGL.info["ticks_per_link_byte"] / BGL.info["ticks_per_cpu_cy
 
 def _run(ctx: Context, pattern: str, shape: str, *, mesh: str = "", settings: Sequence[str] = (), **spec) -> TrafficResult:
     spec.setdefault("seed", ctx.seed)
-    return run_traffic(pattern, BGL, shape=shape, mesh=mesh, settings=settings, **spec)
+    return run_traffic(pattern, BGL, shape=shape, mesh=mesh, settings=settings, threads=ctx.threads, **spec)
 
 
 def _steady(series: List[float]) -> List[float]:

@@ -112,7 +112,7 @@ fn main() {
     println!(
         "{}",
         serde_json::json!({
-            "benchmark": format!("torus_uniform_{shape}_load0.9_dynamic"),
+            "benchmark": format!("torus_uniform_{shape}_load0.9_dynamic{}", if threads > 1 { format!("_threads{threads}") } else { String::new() }),
             "simulated_ncycles": measure_ncycles,
             "simulated_us": sim_us,
             "runs": walls.len(),
