@@ -191,7 +191,18 @@ fn sort_held(v: &mut Vec<Crossing>, w0: Tick, keys: &mut Vec<u64>, spare: &mut V
     let base = w0 << super::queue::NODE_BITS;
     keys.clear();
     keys.extend(v.iter().enumerate().map(|(i, c)| (c.key - base) << PLACE_BITS | i as u64));
-    keys.sort_unstable();
+    // The events come in order of time: sort each time's run on its own
+    // (short runs: insertion sorts).
+    let mut i = 0;
+    while i < keys.len() {
+        let t = keys[i] >> (PLACE_BITS + super::queue::NODE_BITS);
+        let mut j = i + 1;
+        while j < keys.len() && keys[j] >> (PLACE_BITS + super::queue::NODE_BITS) == t {
+            j += 1;
+        }
+        keys[i..j].sort_unstable();
+        i = j;
+    }
     spare.clear();
     spare.extend(keys.iter().map(|&k| v[(k & ((1 << PLACE_BITS) - 1)) as usize]));
     std::mem::swap(v, spare);
