@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 RUSTFLAGS ?= -C target-cpu=native
 export RUSTFLAGS
 
-.PHONY: all env build browser mpi run test test-rust test-python bench clean
+.PHONY: all env build build-mpi browser mpi run test test-rust test-python bench clean
 
 all: build
 
@@ -28,6 +28,11 @@ env: $(VENV)/.ready
 build: $(VENV)/.ready
 	$(VENV)/bin/maturin develop --release --quiet
 
+# The same with traffic runs on the processes of an MPI job
+# (`mpirun -n 2 .venv/bin/bgsim traffic ...`): needs Open MPI and libclang.
+build-mpi: $(VENV)/.ready mpi
+	$(VENV)/bin/maturin develop --release --quiet --features mpi
+
 # The main job: every experiment at quick scale on the default machine,
 # with a summary table of their key figures.
 run: build
@@ -38,7 +43,7 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --exclude bgsim-py
 
-test-python: build browser mpi
+test-python: build-mpi browser
 	$(PY) -m pytest -q python/tests
 
 # Headless Chromium for the results page test (index.html opened and
@@ -49,12 +54,13 @@ browser:
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; } || \
 	  { echo "make: the results page test needs headless Chromium: install Debian's chromium package" >&2; exit 1; }
 
-# A real MPI (Open MPI, from Debian's packages) for the trace tests: a C
-# program is recorded under it (bgsim record) and replayed.
+# A real MPI (Open MPI, from Debian's packages) for the trace tests (a C
+# program is recorded under it by bgsim record and replayed) and for traffic
+# runs across processes (build-mpi; its bindings are generated with libclang).
 mpi:
-	@command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 || \
-	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libopenmpi-dev openmpi-bin >/dev/null; } || \
-	  { echo "make: the trace tests need a real MPI: install Debian's libopenmpi-dev and openmpi-bin" >&2; exit 1; }
+	@{ command -v mpicc && command -v mpirun && ls /usr/lib/llvm-*/lib/libclang.so*; } >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libopenmpi-dev openmpi-bin libclang-dev >/dev/null; } || \
+	  { echo "make: the trace tests and build-mpi need a real MPI and libclang: install Debian's libopenmpi-dev, openmpi-bin and libclang-dev" >&2; exit 1; }
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
 # with its date, machine and command (the torus workload also on 2 and 4

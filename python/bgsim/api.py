@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import csv
 import functools
 import io
@@ -201,6 +202,15 @@ def routings() -> dict:
     return dict(_core.routings())
 
 
+def process_rank() -> int:
+    """This process's index in the MPI job that started it (``mpirun -n P
+    bgsim ...``), 0 outside one."""
+    return _core.mpi_rank()
+
+
+_finalize_registered = False
+
+
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
                 progress: Optional[Callable[[float], None]] = None,
@@ -220,8 +230,11 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     ``partitions``, at least as many) whose time windows run on as many
     threads; the result is the same, bit for bit, for every choice
     (``docs/architecture.md``, "Partitions and the parallel window
-    protocol"). Ping-pong runs as one partition.
+    protocol"). Ping-pong runs as one partition. Under an MPI launcher
+    (``mpirun -n P``, a bgsim built with ``make build-mpi``) every process
+    makes the same call and runs one partition; each gets the result.
     """
+    global _finalize_registered
     if isinstance(machine, str):
         machine = Machine(machine)
     parts = threads if partitions is None else partitions
@@ -244,5 +257,8 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
                 progress(f)
             if progress_detail is not None:
                 progress_detail(f, ncycles, events)
+    if _core.mpi_launched() and not _finalize_registered:
+        atexit.register(_core.mpi_finalize)
+        _finalize_registered = True
     out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), report, threads, parts)
     return TrafficResult(json.loads(out), m)

@@ -260,7 +260,7 @@ def _applies_to(option: str) -> str:
 
 
 def _traffic(a: argparse.Namespace) -> int:
-    from .api import Machine, run_traffic
+    from .api import Machine, process_rank, run_traffic
 
     spec = {}
     for k in ("routing", "load", "packets", "message_bytes", "payload_bytes", "hops", "iters", "region_lo",
@@ -293,6 +293,8 @@ def _traffic(a: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if process_rank() != 0:
+        return 0  # under an MPI launcher, process 0 reports
     if a.out:
         _write_traffic_outputs(r, a.out)
     if a.json:

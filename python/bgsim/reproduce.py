@@ -10,7 +10,7 @@ import time
 from typing import Dict, List, Optional
 
 from . import html, plots, progress
-from .api import Machine, write_atomic
+from .api import Machine, process_rank, write_atomic
 from .errors import ModelError
 from .experiments import Context, get, names
 from .program import observe
@@ -160,10 +160,16 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
               threads: int = 1) -> int:
     todo = names() if target == "all" else [target]
     get(todo[0])  # unknown names fail before anything runs
+    # Under an MPI launcher every process runs the suite (the torus
+    # experiments' traffic split among them, the rest whole); process 0
+    # writes and prints.
+    lead = process_rank() == 0
+    if not lead:
+        out_dir, as_json = None, False
     results = []
     failed = []
     sections: Dict[str, List[str]] = {}
-    bar = progress.Suite(len(todo)) if target == "all" and progress.wanted(not as_json) else None
+    bar = progress.Suite(len(todo)) if lead and target == "all" and progress.wanted(not as_json) else None
     try:
         for name in todo:
             if bar is not None:
@@ -174,7 +180,8 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
                 if target != "all":
                     raise
                 msg = f"[{name}] FAILED: {e}"
-                bar.write(msg) if bar is not None else print(msg, file=sys.stderr)
+                if lead:
+                    bar.write(msg) if bar is not None else print(msg, file=sys.stderr)
                 failed.append(name)
                 continue
             finally:
@@ -193,11 +200,12 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
         write_atomic(os.path.join(out_dir, "index.md"), "\n".join(idx) + "\n")
     if out_dir:
         write_index_html(out_dir, scale, seed, results, sections, failed)
-    if not as_json:
+    if lead and not as_json:
         print(summary_table(results))
         if out_dir:
             print(f"\nReports, JSON and plots in {out_dir} (index.html" + (", index.md)" if target == "all" else ")"))
     if failed:
-        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        if lead:
+            print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0

@@ -126,10 +126,20 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
         return Err(errors::usage(format!("threads {threads}, partitions {partitions}: at least 1 thread and as many partitions as threads")));
     }
     let opts = workload::RunOptions { threads, partitions };
+    let distributed = bgsim::engine::parallel::launched_by_mpi();
+    if distributed && (threads, partitions) != (1, 1) {
+        return Err(errors::usage(format!(
+            "threads {threads}, partitions {partitions}: under an MPI launcher each process runs one partition on one thread; leave both at 1"
+        )));
+    }
+    #[cfg(not(feature = "mpi"))]
+    if distributed {
+        return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
+    }
     let mut interrupted = false;
     let mut callback_error: Option<PyErr> = None;
     let result = py.allow_threads(|| {
-        workload::run_with(&m, &spec, opts, &mut |f| {
+        let mut report = |f: workload::RunProgress| {
             Python::with_gil(|py| {
                 if let Err(e) = py.check_signals() {
                     interrupted = true;
@@ -144,13 +154,45 @@ fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: 
                 }
                 true
             })
-        })
+        };
+        #[cfg(feature = "mpi")]
+        if distributed {
+            use bgsim::engine::mpi;
+            mpi::init();
+            // Process 0 merges the partitions; every process gets the result.
+            return workload::run_distributed(&m, &spec, Box::new(mpi::Mpi::world()), &mut report).map(|r| {
+                let json = r.map(|r| serde_json::to_string(&r).expect("a traffic result is plain data")).unwrap_or_default();
+                String::from_utf8(mpi::Mpi::world().broadcast(json.into_bytes())).expect("JSON from process 0")
+            });
+        }
+        workload::run_with(&m, &spec, opts, &mut report).map(|r| serde_json::to_string(&r).expect("a traffic result is plain data"))
     });
     if let Some(e) = callback_error {
         return Err(if interrupted { PyKeyboardInterrupt::new_err("bgsim run interrupted") } else { e });
     }
-    let r = result.map_err(to_py)?;
-    Ok(serde_json::to_string(&r).expect("a traffic result is plain data"))
+    result.map_err(to_py)
+}
+
+/// This process's index in the MPI job that started it (0 outside one).
+#[pyfunction]
+fn mpi_rank() -> usize {
+    if !bgsim::engine::parallel::launched_by_mpi() {
+        return 0;
+    }
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"].iter().find_map(|k| std::env::var(k).ok()?.parse().ok()).unwrap_or(0)
+}
+
+/// Whether an MPI launcher started this process as one of several.
+#[pyfunction]
+fn mpi_launched() -> bool {
+    bgsim::engine::parallel::launched_by_mpi()
+}
+
+/// Ends MPI in this process if a distributed run started it (at exit).
+#[pyfunction]
+fn mpi_finalize() {
+    #[cfg(feature = "mpi")]
+    bgsim::engine::mpi::finalize();
 }
 
 /// Copies `data` into the start of `buf` (which holds at least as many bytes).
@@ -582,6 +624,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collective_choose, m)?)?;
     m.add_function(wrap_pyfunction!(collective_generic, m)?)?;
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
+    m.add_function(wrap_pyfunction!(mpi_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(mpi_finalize, m)?)?;
+    m.add_function(wrap_pyfunction!(mpi_launched, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -5,12 +5,14 @@
 //! ticks make a processor cycle and how many make one network byte-time, so
 //! the same engine serves BG/L (4 processor cycles per link byte) and BG/P.
 
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod parallel;
 mod queue;
 mod rng;
 mod window;
 
-pub use parallel::{Engine, Part, Partitioned};
+pub use parallel::{Engine, Part, Partitioned, Transport};
 pub use queue::{Crossing, EventQueue, NO_NODE};
 pub use rng::{stream_seed, Draws, Rng, StreamDraw, StreamState};
 pub use window::{Partitioning, WindowPlan};
@@ -21,7 +23,7 @@ pub type Tick = u64;
 /// One event: a small plain value (12 bytes) so that queue operations never
 /// allocate once the queue's buffers have grown to the working-set size.
 /// The meaning of the fields belongs to the model that scheduled it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// Model-defined event kind.
     pub kind: u8,

@@ -39,13 +39,37 @@ use std::sync::RwLock;
 /// A model that can run as one partition of a windowed run.
 pub trait Partitioned: Model + Send {
     /// What an event crossing to another partition carries (a packet).
-    type Load: Copy + Send + Sync;
+    type Load: Copy + Send + Sync + serde::Serialize + serde::de::DeserializeOwned;
     /// `ev`, scheduled by this partition, goes to another one: what it
     /// carries, if anything (the model lets go of it).
     fn emigrate(&mut self, ev: &Event) -> Option<Self::Load>;
     /// `ev` comes from another partition with `load`: the model takes it
     /// in and points the event at it.
     fn immigrate(&mut self, ev: &mut Event, load: Self::Load);
+}
+
+/// Whether this process was started by an MPI launcher as one of several
+/// (Open MPI's `mpirun`, or a PMI/PMIx launcher such as Slurm's `srun`).
+pub fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .any(|k| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok()).is_some_and(|n| n > 1))
+}
+
+/// The processes of a distributed run (an MPI job, see `engine::mpi`):
+/// each runs one partition, and every process makes the same calls in the
+/// same order.
+pub trait Transport {
+    /// This process's index, and how many there are.
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Sends `out[p]` to process `p` (`out[rank]` is empty); returns what
+    /// each process sent this one.
+    fn exchange(&self, out: Vec<Vec<u8>>) -> Vec<Vec<u8>>;
+    /// Element-wise sums of `sums` and maxima of `maxes` over the processes.
+    fn reduce(&self, sums: &mut [u64], maxes: &mut [u64]);
+    /// Every process's `bytes`, at process 0 (None elsewhere).
+    fn gather(&self, bytes: Vec<u8>) -> Option<Vec<Vec<u8>>>;
 }
 
 /// One partition: its model, its queue, the nodes it owns.
@@ -77,6 +101,8 @@ pub struct Engine<M: Partitioned> {
     threads: usize,
     now: Tick,
     mail: Vec<RwLock<Mail<M::Load>>>,
+    /// A distributed run: the other processes, and this one's partition.
+    remote: Option<(Box<dyn Transport>, usize)>,
 }
 
 impl<M: Partitioned> Engine<M> {
@@ -97,7 +123,28 @@ impl<M: Partitioned> Engine<M> {
             })
             .collect();
         let mail = (0..p).map(|_| RwLock::new(Mail { to: (0..p).map(|_| Vec::new()).collect(), loads: Vec::new() })).collect();
-        Engine { parts, split, lookahead: lookahead.max(1), threads: threads.clamp(1, p as usize), now: 0, mail }
+        Engine { parts, split, lookahead: lookahead.max(1), threads: threads.clamp(1, p as usize), now: 0, mail, remote: None }
+    }
+
+    /// This process's partition of a distributed run: one per process of
+    /// `transport`, each a full copy of the model (see [`Engine::new`]).
+    pub fn distributed(model: M, nodes: u32, lookahead: Tick, transport: Box<dyn Transport>) -> Self {
+        assert!(nodes <= MAX_NODES, "a windowed run has at most {MAX_NODES} nodes, not {nodes}");
+        let (k, n) = (transport.rank(), transport.size());
+        let split = Partitioning { nodes, parts: n as u32 };
+        let (lo, hi) = (first_node(&split, k as u32), first_node(&split, k as u32 + 1));
+        let part = Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new() };
+        Engine { parts: vec![part], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some((transport, k)) }
+    }
+
+    /// The bounds of partition `k` (of all processes' in a distributed run).
+    pub fn bounds(&self, k: usize) -> (u32, u32) {
+        (first_node(&self.split, k as u32), first_node(&self.split, k as u32 + 1))
+    }
+
+    /// The other processes of a distributed run, if any.
+    pub fn transport(&self) -> Option<&dyn Transport> {
+        self.remote.as_ref().map(|(t, _)| t.as_ref())
     }
 
     /// The simulated time windows have reached.
@@ -127,6 +174,11 @@ impl<M: Partitioned> Engine<M> {
             return self.now;
         }
         let (split, lookahead, threads, start) = (&self.split, self.lookahead, self.threads, self.now);
+        if let Some((transport, k)) = &self.remote {
+            windows_remote(&mut self.parts[0], *k, split, transport.as_ref(), lookahead, start, until);
+            self.now = until;
+            return until;
+        }
         let mail = &self.mail;
         let sync = Shared::new(threads, self.parts.len());
         if threads == 1 {
@@ -170,6 +222,83 @@ fn first_node(split: &Partitioning, k: u32) -> u32 {
         }
     }
     lo
+}
+
+/// This process's partition `k` of a distributed run from `start` to
+/// `until`: the windows of [`windows`], with the held events for other
+/// partitions sent to their processes after each window.
+fn windows_remote<M: Partitioned>(p: &mut Part<M>, k: usize, split: &Partitioning, transport: &dyn Transport, lookahead: Tick, start: Tick, until: Tick) {
+    let n = transport.size();
+    let mut t = start;
+    let mut to: Vec<(Vec<Crossing>, Vec<M::Load>)> = (0..n).map(|_| (Vec::new(), Vec::new())).collect();
+    while t < until {
+        let end = t.saturating_add(lookahead).min(until);
+        let before = p.stats.events;
+        p.q.horizon = end;
+        run_until(&mut p.model, &mut p.q, end, &mut p.stats);
+        sort_held(&mut p.q.outbox, t, &mut p.keys, &mut p.spare);
+        let sent = !p.q.outbox.is_empty();
+        for c in p.q.outbox.drain(..) {
+            let d = split.part_of(c.ev.node) as usize;
+            if d == k {
+                p.local.push(c);
+                continue;
+            }
+            let mut c = c;
+            let (cs, loads) = &mut to[d];
+            if let Some(l) = p.model.emigrate(&c.ev) {
+                c.load = loads.len() as u32;
+                loads.push(l);
+            }
+            cs.push(c);
+        }
+        let out = to
+            .iter_mut()
+            .map(|m| {
+                let b = if m.0.is_empty() { Vec::new() } else { bincode::serialize(&*m).expect("held events serialize") };
+                m.0.clear();
+                m.1.clear();
+                b
+            })
+            .collect();
+        let got: Vec<(Vec<Crossing>, Vec<M::Load>)> =
+            transport.exchange(out).iter().filter(|b| !b.is_empty()).map(|b| bincode::deserialize(b).expect("held events from a process of this run")).collect();
+        let local = std::mem::take(&mut p.local);
+        let mut lists: Vec<(&[Crossing], &[M::Load])> = got.iter().map(|(c, l)| (&c[..], &l[..])).collect();
+        lists.push((&local[..], &[]));
+        let took = take_in(&mut p.model, &mut p.q, &mut lists);
+        drop(lists);
+        p.local = local;
+        p.local.clear();
+        // The next window starts at the earliest pending event of any
+        // process, if that is later than this window's end.
+        let busy = p.stats.events != before || sent || took;
+        let next = if busy { 0 } else { p.q.peek_time().unwrap_or(Tick::MAX) };
+        let mut latest = [u64::MAX - next];
+        transport.reduce(&mut [], &mut latest);
+        let first = u64::MAX - latest[0];
+        t = end.max(first.min(until));
+        if t > end {
+            p.q.advance_to(t);
+        }
+    }
+}
+
+/// Schedules the held events of `lists` (each in order of its keys, with
+/// what its events carry) into `q` in one order: by order key (equal keys
+/// come from one node, so from one list). Whether there were any.
+fn take_in<M: Partitioned>(model: &mut M, q: &mut EventQueue, lists: &mut [(&[Crossing], &[M::Load])]) -> bool {
+    let got = lists.iter().any(|(l, _)| !l.is_empty());
+    while let Some((i, _)) = lists.iter().enumerate().filter(|(_, (l, _))| !l.is_empty()).min_by_key(|(_, (l, _))| l[0].key) {
+        let (l, loads) = &mut lists[i];
+        let mut c = l[0];
+        *l = &l[1..];
+        if c.load != NO_LOAD {
+            model.immigrate(&mut c.ev, loads[c.load as usize]);
+        }
+        q.schedule(c.t, c.ev);
+    }
+    got
 }
 
 /// Puts a window's held events in order of their keys; events of one key
@@ -338,17 +467,7 @@ fn windows<M: Partitioned>(
                 let mut lists: Vec<(&[Crossing], &[M::Load])> = guards.iter().map(|m| (&m.to[*k][..], &m.loads[..])).collect();
                 let local = std::mem::take(&mut p.local);
                 lists.push((&local[..], &[]));
-                let got = lists.iter().any(|(l, _)| !l.is_empty());
-                loop {
-                    let Some((i, _)) = lists.iter().enumerate().filter(|(_, (l, _))| !l.is_empty()).min_by_key(|(_, (l, _))| l[0].key) else { break };
-                    let (l, loads) = &mut lists[i];
-                    let mut c = l[0];
-                    *l = &l[1..];
-                    if c.load != NO_LOAD {
-                        p.model.immigrate(&mut c.ev, loads[c.load as usize]);
-                    }
-                    p.q.schedule(c.t, c.ev);
-                }
+                let got = take_in(&mut p.model, &mut p.q, &mut lists);
                 drop(lists);
                 p.local = local;
                 p.local.clear();

@@ -98,7 +98,7 @@ pub(crate) const NODE_BITS: u32 = 24;
 /// An event for another node, held until the window in which it was
 /// scheduled ends: due at `t`; `key` orders it (the time it was scheduled,
 /// then the node that scheduled it).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Crossing {
     pub t: Tick,
     pub key: u64,

@@ -68,7 +68,7 @@ fn pcg_increment(stream: u64) -> u64 {
 /// 8 bytes instead of [`Rng`]'s 16, for the streams of large arrays of
 /// nodes, whose owner names the stream at each draw ([`Self::draw`]). It
 /// draws exactly the numbers of `Rng::new(seed, stream)`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct StreamState(u64);
 
 impl StreamState {

@@ -11,7 +11,7 @@ use crate::torus::{List, NRX, RX_GROUP, RX_HP};
 use serde::Serialize;
 
 /// Time a core spent per category, ticks.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize)]
 pub struct CoreCounters {
     pub inject_ticks: u64,
     pub read_ticks: u64,
@@ -32,7 +32,7 @@ pub struct CoreCounters {
 /// Two whole cache lines, in the order written: the state the event loop
 /// reads first in the first line, the counters after it
 /// ([`Cores::prefetch`] brings both).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[repr(C, align(64))]
 pub struct Core {
     pub busy_until: Tick,

@@ -98,6 +98,14 @@ pub struct Net {
     step_now: Vec<(u32, u8)>,
 }
 
+/// A partition's machine as [`Net::export_part`] sends it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct NetPart {
+    torus: crate::torus::TorusPart,
+    cores: Vec<crate::node::Core>,
+    rr_fifo: Vec<u8>,
+}
+
 /// Software running on the cores (a traffic driver, the message layer ...).
 pub trait Software {
     /// Called once at time 0.
@@ -286,6 +294,24 @@ impl Net {
             }
         }
         self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&o.rr_fifo[lo as usize..hi as usize]);
+    }
+    /// What [`Self::absorb`] reads of this partition (nodes `lo..hi`), to
+    /// send to the process that merges a distributed run.
+    pub fn export_part(&self, lo: u32, hi: u32) -> NetPart {
+        let (a, b) = (self.cores.idx(lo, 0), self.cores.idx(hi, 0));
+        NetPart {
+            torus: self.torus.export_part(lo, hi),
+            cores: self.cores.cores[a..b].to_vec(),
+            rr_fifo: self.rr_fifo[lo as usize..hi as usize].to_vec(),
+        }
+    }
+    /// Makes this (fresh) machine the partition `st` came from, as far as
+    /// [`Self::absorb`] reads it.
+    pub fn import_part(&mut self, st: NetPart, lo: u32, hi: u32) {
+        let (a, b) = (self.cores.idx(lo, 0), self.cores.idx(hi, 0));
+        self.torus.import_part(st.torus, lo, hi);
+        self.cores.cores[a..b].copy_from_slice(&st.cores);
+        self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&st.rr_fifo);
     }
     /// Packets in the network or held by software.
     pub fn live_packets(&self) -> u32 {

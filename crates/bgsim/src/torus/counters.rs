@@ -25,7 +25,7 @@ pub struct LinkCounters {
 /// Per virtual channel class (VC index), summed over every receiver of the
 /// machine. Kept in one place rather than per receiver: each update then
 /// touches data that stays in cache.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct VcCounters {
     /// Integral over time of the bytes held in all VCs of this index, byte-ticks.
     pub occ_integral: u64,
@@ -53,7 +53,7 @@ impl VcCounters {
 }
 
 /// Per node.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize)]
 pub struct NodeCounters {
     /// Sum over injection FIFOs of the time each could not take a full packet, ticks.
     pub inj_full_ticks: u64,
@@ -62,7 +62,7 @@ pub struct NodeCounters {
 }
 
 /// A log-linear histogram of latencies in ticks (8 sub-buckets per power of two).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Histogram {
     counts: Vec<u64>,
     pub count: u64,
@@ -143,7 +143,7 @@ impl Histogram {
 }
 
 /// Run-wide counters of the torus.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct GlobalCounters {
     pub injected_packets: u64,
     /// Packets in the network now: in injection FIFOs, VCs or on links, not

@@ -123,7 +123,7 @@ pub struct Torus {
 /// A partition's share of a windowed run (see [`crate::engine::parallel`]):
 /// the packets it has handed to a neighbouring partition whose tails are
 /// still leaving its links, and the live packets merged into it.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Share {
     /// Packets handed over and not yet released here.
     away: u32,
@@ -131,6 +131,17 @@ struct Share {
     merged_live: u32,
     /// Copies of their packets made here for the report.
     rehomed: u32,
+}
+
+/// A partition's torus as [`Torus::export_part`] sends it.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct TorusPart {
+    routers: Vec<Router>,
+    nodes: Vec<NodeCounters>,
+    global: GlobalCounters,
+    rerouted: u64,
+    pool: Pool,
+    share: Option<Share>,
 }
 
 /// A handed-over packet whose tail is still leaving (its `next`, unused
@@ -252,7 +263,7 @@ impl Torus {
     /// The packet, written by a core, enters injection FIFO `f`.
     pub fn inj_push(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
         self.global.injected_packets += 1;
-        self.global.in_network += 1;
+        self.global.in_network = self.global.in_network.wrapping_add(1);
         let r = &mut self.routers[n as usize];
         let prod = prod_at(r.coords, self.pool.get(id));
         self.pool.get_mut(id).prod = prod;
@@ -410,6 +421,32 @@ impl Torus {
         if let Some(s) = &mut self.part {
             s.merged_live += live;
         }
+    }
+
+    /// What [`Self::absorb`] reads of this partition (nodes `lo..hi`), to
+    /// send to the process that merges a distributed run.
+    pub fn export_part(&self, lo: u32, hi: u32) -> TorusPart {
+        TorusPart {
+            routers: self.routers[lo as usize..hi as usize].to_vec(),
+            nodes: self.nodes[lo as usize..hi as usize].to_vec(),
+            global: self.global.clone(),
+            rerouted: self.faults.as_ref().map_or(0, |f| f.rerouted()),
+            pool: self.pool.clone(),
+            share: self.part,
+        }
+    }
+
+    /// Makes this (fresh) torus the partition `st` came from, as far as
+    /// [`Self::absorb`] reads it.
+    pub fn import_part(&mut self, st: TorusPart, lo: u32, hi: u32) {
+        self.routers[lo as usize..hi as usize].clone_from_slice(&st.routers);
+        self.nodes[lo as usize..hi as usize].copy_from_slice(&st.nodes);
+        self.global = st.global;
+        if let Some(f) = &self.faults {
+            f.add_rerouted(st.rerouted);
+        }
+        self.pool = st.pool;
+        self.part = st.share;
     }
 
     /// A copy here of the packets of list `l` of pool `from` (see [`Self::absorb`]).

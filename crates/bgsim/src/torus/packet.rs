@@ -29,7 +29,7 @@ pub mod flags {
 /// datelines crossed: see `torus::Head`) are adjacent and read as one word,
 /// and apart from the bytes an arrival writes just before reading them (a
 /// wider read over a byte still being stored waits for the store).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 #[repr(C, align(64))]
 pub struct Packet {
     /// Driver data (message id, sequence number, colour ...).
@@ -107,7 +107,7 @@ impl Packet {
 
 /// A pool of packets addressed by dense ids, with a free list, so moving a
 /// packet never allocates once the pool has grown to the working set.
-#[derive(Default)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Pool {
     pkts: Vec<Packet>,
     free: u32,
@@ -172,7 +172,7 @@ impl Pool {
 }
 
 /// An intrusive FIFO list of packet ids.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct List {
     pub head: u32,
     pub tail: u32,

@@ -8,7 +8,7 @@ use wide::u8x16;
 /// What arbitration reads of the packet at the head of a queue, kept beside
 /// the queue so that choosing a head's move does not read the packet (its
 /// productive directions are in the router's first line).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[repr(C)]
 pub(super) struct Head {
     pub(super) flags: u8,
@@ -29,7 +29,7 @@ impl Head {
 }
 
 /// A virtual channel: 16 bytes, four to a cache line.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Vc {
     pub(super) q: List,
     /// Tokens held by packets in this VC (queued or leaving).
@@ -54,7 +54,7 @@ impl Vc {
 
 /// A receiver's VCs in two cache lines: the first holds the first four
 /// (all of them in the BG/L configuration).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[repr(C, align(64))]
 pub(super) struct Receiver {
     pub(super) vc: [Vc; 8],
@@ -64,7 +64,7 @@ pub(super) struct Receiver {
 /// link's counters in the form the hot path updates (wire bytes follow from
 /// chunks and packets): their low 32 bits here, carries in the router's
 /// `link_high` (see [`count`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Sender {
     /// The link is busy (packet, trailer, gap and acks) until then.
     pub(super) busy_until: Tick,
@@ -96,7 +96,7 @@ impl Default for Sender {
 
 /// A link direction's counters beyond the senders' 32 bits, and its
 /// no-token stalls (rare).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct LinkHigh {
     pub(super) packets: u64,
     pub(super) chunks: u64,
@@ -120,7 +120,7 @@ pub(super) fn add_carry(high: &mut u64) {
     *high += 1 << 32;
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Fifo {
     pub(super) q: List,
     /// Bytes reserved or held.
@@ -158,11 +158,12 @@ impl Default for Fifo {
 /// starts a 128-byte pair) the torus benchmark ran 1.13 times slower, while
 /// the same 64 bytes added at the end made no measurable difference
 /// (BENCHMARKS.md of 2026-11-24, commit c375420, in git history).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 #[repr(C, align(64))]
 pub(super) struct Router {
     // Line 0: what every arbitration reads first.
     /// Productive directions of each VC head, index port * 8 + vc.
+    #[serde(with = "serde_big_array::BigArray")]
     pub(super) hprod: [u8; NDIR * 8],
     /// VC heads that may move: bit port * 8 + vc (queue non-empty, head not leaving).
     pub(super) ready: u64,

@@ -8,6 +8,7 @@ use crate::machine::Machine;
 use crate::torus::{opposite, Geometry, NDIR};
 
 /// Per link direction loads of a set of fixed routes, in byte-times.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct PathLoad {
     pub fwd: Vec<f64>,
     pub ack: Vec<f64>,

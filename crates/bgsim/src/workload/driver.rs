@@ -49,6 +49,16 @@ impl Driver {
         self.pattern.partitionable()
     }
 
+    /// What [`Self::absorb`] reads, to send to the process that merges a
+    /// distributed run.
+    pub fn export_part(&self) -> (Progress, super::source::Sent) {
+        (self.src.progress.clone(), super::source::Sent { wire_bytes: self.src.sent.wire_bytes, load: self.src.sent.load.clone() })
+    }
+    /// Makes this (fresh) driver's counts those of `st`.
+    pub fn import_part(&mut self, st: (Progress, super::source::Sent)) {
+        (self.src.progress, self.src.sent) = st;
+    }
+
     /// Takes in what another partition's software of the same windowed run
     /// counted.
     pub fn absorb(&mut self, o: &Driver) {

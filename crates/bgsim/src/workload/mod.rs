@@ -16,7 +16,7 @@ pub use source::{Progress, Source};
 pub use patterns::{node_at_hops, TrafficPattern, PLANE_COLOURS};
 pub use spec::{Pattern, PatternSpec, TrafficSpec, WorkloadError};
 
-use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick};
+use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport};
 use crate::machine::Machine;
 use crate::packet::{Net, Software};
 use crate::report::{TrafficResult, TrafficRun};
@@ -132,10 +132,71 @@ pub fn run(machine: &Machine, spec: &TrafficSpec, progress: &mut dyn FnMut(RunPr
 /// Runs a traffic pattern with the machine cut into partitions that run
 /// their windows on threads (see [`crate::engine::parallel`]); see [`run`].
 pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<TrafficResult, WorkloadError> {
+    run_on(machine, spec, opts, None, progress).map(|r| r.expect("one process has the result"))
+}
+
+/// Runs a traffic pattern on the processes of `transport` (an MPI job),
+/// one partition each: every process calls this with the same arguments;
+/// process 0 gets the result, the others None. A pattern whose nodes share
+/// state runs whole on every process.
+pub fn run_distributed(machine: &Machine, spec: &TrafficSpec, transport: Box<dyn Transport>, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<Option<TrafficResult>, WorkloadError> {
+    run_on(machine, spec, RunOptions::default(), Some(transport), progress)
+}
+
+/// What the run loop asks of all partitions between steps.
+struct Census {
+    live: u64,
+    reads: u64,
+    events: u64,
+    busy_queues: u64,
+    last_progress: Tick,
+}
+
+impl Census {
+    fn of(eng: &Engine<Sim>) -> Census {
+        let mut sums = [0u64; 4];
+        let mut maxes = [0u64; 1];
+        for p in &eng.parts {
+            sums[0] += p.model.net.live_packets() as u64;
+            sums[1] += p.model.driver.progress().reads;
+            sums[2] += p.stats.events;
+            sums[3] += !p.q.is_empty() as u64;
+            maxes[0] = maxes[0].max(p.model.net.last_progress());
+        }
+        if let Some(t) = eng.transport() {
+            t.reduce(&mut sums, &mut maxes);
+        }
+        Census { live: sums[0], reads: sums[1], events: sums[2], busy_queues: sums[3], last_progress: maxes[0] }
+    }
+}
+
+/// What a process of a distributed run sends process 0 at the end.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct PartState {
+    lo: u32,
+    hi: u32,
+    net: crate::packet::NetPart,
+    driver: (Progress, source::Sent),
+    packet_slots: u64,
+}
+
+fn run_on(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, remote: Option<Box<dyn Transport>>, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<Option<TrafficResult>, WorkloadError> {
     let wall = Instant::now();
     let first = build(machine, spec)?;
     let nodes = first.net.geometry().nodes();
-    let parts = if first.driver.partitionable() { opts.partitions.max(opts.threads).clamp(1, nodes as usize) } else { 1 };
+    let partitionable = first.driver.partitionable();
+    // A pattern that cannot be cut runs whole on every process; process 0 reports.
+    let (remote, root) = match remote {
+        Some(t) if !partitionable => {
+            let root = t.rank() == 0;
+            (None, root)
+        }
+        r => {
+            let root = r.as_ref().is_none_or(|t| t.rank() == 0);
+            (r, root)
+        }
+    };
+    let parts = if remote.is_some() || !partitionable { 1 } else { opts.partitions.max(opts.threads).clamp(1, nodes as usize) };
     // The other partitions' copies, built on the run's threads.
     let mut sims = vec![first];
     if parts > 1 {
@@ -158,7 +219,10 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
     let end_gen = warm + timing.as_ref().map_or(0, |t| t.measure_ncycles * tb);
     let c = &spec.common;
     let peak = sims[0].driver.peak_rate(machine);
-    let mut eng = Engine::new(sims, nodes, machine.hop_latency, opts.threads);
+    let mut eng = match remote {
+        Some(t) => Engine::distributed(sims.pop().expect("one model"), nodes, machine.hop_latency, t),
+        None => Engine::new(sims, nodes, machine.hop_latency, opts.threads),
+    };
     for p in eng.parts.iter_mut() {
         let sim = &mut p.model;
         sim.net.set_partition(p.lo, p.hi);
@@ -180,9 +244,8 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
     let mut last_report = Instant::now();
     let mut draining = false;
     let mut stopped_at_max = false;
-    let live = |eng: &Engine<Sim>| eng.parts.iter().map(|p| p.model.net.live_packets() as u64).sum::<u64>();
     let expected = eng.parts[0].model.driver.progress().expected_reads;
-    let reads = |eng: &Engine<Sim>| eng.parts.iter().map(|p| p.model.driver.progress().reads).sum::<u64>();
+    let mut census;
     loop {
         let target = if timed && t < warm { warm.min(t + step) } else { t.saturating_add(step) };
         let target = if timed && !draining { target.min(end_gen) } else { target.min(max_t) };
@@ -194,16 +257,17 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
             }
             measured_from = t;
         }
+        census = Census::of(&eng);
         if timed && t >= end_gen && !draining {
             if !drain {
                 break;
             }
             draining = true;
         }
-        if draining && live(&eng) == 0 {
+        if draining && census.live == 0 {
             break;
         }
-        if !timed && ((expected > 0 && reads(&eng) == expected) || eng.is_empty()) {
+        if !timed && ((expected > 0 && census.reads == expected) || census.busy_queues == 0) {
             break;
         }
         if t >= max_t {
@@ -212,23 +276,40 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
         }
         // Deadlock: packets are in the machine (in VCs, FIFOs or software
         // queues: every live packet) and none has moved for `dl`.
-        let last = eng.parts.iter().map(|p| p.model.net.last_progress()).max().unwrap_or(0);
-        if t > last + dl && live(&eng) > 0 {
+        if t > census.last_progress + dl && census.live > 0 {
             deadlocked = true;
             break;
         }
-        if last_report.elapsed().as_secs_f64() > 0.5 {
+        if root && last_report.elapsed().as_secs_f64() > 0.5 {
             last_report = Instant::now();
-            let f = if timed { t as f64 / end_gen as f64 } else { reads(&eng) as f64 / expected.max(1) as f64 };
-            let now = RunProgress { fraction: f.min(1.0), ncycles: t as f64 / tb as f64, events: eng.events() };
+            let f = if timed { t as f64 / end_gen as f64 } else { census.reads as f64 / expected.max(1) as f64 };
+            let now = RunProgress { fraction: f.min(1.0), ncycles: t as f64 / tb as f64, events: census.events };
             if !progress(now) {
                 return Err(WorkloadError::Interrupted);
             }
         }
     }
-    let stats = EngineStats { events: eng.events() };
-    let quiet = eng.is_empty();
-    let partitions = eng.parts.len();
+    let stats = EngineStats { events: census.events };
+    let quiet = census.busy_queues == 0;
+    let distributed = eng.transport().map(|t| t.size());
+    let partitions = distributed.unwrap_or(eng.parts.len());
+    let threads = if distributed.is_some() { 1 } else { opts.threads.min(partitions) };
+    // Partition 0 takes in the others: from this process's threads, or
+    // from the other processes.
+    let mut states = None;
+    if distributed.is_some() {
+        let p = &mut eng.parts[0];
+        p.model.net.close_counters(t);
+        let p = &eng.parts[0];
+        let tr = eng.transport().expect("a distributed run");
+        let bytes = if tr.rank() == 0 {
+            Vec::new()
+        } else {
+            let st = PartState { lo: p.lo, hi: p.hi, net: p.model.net.export_part(p.lo, p.hi), driver: p.model.driver.export_part(), packet_slots: p.model.net.packet_slots() };
+            bincode::serialize(&st).expect("a partition's state serializes")
+        };
+        states = Some(tr.gather(bytes));
+    }
     let mut sims = eng.parts.into_iter().map(|p| (p.lo, p.hi, p.model));
     let (_, _, mut sim) = sims.next().expect("at least one partition");
     let mut packet_slots = sim.net.packet_slots();
@@ -238,6 +319,22 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
         packet_slots += o.net.packet_slots();
         sim.net.absorb(&o.net, lo, hi);
         sim.driver.absorb(&o.driver);
+    }
+    match states {
+        Some(None) => return Ok(None),
+        Some(Some(all)) => {
+            for bytes in all.iter().skip(1) {
+                let st: PartState = bincode::deserialize(bytes).expect("a partition's state from a process of this run");
+                let mut o = build(machine, spec)?;
+                o.net.import_part(st.net, st.lo, st.hi);
+                o.driver.import_part(st.driver);
+                packet_slots += st.packet_slots;
+                sim.net.absorb(&o.net, st.lo, st.hi);
+                sim.driver.absorb(&o.driver);
+            }
+        }
+        None if !root => return Ok(None),
+        None => {}
     }
     let last = sim.net.last_progress();
     let deadlock_at = deadlocked.then(|| sim.net.deadlock_formed().unwrap_or(last));
@@ -263,7 +360,7 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
         oneway: progress_at_end.oneway,
     };
     let mut result = crate::report::summarize(&sim.net, run, &stats, wall.elapsed().as_secs_f64());
-    result.engine.threads = opts.threads.min(partitions);
+    result.engine.threads = threads;
     result.engine.partitions = partitions;
     result.engine.packet_slots = packet_slots;
     if cfg!(debug_assertions) {
@@ -272,7 +369,7 @@ pub fn run_with(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, progres
         }
     }
     progress(RunProgress { fraction: 1.0, ncycles: t as f64 / tb as f64, events: stats.events });
-    Ok(result)
+    Ok(Some(result))
 }
 
 /// Conservation and sanity at the end of a traffic run (checked after every

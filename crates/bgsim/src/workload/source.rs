@@ -9,7 +9,7 @@ use crate::packet::{Net, Routing};
 use crate::torus::Geometry;
 
 /// Where a run stands, as the patterns report it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     /// Packets the pattern must read in total (finite patterns).
     pub expected_reads: u64,
@@ -42,7 +42,7 @@ impl Progress {
 
 /// What the sources sent, where a pattern's bound counts it (sizes drawn
 /// at random).
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct Sent {
     /// Wire bytes of the packets sent.
     pub wire_bytes: f64,
