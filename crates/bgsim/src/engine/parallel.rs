@@ -349,6 +349,8 @@ struct Shared {
     /// the exchange (0 if it was busy). Two sets: a fast thread writes the
     /// next window's while a slow one still reads this one's.
     next: [Vec<AtomicU64>; 2],
+    /// Turns a waiting thread spins before it yields its processor.
+    spin: u32,
 }
 
 impl Shared {
@@ -359,6 +361,9 @@ impl Shared {
             generation: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
             next: [0, 1].map(|_| (0..parts).map(|_| AtomicU64::new(0)).collect()),
+            // More threads than processors: a spinning thread holds the
+            // processor the one it waits for needs, so give it up at once.
+            spin: if std::thread::available_parallelism().map_or(1, |p| p.get()) >= n { 2_000 } else { 0 },
         }
     }
 
@@ -381,7 +386,7 @@ impl Shared {
                 panic!("another partition's thread failed");
             }
             spins += 1;
-            if spins < 2_000 {
+            if spins < self.spin {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
