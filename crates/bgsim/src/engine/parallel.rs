@@ -86,11 +86,102 @@ pub struct Part<M> {
     spare: Vec<Crossing>,
 }
 
+impl<M: Partitioned> Part<M> {
+    fn new(model: M, lo: u32, hi: u32) -> Self {
+        Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new() }
+    }
+
+    /// Runs the window `[t, end)` and puts the events it held for other
+    /// nodes in order (see [`sort_held`]). Whether it did anything: handled
+    /// an event or held one.
+    fn run_window(&mut self, t: Tick, end: Tick) -> bool {
+        let before = self.stats.events;
+        self.q.horizon = end;
+        run_until(&mut self.model, &mut self.q, end, &mut self.stats);
+        sort_held(&mut self.q.outbox, t, &mut self.keys, &mut self.spare);
+        self.stats.events != before || !self.q.outbox.is_empty()
+    }
+
+    /// Hands the window's held events out (in order): those for this
+    /// partition `k`'s own nodes stay, the others go to `to` by partition,
+    /// with what they carry.
+    fn hand_out(&mut self, k: usize, split: &Partitioning, to: &mut [Letter<M::Load>]) {
+        if to.len() == 1 {
+            std::mem::swap(&mut self.local, &mut self.q.outbox);
+            return;
+        }
+        for mut c in self.q.outbox.drain(..) {
+            let d = split.part_of(c.ev.node) as usize;
+            if d == k {
+                self.local.push(c);
+                continue;
+            }
+            let (cs, loads) = &mut to[d];
+            if let Some(l) = self.model.emigrate(&c.ev) {
+                c.load = loads.len() as u32;
+                loads.push(l);
+            }
+            cs.push(c);
+        }
+    }
+
+    /// Schedules this window's held events for this partition, its own and
+    /// those of `others` (each list in order, with what its events carry),
+    /// in one order: by order key (equal keys come from one node, so from
+    /// one list). Whether there were any.
+    fn take_in(&mut self, others: Vec<(&[Crossing], &[M::Load])>) -> bool {
+        let local = std::mem::take(&mut self.local);
+        let mut lists = others;
+        lists.push((&local[..], &[]));
+        lists.retain(|(l, _)| !l.is_empty());
+        let got = !lists.is_empty();
+        if let [(only, loads)] = lists[..] {
+            // One sender (always so on one partition): its order is the order.
+            for &c in only {
+                self.schedule_held(c, loads);
+            }
+        } else {
+            while let Some((i, _)) = lists.iter().enumerate().filter(|(_, (l, _))| !l.is_empty()).min_by_key(|(_, (l, _))| l[0].key) {
+                let (l, loads) = &mut lists[i];
+                let c = l[0];
+                *l = &l[1..];
+                self.schedule_held(c, loads);
+            }
+        }
+        drop(lists);
+        self.local = local;
+        self.local.clear();
+        got
+    }
+
+    /// Schedules a held event `c` (taking in what it carries, in `loads`).
+    #[inline]
+    fn schedule_held(&mut self, mut c: Crossing, loads: &[M::Load]) {
+        if c.load != NO_LOAD {
+            self.model.immigrate(&mut c.ev, loads[c.load as usize]);
+        }
+        self.q.schedule(c.t, c.ev);
+    }
+
+    /// When the partition's next event is due, for skipping idle windows:
+    /// 0 if it was `busy` this window (no skipping).
+    fn next_due(&self, busy: bool) -> Tick {
+        if busy {
+            0
+        } else {
+            self.q.peek_time().unwrap_or(Tick::MAX)
+        }
+    }
+}
+
+/// Held events for one partition, and what they carry (indexed by their
+/// `load`).
+type Letter<L> = (Vec<Crossing>, Vec<L>);
+
 /// A partition's held events of one window for other partitions, by the
-/// partition they go to, and what they carry.
+/// partition they go to.
 struct Mail<L> {
-    to: Vec<Vec<Crossing>>,
-    loads: Vec<L>,
+    to: Vec<Letter<L>>,
 }
 
 /// The windowed engine over `parts.len()` partitions on `threads` threads.
@@ -119,10 +210,10 @@ impl<M: Partitioned> Engine<M> {
             .enumerate()
             .map(|(k, model)| {
                 let (lo, hi) = (bounds[k], bounds[k + 1]);
-                Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new() }
+                Part::new(model, lo, hi)
             })
             .collect();
-        let mail = (0..p).map(|_| RwLock::new(Mail { to: (0..p).map(|_| Vec::new()).collect(), loads: Vec::new() })).collect();
+        let mail = (0..p).map(|_| RwLock::new(Mail { to: (0..p).map(|_| (Vec::new(), Vec::new())).collect() })).collect();
         Engine { parts, split, lookahead: lookahead.max(1), threads: threads.clamp(1, p as usize), now: 0, mail, remote: None }
     }
 
@@ -133,38 +224,12 @@ impl<M: Partitioned> Engine<M> {
         let (k, n) = (transport.rank(), transport.size());
         let split = Partitioning { nodes, parts: n as u32 };
         let (lo, hi) = (first_node(&split, k as u32), first_node(&split, k as u32 + 1));
-        let part = Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new() };
-        Engine { parts: vec![part], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some((transport, k)) }
-    }
-
-    /// The bounds of partition `k` (of all processes' in a distributed run).
-    pub fn bounds(&self, k: usize) -> (u32, u32) {
-        (first_node(&self.split, k as u32), first_node(&self.split, k as u32 + 1))
+        Engine { parts: vec![Part::new(model, lo, hi)], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some((transport, k)) }
     }
 
     /// The other processes of a distributed run, if any.
     pub fn transport(&self) -> Option<&dyn Transport> {
         self.remote.as_ref().map(|(t, _)| t.as_ref())
-    }
-
-    /// The simulated time windows have reached.
-    pub fn now(&self) -> Tick {
-        self.now
-    }
-
-    /// The partition that owns `node`.
-    pub fn part_of(&self, node: u32) -> usize {
-        self.split.part_of(node) as usize
-    }
-
-    /// Events handled so far, over all partitions.
-    pub fn events(&self) -> u64 {
-        self.parts.iter().map(|p| p.stats.events).sum()
-    }
-
-    /// Whether no event is pending anywhere.
-    pub fn is_empty(&self) -> bool {
-        self.parts.iter().all(|p| p.q.is_empty())
     }
 
     /// Runs windows until no event is pending before `until`; time then
@@ -200,10 +265,6 @@ impl<M: Partitioned> Engine<M> {
         until
     }
 
-    /// The models, for merging their results (partition order).
-    pub fn into_models(self) -> Vec<M> {
-        self.parts.into_iter().map(|p| p.model).collect()
-    }
 }
 
 /// The first node of partition `k` (`parts` for one past the last).
@@ -228,30 +289,12 @@ fn first_node(split: &Partitioning, k: u32) -> u32 {
 /// `until`: the windows of [`windows`], with the held events for other
 /// partitions sent to their processes after each window.
 fn windows_remote<M: Partitioned>(p: &mut Part<M>, k: usize, split: &Partitioning, transport: &dyn Transport, lookahead: Tick, start: Tick, until: Tick) {
-    let n = transport.size();
     let mut t = start;
-    let mut to: Vec<(Vec<Crossing>, Vec<M::Load>)> = (0..n).map(|_| (Vec::new(), Vec::new())).collect();
+    let mut to: Vec<Letter<M::Load>> = (0..transport.size()).map(|_| (Vec::new(), Vec::new())).collect();
     while t < until {
         let end = t.saturating_add(lookahead).min(until);
-        let before = p.stats.events;
-        p.q.horizon = end;
-        run_until(&mut p.model, &mut p.q, end, &mut p.stats);
-        sort_held(&mut p.q.outbox, t, &mut p.keys, &mut p.spare);
-        let sent = !p.q.outbox.is_empty();
-        for c in p.q.outbox.drain(..) {
-            let d = split.part_of(c.ev.node) as usize;
-            if d == k {
-                p.local.push(c);
-                continue;
-            }
-            let mut c = c;
-            let (cs, loads) = &mut to[d];
-            if let Some(l) = p.model.emigrate(&c.ev) {
-                c.load = loads.len() as u32;
-                loads.push(l);
-            }
-            cs.push(c);
-        }
+        let busy = p.run_window(t, end);
+        p.hand_out(k, split, &mut to);
         let out = to
             .iter_mut()
             .map(|m| {
@@ -261,44 +304,18 @@ fn windows_remote<M: Partitioned>(p: &mut Part<M>, k: usize, split: &Partitionin
                 b
             })
             .collect();
-        let got: Vec<(Vec<Crossing>, Vec<M::Load>)> =
+        let got: Vec<Letter<M::Load>> =
             transport.exchange(out).iter().filter(|b| !b.is_empty()).map(|b| bincode::deserialize(b).expect("held events from a process of this run")).collect();
-        let local = std::mem::take(&mut p.local);
-        let mut lists: Vec<(&[Crossing], &[M::Load])> = got.iter().map(|(c, l)| (&c[..], &l[..])).collect();
-        lists.push((&local[..], &[]));
-        let took = take_in(&mut p.model, &mut p.q, &mut lists);
-        drop(lists);
-        p.local = local;
-        p.local.clear();
+        let took = p.take_in(got.iter().map(|(c, l)| (&c[..], &l[..])).collect());
         // The next window starts at the earliest pending event of any
         // process, if that is later than this window's end.
-        let busy = p.stats.events != before || sent || took;
-        let next = if busy { 0 } else { p.q.peek_time().unwrap_or(Tick::MAX) };
-        let mut latest = [u64::MAX - next];
+        let mut latest = [u64::MAX - p.next_due(busy || took)];
         transport.reduce(&mut [], &mut latest);
-        let first = u64::MAX - latest[0];
-        t = end.max(first.min(until));
+        t = end.max((u64::MAX - latest[0]).min(until));
         if t > end {
             p.q.advance_to(t);
         }
     }
-}
-
-/// Schedules the held events of `lists` (each in order of its keys, with
-/// what its events carry) into `q` in one order: by order key (equal keys
-/// come from one node, so from one list). Whether there were any.
-fn take_in<M: Partitioned>(model: &mut M, q: &mut EventQueue, lists: &mut [(&[Crossing], &[M::Load])]) -> bool {
-    let got = lists.iter().any(|(l, _)| !l.is_empty());
-    while let Some((i, _)) = lists.iter().enumerate().filter(|(_, (l, _))| !l.is_empty()).min_by_key(|(_, (l, _))| l[0].key) {
-        let (l, loads) = &mut lists[i];
-        let mut c = l[0];
-        *l = &l[1..];
-        if c.load != NO_LOAD {
-            model.immigrate(&mut c.ev, loads[c.load as usize]);
-        }
-        q.schedule(c.t, c.ev);
-    }
-    got
 }
 
 /// Puts a window's held events in order of their keys; events of one key
@@ -420,70 +437,25 @@ fn windows<M: Partitioned>(
     until: Tick,
 ) {
     let _guard = FailGuard(sync);
-    let parts = mail.len();
     let mut t = start;
     let mut parity = 0;
+    let mut busy = vec![false; mine.len()];
     while t < until {
         let next = &sync.next[parity];
         parity ^= 1;
         let end = t.saturating_add(lookahead).min(until);
-        // Run the window; put what goes to other nodes in order: the
-        // partition's own, and the others' mail with what it carries.
-        for (k, p) in mine.iter_mut() {
-            let before = p.stats.events;
-            p.q.horizon = end;
-            run_until(&mut p.model, &mut p.q, end, &mut p.stats);
-            sort_held(&mut p.q.outbox, t, &mut p.keys, &mut p.spare);
-            let sent = !p.q.outbox.is_empty();
-            if parts == 1 {
-                std::mem::swap(&mut p.local, &mut p.q.outbox);
-            } else {
-                let mut m = mail[*k].write().expect("no thread failed while holding mail");
-                for c in p.q.outbox.drain(..) {
-                    let d = split.part_of(c.ev.node) as usize;
-                    if d == *k {
-                        p.local.push(c);
-                        continue;
-                    }
-                    let mut c = c;
-                    if let Some(l) = p.model.emigrate(&c.ev) {
-                        c.load = m.loads.len() as u32;
-                        m.loads.push(l);
-                    }
-                    m.to[d].push(c);
-                }
-            }
-            // Busy windows: no skipping ahead (see below).
-            next[*k].store(if p.stats.events != before || sent { 0 } else { Tick::MAX }, Ordering::Relaxed);
+        // Run the window; hand what goes to other partitions to the mail.
+        for (i, (k, p)) in mine.iter_mut().enumerate() {
+            busy[i] = p.run_window(t, end);
+            let mut m = mail[*k].write().expect("no thread failed while holding mail");
+            p.hand_out(*k, split, &mut m.to);
         }
         sync.wait();
-        // Take in what the window sent to this thread's partitions, in one
-        // order: by order key (each list is in that order already; equal
-        // keys come from one node, so from one list).
-        for (k, p) in mine.iter_mut() {
-            let got = if parts == 1 {
-                let n = p.local.len();
-                for c in p.local.drain(..) {
-                    p.q.schedule(c.t, c.ev);
-                }
-                n > 0
-            } else {
-                let guards: Vec<_> = (0..parts).filter(|&s| s != *k).map(|s| mail[s].read().expect("no thread failed while holding mail")).collect();
-                let mut lists: Vec<(&[Crossing], &[M::Load])> = guards.iter().map(|m| (&m.to[*k][..], &m.loads[..])).collect();
-                let local = std::mem::take(&mut p.local);
-                lists.push((&local[..], &[]));
-                let got = take_in(&mut p.model, &mut p.q, &mut lists);
-                drop(lists);
-                p.local = local;
-                p.local.clear();
-                got
-            };
-            // An idle partition says when its next event is due.
-            if got {
-                next[*k].store(0, Ordering::Relaxed);
-            } else if next[*k].load(Ordering::Relaxed) == Tick::MAX {
-                next[*k].store(p.q.peek_time().unwrap_or(Tick::MAX), Ordering::Relaxed);
-            }
+        // Take in the window's held events for this thread's partitions.
+        for (i, (k, p)) in mine.iter_mut().enumerate() {
+            let guards: Vec<_> = (0..mail.len()).filter(|s| s != k).map(|s| mail[s].read().expect("no thread failed while holding mail")).collect();
+            let got = p.take_in(guards.iter().map(|m| (&m.to[*k].0[..], &m.to[*k].1[..])).collect());
+            next[*k].store(p.next_due(busy[i] || got), Ordering::Relaxed);
         }
         sync.wait();
         // Every thread reads the same figures here and makes the same
@@ -493,16 +465,11 @@ fn windows<M: Partitioned>(
         t = end.max(first.min(until));
         // Clear this thread's mail for the next window: every reader is
         // past the barrier above.
-        if parts > 1 {
-            for (k, _) in mine.iter() {
-                let mut m = mail[*k].write().expect("no thread failed while holding mail");
-                for v in m.to.iter_mut() {
-                    v.clear();
-                }
-                m.loads.clear();
+        for (k, p) in mine.iter_mut() {
+            for (cs, loads) in mail[*k].write().expect("no thread failed while holding mail").to.iter_mut() {
+                cs.clear();
+                loads.clear();
             }
-        }
-        for (_, p) in mine.iter_mut() {
             if t > end {
                 p.q.advance_to(t);
             }
