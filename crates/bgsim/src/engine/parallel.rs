@@ -96,9 +96,9 @@ impl<M: Partitioned> Part<M> {
     /// an event or held one.
     fn run_window(&mut self, t: Tick, end: Tick) -> bool {
         let before = self.stats.events;
-        self.q.horizon = end;
+        self.q.window = (t, end);
         run_until(&mut self.model, &mut self.q, end, &mut self.stats);
-        sort_held(&mut self.q.outbox, t, &mut self.keys, &mut self.spare);
+        sort_held(&mut self.q.outbox, &mut self.keys, &mut self.spare);
         self.stats.events != before || !self.q.outbox.is_empty()
     }
 
@@ -321,22 +321,22 @@ fn windows_remote<M: Partitioned>(p: &mut Part<M>, k: usize, split: &Partitionin
 /// Puts a window's held events in order of their keys; events of one key
 /// (one node's, at one time) keep the order they were scheduled in. The
 /// events come in order of time already. Sorts one word per event - its
-/// time in the window, node and place - unless the window is too long or
-/// the events too many for the word, and then moves the events once.
-fn sort_held(v: &mut Vec<Crossing>, w0: Tick, keys: &mut Vec<u64>, spare: &mut Vec<Crossing>) {
+/// time in the window, node and place - and then moves the events once; a
+/// window too long or events too many for the word take a stable sort of
+/// the events themselves.
+fn sort_held(v: &mut Vec<Crossing>, keys: &mut Vec<u64>, spare: &mut Vec<Crossing>) {
     const PLACE_BITS: u32 = 20;
     const TIME_BITS: u32 = 64 - PLACE_BITS - super::queue::NODE_BITS;
     if v.len() < 2 || v.windows(2).all(|w| w[0].key <= w[1].key) {
         return;
     }
-    let span = (v[v.len() - 1].key >> super::queue::NODE_BITS) - w0;
+    let span = v[v.len() - 1].key >> super::queue::NODE_BITS;
     if span >= 1 << TIME_BITS || v.len() >= 1 << PLACE_BITS {
         v.sort_by_key(|c| c.key);
         return;
     }
-    let base = w0 << super::queue::NODE_BITS;
     keys.clear();
-    keys.extend(v.iter().enumerate().map(|(i, c)| (c.key - base) << PLACE_BITS | i as u64));
+    keys.extend(v.iter().enumerate().map(|(i, c)| c.key << PLACE_BITS | i as u64));
     // The events come in order of time: sort each time's run on its own
     // (short runs: insertion sorts).
     let mut i = 0;

@@ -79,9 +79,9 @@ pub struct EventQueue {
     windowed: bool,
     /// The node whose event is being handled ([`NO_NODE`] outside events).
     pub(crate) cur: u32,
-    /// End of the window being run: no event for another node may be due
-    /// before it (the lookahead).
-    pub(crate) horizon: Tick,
+    /// The window being run: `window.1` is its end, before which no event
+    /// for another node may be due (the lookahead).
+    pub(crate) window: (Tick, Tick),
     /// The nodes this queue's partition owns (windowed runs): events
     /// scheduled outside any event for other nodes are theirs to schedule.
     own: (u32, u32),
@@ -96,8 +96,8 @@ pub const MAX_NODES: u32 = 1 << NODE_BITS;
 pub(crate) const NODE_BITS: u32 = 24;
 
 /// An event for another node, held until the window in which it was
-/// scheduled ends: due at `t`; `key` orders it (the time it was scheduled,
-/// then the node that scheduled it).
+/// scheduled ends: due at `t`; `key` orders it among the window's (the time
+/// in the window it was scheduled at, then the node that scheduled it).
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Crossing {
     pub t: Tick,
@@ -111,7 +111,8 @@ pub struct Crossing {
 pub const NO_LOAD: u32 = u32::MAX;
 
 impl Crossing {
-    /// The order key of an event scheduled at `s` by an event of `src`.
+    /// The order key of an event scheduled `s` ticks into its window by an
+    /// event of `src`.
     #[inline]
     pub fn key(s: Tick, src: u32) -> u64 {
         s << NODE_BITS | src as u64
@@ -189,7 +190,7 @@ impl EventQueue {
             spare: Vec::new(),
             windowed: false,
             cur: NO_NODE,
-            horizon: 0,
+            window: (0, 0),
             own: (0, u32::MAX),
             outbox: Vec::new(),
         }
@@ -249,11 +250,11 @@ impl EventQueue {
             return;
         }
         assert!(
-            t >= self.horizon,
+            t >= self.window.1,
             "an event for node {} at {t} from node {} at {}: sooner than the window's end {} (the lookahead)",
-            ev.node, self.cur, self.now, self.horizon
+            ev.node, self.cur, self.now, self.window.1
         );
-        self.outbox.push(Crossing { t, key: Crossing::key(self.now, self.cur), ev, load: NO_LOAD });
+        self.outbox.push(Crossing { t, key: Crossing::key(self.now - self.window.0, self.cur), ev, load: NO_LOAD });
     }
 
     /// Schedules `ev` at `t` in this queue (see [`Self::push_at`]).
