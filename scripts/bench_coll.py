@@ -2,13 +2,16 @@
 nodes (8x8x8) and MPI_Allreduce of 1 MB on 4,096 nodes (16x16x16), with each
 family's algorithm. Prints one JSON line per run: wall time, simulated time,
 packets (torus packets delivered plus tree packet-link transfers),
-simulated packets per wall second and the run's peak resident memory. The all-to-all moves real
+simulated packets per wall second and the run's peak resident memory
+(each run in a process of its own). The all-to-all moves real
 data (numpy buffers, checked); the 1 MB allreduce on 4,096 ranks is a
 communication skeleton (sizes without content: 4 GB of data would not fit
-beside the simulation). Usage: python scripts/bench_coll.py [--quick]
+beside the simulation). Usage: python scripts/bench_coll.py [--quick] [--one NAME]
 """
 
 import json
+import resource
+import subprocess
 import sys
 import time
 
@@ -43,30 +46,12 @@ def allreduce_main():
     return MPI.Wtime() - t0
 
 
-def reset_peak():
-    """Restarts this process's peak resident memory (Linux: VmHWM) so that
-    each row reports its own run's peak."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
-
-
 def peak_rss_mb() -> float:
-    """Peak resident memory since the last reset_peak(), MB."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    """This process's peak resident memory, MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench(name, main, shape, coll):
-    reset_peak()
     t0 = time.perf_counter()
     r = bgsim.run(main, shape=shape, coll=coll)
     wall = time.perf_counter() - t0
@@ -81,7 +66,12 @@ def bench(name, main, shape, coll):
           flush=True)
 
 
-for algo in ("generic", "torus_spread", "msglayer"):
-    bench(f"alltoall_1KB_{algo}", alltoall_main, A2A_SHAPE, {"alltoall": algo})
-for algo in ("reduce_scatter_allgather", "tree"):
-    bench(f"allreduce_1MB_{algo}", allreduce_main, AR_SHAPE, {"allreduce": algo})
+RUNS = {f"alltoall_1KB_{a}": (alltoall_main, A2A_SHAPE, {"alltoall": a}) for a in ("generic", "torus_spread", "msglayer")}
+RUNS.update({f"allreduce_1MB_{a}": (allreduce_main, AR_SHAPE, {"allreduce": a}) for a in ("reduce_scatter_allgather", "tree")})
+
+if "--one" in sys.argv:
+    bench(sys.argv[sys.argv.index("--one") + 1], *RUNS[sys.argv[sys.argv.index("--one") + 1]])
+else:
+    # Each run in its own process, so that its peak memory is its own.
+    for name in RUNS:
+        subprocess.run([sys.executable, __file__, "--one", name] + (["--quick"] if QUICK else []), check=True)
