@@ -185,17 +185,9 @@ fn run_on(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, remote: Optio
     let first = build(machine, spec)?;
     let nodes = first.net.geometry().nodes();
     let partitionable = first.driver.partitionable();
+    let root = remote.as_ref().is_none_or(|t| t.rank() == 0);
     // A pattern that cannot be cut runs whole on every process; process 0 reports.
-    let (remote, root) = match remote {
-        Some(t) if !partitionable => {
-            let root = t.rank() == 0;
-            (None, root)
-        }
-        r => {
-            let root = r.as_ref().is_none_or(|t| t.rank() == 0);
-            (r, root)
-        }
-    };
+    let remote = remote.filter(|_| partitionable);
     let parts = if remote.is_some() || !partitionable { 1 } else { opts.partitions.max(opts.threads).clamp(1, nodes as usize) };
     // The other partitions' copies, built on the run's threads.
     let mut sims = vec![first];
