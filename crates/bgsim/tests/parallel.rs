@@ -110,6 +110,8 @@ fn a_deadlock_is_found_at_the_same_time_for_every_cut() {
     let r = workload::run_with(&m, &s, RunOptions::threads(2), &mut |_| true).unwrap();
     assert!(r.deadlock && r.packets.in_flight_at_end > 0);
     same_for_every_cut(&m, &s);
+    // And on two processes: the analysis runs on the states process 0 gathered.
+    assert!(distributed(&m, &s, 2) == result(&m, &s, RunOptions::default()), "the deadlock on 2 processes differs");
 }
 
 /// The processes of a distributed run as threads of this test: every call
