@@ -43,10 +43,11 @@ impl Driver {
         &self.src.progress
     }
 
-    /// Whether the pattern can run cut into partitions: its nodes' software
-    /// shares no state (ping-pong's two nodes share the exchange's).
-    pub fn partitionable(&self) -> bool {
-        self.pattern.partitionable()
+    /// Whether the pattern of `spec` can run cut into partitions: its
+    /// nodes' software shares no state (ping-pong's two nodes share the
+    /// exchange's).
+    pub fn partitionable_spec(spec: &TrafficSpec) -> bool {
+        patterns::make(&spec.pattern).partitionable()
     }
 
     /// What [`Self::absorb`] reads, to send to the process that merges a

@@ -182,28 +182,21 @@ struct PartState {
 
 fn run_on(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, remote: Option<Box<dyn Transport>>, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<Option<TrafficResult>, WorkloadError> {
     let wall = Instant::now();
-    let first = build(machine, spec)?;
-    let nodes = first.net.geometry().nodes();
-    let partitionable = first.driver.partitionable();
+    let nodes = machine.shape.nodes();
+    let partitionable = Driver::partitionable_spec(spec);
     let root = remote.as_ref().is_none_or(|t| t.rank() == 0);
     // A pattern that cannot be cut runs whole on every process; process 0 reports.
     let remote = remote.filter(|_| partitionable);
     let parts = if remote.is_some() || !partitionable { 1 } else { opts.partitions.max(opts.threads).clamp(1, nodes as usize) };
-    // The other partitions' copies, built on the run's threads.
-    let mut sims = vec![first];
-    if parts > 1 {
-        let threads = opts.threads.clamp(1, parts - 1);
-        let built: Vec<Result<Vec<Sim>, WorkloadError>> = std::thread::scope(|s| {
-            let jobs: Vec<_> = (0..threads)
-                .map(|i| s.spawn(move || (1..parts).filter(|k| k % threads == i).map(|_| build(machine, spec)).collect()))
-                .collect();
-            jobs.into_iter().map(|j| j.join().expect("building a partition does not panic")).collect()
-        });
-        let mut built = built.into_iter().map(|b| b.map(Vec::into_iter)).collect::<Result<Vec<_>, _>>()?;
-        for k in 1..parts {
-            sims.push(built[k % threads].next().expect("one copy per partition"));
-        }
-    }
+    // The partitions' copies of the machine, built on the run's threads.
+    let threads = opts.threads.clamp(1, parts);
+    let built: Vec<Result<Vec<Sim>, WorkloadError>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = (1..threads).map(|i| s.spawn(move || (0..parts).filter(|k| k % threads == i).map(|_| build(machine, spec)).collect())).collect();
+        let mine = (0..parts).filter(|k| k % threads == 0).map(|_| build(machine, spec)).collect();
+        std::iter::once(mine).chain(jobs.into_iter().map(|j| j.join().expect("building a partition does not panic"))).collect()
+    });
+    let mut built = built.into_iter().map(|b| b.map(Vec::into_iter)).collect::<Result<Vec<_>, _>>()?;
+    let mut sims: Vec<Sim> = (0..parts).map(|k| built[k % threads].next().expect("one copy per partition")).collect();
     let tb = machine.tick_byte;
     let timing = spec.pattern.timed().cloned();
     let timed = timing.is_some();
