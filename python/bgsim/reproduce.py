@@ -175,7 +175,7 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
             if bar is not None:
                 bar.start(name)
             try:
-                result, outcome = run_one(name, scale, seed, bar=bar, fidelity=fidelity, threads=threads)
+                result, outcome = run_one(name, scale, seed, quiet=not lead, bar=bar, fidelity=fidelity, threads=threads)
             except Exception as e:  # one failed experiment does not lose the others
                 if target != "all":
                     raise
