@@ -321,7 +321,10 @@ def _traffic(a: argparse.Namespace) -> int:
     if d["oneway_cycles"]:
         ow = d["oneway_cycles"]
         rows.append(("one-way latency", f"{sum(ow) / len(ow):.0f} cycles (mean of {len(ow)})"))
-    rows.append(("wall time", f"{d['engine']['wall_s']:.2f} s, {d['engine']['hops_per_s'] / 1e6:.2f} M hops/s"))
+    e = d["engine"]
+    cut = f" ({e['partitions']} partitions on {e['threads']} thread{'s' if e['threads'] > 1 else ''})" \
+        if e.get("partitions", 1) > 1 else ""
+    rows.append(("wall time", f"{e['wall_s']:.2f} s, {e['hops_per_s'] / 1e6:.2f} M hops/s{cut}"))
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{w}}  {v}")

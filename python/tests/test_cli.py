@@ -25,6 +25,9 @@ def test_traffic_on_threads(cli):
     p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.5", "--measure", "2000", "--threads", "2",
             "--json", check=True)
     assert (json.loads(p.stdout)["engine"]["partitions"], json.loads(p.stdout)["engine"]["threads"]) == (2, 2)
+    p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.5", "--measure", "2000", "--threads", "2",
+            check=True)
+    assert "(2 partitions on 2 threads)" in p.stdout
     p = cli("traffic", "--pattern", "uniform", "--threads", "0")
     assert p.returncode == 2 and "--threads" in p.stderr and "at least 1" in p.stderr
 
