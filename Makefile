@@ -64,7 +64,8 @@ mpi:
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
 # with its date, machine and command (the torus workload also on 2 and 4
-# threads, the machine cut into as many partitions; bench_scale: MPI programs on 65,536
+# threads, the machine cut into as many partitions, and on 32x32x32 on 1
+# and 2 threads; bench_scale: MPI programs on 65,536
 # and 131,072 ranks, about 3 minutes; bench_osu: mpi4py's osu_alltoall demo
 # on 32 ranks, fetched from its PyPI source distribution, 15-20 minutes;
 # bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 6
@@ -76,6 +77,8 @@ bench: build
 	./target/release/bgsim-bench > .bench.jsonl
 	./target/release/bgsim-bench --torus-only --threads 2 >> .bench.jsonl
 	./target/release/bgsim-bench --torus-only --threads 4 >> .bench.jsonl
+	./target/release/bgsim-bench --torus-only --shape 32x32x32 --runs 3 >> .bench.jsonl
+	./target/release/bgsim-bench --torus-only --shape 32x32x32 --runs 3 --threads 2 >> .bench.jsonl
 	$(PY) scripts/bench_mpi.py $(MPI_ITERS) >> .bench.jsonl
 	$(PY) scripts/bench_coll.py >> .bench.jsonl
 	$(PY) scripts/bench_scale.py >> .bench.jsonl

@@ -101,6 +101,13 @@ def render(rows: list) -> str:
             out.append(f"| {r.get('threads', 1)} | {r['wall_s']:.2f} s ({r.get('wall_s_best', r['wall_s']):.2f} s) | "
                        f"{r['packet_hops_per_s'] / 1e6:.2f} M | {t['wall_s'] / r['wall_s']:.2f}x |")
         out.append("")
+    big = by.get("torus_uniform_32x32x32_load0.9_dynamic")
+    big2 = by.get("torus_uniform_32x32x32_load0.9_dynamic_threads2")
+    if big and big2:
+        out += [f"The same on 32x32x32 (`--shape 32x32x32 --runs {big.get('runs', 1)}`, {big['packet_hops']:,} packet-hops): "
+                f"{big['wall_s']:.2f} s on one thread ({big['packet_hops_per_s'] / 1e6:.2f} M packet-hops/s), "
+                f"{big2['wall_s']:.2f} s on two ({big2['packet_hops_per_s'] / 1e6:.2f} M): "
+                f"{big['wall_s'] / big2['wall_s']:.2f}x (a window holds eight times the work of 16x16x16's).", ""]
     m = by.get("idle_memory_64x32x32")
     if m:
         out += [f"Idle 64x32x32 machine ({int(m['nodes'])} nodes): {m['bytes_per_idle_node']:.0f} bytes per node "
