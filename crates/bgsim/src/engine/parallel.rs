@@ -192,8 +192,8 @@ pub struct Engine<M: Partitioned> {
     threads: usize,
     now: Tick,
     mail: Vec<RwLock<Mail<M::Load>>>,
-    /// A distributed run: the other processes, and this one's partition.
-    remote: Option<(Box<dyn Transport>, usize)>,
+    /// A distributed run: the processes (this one runs partition `rank`).
+    remote: Option<Box<dyn Transport>>,
 }
 
 impl<M: Partitioned> Engine<M> {
@@ -224,12 +224,12 @@ impl<M: Partitioned> Engine<M> {
         let (k, n) = (transport.rank(), transport.size());
         let split = Partitioning { nodes, parts: n as u32 };
         let (lo, hi) = (first_node(&split, k as u32), first_node(&split, k as u32 + 1));
-        Engine { parts: vec![Part::new(model, lo, hi)], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some((transport, k)) }
+        Engine { parts: vec![Part::new(model, lo, hi)], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some(transport) }
     }
 
     /// The other processes of a distributed run, if any.
     pub fn transport(&self) -> Option<&dyn Transport> {
-        self.remote.as_ref().map(|(t, _)| t.as_ref())
+        self.remote.as_deref()
     }
 
     /// Runs windows until no event is pending before `until`; time then
@@ -239,8 +239,8 @@ impl<M: Partitioned> Engine<M> {
             return self.now;
         }
         let (split, lookahead, threads, start) = (&self.split, self.lookahead, self.threads, self.now);
-        if let Some((transport, k)) = &self.remote {
-            windows_remote(&mut self.parts[0], *k, split, transport.as_ref(), lookahead, start, until);
+        if let Some(transport) = &self.remote {
+            windows_remote(&mut self.parts[0], split, transport.as_ref(), lookahead, start, until);
             self.now = until;
             return until;
         }
@@ -285,10 +285,11 @@ fn first_node(split: &Partitioning, k: u32) -> u32 {
     lo
 }
 
-/// This process's partition `k` of a distributed run from `start` to
+/// This process's partition (its rank's) of a distributed run from `start` to
 /// `until`: the windows of [`windows`], with the held events for other
 /// partitions sent to their processes after each window.
-fn windows_remote<M: Partitioned>(p: &mut Part<M>, k: usize, split: &Partitioning, transport: &dyn Transport, lookahead: Tick, start: Tick, until: Tick) {
+fn windows_remote<M: Partitioned>(p: &mut Part<M>, split: &Partitioning, transport: &dyn Transport, lookahead: Tick, start: Tick, until: Tick) {
+    let k = transport.rank();
     let mut t = start;
     let mut to: Vec<Letter<M::Load>> = (0..transport.size()).map(|_| (Vec::new(), Vec::new())).collect();
     while t < until {

@@ -53,7 +53,7 @@ impl Driver {
     /// What [`Self::absorb`] reads, to send to the process that merges a
     /// distributed run.
     pub fn export_part(&self) -> (Progress, super::source::Sent) {
-        (self.src.progress.clone(), super::source::Sent { wire_bytes: self.src.sent.wire_bytes, load: self.src.sent.load.clone() })
+        (self.src.progress.clone(), self.src.sent.clone())
     }
     /// Makes this (fresh) driver's counts those of `st`.
     pub fn import_part(&mut self, st: (Progress, super::source::Sent)) {

@@ -177,7 +177,6 @@ struct PartState {
     hi: u32,
     net: crate::packet::NetPart,
     driver: (Progress, source::Sent),
-    packet_slots: u64,
 }
 
 fn run_on(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, remote: Option<Box<dyn Transport>>, progress: &mut dyn FnMut(RunProgress) -> bool) -> Result<Option<TrafficResult>, WorkloadError> {
@@ -279,33 +278,23 @@ fn run_on(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, remote: Optio
     let distributed = eng.transport().map(|t| t.size());
     let partitions = distributed.unwrap_or(eng.parts.len());
     let threads = if distributed.is_some() { 1 } else { opts.threads.min(partitions) };
-    // Partition 0 takes in the others: from this process's threads, or
-    // from the other processes.
-    let mut states = None;
-    if distributed.is_some() {
-        let p = &mut eng.parts[0];
+    for p in eng.parts.iter_mut() {
         p.model.net.close_counters(t);
+    }
+    // Partition 0 takes in the others: this process's other partitions, and
+    // in a distributed run the other processes', rebuilt from their states.
+    let gathered = eng.transport().map(|tr| {
         let p = &eng.parts[0];
-        let tr = eng.transport().expect("a distributed run");
         let bytes = if tr.rank() == 0 {
             Vec::new()
         } else {
-            let st = PartState { lo: p.lo, hi: p.hi, net: p.model.net.export_part(p.lo, p.hi), driver: p.model.driver.export_part(), packet_slots: p.model.net.packet_slots() };
+            let st = PartState { lo: p.lo, hi: p.hi, net: p.model.net.export_part(p.lo, p.hi), driver: p.model.driver.export_part() };
             bincode::serialize(&st).expect("a partition's state serializes")
         };
-        states = Some(tr.gather(bytes));
-    }
-    let mut sims = eng.parts.into_iter().map(|p| (p.lo, p.hi, p.model));
-    let (_, _, mut sim) = sims.next().expect("at least one partition");
-    let mut packet_slots = sim.net.packet_slots();
-    sim.net.close_counters(t);
-    for (lo, hi, mut o) in sims {
-        o.net.close_counters(t);
-        packet_slots += o.net.packet_slots();
-        sim.net.absorb(&o.net, lo, hi);
-        sim.driver.absorb(&o.driver);
-    }
-    match states {
+        tr.gather(bytes)
+    });
+    let mut parts: Vec<(u32, u32, Sim)> = eng.parts.into_iter().map(|p| (p.lo, p.hi, p.model)).collect();
+    match gathered {
         Some(None) => return Ok(None),
         Some(Some(all)) => {
             for bytes in all.iter().skip(1) {
@@ -313,13 +302,18 @@ fn run_on(machine: &Machine, spec: &TrafficSpec, opts: RunOptions, remote: Optio
                 let mut o = build(machine, spec)?;
                 o.net.import_part(st.net, st.lo, st.hi);
                 o.driver.import_part(st.driver);
-                packet_slots += st.packet_slots;
-                sim.net.absorb(&o.net, st.lo, st.hi);
-                sim.driver.absorb(&o.driver);
+                parts.push((st.lo, st.hi, o));
             }
         }
         None if !root => return Ok(None),
         None => {}
+    }
+    let packet_slots = parts.iter().map(|(_, _, o)| o.net.packet_slots()).sum();
+    let mut parts = parts.into_iter();
+    let (_, _, mut sim) = parts.next().expect("at least one partition");
+    for (lo, hi, o) in parts {
+        sim.net.absorb(&o.net, lo, hi);
+        sim.driver.absorb(&o.driver);
     }
     let last = sim.net.last_progress();
     let deadlock_at = deadlocked.then(|| sim.net.deadlock_formed().unwrap_or(last));

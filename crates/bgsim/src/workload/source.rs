@@ -42,7 +42,7 @@ impl Progress {
 
 /// What the sources sent, where a pattern's bound counts it (sizes drawn
 /// at random).
-#[derive(Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sent {
     /// Wire bytes of the packets sent.
     pub wire_bytes: f64,
