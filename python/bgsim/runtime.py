@@ -54,6 +54,9 @@ class RankContext:
 
 #: How often (wall seconds) a run looks at its resident memory.
 MEMORY_CHECK_S = 0.5
+#: A rank `World.run` returns with this bit set is in a collective the core
+#: runs for it (`mpi::agent::AGENT_RANK`).
+AGENT_RANK = 1 << 31
 
 #: The context of the rank the scheduler switched to, while MPI calls may
 #: take their fast path (no host CPU time to charge); None otherwise.
@@ -301,6 +304,12 @@ class Runtime:
             t0 = time.perf_counter()
             while runnable:
                 r = runnable.popleft()
+                if r >= AGENT_RANK:
+                    # In a collective the core runs: advanced there; resumed
+                    # here once it is done.
+                    r ^= AGENT_RANK
+                    if self.world.coll_step(r):
+                        continue
                 g = self.greenlets[r]
                 if cpu:
                     self.ctxs[r].cpu_mark = time.process_time()

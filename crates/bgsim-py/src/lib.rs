@@ -14,6 +14,9 @@ use bgsim::workload::{self, Pattern, TrafficSpec};
 use pyo3::buffer::PyBuffer;
 use pyo3::types::{PyBytes, PyMemoryView};
 use std::collections::HashSet;
+use std::sync::Arc;
+use pyo3::types::{PyDict, PyList};
+use bgsim::mpi::agent::{Agent, Exchange, Payload, Steps};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
@@ -226,7 +229,7 @@ const TAG_UB: i64 = i32::MAX as i64;
 #[pyclass(frozen, module = "bgsim._core")]
 struct Members {
     ctx: u32,
-    ranks: Vec<u32>,
+    ranks: Arc<[u32]>,
     /// World ranks of the members, unless rank i of the communicator is
     /// world rank i for every i (the world communicator), which needs none.
     others: Option<HashSet<u32>>,
@@ -238,7 +241,7 @@ impl Members {
     fn new(ctx: u32, ranks: Vec<u32>) -> Self {
         let identity = ranks.iter().enumerate().all(|(i, &r)| i as u32 == r);
         let others = (!identity).then(|| ranks.iter().copied().collect());
-        Members { ctx, ranks, others }
+        Members { ctx, ranks: ranks.into(), others }
     }
     /// Whether rank i of the communicator is world rank i for every i.
     #[getter]
@@ -584,6 +587,81 @@ impl World {
             *b = None;
         }
         self.w.release(req)
+    }
+    /// Runs an exchange of a collective in the core for world rank `rank`,
+    /// rank `me` of `comm` (`bgsim.coll.base.Call.exchange`): sends
+    /// `parts[d]` (bytes, any buffer, an int: a size without content, or
+    /// None: what this rank received last) to each communicator rank `d`
+    /// of `dests` in that order and receives from each of `srcs`, on the
+    /// communicator's collective context with `tag`. `steps`: None, all at
+    /// once; "pairwise", the k-th receive and send as step k; or a list of
+    /// (receives, sends) per step. `parts` is a list by communicator rank
+    /// or a dict. Returns true if the rank waits (the driver switches away;
+    /// `run` gives it back).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (rank, comm, me, tag, parts, dests, srcs, steps=None, mode=0))]
+    fn coll_exchange(&mut self, rank: u32, comm: &Members, me: u32, tag: i32, parts: &Bound<'_, PyAny>, dests: Vec<u32>, srcs: Vec<u32>,
+                     steps: Option<&Bound<'_, PyAny>>, mode: u8) -> PyResult<bool> {
+        let dict = parts.downcast::<PyDict>().ok();
+        let payload = |d: u32| -> PyResult<Option<Payload>> {
+            let p = match dict {
+                Some(dict) => dict.get_item(d)?.ok_or_else(|| errors::usage(format!("no part for rank {d}")))?,
+                None => parts.get_item(d)?,
+            };
+            if p.is_none() {
+                return Ok(None);
+            }
+            if let Ok(n) = p.extract::<u32>() {
+                return Ok(Some(Payload::Size(n)));
+            }
+            if let Ok(b) = p.downcast::<PyBytes>() {
+                return Ok(Some(Payload::Bytes(b.as_bytes().to_vec())));
+            }
+            let buf = PyBuffer::<u8>::get_bound(&p)?;
+            Ok(Some(Payload::Bytes(buf.to_vec(p.py())?)))
+        };
+        let steps = match steps {
+            None => Steps::All,
+            Some(s) if s.extract::<&str>().is_ok_and(|s| s == "pairwise") => Steps::Pairwise,
+            Some(s) => Steps::Counts(s.extract().map_err(|_| errors::usage("steps: None, \"pairwise\" or a list of (receives, sends)"))?),
+        };
+        let sends = dests.iter().map(|&d| Ok((d, payload(d)?))).collect::<PyResult<Vec<_>>>()?;
+        let x = Exchange { peers: comm.ranks.clone(), me, ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, sends, recvs: srcs, steps };
+        self.w.start(rank, Agent::new(x)).map_err(to_py)
+    }
+    /// Advances a rank `run` returned marked with the agent bit (its bit
+    /// cleared); true if it waits again.
+    fn coll_step(&mut self, rank: u32) -> PyResult<bool> {
+        self.w.step(rank).map_err(to_py)
+    }
+    /// What a finished exchange received: with `n`, a list of n items by
+    /// source communicator rank (bytes, an int for a size without content,
+    /// None where nothing came); else a list of (source, bytes or int).
+    #[pyo3(signature = (rank, n=None))]
+    fn coll_result(&mut self, py: Python<'_>, rank: u32, n: Option<u32>) -> PyResult<PyObject> {
+        let got = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?.into_received();
+        let mut item = |p: Payload| -> PyObject {
+            match p {
+                Payload::Bytes(b) => {
+                    let o = PyBytes::new_bound(py, &b).into_py(py);
+                    self.w.recycle(b);
+                    o
+                }
+                Payload::Size(k) => k.into_py(py),
+            }
+        };
+        Ok(match n {
+            Some(n) => {
+                let mut out: Vec<PyObject> = (0..n).map(|_| py.None()).collect();
+                for (src, p) in got {
+                    if let Some(o) = out.get_mut(src as usize) {
+                        *o = item(p);
+                    }
+                }
+                PyList::new_bound(py, out).into_py(py)
+            }
+            None => PyList::new_bound(py, got.into_iter().map(|(s, p)| -> PyObject { (s, item(p)).into_py(py) })).into_py(py),
+        })
     }
     fn block(&mut self, rank: u32, reqs: Vec<u32>, need: usize) -> bool {
         self.w.block(rank, reqs, need)

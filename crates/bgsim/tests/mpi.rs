@@ -252,3 +252,100 @@ fn same_seed_same_times() {
     assert_eq!(run(), run());
 }
 
+
+/// A collective the core runs (`mpi::agent`) posts the same messages at
+/// the same times as a driver posting them itself: an all-to-all with
+/// content (postall) and with sizes alone (pairwise) on 12 ranks, compared
+/// with the same messages posted and waited for rank by rank.
+#[test]
+fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
+    use bgsim::mpi::agent::{Agent, Exchange, Payload, Steps, AGENT_RANK};
+    use std::sync::Arc;
+    let n = 12u32;
+    let part = |s: u32, d: u32, sized: bool| if sized { Payload::Size(300 + 10 * d) } else { Payload::Bytes(vec![(s * 16 + d) as u8; 600]) };
+    for (steps, sized) in [(Steps::All, false), (Steps::Pairwise, true)] {
+        let pairwise = steps == Steps::Pairwise;
+        // By the core.
+        let mut a = world("2x2x3", n, &[]);
+        let peers: Arc<[u32]> = (0..n).collect::<Vec<_>>().into();
+        let mut running = 0;
+        for r in 0..n {
+            let dests: Vec<u32> = (1..n).map(|k| (r + k) % n).collect();
+            let srcs: Vec<u32> = if pairwise { (1..n).map(|k| (r + n - k) % n).collect() } else { (0..n).filter(|&i| i != r).collect() };
+            let sends = dests.iter().map(|&d| (d, Some(part(r, d, sized)))).collect();
+            let x = Exchange { peers: peers.clone(), me: r, ctx: 1, tag: 0, mode: SendMode::Standard, sends, recvs: srcs, steps: steps.clone() };
+            if a.start(r, Agent::new(x)).unwrap() {
+                running += 1;
+            }
+        }
+        let mut finished_at = vec![0u64; n as usize];
+        let mut got = vec![Vec::new(); n as usize];
+        while running > 0 {
+            for r in a.run().unwrap() {
+                let r = if r >= AGENT_RANK && a.step(r ^ AGENT_RANK).unwrap() { continue } else { r & !AGENT_RANK };
+                finished_at[r as usize] = a.now();
+                got[r as usize] = a.take_result(r).unwrap().into_received();
+                running -= 1;
+            }
+        }
+        for r in 0..n {
+            let mut g = got[r as usize].clone();
+            g.sort_by_key(|x| x.0);
+            let want: Vec<(u32, Payload)> = (0..n).filter(|&s| s != r).map(|s| (s, part(s, r, sized))).collect();
+            assert_eq!(g, want, "rank {r} received");
+        }
+        // By the driver: the same posts, a step at a time.
+        let mut b = world("2x2x3", n, &[]);
+        let mut step = vec![0u32; n as usize];
+        let mut reqs: Vec<Vec<u32>> = vec![Vec::new(); n as usize];
+        let post = |b: &mut World, r: u32, k: u32| -> Vec<u32> {
+            let mut q = Vec::new();
+            let (lo, hi) = if pairwise { (k + 1, k + 2) } else { (1, n) };
+            for j in lo..hi {
+                let src = if pairwise { (r + n - j) % n } else { (0..n).filter(|&i| i != r).nth(j as usize - 1).unwrap() };
+                q.push(b.irecv(r, src as i64, 1, 0, (1 << 30) - 1).unwrap());
+            }
+            for j in lo..hi {
+                let d = (r + j) % n;
+                q.push(match part(r, d, sized) {
+                    Payload::Bytes(v) => b.isend(r, d as i64, 1, 0, v, SendMode::Standard, None).unwrap(),
+                    Payload::Size(s) => b.isend_sized(r, d as i64, 1, 0, Vec::new(), s, SendMode::Standard, None).unwrap(),
+                });
+            }
+            q
+        };
+        let steps_n = if pairwise { n - 1 } else { 1 };
+        let mut running = 0;
+        let mut ends = vec![0u64; n as usize];
+        let go = |b: &mut World, r: u32, step: &mut [u32], reqs: &mut [Vec<u32>], ends: &mut [u64]| -> bool {
+            loop {
+                for &q in &reqs[r as usize] {
+                    b.release(q);
+                }
+                if step[r as usize] == steps_n {
+                    ends[r as usize] = b.now();
+                    return false;
+                }
+                reqs[r as usize] = post(b, r, step[r as usize]);
+                step[r as usize] += 1;
+                if b.block(r, reqs[r as usize].clone(), usize::MAX) {
+                    return true;
+                }
+            }
+        };
+        for r in 0..n {
+            if go(&mut b, r, &mut step, &mut reqs, &mut ends) {
+                running += 1;
+            }
+        }
+        while running > 0 {
+            for r in b.run().unwrap() {
+                if !go(&mut b, r, &mut step, &mut reqs, &mut ends) {
+                    running -= 1;
+                }
+            }
+        }
+        assert_eq!(finished_at, ends, "{steps:?}: when each rank is done");
+        assert_eq!(a.events(), b.events());
+    }
+}

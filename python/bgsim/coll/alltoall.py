@@ -21,19 +21,19 @@ def alltoall_generic(c: Call, parts: Any) -> Any:
 
 @algorithm("alltoall", "postall")
 def alltoall_postall(c: Call, parts: Any, order: Optional[Sequence[int]] = None, mode: int = 0) -> Any:
-    """Every send and receive posted, then one wait. In MPI_Alltoallv and
-    Alltoallw a zero count is no message, as in MPICH: `c.expect` lists the
-    ranks that send this one anything, and `parts` may be a dict of the
-    nonzero parts only (a skeleton's sparse exchange: then so is the
-    result, and nothing here is as long as the communicator)."""
+    """Every send and receive posted, then one wait (run by the core:
+    `Call.exchange`). In MPI_Alltoallv and Alltoallw a zero count is no
+    message, as in MPICH: `c.expect` lists the ranks that send this one
+    anything, and `parts` may be a dict of the nonzero parts only (a
+    skeleton's sparse exchange: then so is the result, and nothing here is
+    as long as the communicator)."""
     n, me = c.n, c.me
     expect = getattr(c, "expect", None)
     if expect is None:
         dests = list(order) if order is not None else [(me + k) % n for k in range(1, n)]
-        recvs = {i: c.irecv(i) for i in range(n) if i != me}
-        sends = [c.isend(parts[d], d, mode) for d in dests]
-        c.wait(list(recvs.values()) + sends)
-        return [parts[i] if i == me else recvs[i]._obj for i in range(n)]
+        got = c.exchange(parts, dests, [i for i in range(n) if i != me], mode=mode)
+        got[me] = parts[me]
+        return got
     sparse = isinstance(parts, dict)
     nonzero = [d for d in parts if parts[d]] if sparse else [d for d in range(n) if parts[d]]
     if order is not None:
@@ -41,25 +41,23 @@ def alltoall_postall(c: Call, parts: Any, order: Optional[Sequence[int]] = None,
         dests = [d for d in order if d in wanted]
     else:
         dests = sorted((d for d in nonzero if d != me), key=lambda d: (d - me) % n)
-    recvs = {i: c.irecv(i) for i in expect if i != me}
-    sends = [c.isend(parts[d], d, mode) for d in dests]
-    c.wait(list(recvs.values()) + sends)
+    srcs = [i for i in expect if i != me]
     if sparse:
-        got = {i: r._obj for i, r in recvs.items()}
+        got = dict(c.exchange(parts, dests, srcs, mode=mode, dense=False))
         if parts.get(me):
             got[me] = parts[me]
         return got
-    return [parts[i] if i == me else recvs[i]._obj if i in recvs else b"" for i in range(n)]
+    got = c.exchange(parts, dests, srcs, mode=mode)
+    return [parts[i] if i == me else b"" if got[i] is None else got[i] for i in range(n)]
 
 
 @algorithm("alltoall", "pairwise")
 def alltoall_pairwise(c: Call, parts: List[bytes]) -> List[bytes]:
+    """Step k sends to rank me + k and receives from me - k (run by the core)."""
     n, me = c.n, c.me
-    out = list(parts)
-    for k in range(1, n):
-        dest, src = (me + k) % n, (me - k) % n
-        out[src] = c.sendrecv(parts[dest], dest, src)
-    return out
+    got = c.exchange(parts, [(me + k) % n for k in range(1, n)], [(me - k) % n for k in range(1, n)], "pairwise")
+    got[me] = parts[me]
+    return got
 
 
 def _random_order(c: Call) -> List[int]:

@@ -101,6 +101,31 @@ class Call:
         for r in reqs:
             r._raise()
 
+    def exchange(self, parts: Any, dests: Sequence[int], srcs: Sequence[int], steps: Any = None, mode: int = 0,
+                 dense: bool = True) -> Any:
+        """Runs an exchange in the core (`mpi::agent`), one call for the
+        whole of it: receives from every rank of `srcs` and sends `parts[d]`
+        to every rank of `dests` (bytes, an int: a size without content, or
+        None: what this rank received last), in steps that each post their
+        receives, then their sends, then wait for all of them. `steps`:
+        None, one step; "pairwise", the k-th receive and send as step k; or
+        a list of (receives, sends) per step. The same messages at the same
+        simulated times as posting them from here. Returns what arrived: a
+        list by rank (None where nothing came), or (`dense` false) a list of
+        (source, data) in the order of `srcs`."""
+        ctx, rt = self.ctx, self.rt
+        w = rt.world
+        ctx.call, ctx.frame = f"MPI.Comm.{self.op}()", sys._getframe(2)
+        tl = rt.timeline
+        t0 = w.rank_time(ctx.rank) if tl is not None else 0
+        if w.coll_exchange(ctx.rank, self.comm._p2p, self.me, self.tag, parts, dests, srcs, steps, mode):
+            rt.hub.switch()
+        if tl is not None:
+            t1 = tl.now(ctx.rank)
+            if t1 > t0:
+                tl.slice(ctx.rank, "wait", "wait", t0, t1)
+        return w.coll_result(ctx.rank, self.n if dense else None)
+
     def sendrecv(self, data: bytes, dest: int, src: int) -> bytes:
         r = self.irecv(src)
         s = self.isend(data, dest)

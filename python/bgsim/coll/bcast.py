@@ -17,23 +17,29 @@ def bcast_generic(c: Call, data: Optional[bytes], root: int, nbytes: int) -> byt
 
 @algorithm("bcast", "binomial")
 def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -> bytes:
+    """The data from the parent, then one blocking send per child, the
+    farthest subtree first (MPICH's MPIC_Send: a send of rendezvous size
+    holds up the next); run by the core."""
     n, rel = c.n, (c.me - root) % c.n
     mask = 1
+    parent = []
     while mask < n:
         if rel & mask:
-            r = c.irecv((c.me - mask) % n)
-            c.wait([r])
-            data = r._obj
+            parent = [(c.me - mask) % n]
             break
         mask <<= 1
     mask >>= 1
-    # One blocking send per child, the farthest subtree first (MPICH's
-    # MPIC_Send): a send of rendezvous size holds up the next.
+    children = []
     while mask > 0:
         if rel + mask < n:
-            c.wait([c.isend(data, (c.me + mask) % n)])
+            children.append((c.me + mask) % n)
         mask >>= 1
-    return data
+    if not parent and not children:
+        return data
+    # A child gets what this rank received (None), or the root's data.
+    parts = {d: None if parent else data for d in children}
+    got = c.exchange(parts, children, parent, [(1, 0)] * len(parent) + [(0, 1)] * len(children), dense=False)
+    return got[0][1] if parent else data
 
 
 # MPICH's broadcast: below this many bytes a power-of-two communicator

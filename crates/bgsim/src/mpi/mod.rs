@@ -14,6 +14,7 @@
 //! size, its per-message costs, send modes and the blocking discipline.
 //! Communicators reach this layer as context ids and world ranks.
 
+pub mod agent;
 pub mod coll;
 pub mod skeleton;
 
@@ -134,6 +135,8 @@ pub struct World {
     /// Bytes sent per (source rank, destination rank), when recorded
     /// (`record_traffic`).
     traffic: Option<HashMap<(u32, u32), u64>>,
+    /// Ranks in a collective the core runs for them (empty until the first).
+    agents: Vec<Option<agent::Slot>>,
 }
 
 /// How many bytes of message buffers [`World::recycle`] keeps, and the
@@ -173,6 +176,7 @@ impl World {
             spare: Vec::new(),
             spare_bytes: 0,
             traffic: None,
+            agents: Vec::new(),
         })
     }
 
@@ -516,8 +520,21 @@ impl World {
 
     /// Advances simulated time until at least one blocked rank may go on;
     /// returns those ranks (in a deterministic order). Every event of the
-    /// tick at which the first one became ready is processed first.
+    /// tick at which the first one became ready is processed first. Ranks
+    /// in a collective the core runs are advanced here as far as the order
+    /// allows ([`agent`]); those returned marked [`agent::AGENT_RANK`] are
+    /// advanced by [`World::step`] when the driver comes to them.
     pub fn run(&mut self) -> Result<Vec<u32>, MpiError> {
+        loop {
+            let mut ready = self.run_events()?;
+            self.advance_agents(&mut ready)?;
+            if !ready.is_empty() {
+                return Ok(ready);
+            }
+        }
+    }
+
+    fn run_events(&mut self) -> Result<Vec<u32>, MpiError> {
         self.collect();
         if self.ready.is_empty() {
             loop {

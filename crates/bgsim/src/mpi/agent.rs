@@ -1,0 +1,298 @@
+//! Collective algorithms the core runs for a rank, so that a collective
+//! costs its driver (a Python rank, a skeleton, a trace) one call instead
+//! of one per message. An [`Agent`] posts a step's receives and sends
+//! through the same point-to-point calls a rank program makes, waits for
+//! them, and posts the next step when they are done, at the same simulated
+//! times and in the same order as the program would: the results are the
+//! same as the algorithm's Python implementation's.
+//!
+//! [`World::start`] hands a rank to an agent; [`World::run`] advances the
+//! agents of ready ranks itself (ranks a driver must resume come back to
+//! it in the order they became ready, see [`AGENT_RANK`]); once the agent
+//! is done, [`World::take_result`] gives the driver what was received.
+
+use super::{MpiError, World};
+use crate::msglayer::{ReqId, SendMode};
+use std::sync::Arc;
+
+/// A message's content: bytes, or a size without content (a skeleton's
+/// message, or a size-only buffer's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Bytes(Vec<u8>),
+    Size(u32),
+}
+
+impl Payload {
+    fn len(&self) -> u32 {
+        match self {
+            Payload::Bytes(b) => b.len() as u32,
+            Payload::Size(n) => *n,
+        }
+    }
+}
+
+/// Largest message a collective's receive accepts (as the Python
+/// algorithms' receives).
+const RECV_CAPACITY: u32 = (1 << 30) - 1;
+
+/// An exchange of parts between the ranks of a communicator, in steps:
+/// every step posts its receives, then its sends, then waits for all of
+/// them. The all-to-all algorithms, the dissemination barrier and the
+/// binomial broadcast are exchanges.
+#[derive(Debug)]
+pub struct Exchange {
+    /// World rank of each communicator rank.
+    pub peers: Arc<[u32]>,
+    /// This rank's communicator rank.
+    pub me: u32,
+    /// Context id and tag of the collective's messages.
+    pub ctx: u32,
+    pub tag: i32,
+    pub mode: SendMode,
+    /// What to send to each communicator rank, and in which order; None:
+    /// what this rank received last (a broadcast's relay).
+    pub sends: Vec<(u32, Option<Payload>)>,
+    /// Communicator ranks to receive from, in the order receives are posted.
+    pub recvs: Vec<u32>,
+    pub steps: Steps,
+}
+
+/// How an exchange's receives and sends fall into steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Steps {
+    /// One step: every receive, then every send.
+    All,
+    /// Step k: the k-th receive and the k-th send (while there are any).
+    Pairwise,
+    /// Step k: the next `.0` receives and `.1` sends.
+    Counts(Vec<(u32, u32)>),
+}
+
+/// A rank's exchange in progress.
+#[derive(Debug)]
+struct Running {
+    x: Exchange,
+    /// Next step, and how many there are.
+    step: usize,
+    steps: usize,
+    /// Requests of the step in progress: its receives first.
+    reqs: Vec<ReqId>,
+    nrecv: usize,
+    /// Receives posted before the step in progress.
+    recvs_before: usize,
+    /// What arrived: (source communicator rank, payload), in receive order.
+    got: Vec<(u32, Payload)>,
+    /// Sends of the next steps, in the order they go out.
+    sends: std::vec::IntoIter<(u32, Option<Payload>)>,
+}
+
+/// A collective the core runs for one rank.
+#[derive(Debug)]
+pub struct Agent(Running);
+
+/// The rank of a ready rank whose agent is not done, as [`World::run`]
+/// returns it: `rank | AGENT_RANK`. Its driver advances it with
+/// [`World::step`] when its turn in the list comes.
+pub const AGENT_RANK: u32 = 1 << 31;
+
+impl Agent {
+    pub fn new(x: Exchange) -> Agent {
+        let mut x = x;
+        let steps = match &x.steps {
+            Steps::All => 1,
+            Steps::Pairwise => x.recvs.len().max(x.sends.len()),
+            Steps::Counts(c) => c.len(),
+        };
+        let sends = std::mem::take(&mut x.sends).into_iter();
+        Agent(Running { got: Vec::with_capacity(x.recvs.len()), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sends })
+    }
+
+    /// Collects the step just done, then posts the next ones until one
+    /// must wait (true) or the exchange is done (false).
+    fn advance(&mut self, w: &mut World, rank: u32) -> Result<bool, MpiError> {
+        loop {
+            self.finish_step(w);
+            if self.0.step >= self.0.steps {
+                return Ok(false);
+            }
+            self.post_step(w, rank)?;
+            let need = self.0.reqs.len();
+            if need > 0 && w.block(rank, self.0.reqs.clone(), need) {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn finish_step(&mut self, w: &mut World) {
+        let r = &mut self.0;
+        for (k, &req) in r.reqs.iter().enumerate() {
+            if k < r.nrecv {
+                let src = r.x.recvs[r.recvs_before + k];
+                let count = w.status(req).count;
+                let p = match w.take_data(req) {
+                    Some(d) if !d.is_empty() => Payload::Bytes(d),
+                    Some(d) => {
+                        w.recycle(d);
+                        if count > 0 { Payload::Size(count) } else { Payload::Bytes(Vec::new()) }
+                    }
+                    None if count > 0 => Payload::Size(count),
+                    None => Payload::Bytes(Vec::new()),
+                };
+                r.got.push((src, p));
+            }
+            w.release(req);
+        }
+        r.reqs.clear();
+        r.recvs_before += r.nrecv;
+        r.nrecv = 0;
+    }
+
+    fn post_step(&mut self, w: &mut World, rank: u32) -> Result<(), MpiError> {
+        let r = &mut self.0;
+        let x = &r.x;
+        let (nrecv, nsend) = match &x.steps {
+            Steps::All => (x.recvs.len(), r.sends.len()),
+            Steps::Pairwise => (usize::from(r.step < x.recvs.len()), usize::from(r.sends.len() > 0)),
+            Steps::Counts(c) => (c[r.step].0 as usize, c[r.step].1 as usize),
+        };
+        let first = r.recvs_before;
+        for &src in x.recvs.iter().skip(first).take(nrecv) {
+            let src = x.peers[src as usize];
+            r.reqs.push(w.irecv_into(rank, src as i64, x.ctx, x.tag, RECV_CAPACITY, false)?);
+        }
+        r.nrecv = r.reqs.len();
+        for (dest, p) in r.sends.by_ref().take(nsend) {
+            let d = x.peers[dest as usize] as i64;
+            let p = match p {
+                Some(p) => p,
+                None => match r.got.last() {
+                    Some((_, p)) => p.clone(),
+                    None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
+                },
+            };
+            let req = match p {
+                Payload::Bytes(b) => w.isend(rank, d, x.ctx, x.tag, b, x.mode, None)?,
+                Payload::Size(n) => w.isend_sized(rank, d, x.ctx, x.tag, Vec::new(), n, x.mode, None)?,
+            };
+            r.reqs.push(req);
+        }
+        r.step += 1;
+        Ok(())
+    }
+
+    /// What arrived, in the order the receives were posted: (source
+    /// communicator rank, payload).
+    pub fn into_received(self) -> Vec<(u32, Payload)> {
+        self.0.got
+    }
+}
+
+/// Where a rank's agent stands.
+#[derive(Debug)]
+pub(super) enum Slot {
+    Running(Agent),
+    Done(Agent),
+}
+
+impl World {
+    /// Hands `rank` to `agent`, which posts its first steps now. Returns
+    /// true if the rank now waits: the driver resumes it once
+    /// [`World::run`] returns it (then, as when false, the result is ready
+    /// for [`World::take_result`]).
+    pub fn start(&mut self, rank: u32, agent: Agent) -> Result<bool, MpiError> {
+        if self.agents.is_empty() {
+            self.agents.resize_with(self.nranks as usize, || None);
+        }
+        assert!(self.agents[rank as usize].is_none(), "rank {rank} is already in a collective run by the core");
+        let mut agent = agent;
+        self.check_sizes(&agent)?;
+        let blocked = agent.advance(self, rank)?;
+        self.agents[rank as usize] = Some(if blocked { Slot::Running(agent) } else { Slot::Done(agent) });
+        Ok(blocked)
+    }
+
+    fn check_sizes(&self, agent: &Agent) -> Result<(), MpiError> {
+        let x = &agent.0.x;
+        for (d, p) in agent.0.sends.as_slice() {
+            if *d as usize >= x.peers.len() {
+                return Err(MpiError::Usage(format!("a collective's destination {d} in a communicator of {}", x.peers.len())));
+            }
+            if p.as_ref().map_or(0, Payload::len) > RECV_CAPACITY {
+                return Err(MpiError::Usage(format!("a collective's message of {} bytes (at most {RECV_CAPACITY})", p.as_ref().map_or(0, Payload::len))));
+            }
+        }
+        if let Some(s) = x.recvs.iter().find(|&&s| s as usize >= x.peers.len()) {
+            return Err(MpiError::Usage(format!("a collective's source {s} in a communicator of {}", x.peers.len())));
+        }
+        if let Steps::Counts(c) = &x.steps {
+            let (r, s) = c.iter().fold((0usize, 0usize), |(r, s), &(a, b)| (r + a as usize, s + b as usize));
+            if r != x.recvs.len() || s != agent.0.sends.len() {
+                return Err(MpiError::Usage(format!(
+                    "a collective's steps hold {r} receives and {s} sends, for {} and {}",
+                    x.recvs.len(),
+                    agent.0.sends.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances a ready rank whose agent is not done (one that
+    /// [`World::run`] returned with [`AGENT_RANK`]); true if it waits again.
+    pub fn step(&mut self, rank: u32) -> Result<bool, MpiError> {
+        let Some(Slot::Running(mut agent)) = self.agents.get_mut(rank as usize).and_then(Option::take) else {
+            return Ok(false);
+        };
+        let blocked = agent.advance(self, rank)?;
+        self.agents[rank as usize] = Some(if blocked { Slot::Running(agent) } else { Slot::Done(agent) });
+        Ok(blocked)
+    }
+
+    /// Whether `rank` is in a collective its agent has not finished.
+    pub fn in_agent(&self, rank: u32) -> bool {
+        matches!(self.agents.get(rank as usize), Some(Some(Slot::Running(_))))
+    }
+
+    /// The finished agent of `rank` (None if it has none, or it is not done).
+    pub fn take_result(&mut self, rank: u32) -> Option<Agent> {
+        let slot = self.agents.get_mut(rank as usize)?;
+        match slot.take() {
+            Some(Slot::Done(a)) => Some(a),
+            other => {
+                *slot = other;
+                None
+            }
+        }
+    }
+
+    /// Advances the agents of the ranks at the head of `ready` that have
+    /// one, until a rank its driver must resume (a rank without an agent,
+    /// or whose agent is done); removes the ranks whose agents wait again.
+    /// The ranks left, in order, are what the driver resumes (those with a
+    /// running agent marked [`AGENT_RANK`]), so that every rank acts in the
+    /// order it would if its driver ran the algorithm.
+    pub(super) fn advance_agents(&mut self, ready: &mut Vec<u32>) -> Result<(), MpiError> {
+        if self.agents.is_empty() {
+            return Ok(());
+        }
+        let mut head = 0;
+        while head < ready.len() {
+            let r = ready[head];
+            if !self.in_agent(r) {
+                break;
+            }
+            if !self.step(r)? {
+                break;
+            }
+            head += 1;
+        }
+        ready.drain(..head);
+        for r in ready.iter_mut().skip(1) {
+            if self.in_agent(*r) {
+                *r |= AGENT_RANK;
+            }
+        }
+        Ok(())
+    }
+}

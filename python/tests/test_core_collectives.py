@@ -1,0 +1,175 @@
+"""Collectives the core runs for a rank (`mpi::agent`): the same messages at
+the same simulated times as the rank posting them itself. Each test runs
+an algorithm as a collective and, on a dup of the communicator, the same
+messages posted point to point by the program, in the same order; every
+rank's times and data must agree, also when ranks arrive at different
+times and go on with point-to-point traffic while others are still in the
+collective."""
+
+import numpy as np
+import pytest
+
+import bgsim
+from bgsim import MPI
+
+B = 704  # bytes per pair: eager on BG/L, blocks 16-byte aligned
+
+
+def _blocks(n, r):
+    return np.concatenate([np.full(B, (r * 31 + d) % 251, dtype="u1") for d in range(n)])
+
+
+def _late_start(comm, r):
+    # Ranks arrive at different times; then, while some ranks are still in
+    # the collective, the early finishers trade messages with each other.
+    bgsim.compute(seconds=1e-6 * (r % 5))
+
+
+def _after(comm, r, n):
+    peer = r ^ 1
+    if peer < n:
+        got = np.empty(64, dtype="u1")
+        req = comm.Irecv(got, peer, 7)
+        comm.Send(np.full(64, r, dtype="u1"), peer, 7)
+        req.Wait()
+
+
+def _manual(pairwise: bool):
+    def main():
+        comm = MPI.COMM_WORLD.Dup()
+        n, r = comm.Get_size(), comm.Get_rank()
+        send, recv = _blocks(n, r), np.empty(n * B, dtype="u1")
+        _late_start(comm, r)
+        t0 = MPI.Wtime()
+        recv[r * B:(r + 1) * B] = send[r * B:(r + 1) * B]
+        if pairwise:
+            for k in range(1, n):
+                d, s = (r + k) % n, (r - k) % n
+                comm.Sendrecv(send[d * B:(d + 1) * B], d, 0, recv[s * B:(s + 1) * B], s, 0)
+        else:
+            reqs = [comm.Irecv(recv[i * B:(i + 1) * B], i, 0) for i in range(n) if i != r]
+            reqs += [comm.Isend(send[d * B:(d + 1) * B], d, 0) for d in ((r + k) % n for k in range(1, n))]
+            MPI.Request.Waitall(reqs)
+        t1 = MPI.Wtime()
+        _after(comm, r, n)
+        return t1 - t0, MPI.Wtime() - t0, recv.tobytes()
+    return main
+
+
+def _collective():
+    comm = MPI.COMM_WORLD.Dup()
+    n, r = comm.Get_size(), comm.Get_rank()
+    send, recv = _blocks(n, r), np.empty(n * B, dtype="u1")
+    _late_start(comm, r)
+    t0 = MPI.Wtime()
+    comm.Alltoall(send, recv)
+    t1 = MPI.Wtime()
+    _after(comm, r, n)
+    return t1 - t0, MPI.Wtime() - t0, recv.tobytes()
+
+
+@pytest.mark.parametrize("algorithm", ["postall", "pairwise"])
+def test_a_collective_run_by_the_core_is_the_program_posting_its_messages(algorithm):
+    manual = bgsim.run(_manual(algorithm == "pairwise"), shape="2x2x3")
+    coll = bgsim.run(_collective, shape="2x2x3", coll={"alltoall": algorithm})
+    assert coll.collectives["alltoall"] == {algorithm: 1}
+    n = len(coll.results)
+    assert n == 12
+    for r in range(n):
+        want = b"".join(bytes([(s * 31 + r) % 251]) * B for s in range(n))
+        assert coll.results[r][2] == want, f"rank {r}: wrong data"
+        assert manual.results[r][2] == want
+    # Times of the collective and of what the ranks do after it.
+    assert [x[:2] for x in coll.results] == [x[:2] for x in manual.results]
+    assert coll.counters["packets_delivered"] == manual.counters["packets_delivered"]
+
+
+def test_object_alltoall_and_alltoallv_of_a_skeleton_in_the_core():
+    def main():
+        comm = MPI.COMM_WORLD
+        n, r = comm.Get_size(), comm.Get_rank()
+        objs = comm.alltoall([(r, d, "x" * d) for d in range(n)])
+        assert objs == [(s, r, "x" * r) for s in range(n)]
+        # Alltoallv with zero counts: no message where a count is zero.
+        sc = [8 * ((r + d) % 3) for d in range(n)]
+        rc = [8 * ((s + r) % 3) for s in range(n)]
+        send = np.arange(sum(sc), dtype="u1")
+        recv = np.zeros(sum(rc), dtype="u1")
+        comm.Alltoallv([send, sc], [recv, rc])
+        return recv.tobytes()
+    res = bgsim.run(main, shape="2x2x2", mode="vn")
+    assert len(res.results) == 16
+    # What rank r gets from s is the block s sent it: its values are s's
+    # offsets of that block.
+    for r, got in enumerate(res.results):
+        pos = 0
+        for s in range(16):
+            k = 8 * ((s + r) % 3)
+            start = sum(8 * ((s + d) % 3) for d in range(r))
+            assert got[pos:pos + k] == bytes(range(start, start + k)), (r, s)
+            pos += k
+
+
+def test_a_rank_that_leaves_a_collective_cannot_hide_a_deadlock():
+    def main():
+        comm = MPI.COMM_WORLD
+        if comm.Get_rank() == 3:
+            return None  # never joins: the others wait for its messages
+        comm.Alltoall(np.zeros(4 * 8, "u1"), np.zeros(4 * 8, "u1"))
+    with pytest.raises(bgsim.DeadlockError) as e:
+        bgsim.run(main, shape="2x2x1")
+    msg = str(e.value)
+    assert "rank 0: in MPI.Comm.alltoall() at test_core_collectives.py:" in msg, msg
+    assert "waiting for a message from rank 3" in msg, msg
+
+
+def _binomial_children(me, root, n):
+    rel, mask, parent = (me - root) % n, 1, None
+    while mask < n:
+        if rel & mask:
+            parent = (me - mask) % n
+            break
+        mask <<= 1
+    mask >>= 1
+    kids = []
+    while mask > 0:
+        if rel + mask < n:
+            kids.append((me + mask) % n)
+        mask >>= 1
+    return parent, kids
+
+
+@pytest.mark.parametrize("size", [64, 4096])  # eager, rendezvous
+def test_binomial_bcast_and_dissemination_barrier_in_the_core_are_their_messages(size):
+    root = 2
+
+    def program(by_hand):
+        def main():
+            comm = MPI.COMM_WORLD.Dup()
+            n, r = comm.Get_size(), comm.Get_rank()
+            _late_start(comm, r)
+            buf = np.full(size, 9, "u1") if r == root else np.zeros(size, "u1")
+            t0 = MPI.Wtime()
+            if by_hand:
+                parent, kids = _binomial_children(r, root, n)
+                if parent is not None:
+                    comm.Recv(buf, parent, 0)
+                for k in kids:
+                    comm.Send(buf, k, 0)
+                k = 1
+                while k < n:
+                    comm.Sendrecv(b"", (r + k) % n, 1, bytearray(0), (r - k) % n, 1)
+                    k *= 2
+            else:
+                comm.Bcast(buf, root)
+                comm.Barrier()
+            t1 = MPI.Wtime()
+            _after(comm, r, n)
+            return t1 - t0, MPI.Wtime() - t0, bool((buf == 9).all())
+        return main
+    coll = {"bcast": "binomial", "barrier": "dissemination"}
+    a = bgsim.run(program(False), shape="2x2x3", coll=coll)
+    b = bgsim.run(program(True), shape="2x2x3")
+    assert a.collectives["bcast"] == {"binomial": 1} and a.collectives["barrier"] == {"dissemination": 1}
+    assert all(x[2] for x in a.results)
+    assert a.results == b.results
