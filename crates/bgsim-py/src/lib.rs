@@ -496,6 +496,25 @@ impl World {
             Err(_) => -1,
         }
     }
+    /// Blocking `Send`'s common case (see `isend_fast`): posts the send
+    /// and blocks the rank on it. Returns -1 having done nothing when the
+    /// call is not that case, else `request << 1 | waits`: when `waits`
+    /// the driver switches away until `run` gives the rank back.
+    fn send_fast(&mut self, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8]) -> i64 {
+        let r = self.isend_fast(rank, comm, dest, tag, data);
+        if r < 0 {
+            return r;
+        }
+        r << 1 | i64::from(self.w.block(rank, vec![r as u32], 1))
+    }
+    /// Blocking `Recv`'s common case (see `irecv_fast`), as `send_fast`.
+    fn recv_fast(&mut self, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>) -> i64 {
+        let r = self.irecv_fast(rank, comm, source, tag, buf);
+        if r < 0 {
+            return r;
+        }
+        r << 1 | i64::from(self.w.block(rank, vec![r as u32], 1))
+    }
     /// Status and data of a completed request, and frees it:
     /// (source, tag, count, cancelled, truncated, data or None). The data of
     /// a receive posted by `irecv_fast` goes into its buffer instead (unless

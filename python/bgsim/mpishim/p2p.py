@@ -14,7 +14,7 @@ from .. import runtime as _rt
 from ..errors import ArgumentTypeError as _TypeError
 from .buffers import _BIG, _address, _bytes_view, _dump, _load, _msg
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
-from .errors import ERR_TAG, Exception
+from .errors import ERR_TAG, ERR_TRUNCATE, Exception
 from .requests import Prequest, Request, _compound, _ctx, _wait_all
 from .status import Status
 
@@ -106,6 +106,19 @@ class PointToPoint:
     # -- buffer API --
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
+        # The common case in one call into the core, which also blocks the
+        # rank (see Isend).
+        ctx = _rt.fast
+        if (ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject
+                and ctx.runtime.timeline is None):
+            w = ctx.world
+            r = w.send_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
+            if r >= 0:
+                if r & 1:
+                    ctx.call, ctx.frame = lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})", _sys._getframe(1)
+                    ctx.runtime.hub.switch()
+                w.release(r >> 1)
+                return
         self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
@@ -138,6 +151,22 @@ class PointToPoint:
         return self._send_buf(buf, dest, tag, 3, "Ibsend")
 
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
+        # As Send: the common case without a status in one call into the core.
+        ctx = _rt.fast
+        if (status is None and ctx is not None and buf.__class__ is _ndarray and self._p2p is not None
+                and not buf.dtype.hasobject and ctx.runtime.timeline is None):
+            w = ctx.world
+            r = w.recv_fast(ctx.rank, self._p2p, source, tag, buf)
+            if r >= 0:
+                if r & 1:
+                    ctx.call, ctx.frame = lambda: f"MPI.Comm.Recv(source={source}, tag={tag})", _sys._getframe(1)
+                    ctx.runtime.hub.switch()
+                st = w.finish(r >> 1)
+                if st[4]:  # truncated
+                    g = self._p2p_group
+                    src = st[0] if g is None else g._index.get(st[0], st[0])
+                    raise Exception(ERR_TRUNCATE, f"a message of more bytes than the receive buffer holds from rank {src}")
+                return
         self._wait(self.Irecv(buf, source, tag), status, lambda: f"MPI.Comm.Recv(source={source}, tag={tag})")
 
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
