@@ -54,6 +54,10 @@ class RankContext:
 
 #: How often (wall seconds) a run looks at its resident memory.
 MEMORY_CHECK_S = 0.5
+#: How many times in a row a waiting rank may run the simulation itself
+#: before the scheduler takes a turn (`Runtime.park`).
+PARK_ROUNDS = 64
+
 #: A rank `World.run` returns with this bit set is in a collective the core
 #: runs for it (`mpi::agent::AGENT_RANK`).
 AGENT_RANK = 1 << 31
@@ -178,6 +182,14 @@ class Runtime:
         self.ctxs = [RankContext(r, self, world=world) for r in range(self.nranks)]
         self.greenlets: List[_RankGreenlet] = []
         self.hub: Optional[greenlet.greenlet] = None
+        #: Ranks due to run, in order (the scheduler's queue).
+        self.runnable: "deque[int]" = deque()
+        #: Whether a waiting rank may advance the simulation itself (`park`),
+        #: and how many times in a row it has.
+        self.may_park = False
+        self.parked = 0
+        #: Wall time of the core's run inside `park`, for the Python share.
+        self.park_core_wall = 0.0
         self.contexts_next = 3  # 0/1: COMM_WORLD (pt2pt, collectives); 2: COMM_SELF
         # Groups of communicators by context, shared by their members.
         self.shared_groups: dict = {}
@@ -216,11 +228,36 @@ class Runtime:
         tl = self.timeline
         t0 = self.world.rank_time(ctx.rank) if tl is not None and since is None else since
         if self.world.block(ctx.rank, reqs if reqs.__class__ is list else list(reqs), need):
-            self.hub.switch()
+            self.park(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:
                 tl.slice(ctx.rank, what, what, t0, t1)
+
+    def park(self, rank: int) -> None:
+        """The calling rank waits (the core has it blocked): returns when it
+        may go on. With no other rank due, the rank runs the simulation
+        itself and goes on at once when it is the one rank that becomes
+        ready (a ping-pong's sender, say), without the two switches through
+        the scheduler; else the scheduler runs the ranks that are ready. At
+        most PARK_ROUNDS runs of the simulation in a row happen here: then
+        the scheduler runs it, and does its progress and memory duties."""
+        if self.runnable or not self.may_park or self.parked >= PARK_ROUNDS:
+            self.hub.switch()
+            return
+        self.parked += 1
+        t0 = time.perf_counter()
+        try:
+            ready = self.world.run()
+        except DeadlockError:
+            # The scheduler finds it again and reports it.
+            self.hub.switch()
+            return
+        self.park_core_wall += time.perf_counter() - t0
+        if len(ready) == 1 and ready[0] == rank:
+            return
+        self.runnable.extend(ready)
+        self.hub.switch()
 
     def charge_host_cpu(self, ctx: RankContext) -> None:
         """With a CPU factor: charge the host CPU time the rank used since
@@ -285,7 +322,8 @@ class Runtime:
             g.ctx = self.ctxs[r]
             self.greenlets.append(g)
         started = False
-        runnable = deque(range(self.nranks))
+        runnable = self.runnable
+        runnable.extend(range(self.nranks))
         finished = 0
         last_report = last_check = time.monotonic()
         cpu = bool(self.cpu_factor)
@@ -343,11 +381,17 @@ class Runtime:
                 # the collector's passes.
                 gc.freeze()
                 started = True
-            self.python_wall += time.perf_counter() - t0
+                # From now on a waiting rank may run the simulation itself
+                # (not with a timeline, sampled at every step, nor with
+                # host CPU time charged, which that would count).
+                self.may_park = self.timeline is None and not cpu
+            self.python_wall += time.perf_counter() - t0 - self.park_core_wall
+            self.park_core_wall = 0.0
             if finished == self.nranks:
                 if self.exited:
                     raise RankExit(*self.exited[0])
                 break
+            self.parked = 0
             try:
                 ready = self.world.run()
             except DeadlockError as e:

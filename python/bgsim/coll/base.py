@@ -119,7 +119,7 @@ class Call:
         tl = rt.timeline
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
         if w.coll_exchange(ctx.rank, self.comm._p2p, self.me, self.tag, parts, dests, srcs, steps, mode):
-            rt.hub.switch()
+            rt.park(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:

@@ -116,7 +116,7 @@ class PointToPoint:
             if r >= 0:
                 if r & 1:
                     ctx.call, ctx.frame = lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})", _sys._getframe(1)
-                    ctx.runtime.hub.switch()
+                    ctx.runtime.park(ctx.rank)
                 w.release(r >> 1)
                 return
         self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
@@ -160,7 +160,7 @@ class PointToPoint:
             if r >= 0:
                 if r & 1:
                     ctx.call, ctx.frame = lambda: f"MPI.Comm.Recv(source={source}, tag={tag})", _sys._getframe(1)
-                    ctx.runtime.hub.switch()
+                    ctx.runtime.park(ctx.rank)
                 st = w.finish(r >> 1)
                 if st[4]:  # truncated
                     g = self._p2p_group
