@@ -4,12 +4,13 @@
 //! (`[collectives]`), `--coll`, the selection of every call (with the
 //! fallback it reports) and the list in docs/collectives.md all read it.
 //!
-//! Where an algorithm runs: today every algorithm is implemented in the
-//! Python package (`bgsim/coll/<op>.py`, registered under the same name; a
-//! test checks both sides list the same names). Ranks that are not Python
-//! (skeletons and traces, later) choose through the same [`choose`], and an
-//! algorithm implemented in the core gets its function beside its entry
-//! here.
+//! Where an algorithm runs: every algorithm has its function in the Python
+//! package (`bgsim/coll/<op>.py`, registered under the same name; a test
+//! checks both sides list the same names), which Python programs,
+//! skeletons and traces all call. Those that are exchanges in steps (the
+//! all-to-all algorithms, the dissemination barrier, the binomial
+//! broadcast) hand the whole exchange to the core in one call
+//! ([`super::agent`]), which posts its messages.
 //!
 //! Adding an algorithm: its [`Algorithm`] entry in the operation's module
 //! (a name, one line of description, its [`Need`]s), its implementation
