@@ -428,6 +428,10 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                      help="rank mapping: a permutation of X, Y, Z, T (first letter fastest; default XYZT) "
                           "or a mapfile with one `x y z t` line per rank")
     run.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
+    run.add_argument("--fidelity", choices=["packet", "coarse"], default="packet",
+                     help="packet (default): the torus packet by packet; coarse: its coarse tier, each packet "
+                          "booking the links of its dimension-ordered route, without routers (faster; no "
+                          "no-token counts; error against packets in docs/coarse.md)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")
@@ -492,7 +496,8 @@ def _run(a: argparse.Namespace) -> int:
         print(f"{cmd}: error: {err}", file=sys.stderr)
         return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
-    common = dict(mapping=a.mapping, seed=a.seed, progress=not a.quiet, coll=a.coll, memory_check=a.memory_check,
+    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, progress=not a.quiet, coll=a.coll,
+                  memory_check=a.memory_check,
                   traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline, timeline_ranks=a.timeline_ranks,
                   timeline_nodes=a.timeline_nodes)
     try:

@@ -27,6 +27,9 @@ from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
 from .runtime import Runtime
 
+#: The tiers a run's torus may run on: packet by packet, or the coarse tier.
+FIDELITIES = ("packet", "coarse")
+
 
 @dataclass
 class RunResult:
@@ -65,6 +68,9 @@ class RunResult:
     #: "full", or "size-only": the buffer calls' messages carried only
     #: their sizes (``bgsim.run(buffers=...)``).
     buffers: str = "full"
+    #: "packet", or "coarse": the torus ran on its coarse tier
+    #: (``bgsim.run(fidelity=...)``, docs/coarse.md).
+    fidelity: str = "packet"
 
     @property
     def time_us(self) -> float:
@@ -91,6 +97,7 @@ class RunResult:
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
             "buffers": self.buffers,
+            "fidelity": self.fidelity,
         }
 
     def to_json(self, indent: Optional[int] = 2) -> str:
@@ -197,7 +204,8 @@ class RunResult:
     def summary(self) -> str:
         c = self.counters
         return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}"
-                + (", size-only buffers" if self.buffers == "size-only" else "") + "): "
+                + (", size-only buffers" if self.buffers == "size-only" else "")
+                + (", coarse tier" if self.fidelity == "coarse" else "") + "): "
                 f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
@@ -226,11 +234,14 @@ def _nodes(shape: str) -> int:
 def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
                settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
-               memory_check: bool = True) -> "_core.World":
+               memory_check: bool = True, fidelity: str = "packet") -> "_core.World":
     """A simulated world: machine, partition, node mode, ranks and mapping.
     `mapping` is a permutation of XYZT or the path of a mapfile. A world
     that cannot fit in the memory this process may use is refused
-    (`memory_check=False` builds it anyway)."""
+    (`memory_check=False` builds it anyway). `fidelity`: "packet", or
+    "coarse" for the torus's coarse tier (docs/coarse.md)."""
+    if fidelity not in FIDELITIES:
+        raise UsageError(f"fidelity = {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     if isinstance(machine, str):
         machine = Machine(machine)
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
@@ -244,7 +255,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         memory.check(m.nodes, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}")
     mapping = mapping or "XYZT"
     if _is_order(mapping):
-        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi)
+        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity)
     if not os.path.exists(mapping):
         raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
     try:
@@ -255,7 +266,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
                            "a mapfile has one `x y z t` line per rank") from None
     except OSError as e:
         raise MappingError(f"mapfile `{mapping}`: cannot be read: {e.strerror}") from None
-    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi)
+    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity)
 
 
 def _is_order(s: str) -> bool:
@@ -268,7 +279,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
         traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
-        timeline_nodes: Optional[str] = None, buffers: str = "full") -> RunResult:
+        timeline_nodes: Optional[str] = None, buffers: str = "full", fidelity: str = "packet") -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -297,12 +308,18 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     Allgather, Alltoallv ...) send messages of their buffers' sizes without
     content, and leave receive buffers as they are: the same messages,
     algorithms and simulated times, without the data (docs/buffers.md).
-    Calls on Python objects (send, bcast, allgather ...) still carry them."""
+    Calls on Python objects (send, bcast, allgather ...) still carry them.
+
+    `fidelity="coarse"` runs the torus on its coarse tier: every packet
+    takes its dimension-ordered route at once, booking each link in turn,
+    with no routers (no buffers, tokens or adaptive routing, so no no-token
+    counts); cores, the message layer, MPI and the other networks are the
+    packet tier's. Faster; its error against packets is in docs/coarse.md."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
-                       memory_check=memory_check)
+                       memory_check=memory_check, fidelity=fidelity)
     with _mpi4py_installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
                         timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)
@@ -355,7 +372,7 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         settings = list(kw.pop("settings", [])) + coll_settings(kw.pop("coll", None))
         memory_check = kw.pop("memory_check", True)
         world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
-            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed")})
+            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity")})
         with _mpi4py_installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
                             private_dir=os.path.dirname(os.path.abspath(path)),
@@ -402,7 +419,7 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
-        traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers)
+        traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers, fidelity=world.fidelity)
     for fn in list(_OBSERVERS):
         fn(result)
     return result

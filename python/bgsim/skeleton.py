@@ -33,8 +33,10 @@ def bcast(comm: Any, nbytes: int, root: int = 0) -> int:
 
 def alltoall(comm: Any, nbytes: int) -> None:
     """MPI_Alltoall of `nbytes` per pair."""
+    from .mpishim.buffers import Same
     c = _coll.Call(comm, "alltoall", check=nbytes)
-    _coll.run("alltoall", c, [nbytes] * c.n, nbytes=nbytes)
+    # n sizes in O(1) memory (n ranks each holding n of them would be n^2).
+    _coll.run("alltoall", c, Same(nbytes, c.n), nbytes=nbytes)
 
 
 def allreduce(comm: Any, nbytes: int, itemsize: int = 8, floating: bool = False) -> None:

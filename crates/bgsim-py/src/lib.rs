@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyMemoryView};
 use std::collections::HashSet;
 use std::sync::Arc;
 use pyo3::types::{PyDict, PyList};
-use bgsim::mpi::agent::{Agent, Exchange, Payload, Steps};
+use bgsim::mpi::agent::{Agent, Exchange, Parts, Payload, Steps};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
@@ -285,9 +285,15 @@ fn send_mode(m: u8) -> PyResult<SendMode> {
 impl World {
     /// `mapping`: a permutation name such as "XYZT"; or `mapfile` =
     /// (file name, text); `nranks` None: every task slot (or the mapfile's lines).
+    /// `fidelity`: "packet" (the torus packet by packet) or "coarse" (the
+    /// torus's coarse tier).
     #[new]
-    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true))]
-    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool) -> PyResult<Self> {
+    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str) -> PyResult<Self> {
+        if !matches!(fidelity, "packet" | "coarse") {
+            return Err(errors::usage(format!("fidelity `{fidelity}`: allowed packet, coarse")));
+        }
         let m = load_machine(machine, settings)?;
         let tasks = m.tasks_per_node();
         let (map, n) = match mapfile {
@@ -304,12 +310,20 @@ impl World {
         if n == 0 {
             return Err(errors::usage("the number of ranks must be at least 1"));
         }
-        let w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
+        let mut w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
+        if fidelity == "coarse" {
+            w.set_coarse().map_err(to_py)?;
+        }
         Ok(World { w, recv_bufs: Vec::new() })
     }
     #[getter]
     fn nranks(&self) -> u32 {
         self.w.nranks()
+    }
+    /// "packet" or "coarse".
+    #[getter]
+    fn fidelity(&self) -> &'static str {
+        self.w.fidelity()
     }
     /// The machine's hardware components ("torus", "node", "collective", "barrier").
     #[getter]
@@ -612,7 +626,8 @@ impl World {
     /// `parts[d]` (bytes, any buffer, an int: a size without content, or
     /// None: what this rank received last) to each communicator rank `d`
     /// of `dests` in that order and receives from each of `srcs`, on the
-    /// communicator's collective context with `tag`. `steps`: None, all at
+    /// communicator's collective context with `tag` (`parts` an int: every
+    /// send that many bytes without content). `steps`: None, all at
     /// once; "pairwise", the k-th receive and send as step k; or a list of
     /// (receives, sends) per step. `parts` is a list by communicator rank
     /// or a dict. Returns true if the rank waits (the driver switches away;
@@ -644,8 +659,11 @@ impl World {
             Some(s) if s.extract::<&str>().is_ok_and(|s| s == "pairwise") => Steps::Pairwise,
             Some(s) => Steps::Counts(s.extract().map_err(|_| errors::usage("steps: None, \"pairwise\" or a list of (receives, sends)"))?),
         };
-        let sends = dests.iter().map(|&d| Ok((d, payload(d)?))).collect::<PyResult<Vec<_>>>()?;
-        let x = Exchange { peers: comm.ranks.clone(), me, ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, sends, recvs: srcs, steps };
+        let parts = match parts.extract::<u32>() {
+            Ok(n) => Parts::Same(n),
+            Err(_) => Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?),
+        };
+        let x = Exchange { peers: comm.ranks.clone(), me, ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
         self.w.start(rank, Agent::new(x)).map_err(to_py)
     }
     /// Advances a rank `run` returned marked with the agent bit (its bit

@@ -259,7 +259,7 @@ fn same_seed_same_times() {
 /// with the same messages posted and waited for rank by rank.
 #[test]
 fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
-    use bgsim::mpi::agent::{Agent, Exchange, Payload, Steps, AGENT_RANK};
+    use bgsim::mpi::agent::{Agent, Exchange, Parts, Payload, Steps, AGENT_RANK};
     use std::sync::Arc;
     let n = 12u32;
     let part = |s: u32, d: u32, sized: bool| if sized { Payload::Size(300 + 10 * d) } else { Payload::Bytes(vec![(s * 16 + d) as u8; 600]) };
@@ -272,8 +272,8 @@ fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
         for r in 0..n {
             let dests: Vec<u32> = (1..n).map(|k| (r + k) % n).collect();
             let srcs: Vec<u32> = if pairwise { (1..n).map(|k| (r + n - k) % n).collect() } else { (0..n).filter(|&i| i != r).collect() };
-            let sends = dests.iter().map(|&d| (d, Some(part(r, d, sized)))).collect();
-            let x = Exchange { peers: peers.clone(), me: r, ctx: 1, tag: 0, mode: SendMode::Standard, sends, recvs: srcs, steps: steps.clone() };
+            let parts = Parts::Each(dests.iter().map(|&d| Some(part(r, d, sized))).collect());
+            let x = Exchange { peers: peers.clone(), me: r, ctx: 1, tag: 0, mode: SendMode::Standard, dests, parts, recvs: srcs, steps: steps.clone() };
             if a.start(r, Agent::new(x)).unwrap() {
                 running += 1;
             }

@@ -106,7 +106,8 @@ class Call:
         """Runs an exchange in the core (`mpi::agent`), one call for the
         whole of it: receives from every rank of `srcs` and sends `parts[d]`
         to every rank of `dests` (bytes, an int: a size without content, or
-        None: what this rank received last), in steps that each post their
+        None: what this rank received last; `parts` a `Same`: every send
+        that size without content), in steps that each post their
         receives, then their sends, then wait for all of them. `steps`:
         None, one step; "pairwise", the k-th receive and send as step k; or
         a list of (receives, sends) per step. The same messages at the same
@@ -118,6 +119,8 @@ class Call:
         ctx.call, ctx.frame = f"MPI.Comm.{self.op}()", sys._getframe(2)
         tl = rt.timeline
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
+        if parts.__class__ is Same:  # one size for every send: the core needs no list
+            parts = parts.value
         if w.coll_exchange(ctx.rank, self.comm._p2p, self.me, self.tag, parts, dests, srcs, steps, mode):
             rt.park(ctx.rank)
         if tl is not None:

@@ -50,12 +50,41 @@ pub struct Exchange {
     pub ctx: u32,
     pub tag: i32,
     pub mode: SendMode,
-    /// What to send to each communicator rank, and in which order; None:
-    /// what this rank received last (a broadcast's relay).
-    pub sends: Vec<(u32, Option<Payload>)>,
+    /// Communicator ranks to send to, in the order sends are posted.
+    pub dests: Vec<u32>,
+    /// What each send carries.
+    pub parts: Parts,
     /// Communicator ranks to receive from, in the order receives are posted.
     pub recvs: Vec<u32>,
     pub steps: Steps,
+}
+
+/// What an exchange's sends carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parts {
+    /// One payload per send, in the order of `dests`; None: what this rank
+    /// received last (a broadcast's relay).
+    Each(Vec<Option<Payload>>),
+    /// Every send a message of this many bytes without content (a
+    /// skeleton's all-to-all: no memory per destination).
+    Same(u32),
+}
+
+impl Parts {
+    /// The payload of send `k` (taken: each is sent once).
+    fn take(&mut self, k: usize) -> Option<Payload> {
+        match self {
+            Parts::Each(v) => v[k].take(),
+            Parts::Same(n) => Some(Payload::Size(*n)),
+        }
+    }
+
+    fn largest(&self) -> u32 {
+        match self {
+            Parts::Each(v) => v.iter().flatten().map(Payload::len).max().unwrap_or(0),
+            Parts::Same(n) => *n,
+        }
+    }
 }
 
 /// How an exchange's receives and sends fall into steps.
@@ -81,10 +110,10 @@ struct Running {
     nrecv: usize,
     /// Receives posted before the step in progress.
     recvs_before: usize,
-    /// What arrived: (source communicator rank, payload), in receive order.
-    got: Vec<(u32, Payload)>,
-    /// Sends of the next steps, in the order they go out.
-    sends: std::vec::IntoIter<(u32, Option<Payload>)>,
+    /// What arrived, in the order of `recvs`.
+    got: Vec<Payload>,
+    /// Sends posted so far.
+    sent: usize,
 }
 
 /// A collective the core runs for one rank.
@@ -98,14 +127,12 @@ pub const AGENT_RANK: u32 = 1 << 31;
 
 impl Agent {
     pub fn new(x: Exchange) -> Agent {
-        let mut x = x;
         let steps = match &x.steps {
             Steps::All => 1,
-            Steps::Pairwise => x.recvs.len().max(x.sends.len()),
+            Steps::Pairwise => x.recvs.len().max(x.dests.len()),
             Steps::Counts(c) => c.len(),
         };
-        let sends = std::mem::take(&mut x.sends).into_iter();
-        Agent(Running { got: Vec::with_capacity(x.recvs.len()), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sends })
+        Agent(Running { got: Vec::with_capacity(x.recvs.len()), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0 })
     }
 
     /// Collects the step just done, then posts the next ones until one
@@ -128,7 +155,6 @@ impl Agent {
         let r = &mut self.0;
         for (k, &req) in r.reqs.iter().enumerate() {
             if k < r.nrecv {
-                let src = r.x.recvs[r.recvs_before + k];
                 let count = w.status(req).count;
                 let p = match w.take_data(req) {
                     Some(d) if !d.is_empty() => Payload::Bytes(d),
@@ -139,7 +165,7 @@ impl Agent {
                     None if count > 0 => Payload::Size(count),
                     None => Payload::Bytes(Vec::new()),
                 };
-                r.got.push((src, p));
+                r.got.push(p);
             }
             w.release(req);
         }
@@ -152,31 +178,33 @@ impl Agent {
         let r = &mut self.0;
         let x = &r.x;
         let (nrecv, nsend) = match &x.steps {
-            Steps::All => (x.recvs.len(), r.sends.len()),
-            Steps::Pairwise => (usize::from(r.step < x.recvs.len()), usize::from(r.sends.len() > 0)),
+            Steps::All => (x.recvs.len(), x.dests.len()),
+            Steps::Pairwise => (usize::from(r.step < x.recvs.len()), usize::from(r.sent < x.dests.len())),
             Steps::Counts(c) => (c[r.step].0 as usize, c[r.step].1 as usize),
         };
+        let (ctx, tag, mode) = (x.ctx, x.tag, x.mode);
         let first = r.recvs_before;
         for &src in x.recvs.iter().skip(first).take(nrecv) {
             let src = x.peers[src as usize];
-            r.reqs.push(w.irecv_into(rank, src as i64, x.ctx, x.tag, RECV_CAPACITY, false)?);
+            r.reqs.push(w.irecv_into(rank, src as i64, ctx, tag, RECV_CAPACITY, false)?);
         }
         r.nrecv = r.reqs.len();
-        for (dest, p) in r.sends.by_ref().take(nsend) {
-            let d = x.peers[dest as usize] as i64;
-            let p = match p {
+        for k in r.sent..r.sent + nsend {
+            let d = r.x.peers[r.x.dests[k] as usize] as i64;
+            let p = match r.x.parts.take(k) {
                 Some(p) => p,
                 None => match r.got.last() {
-                    Some((_, p)) => p.clone(),
+                    Some(p) => p.clone(),
                     None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
                 },
             };
             let req = match p {
-                Payload::Bytes(b) => w.isend(rank, d, x.ctx, x.tag, b, x.mode, None)?,
-                Payload::Size(n) => w.isend_sized(rank, d, x.ctx, x.tag, Vec::new(), n, x.mode, None)?,
+                Payload::Bytes(b) => w.isend(rank, d, ctx, tag, b, mode, None)?,
+                Payload::Size(n) => w.isend_sized(rank, d, ctx, tag, Vec::new(), n, mode, None)?,
             };
             r.reqs.push(req);
         }
+        r.sent += nsend;
         r.step += 1;
         Ok(())
     }
@@ -184,7 +212,7 @@ impl Agent {
     /// What arrived, in the order the receives were posted: (source
     /// communicator rank, payload).
     pub fn into_received(self) -> Vec<(u32, Payload)> {
-        self.0.got
+        self.0.x.recvs.into_iter().zip(self.0.got).collect()
     }
 }
 
@@ -214,24 +242,25 @@ impl World {
 
     fn check_sizes(&self, agent: &Agent) -> Result<(), MpiError> {
         let x = &agent.0.x;
-        for (d, p) in agent.0.sends.as_slice() {
-            if *d as usize >= x.peers.len() {
-                return Err(MpiError::Usage(format!("a collective's destination {d} in a communicator of {}", x.peers.len())));
-            }
-            if p.as_ref().map_or(0, Payload::len) > RECV_CAPACITY {
-                return Err(MpiError::Usage(format!("a collective's message of {} bytes (at most {RECV_CAPACITY})", p.as_ref().map_or(0, Payload::len))));
+        let n = x.peers.len();
+        if let Some(d) = x.dests.iter().chain(&x.recvs).find(|&&d| d as usize >= n) {
+            return Err(MpiError::Usage(format!("a collective's peer {d} in a communicator of {n}")));
+        }
+        if let Parts::Each(v) = &x.parts {
+            if v.len() != x.dests.len() {
+                return Err(MpiError::Usage(format!("a collective's {} parts for {} sends", v.len(), x.dests.len())));
             }
         }
-        if let Some(s) = x.recvs.iter().find(|&&s| s as usize >= x.peers.len()) {
-            return Err(MpiError::Usage(format!("a collective's source {s} in a communicator of {}", x.peers.len())));
+        if x.parts.largest() > RECV_CAPACITY {
+            return Err(MpiError::Usage(format!("a collective's message of {} bytes (at most {RECV_CAPACITY})", x.parts.largest())));
         }
         if let Steps::Counts(c) = &x.steps {
             let (r, s) = c.iter().fold((0usize, 0usize), |(r, s), &(a, b)| (r + a as usize, s + b as usize));
-            if r != x.recvs.len() || s != agent.0.sends.len() {
+            if r != x.recvs.len() || s != x.dests.len() {
                 return Err(MpiError::Usage(format!(
                     "a collective's steps hold {r} receives and {s} sends, for {} and {}",
                     x.recvs.len(),
-                    agent.0.sends.len()
+                    x.dests.len()
                 )));
             }
         }

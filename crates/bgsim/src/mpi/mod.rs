@@ -183,6 +183,16 @@ impl World {
     pub fn nranks(&self) -> u32 {
         self.nranks
     }
+    /// Runs the torus on the coarse tier (`torus::coarse`): before the
+    /// first operation.
+    pub fn set_coarse(&mut self) -> Result<(), MpiError> {
+        assert_eq!(self.now(), 0, "the tier is chosen before the run");
+        self.stack.net.torus.set_coarse().map_err(MpiError::Usage)
+    }
+    /// "packet" or "coarse".
+    pub fn fidelity(&self) -> &'static str {
+        if self.stack.net.torus.is_coarse() { "coarse" } else { "packet" }
+    }
     /// From now on, counts the bytes every point-to-point send carries, per
     /// (source, destination) rank (collectives' messages included).
     pub fn record_traffic(&mut self) {

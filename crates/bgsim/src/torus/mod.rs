@@ -16,6 +16,7 @@
 //! invariants) and `lookahead` (prefetching, no effect on results).
 
 mod arbitration;
+pub mod coarse;
 pub mod counters;
 mod deadlock;
 pub mod faults;
@@ -78,6 +79,12 @@ pub mod ev {
     pub const COPY_DONE: u8 = Component::Torus.kind(4);
     /// Tokens come back to a sender.
     pub const TOKEN: u8 = Component::Torus.kind(5);
+    /// Coarse tier: a packet's tail has left its injection FIFO.
+    pub const COARSE_LEFT: u8 = Component::Torus.kind(6);
+    /// Coarse tier: a packet (or a deposit copy) is in its reception FIFO.
+    pub const COARSE_ARRIVE: u8 = Component::Torus.kind(7);
+    /// Coarse tier: a packet's head is at a node on its way.
+    pub const COARSE_HOP: u8 = Component::Torus.kind(8);
 }
 
 /// A broken invariant of the torus (a model error, never an input error).
@@ -118,6 +125,8 @@ pub struct Torus {
     /// and per node the directions whose links leave it.
     part: Option<Share>,
     pub(super) leaving: Vec<u8>,
+    /// On the coarse tier (`coarse`): when each link is free again.
+    coarse: Option<Box<coarse::Coarse>>,
 }
 
 /// A partition's share of a windowed run (see [`crate::engine::parallel`]):
@@ -191,6 +200,7 @@ impl Torus {
             faults: FaultMap::new(&geo, &m.faults).map(Box::new),
             part: None,
             leaving: Vec::new(),
+            coarse: None,
             routers,
             geo,
             p,
@@ -264,6 +274,9 @@ impl Torus {
     pub fn inj_push(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
         self.global.injected_packets += 1;
         self.global.in_network = self.global.in_network.wrapping_add(1);
+        if self.coarse.is_some() {
+            return self.coarse_inject(n, f, id, now, q);
+        }
         let r = &mut self.routers[n as usize];
         let prod = prod_at(r.coords, self.pool.get(id));
         self.pool.get_mut(id).prod = prod;
@@ -297,13 +310,14 @@ impl Torus {
         }
         let bytes = self.pool.get(id).chunks as u32 * self.p.chunk_bytes;
         let fifo = &mut r.rx[f];
-        let was_full = rxb - fifo.used < maxp;
+        // (On the coarse tier a FIFO holds what arrives, past its size.)
+        let was_full = rxb.saturating_sub(fifo.used) < maxp;
         fifo.used -= bytes;
-        if fifo.full_since != Tick::MAX && rxb - fifo.used >= maxp {
+        if fifo.full_since != Tick::MAX && rxb.saturating_sub(fifo.used) >= maxp {
             self.nodes[n as usize].rx_full_ticks += now - fifo.full_since.max(self.counters_since);
             fifo.full_since = Tick::MAX;
         }
-        if was_full {
+        if was_full && self.coarse.is_none() {
             self.arbitrate(n, now, q, NO_DIR, Focus::ALL);
         }
         id
@@ -487,6 +501,11 @@ impl Torus {
             ev::RX_DONE => self.on_rx_done(now, e.node, e.a as usize, e.b as usize, e.data, q),
             ev::COPY_DONE => self.on_copy_done(now, e.node, e.a as usize, e.data, q),
             ev::TOKEN => self.on_token(now, e.node, e.a as usize, e.b as usize, e.data as u16, q),
+            ev::COARSE_LEFT => self.on_coarse_left(now, e.node, e.a as usize, e.data),
+            ev::COARSE_ARRIVE => self.on_coarse_arrive(now, e.node, e.a as usize, e.data, e.b != 0),
+            ev::COARSE_HOP => {
+                self.coarse_hop(e.node, e.data, now, q);
+            }
             _ => unreachable!("not a torus event: {}", e.kind),
         }
     }

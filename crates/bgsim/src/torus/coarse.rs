@@ -1,0 +1,156 @@
+//! The coarse tier of the torus: packets without routers. A packet's head
+//! at a node (written into an injection FIFO, or arrived from a link)
+//! books its next link of a minimal route: it waits until the link is
+//! free, holds it for its bytes, and its head reaches the next node a hop
+//! latency after it started (cut-through); at its destination its tail is
+//! in the reception FIFO its bytes later. Links serve packets in the order
+//! their heads reach them. A deterministically routed packet goes x, then
+//! y, then z; a dynamically routed one takes, at every node, the productive
+//! direction whose link is free first. Its token ack holds the reverse
+//! link for the ack's bytes. Nothing else of the router is modelled: no virtual channels or tokens (buffers are unbounded, so
+//! nothing backs up and there are no no-token counts), no arbitration. One
+//! event per hop and two per packet (its tail leaving the injection FIFO,
+//! its arrival) instead of about 3.4 per hop. Everything above the
+//! torus - cores, the message layer, MPI, the tree and the barrier - is
+//! the packet tier's. `docs/coarse.md` gives its error against packets.
+
+use super::*;
+
+/// Per link (node x direction): when it is free again.
+#[derive(Clone, Debug, Default)]
+pub struct Coarse {
+    free_at: Vec<Tick>,
+}
+
+impl Torus {
+    /// Runs this torus on the coarse tier. Refused on a partition with dead
+    /// nodes or links (routes around them are the packet tier's).
+    pub fn set_coarse(&mut self) -> Result<(), String> {
+        if self.faults.is_some() {
+            return Err("the coarse tier needs a torus without dead nodes or links (their detours are the packet tier's)".into());
+        }
+        self.coarse = Some(Box::new(Coarse { free_at: vec![0; self.geo.nodes() as usize * NDIR] }));
+        Ok(())
+    }
+
+    pub fn is_coarse(&self) -> bool {
+        self.coarse.is_some()
+    }
+
+    /// A packet written into injection FIFO `f` of node `n` at `now` on the
+    /// coarse tier: it takes its first link.
+    pub(super) fn coarse_inject(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
+        let hold = self.coarse_hop(n, id, now, q);
+        let bytes = self.pool.get(id).chunks as u32 * self.p.chunk_bytes;
+        let start = self.pool.get(id).injected;
+        q.push_at(start + hold, Event { kind: ev::COARSE_LEFT, a: f as u8, b: 0, c: 0, node: n, data: bytes });
+    }
+
+    /// Packet `id`'s head is at node `n` at `now` (coarse tier): it books
+    /// its next link (and goes on a hop latency after the link is its), or,
+    /// at its destination, enters its reception FIFO. Returns how long it
+    /// holds a link.
+    pub(super) fn coarse_hop(&mut self, n: u32, id: u32, now: Tick, q: &mut EventQueue) -> Tick {
+        let Some(c) = self.coarse.as_deref_mut() else { unreachable!("coarse_hop on the packet tier") };
+        let p = &self.p;
+        let pk = *self.pool.get(id);
+        let bytes = pk.chunks as u32 * p.chunk_bytes;
+        let body = bytes as Tick * p.tick_byte;
+        let hold = (bytes + p.trailer_gap) as Tick * p.tick_byte;
+        let at = self.geo.coords32(n);
+        // The productive directions left; a deterministic packet takes the
+        // first (x, then y, then z), a dynamic one the one whose link is
+        // free first (the first of those on a tie).
+        let dynamic = pk.flags & flags::DYNAMIC != 0;
+        let mut d = NDIR;
+        for k in 0..3 {
+            if at[k] == pk.dc[k] as u32 {
+                continue;
+            }
+            let dk = if pk.hint & 1 << (2 * k) != 0 { 2 * k } else { 2 * k + 1 };
+            if d == NDIR || (dynamic && c.free_at[n as usize * NDIR + dk] < c.free_at[n as usize * NDIR + d]) {
+                d = dk;
+            }
+            if !dynamic {
+                break;
+            }
+        }
+        if d == NDIR {
+            debug_assert_eq!(n, pk.dest);
+            Self::ack(c, p, n, pk.last_dir, now);
+            q.push_at(now + body, Event { kind: ev::COARSE_ARRIVE, a: pk.last_dir, b: 0, c: 0, node: n, data: id });
+            return hold;
+        }
+        if pk.flags & flags::DEPOSIT != 0 && pk.hops > 0 {
+            // A copy stays at every node the line passes.
+            let mut copy = pk;
+            copy.flags = (copy.flags | flags::COPY) & !flags::STALLED;
+            let cid = self.pool.alloc(copy);
+            q.push_at(now + body, Event { kind: ev::COARSE_ARRIVE, a: pk.last_dir, b: 1, c: 0, node: n, data: cid });
+        }
+        let link = n as usize * NDIR + d;
+        let start = now.max(c.free_at[link]);
+        c.free_at[link] = start + hold;
+        if pk.hops > 0 {
+            Self::ack(c, p, n, pk.last_dir, now);
+        }
+        let r = &mut self.routers[n as usize];
+        let s = &mut r.send[d];
+        let high = &mut r.link_high[d];
+        count(&mut s.packets, 1, &mut high.packets);
+        count(&mut s.chunks, pk.chunks as u32, &mut high.chunks);
+        count(&mut s.payload, pk.payload as u32, &mut high.payload);
+        self.global.hops += 1;
+        let pkm = self.pool.get_mut(id);
+        if pkm.hops == 0 {
+            pkm.injected = start;
+        }
+        pkm.hops += 1;
+        pkm.last_dir = d as u8;
+        let next = self.geo.neighbor(n, d);
+        q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_HOP, a: d as u8, b: 0, c: 0, node: next, data: id });
+        hold
+    }
+
+    /// The token ack a packet that came in through `port` of node `n` sends
+    /// back upstream: it holds the reverse link for the ack's bytes, as on
+    /// the packet tier. It goes out when its tail leaves the node; it is
+    /// booked from `now` (the head's arrival) on, so that a booking never
+    /// leaves the link idle before it (which would delay packets that
+    /// reach the link sooner: bookings are not back-filled).
+    #[inline]
+    fn ack(c: &mut Coarse, p: &Params, n: u32, port: u8, now: Tick) {
+        let back = n as usize * NDIR + opposite(port as usize);
+        c.free_at[back] = c.free_at[back].max(now) + p.ack_bytes as Tick * p.tick_byte;
+    }
+
+    /// The tail of a packet of `bytes` has left injection FIFO `f` of node `n`.
+    pub(super) fn on_coarse_left(&mut self, now: Tick, n: u32, f: usize, bytes: u32) {
+        let fifo = &mut self.routers[n as usize].inj[f];
+        fifo.used -= bytes;
+        if fifo.full_since != Tick::MAX && self.p.inj_bytes - fifo.used >= self.p.max_packet_bytes {
+            self.nodes[n as usize].inj_full_ticks += now - fifo.full_since.max(self.counters_since);
+            fifo.full_since = Tick::MAX;
+        }
+        self.notices.push(Notice::InjSpace { node: n, fifo: f as u8 });
+    }
+
+    /// Packet `id` (a deposit copy if `copy`) is in its reception FIFO at
+    /// node `n`, having come in through `port`.
+    pub(super) fn on_coarse_arrive(&mut self, now: Tick, n: u32, port: usize, id: u32, copy: bool) {
+        let pk = *self.pool.get(id);
+        let f = rx_index(pk.flags, port);
+        let bytes = pk.chunks as u32 * self.p.chunk_bytes;
+        let fifo = &mut self.routers[n as usize].rx[f];
+        fifo.used += bytes;
+        if self.p.rx_bytes.saturating_sub(fifo.used) < self.p.max_packet_bytes && fifo.full_since == Tick::MAX {
+            fifo.full_since = now;
+        }
+        if copy {
+            self.global.deposit_copies += 1;
+        } else {
+            self.global.in_network = self.global.in_network.wrapping_sub(1);
+        }
+        self.deliver(now, n, port, id);
+    }
+}
