@@ -622,7 +622,7 @@ impl World {
         self.w.release(req)
     }
     /// Runs an exchange of a collective in the core for world rank `rank`,
-    /// rank `me` of `comm` (`bgsim.coll.base.Call.exchange`): sends
+    /// a member of `comm` (`bgsim.coll.base.Call.exchange`): sends
     /// `parts[d]` (bytes, any buffer, an int: a size without content, or
     /// None: what this rank received last) to each communicator rank `d`
     /// of `dests` in that order and receives from each of `srcs`, on the
@@ -633,8 +633,8 @@ impl World {
     /// or a dict. Returns true if the rank waits (the driver switches away;
     /// `run` gives it back).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (rank, comm, me, tag, parts, dests, srcs, steps=None, mode=0))]
-    fn coll_exchange(&mut self, rank: u32, comm: &Members, me: u32, tag: i32, parts: &Bound<'_, PyAny>, dests: Vec<u32>, srcs: Vec<u32>,
+    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0))]
+    fn coll_exchange(&mut self, rank: u32, comm: &Members, tag: i32, parts: &Bound<'_, PyAny>, dests: Vec<u32>, srcs: Vec<u32>,
                      steps: Option<&Bound<'_, PyAny>>, mode: u8) -> PyResult<bool> {
         let dict = parts.downcast::<PyDict>().ok();
         let payload = |d: u32| -> PyResult<Option<Payload>> {
@@ -663,7 +663,7 @@ impl World {
             Ok(n) => Parts::Same(n),
             Err(_) => Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?),
         };
-        let x = Exchange { peers: comm.ranks.clone(), me, ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
+        let x = Exchange { peers: comm.ranks.clone(), ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
         self.w.start(rank, Agent::new(x)).map_err(to_py)
     }
     /// Advances a rank `run` returned marked with the agent bit (its bit

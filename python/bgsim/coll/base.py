@@ -121,7 +121,7 @@ class Call:
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
         if parts.__class__ is Same:  # one size for every send: the core needs no list
             parts = parts.value
-        if w.coll_exchange(ctx.rank, self.comm._p2p, self.me, self.tag, parts, dests, srcs, steps, mode):
+        if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode):
             rt.park(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)

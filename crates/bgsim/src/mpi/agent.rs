@@ -44,8 +44,6 @@ const RECV_CAPACITY: u32 = (1 << 30) - 1;
 pub struct Exchange {
     /// World rank of each communicator rank.
     pub peers: Arc<[u32]>,
-    /// This rank's communicator rank.
-    pub me: u32,
     /// Context id and tag of the collective's messages.
     pub ctx: u32,
     pub tag: i32,
@@ -98,6 +96,36 @@ pub enum Steps {
     Counts(Vec<(u32, u32)>),
 }
 
+/// What an exchange received: sizes alone while nothing had content (4
+/// bytes each: a skeleton's all-to-all on n ranks keeps n of them per
+/// rank), else payloads.
+#[derive(Debug)]
+enum Got {
+    Sizes(Vec<u32>),
+    Payloads(Vec<Payload>),
+}
+
+impl Got {
+    fn push(&mut self, p: Payload) {
+        match (&mut *self, p) {
+            (Got::Sizes(v), Payload::Size(n)) => v.push(n),
+            (Got::Payloads(v), p) => v.push(p),
+            (Got::Sizes(v), p) => {
+                let mut all: Vec<Payload> = v.drain(..).map(Payload::Size).collect();
+                all.push(p);
+                *self = Got::Payloads(all);
+            }
+        }
+    }
+
+    fn last(&self) -> Option<Payload> {
+        match self {
+            Got::Sizes(v) => v.last().map(|&n| Payload::Size(n)),
+            Got::Payloads(v) => v.last().cloned(),
+        }
+    }
+}
+
 /// A rank's exchange in progress.
 #[derive(Debug)]
 struct Running {
@@ -111,7 +139,7 @@ struct Running {
     /// Receives posted before the step in progress.
     recvs_before: usize,
     /// What arrived, in the order of `recvs`.
-    got: Vec<Payload>,
+    got: Got,
     /// Sends posted so far.
     sent: usize,
 }
@@ -132,7 +160,7 @@ impl Agent {
             Steps::Pairwise => x.recvs.len().max(x.dests.len()),
             Steps::Counts(c) => c.len(),
         };
-        Agent(Running { got: Vec::with_capacity(x.recvs.len()), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0 })
+        Agent(Running { got: Got::Sizes(Vec::with_capacity(x.recvs.len())), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0 })
     }
 
     /// Collects the step just done, then posts the next ones until one
@@ -194,7 +222,7 @@ impl Agent {
             let p = match r.x.parts.take(k) {
                 Some(p) => p,
                 None => match r.got.last() {
-                    Some(p) => p.clone(),
+                    Some(p) => p,
                     None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
                 },
             };
@@ -212,7 +240,11 @@ impl Agent {
     /// What arrived, in the order the receives were posted: (source
     /// communicator rank, payload).
     pub fn into_received(self) -> Vec<(u32, Payload)> {
-        self.0.x.recvs.into_iter().zip(self.0.got).collect()
+        let got = match self.0.got {
+            Got::Sizes(v) => v.into_iter().map(Payload::Size).collect(),
+            Got::Payloads(v) => v,
+        };
+        self.0.x.recvs.into_iter().zip(got).collect()
     }
 }
 
