@@ -80,6 +80,7 @@ bench: build
 	./target/release/bgsim-bench --torus-only --shape 32x32x32 --runs 3 >> .bench.jsonl
 	./target/release/bgsim-bench --torus-only --shape 32x32x32 --runs 3 --threads 2 >> .bench.jsonl
 	$(PY) scripts/bench_mpi.py $(MPI_ITERS) >> .bench.jsonl
+	$(PY) scripts/bench_pingpong.py >> .bench.jsonl
 	$(PY) scripts/bench_coll.py >> .bench.jsonl
 	$(PY) scripts/bench_scale.py >> .bench.jsonl
 	$(PY) scripts/bench_osu.py >> .bench.jsonl

@@ -1,6 +1,7 @@
 """`make bench`, collectives part: MPI_Alltoall of 1 KB per pair on 512
 nodes (8x8x8) and MPI_Allreduce of 1 MB on 4,096 nodes (16x16x16), with each
-family's algorithm. Prints one JSON line per run: wall time, simulated time,
+family's algorithm; the all-to-all also with the torus on its coarse tier,
+and a 1 KB all-to-all skeleton (pairwise) on 4,096 ranks on that tier. Prints one JSON line per run: wall time, simulated time,
 packets (torus packets delivered plus tree packet-link transfers),
 simulated packets per wall second and the run's peak resident memory
 (each run in a process of its own). The all-to-all moves real
@@ -51,15 +52,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench(name, main, shape, coll):
+def skeleton_alltoall_main():
+    comm = MPI.COMM_WORLD
+    comm.Barrier()
+    t0 = MPI.Wtime()
+    skeleton.alltoall(comm, 1024)
+    return MPI.Wtime() - t0
+
+
+def bench(name, main, shape, coll, fidelity="packet"):
     t0 = time.perf_counter()
-    r = bgsim.run(main, shape=shape, coll=coll)
+    r = bgsim.run(main, shape=shape, coll=coll, fidelity=fidelity)
     wall = time.perf_counter() - t0
     sim = max(x[0] if isinstance(x, tuple) else x for x in r.results)
-    if name.startswith("alltoall"):
+    if name.startswith("alltoall") and isinstance(r.results[0], tuple):
         assert all(x[1] for x in r.results), "alltoall data wrong"
     p = r.counters["packets_delivered"] + r.counters["tree_link_packets"]
-    print(json.dumps({"benchmark": f"coll_{name}_{shape}", "collective": name, "shape": shape,
+    print(json.dumps({"benchmark": f"coll_{name}_{shape}", "collective": name, "shape": shape, "fidelity": fidelity,
                       "algorithms": r.collectives, "wall_s": wall, "simulated_us": sim * 1e6,
                       "packets": p, "packets_per_s": p / wall, "tree_ops": r.counters["tree_operations"],
                       "peak_rss_mb": peak_rss_mb()}),
@@ -68,6 +77,11 @@ def bench(name, main, shape, coll):
 
 RUNS = {f"alltoall_1KB_{a}": (alltoall_main, A2A_SHAPE, {"alltoall": a}) for a in ("generic", "torus_spread", "msglayer")}
 RUNS.update({f"allreduce_1MB_{a}": (allreduce_main, AR_SHAPE, {"allreduce": a}) for a in ("reduce_scatter_allgather", "tree")})
+# The all-to-all with the torus on its coarse tier, and the scale issue's
+# 4,096-rank 1 KB all-to-all (a skeleton, pairwise) on the coarse tier.
+RUNS["alltoall_1KB_generic_coarse"] = (alltoall_main, A2A_SHAPE, {"alltoall": "generic"}, "coarse")
+RUNS["alltoall_skeleton_1KB_pairwise_coarse"] = (skeleton_alltoall_main, "4x4x4" if QUICK else "16x16x16",
+                                                 {"alltoall": "pairwise"}, "coarse")
 
 if "--one" in sys.argv:
     bench(sys.argv[sys.argv.index("--one") + 1], *RUNS[sys.argv[sys.argv.index("--one") + 1]])

@@ -19,8 +19,8 @@ PATH = "BENCHMARKS.md"
 HEADER = """# Benchmarks
 
 Produced by `make bench` (the `bgsim-bench` binary, release build, one core;
-`scripts/bench_mpi.py`, `bench_coll.py`, `bench_scale.py`, `bench_osu.py` and
-`bench_million.py` from Python). Builds are
+`scripts/bench_mpi.py`, `bench_pingpong.py`, `bench_coll.py`, `bench_scale.py`,
+`bench_osu.py` and `bench_million.py` from Python). Builds are
 compared with `python3 scripts/bench_pair.py ROUNDS BIN_A BIN_B` (alternating
 runs; only paired ratios tell changes apart on a shared machine).
 Targets of the torus issue: at least 5 million packet-hops per second on one
@@ -132,6 +132,11 @@ def render(rows: list) -> str:
                 f"| share in the core's event loop | {100 * (1 - h['python_share']):.0f}% |",
                 f"| simulated time | {h['simulated_us']:,.0f} us |",
                 f"| packets, events | {h['packets']:,}, {h['events']:,} |", ""]
+    pp = by.get("pingpong_8B_2ranks")
+    if pp:
+        out += [f"Ping-pong from Python (`scripts/bench_pingpong.py`): two ranks on 2x1x1, an 8-byte array with "
+                f"blocking Send and Recv, {pp['round_trips']:,} round trips: {pp['messages_per_s']:,.0f} simulated "
+                f"messages per wall second ({pp['wall_s']:.2f} s).", ""]
     mh = by.get("million_halo_64x64x64_vn")
     if mh:
         out += [f"A million ranks (`scripts/bench_million.py`): a halo exchange of 1 KB on a 1024x1024 grid of "
@@ -148,12 +153,16 @@ def render(rows: list) -> str:
     coll = [r for r in rows if r["benchmark"].startswith("coll_")]
     if coll:
         out += ["Collectives (`scripts/bench_coll.py`): MPI_Alltoall of 1 KB per pair with real data, MPI_Allreduce "
-                "of 1 MB (doubles; a communication skeleton) with each family's algorithm:", "",
-                "| collective | shape | algorithm | simulated time | wall time | peak resident memory | packets | simulated packets per wall s |",
-                "|---|---|---|---|---|---|---|---|"]
+                "of 1 MB (doubles; a communication skeleton) with each family's algorithm, and a 1 KB all-to-all "
+                "skeleton; on the packet tier or with the torus on its coarse tier (`--fidelity coarse`):", "",
+                "| collective | shape | algorithm | tier | simulated time | wall time | peak resident memory | packets | simulated packets per wall s |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for r in coll:
-            algo = r["collective"].split("_", 2)[2]
-            out.append(f"| {r['collective'].split('_')[0]} {r['collective'].split('_')[1]} | {r['shape']} | {algo} | "
+            algo = r["algorithms"].get(r["collective"].split("_")[0], {})
+            algo = ", ".join(algo) or r["collective"]
+            what = r["collective"].split("_")[0] + (" skeleton" if "skeleton" in r["collective"] else "")
+            size = next((p for p in r["collective"].split("_") if p.endswith("B")), "")
+            out.append(f"| {what} {size} | {r['shape']} | {algo} | {r.get('fidelity', 'packet')} | "
                        f"{r['simulated_us']:,.0f} us | {r['wall_s']:.1f} s | {r.get('peak_rss_mb', 0):,.0f} MB | {r['packets']:,} | "
                        f"{r['packets_per_s']:,.0f} |")
         out.append("")
