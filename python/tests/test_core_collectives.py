@@ -173,3 +173,24 @@ def test_binomial_bcast_and_dissemination_barrier_in_the_core_are_their_messages
     assert a.collectives["bcast"] == {"binomial": 1} and a.collectives["barrier"] == {"dissemination": 1}
     assert all(x[2] for x in a.results)
     assert a.results == b.results
+
+
+def test_an_alltoall_block_longer_than_its_slot_is_a_truncation_error():
+    def main():
+        comm = MPI.COMM_WORLD
+        n, r = comm.Get_size(), comm.Get_rank()
+        per = 16 if r == 0 else 8  # rank 0 sends blocks too long for every slot
+        recv = np.zeros(8 * n, "u1")
+        try:
+            comm.Alltoall(np.ones(per * n, "u1"), recv)
+        except MPI.Exception as e:
+            return e.Get_error_class() == MPI.ERR_TRUNCATE and "rank 0 sent 16 bytes" in str(e), recv.tolist()
+        return "no error", recv.tolist()
+    res = bgsim.run(main, shape="2x2x2").results
+    n = len(res)
+    assert res[0][0] is True  # its own block is too long for its slot too
+    for r in range(1, n):
+        ok, got = res[r]
+        assert ok is True, res[r]
+        # The other ranks' blocks are in place; rank 0's slot is untouched.
+        assert got == [0] * 8 + sum(([0] * 8 if s == r else [1] * 8 for s in range(1, n)), []), (r, got)

@@ -627,7 +627,8 @@ impl World {
     /// None: what this rank received last) to each communicator rank `d`
     /// of `dests` in that order and receives from each of `srcs`, on the
     /// communicator's collective context with `tag` (`parts` an int: every
-    /// send that many bytes without content). `steps`: None, all at
+    /// send that many bytes without content; a pair (buffer, size): block d
+    /// of the buffer's bytes for rank d). `steps`: None, all at
     /// once; "pairwise", the k-th receive and send as step k; or a list of
     /// (receives, sends) per step. `parts` is a list by communicator rank
     /// or a dict. Returns true if the rank waits (the driver switches away;
@@ -659,9 +660,16 @@ impl World {
             Some(s) if s.extract::<&str>().is_ok_and(|s| s == "pairwise") => Steps::Pairwise,
             Some(s) => Steps::Counts(s.extract().map_err(|_| errors::usage("steps: None, \"pairwise\" or a list of (receives, sends)"))?),
         };
-        let parts = match parts.extract::<u32>() {
-            Ok(n) => Parts::Same(n),
-            Err(_) => Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?),
+        let parts = if let Ok(n) = parts.extract::<u32>() {
+            Parts::Same(n)
+        } else if let Ok((whole, size)) = parts.extract::<(Bound<'_, PyAny>, usize)>() {
+            // Block d of one buffer: bytes d * size .. (d + 1) * size.
+            let buf = PyBuffer::<u8>::get_bound(&whole)?;
+            let bytes = buf.to_vec(parts.py())?;
+            let block = |d: u32| bytes.get(d as usize * size..(d as usize + 1) * size).map(|b| Some(Payload::Bytes(b.to_vec())));
+            Parts::Each(dests.iter().map(|&d| block(d).ok_or_else(|| errors::usage(format!("no block {d} of {size} bytes in a buffer of {}", bytes.len())))).collect::<PyResult<Vec<_>>>()?)
+        } else {
+            Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?)
         };
         let x = Exchange { peers: comm.ranks.clone(), ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
         self.w.start(rank, Agent::new(x)).map_err(to_py)
@@ -699,6 +707,30 @@ impl World {
             }
             None => PyList::new_bound(py, got.into_iter().map(|(s, p)| -> PyObject { (s, item(p)).into_py(py) })).into_py(py),
         })
+    }
+    /// What a finished exchange received, written into `buf` (a writable
+    /// contiguous buffer): the message from communicator rank s at byte
+    /// s * `size`. Returns None, or (source, bytes) of a message longer
+    /// than `size` (nothing is written from it: MPI_ERR_TRUNCATE).
+    fn coll_result_into(&mut self, py: Python<'_>, rank: u32, buf: &Bound<'_, PyAny>, size: usize) -> PyResult<Option<(u32, usize)>> {
+        let got = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?.into_received();
+        let buf = PyBuffer::<u8>::get_bound(buf)?;
+        let cells = buf.as_mut_slice(py).ok_or_else(|| errors::usage("receive buffer is not writable and contiguous"))?;
+        let mut long = None;
+        for (src, p) in got {
+            if let Payload::Bytes(b) = p {
+                let at = src as usize * size;
+                if b.len() > size || at + b.len() > cells.len() {
+                    long.get_or_insert((src, b.len()));
+                } else {
+                    for (c, &x) in cells[at..at + b.len()].iter().zip(&b) {
+                        c.set(x);
+                    }
+                }
+                self.w.recycle(b);
+            }
+        }
+        Ok(long)
     }
     fn block(&mut self, rank: u32, reqs: Vec<u32>, need: usize) -> bool {
         self.w.block(rank, reqs, need)

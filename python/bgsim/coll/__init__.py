@@ -20,7 +20,7 @@ registry as the table of docs/collectives.md.
 from __future__ import annotations
 
 from . import allgather, allreduce, alltoall, barrier, bcast, gather, reduce, scatter  # noqa: F401 - they register
-from .base import Call, CollError, Layout, Reducer, Sized, sized_reducer, tree_ok
+from .base import Blocks, Call, CollError, Layout, Reducer, Sized, sized_reducer, tree_ok
 from .registry import IMPLEMENTATIONS, choose, markdown, registry, run
 
-__all__ = ["Call", "CollError", "Layout", "Reducer", "Sized", "sized_reducer", "tree_ok", "IMPLEMENTATIONS", "choose", "markdown", "registry", "run"]
+__all__ = ["Blocks", "Call", "CollError", "Layout", "Reducer", "Sized", "sized_reducer", "tree_ok", "IMPLEMENTATIONS", "choose", "markdown", "registry", "run"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..mpishim.buffers import Same
 from ..mpishim.constants import TAG_UB
-from ..mpishim.errors import ERR_ARG, ERR_ROOT
+from ..mpishim.errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE
 from ..mpishim.errors import Exception as MPIException
 from ..mpishim.requests import _wait_all
 
@@ -121,12 +121,22 @@ class Call:
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
         if parts.__class__ is Same:  # one size for every send: the core needs no list
             parts = parts.value
+        elif parts.__class__ is Blocks and parts.uniform >= 0:  # blocks of one buffer: no bytes objects
+            parts = (parts._mv, parts.uniform)
         if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode):
             rt.park(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:
                 tl.slice(ctx.rank, "wait", "wait", t0, t1)
+        into = getattr(self, "into", None)
+        if into is not None and dense:
+            # Straight into the receive buffer (`Call.into`: the buffer and
+            # the size of a rank's block in it).
+            long = w.coll_result_into(ctx.rank, into[0], into[1])
+            if long is not None:
+                raise MPIException(ERR_TRUNCATE, f"rank {long[0]} sent {long[1]} bytes for a slot of {into[1]} bytes")
+            return [None] * self.n
         return w.coll_result(ctx.rank, self.n if dense else None)
 
     def sendrecv(self, data: bytes, dest: int, src: int) -> bytes:

@@ -237,6 +237,19 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             smv, sdt, scounts, sdispls = rmv, rdt, rcounts, rdispls
         else:
             smv, sdt, scounts, sdispls = _vmsg(sendbuf, n, recv=False)
+        sc, rc = regular(scounts, sdispls), regular(rcounts, rdispls)
+        if (kind == "alltoall" and not sized and sendbuf is not IN_PLACE and sc is not None and rc is not None
+                and sc * sdt.size == rc * rdt.size and sc > 0):
+            # Blocks back to back in both buffers (MPI_Alltoall's usual
+            # case): the core takes them from the send buffer and writes
+            # what arrives into the receive buffer, without a bytes object
+            # per block.
+            size = sc * sdt.size
+            c.into = (rmv, size)
+            blocks = _coll.Blocks(smv, n, size)
+            _coll.run("alltoall", c, blocks, nbytes=size)
+            rmv[me * size:(me + 1) * size] = blocks[me]
+            return
         parts = [part(smv, sdt, scounts[i], sdispls[i]) for i in range(n)]
         got = _coll.run("alltoall", c, parts, nbytes=max(_size(p) for p in parts))
         if not sized:

@@ -16,10 +16,16 @@
 
 use super::*;
 
-/// Per link (node x direction): when it is free again.
+/// Per link (node x direction): when it is free again (its last booking
+/// ends), and the packets booked on it that have not started yet, oldest
+/// first (linked through `Packet::next`; their start in
+/// `Packet::arrived`). One event per link stands for its waiting packets,
+/// at the next one's start: a queue of a thousand packets is not a
+/// thousand events far ahead (which would fill the event queue's heap).
 #[derive(Clone, Debug, Default)]
 pub struct Coarse {
     free_at: Vec<Tick>,
+    waiting: Vec<(u32, u32)>,
 }
 
 impl Torus {
@@ -29,7 +35,8 @@ impl Torus {
         if self.faults.is_some() {
             return Err("the coarse tier needs a torus without dead nodes or links (their detours are the packet tier's)".into());
         }
-        self.coarse = Some(Box::new(Coarse { free_at: vec![0; self.geo.nodes() as usize * NDIR] }));
+        let links = self.geo.nodes() as usize * NDIR;
+        self.coarse = Some(Box::new(Coarse { free_at: vec![0; links], waiting: vec![(NIL, NIL); links] }));
         Ok(())
     }
 
@@ -107,9 +114,43 @@ impl Torus {
         }
         pkm.hops += 1;
         pkm.last_dir = d as u8;
-        let next = self.geo.neighbor(n, d);
-        q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_HOP, a: d as u8, b: 0, c: 0, node: next, data: id });
+        if start == now {
+            let next = self.geo.neighbor(n, d);
+            q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_HOP, a: d as u8, b: 0, c: 0, node: next, data: id });
+        } else {
+            // It waits its turn on the link.
+            pkm.arrived = start;
+            pkm.next = NIL;
+            let (head, tail) = c.waiting[link];
+            if head == NIL {
+                c.waiting[link] = (id, id);
+                q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
+            } else {
+                self.pool.get_mut(tail).next = id;
+                c.waiting[link].1 = id;
+            }
+        }
         hold
+    }
+
+    /// The oldest packet waiting on link `d` of node `n` started on it a
+    /// hop latency ago: its head is at the next node now.
+    pub(super) fn on_coarse_link(&mut self, now: Tick, n: u32, d: usize, q: &mut EventQueue) {
+        let Some(c) = self.coarse.as_deref_mut() else { unreachable!("on_coarse_link on the packet tier") };
+        let link = n as usize * NDIR + d;
+        let (id, tail) = c.waiting[link];
+        let after = self.pool.get(id).next;
+        if after == NIL {
+            debug_assert_eq!(id, tail);
+            c.waiting[link] = (NIL, NIL);
+        } else {
+            c.waiting[link].0 = after;
+            let at = self.pool.get(after).arrived + self.p.hop_latency;
+            q.push_at(at, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
+        }
+        debug_assert_eq!(self.pool.get(id).arrived + self.p.hop_latency, now);
+        self.pool.get_mut(id).next = NIL;
+        self.coarse_hop(self.geo.neighbor(n, d), id, now, q);
     }
 
     /// The token ack a packet that came in through `port` of node `n` sends

@@ -85,6 +85,8 @@ pub mod ev {
     pub const COARSE_ARRIVE: u8 = Component::Torus.kind(7);
     /// Coarse tier: a packet's head is at a node on its way.
     pub const COARSE_HOP: u8 = Component::Torus.kind(8);
+    /// Coarse tier: the oldest packet waiting on a link has started on it.
+    pub const COARSE_LINK: u8 = Component::Torus.kind(9);
 }
 
 /// A broken invariant of the torus (a model error, never an input error).
@@ -506,6 +508,7 @@ impl Torus {
             ev::COARSE_HOP => {
                 self.coarse_hop(e.node, e.data, now, q);
             }
+            ev::COARSE_LINK => self.on_coarse_link(now, e.node, e.a as usize, q),
             _ => unreachable!("not a torus event: {}", e.kind),
         }
     }
