@@ -187,11 +187,11 @@ impl World {
     /// first operation.
     pub fn set_coarse(&mut self) -> Result<(), MpiError> {
         assert_eq!(self.now(), 0, "the tier is chosen before the run");
-        self.stack.net.torus.set_coarse().map_err(MpiError::Usage)
+        self.stack.net.set_coarse_torus().map_err(MpiError::Usage)
     }
     /// "packet" or "coarse".
     pub fn fidelity(&self) -> &'static str {
-        if self.stack.net.torus.is_coarse() { "coarse" } else { "packet" }
+        if self.stack.net.coarse_torus() { "coarse" } else { "packet" }
     }
     /// From now on, counts the bytes every point-to-point send carries, per
     /// (source, destination) rank (collectives' messages included).

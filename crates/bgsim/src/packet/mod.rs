@@ -222,6 +222,15 @@ impl Net {
 
     // ----- the collective and barrier networks -----
 
+    /// Runs the torus on its coarse tier (`torus::coarse`), or says why not.
+    pub fn set_coarse_torus(&mut self) -> Result<(), String> {
+        self.torus.set_coarse()
+    }
+    /// Whether the torus runs on its coarse tier.
+    pub fn coarse_torus(&self) -> bool {
+        self.torus.is_coarse()
+    }
+
     /// Whether the machine has a collective (tree) network / a GI barrier.
     pub fn has_tree(&self) -> bool {
         self.tree.is_some()
