@@ -430,7 +430,7 @@ def _run_args(run: argparse.ArgumentParser) -> None:
     run.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
     run.add_argument("--fidelity", choices=["packet", "coarse"], default="packet",
                      help="packet (default): the torus packet by packet; coarse: its coarse tier, each packet "
-                          "booking the links of its dimension-ordered route, without routers (faster; no "
+                          "booking the links of its minimal route hop by hop, without routers (faster; no "
                           "no-token counts; error against packets in docs/coarse.md)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "

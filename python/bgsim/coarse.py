@@ -35,7 +35,6 @@ from .mapping import order_slots, route_loads
 from .program import run
 
 
-
 @dataclass(frozen=True)
 class Calibration:
     """What the coarse tier takes from the packet tier, for one machine,

@@ -310,11 +310,12 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     algorithms and simulated times, without the data (docs/buffers.md).
     Calls on Python objects (send, bcast, allgather ...) still carry them.
 
-    `fidelity="coarse"` runs the torus on its coarse tier: every packet
-    takes its dimension-ordered route at once, booking each link in turn,
-    with no routers (no buffers, tokens or adaptive routing, so no no-token
-    counts); cores, the message layer, MPI and the other networks are the
-    packet tier's. Faster; its error against packets is in docs/coarse.md."""
+    `fidelity="coarse"` runs the torus on its coarse tier: a packet's head
+    books the next link of its minimal route when it reaches a node
+    (dynamically routed packets take the productive link free first), with
+    no routers (no buffers or tokens, so no no-token counts); cores, the
+    message layer, MPI and the other networks are the packet tier's.
+    Faster; its error against packets is in docs/coarse.md."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,

@@ -264,6 +264,23 @@ impl Members {
     }
 }
 
+impl World {
+    /// `send_fast` / `recv_fast`'s end: blocks `rank` on request `r` (if
+    /// the call was the common case, `r` >= 0) and encodes whether it waits.
+    fn block_fast(&mut self, rank: u32, r: i64) -> i64 {
+        if r < 0 {
+            return r;
+        }
+        r << 1 | i64::from(self.w.block(rank, vec![r as u32], 1))
+    }
+    /// What `rank`'s finished exchange received, (source, payload) in
+    /// receive order.
+    fn finished_exchange(&mut self, rank: u32) -> PyResult<Vec<(u32, Payload)>> {
+        let agent = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?;
+        Ok(agent.into_received())
+    }
+}
+
 /// `tag` as an int in `lowest..=TAG_UB`.
 fn plain_tag(tag: &Bound<'_, PyAny>, lowest: i64) -> Option<i32> {
     let t: i64 = tag.extract().ok()?;
@@ -516,18 +533,12 @@ impl World {
     /// the driver switches away until `run` gives the rank back.
     fn send_fast(&mut self, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8]) -> i64 {
         let r = self.isend_fast(rank, comm, dest, tag, data);
-        if r < 0 {
-            return r;
-        }
-        r << 1 | i64::from(self.w.block(rank, vec![r as u32], 1))
+        self.block_fast(rank, r)
     }
     /// Blocking `Recv`'s common case (see `irecv_fast`), as `send_fast`.
     fn recv_fast(&mut self, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>) -> i64 {
         let r = self.irecv_fast(rank, comm, source, tag, buf);
-        if r < 0 {
-            return r;
-        }
-        r << 1 | i64::from(self.w.block(rank, vec![r as u32], 1))
+        self.block_fast(rank, r)
     }
     /// Status and data of a completed request, and frees it:
     /// (source, tag, count, cancelled, truncated, data or None). The data of
@@ -684,7 +695,7 @@ impl World {
     /// None where nothing came); else a list of (source, bytes or int).
     #[pyo3(signature = (rank, n=None))]
     fn coll_result(&mut self, py: Python<'_>, rank: u32, n: Option<u32>) -> PyResult<PyObject> {
-        let got = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?.into_received();
+        let got = self.finished_exchange(rank)?;
         let mut item = |p: Payload| -> PyObject {
             match p {
                 Payload::Bytes(b) => {
@@ -713,7 +724,7 @@ impl World {
     /// s * `size`. Returns None, or (source, bytes) of a message longer
     /// than `size` (nothing is written from it: MPI_ERR_TRUNCATE).
     fn coll_result_into(&mut self, py: Python<'_>, rank: u32, buf: &Bound<'_, PyAny>, size: usize) -> PyResult<Option<(u32, usize)>> {
-        let got = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?.into_received();
+        let got = self.finished_exchange(rank)?;
         let buf = PyBuffer::<u8>::get_bound(buf)?;
         if buf.readonly() || !buf.is_c_contiguous() {
             return Err(errors::usage("receive buffer is not writable and contiguous"));

@@ -127,7 +127,7 @@ pub struct Torus {
     /// and per node the directions whose links leave it.
     part: Option<Share>,
     pub(super) leaving: Vec<u8>,
-    /// On the coarse tier (`coarse`): when each link is free again.
+    /// On the coarse tier (`coarse`): the links' bookings and waiting packets.
     coarse: Option<Box<coarse::Coarse>>,
 }
 
