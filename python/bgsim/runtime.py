@@ -32,14 +32,24 @@ class _RankGreenlet(greenlet.greenlet):
     __slots__ = ("rank", "ctx")
 
 
+class _Finished:
+    """What a rank's greenlet returns to the hub when its program is done."""
+
+    __slots__ = ("rank",)
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+
+
 @dataclass
 class RankContext:
     """What the MPI shim knows about the rank running now."""
 
     rank: int
     runtime: "Runtime"
-    #: The MPI call the rank is in (a string, or a function making one) and
-    #: the caller's frame; formatted only for a deadlock report.
+    #: The MPI call the rank is in (a string, a function making one, or a
+    #: format and its arguments) and the caller's frame; formatted only for
+    #: a deadlock report.
     call: Any = ""
     frame: Any = None
     # MPI state the shim keeps per rank (communicator sequence numbers, the
@@ -188,6 +198,9 @@ class Runtime:
         #: and how many times in a row it has.
         self.may_park = False
         self.parked = 0
+        #: Whether a parked rank may switch straight to the one rank it
+        #: made ready (no per-rank modules to swap, no CPU time to mark).
+        self.direct = False
         #: Wall time of the core's run inside `park`, for the Python share.
         self.park_core_wall = 0.0
         self.contexts_next = 3  # 0/1: COMM_WORLD (pt2pt, collectives); 2: COMM_SELF
@@ -254,8 +267,18 @@ class Runtime:
             self.hub.switch()
             return
         self.park_core_wall += time.perf_counter() - t0
-        if len(ready) == 1 and ready[0] == rank:
-            return
+        if len(ready) == 1:
+            other = ready[0]
+            if other == rank:
+                return
+            if self.direct and other < AGENT_RANK:
+                # The one other rank that became ready runs next, switched
+                # to at once rather than through the scheduler (one
+                # switch, not two; it may come back here the same way).
+                global fast
+                fast = self.ctxs[other]
+                self.greenlets[other].switch()
+                return
         self.runnable.extend(ready)
         self.hub.switch()
 
@@ -357,11 +380,14 @@ class Runtime:
                 if mods is not None:
                     mods.enter(r)
                 try:
-                    g.switch()
+                    done = g.switch()
                 except BaseException as e:  # the rank's exception, re-raised in the hub
                     self._abort()
                     if isinstance(e, (KeyboardInterrupt, RankExit)):
                         raise
+                    # The rank it came from (a rank switched to by another
+                    # one ends in the hub too).
+                    r = getattr(e, "_bgsim_rank", r)
                     tb = e.__traceback__
                     # Start the traceback at the rank's own code.
                     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
@@ -371,9 +397,11 @@ class Runtime:
                 finally:
                     if mods is not None:
                         mods.leave(r)
-                if g.dead:
+                if done.__class__ is _Finished:
+                    # A rank's program returned (this one's, or that of a
+                    # rank another one switched to).
                     finished += 1
-                    self.ctxs[r].finished_at = self.world.rank_time(r)
+                    self.ctxs[done.rank].finished_at = self.world.rank_time(done.rank)
             fast = None
             if not started:
                 # Every rank has run up to its first wait: what exists now
@@ -385,6 +413,7 @@ class Runtime:
                 # (not with a timeline, sampled at every step, nor with
                 # host CPU time charged, which that would count).
                 self.may_park = self.timeline is None and not cpu
+                self.direct = self.may_park and fast_path and self.modules is None
             self.python_wall += time.perf_counter() - t0 - self.park_core_wall
             self.park_core_wall = 0.0
             if finished == self.nranks:
@@ -423,7 +452,7 @@ class Runtime:
             raise MemoryLimitError(memory.guard_message(rss, self.memory_limit, self.seconds(self.world.now()) * 1e6))
 
     def _body(self, main: Callable[[], Any], ctx: RankContext) -> Callable[[], None]:
-        def body() -> None:
+        def body() -> "_Finished":
             try:
                 ctx.result = main()
             except SystemExit as e:
@@ -433,6 +462,15 @@ class Runtime:
                 # done and the others go on; the run ends with its status.
                 if e.code is not None and e.code != 0:
                     self.exited.append((ctx.rank, e.code))
+            except BaseException as e:
+                # Ends in the hub, which names the rank it came from.
+                try:
+                    e._bgsim_rank = ctx.rank  # type: ignore[attr-defined]
+                except AttributeError:
+                    pass
+                raise
+            # What the hub gets from the switch that ran it (see `_loop`).
+            return _Finished(ctx.rank)
         return body
 
     def _abort(self) -> None:
@@ -448,7 +486,12 @@ class Runtime:
                  f"(ranks are COMM_WORLD ranks)"]
         for rank, waits in blocked[:64]:
             c = self.ctxs[rank]
-            call = (c.call() if callable(c.call) else c.call) or "an MPI call"
+            call = c.call
+            if callable(call):
+                call = call()
+            elif call.__class__ is tuple:  # a format and its arguments
+                call = call[0].format(*call[1:])
+            call = call or "an MPI call"
             if c.frame is not None:
                 call += f" at {where_frame(c.frame)}"
             lines.append(f"  rank {rank}: in {call}, waiting for {' and '.join(waits)}")

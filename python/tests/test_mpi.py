@@ -907,3 +907,47 @@ def test_mpi4py_package_util_pkl5_and_dtlib(cli, tmp_path):
         "print('rank', c.rank, b['x'].tolist(), b['n'].tolist(), c.allgather(c.rank))\n")
     p = cli("run", "--quiet", "--shape", "2x1x1", str(prog), check=True)
     assert "rank 0 [1.5, 1.5] [1, 1] [0, 1]" in p.stdout, p.stdout
+
+
+def _ping_pong(trips, fail_rank=None, fail_at=None):
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        buf = np.zeros(8, dtype="u1")
+        for i in range(trips):
+            if r == fail_rank and i == fail_at:
+                raise KeyError(f"rank {r} trip {i}")
+            if r == 0:
+                buf[:] = i % 256
+                comm.Send(buf, 1, 0)
+                comm.Recv(buf, 1, 0)
+                assert buf[0] == (i + 1) % 256
+            else:
+                comm.Recv(buf, 0, 0)
+                buf[:] = (int(buf[0]) + 1) % 256
+                comm.Send(buf, 0, 0)
+        return r, MPI.Wtime()
+    return main
+
+
+def test_blocked_ranks_hand_over_to_each_other_and_every_end_is_counted(tmp_path):
+    """A ping-pong runs rank to rank (a parked rank switches straight to
+    the one rank it made ready): both ranks finish, with their results and
+    finish times, and more than the scheduler's turns' worth of trips."""
+    r = bgsim.run(_ping_pong(500), shape="2x1x1")
+    assert [x[0] for x in r.results] == [0, 1]
+    assert r.counters["messages_completed"] == 1000
+    # Rank 1 sends the last message, rank 0 receives it after.
+    assert 0 < r.results[1][1] < r.results[0][1]
+    # The same run with the scheduler taking every turn (a timeline on)
+    # gives the same simulated times.
+    t = bgsim.run(_ping_pong(500), shape="2x1x1", timeline=str(tmp_path / "t.json"))
+    assert [x[1] for x in t.results] == [x[1] for x in r.results]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_an_error_in_a_rank_switched_to_by_another_names_that_rank(rank):
+    with pytest.raises(bgsim.RankError) as e:
+        bgsim.run(_ping_pong(300, fail_rank=rank, fail_at=150), shape="2x1x1")
+    assert e.value.rank == rank
+    assert f"rank {rank} trip 150" in str(e.value)

@@ -115,7 +115,7 @@ class PointToPoint:
             r = w.send_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
             if r >= 0:
                 if r & 1:
-                    ctx.call, ctx.frame = lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})", _sys._getframe(1)
+                    ctx.call, ctx.frame = ("MPI.Comm.Send(dest={}, tag={})", dest, tag), _sys._getframe(1)
                     ctx.runtime.park(ctx.rank)
                 w.release(r >> 1)
                 return
@@ -159,7 +159,7 @@ class PointToPoint:
             r = w.recv_fast(ctx.rank, self._p2p, source, tag, buf)
             if r >= 0:
                 if r & 1:
-                    ctx.call, ctx.frame = lambda: f"MPI.Comm.Recv(source={source}, tag={tag})", _sys._getframe(1)
+                    ctx.call, ctx.frame = ("MPI.Comm.Recv(source={}, tag={})", source, tag), _sys._getframe(1)
                     ctx.runtime.park(ctx.rank)
                 st = w.finish(r >> 1)
                 if st[4]:  # truncated
