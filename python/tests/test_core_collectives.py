@@ -194,3 +194,25 @@ def test_an_alltoall_block_longer_than_its_slot_is_a_truncation_error():
         assert ok is True, res[r]
         # The other ranks' blocks are in place; rank 0's slot is untouched.
         assert got == [0] * 8 + sum(([0] * 8 if s == r else [1] * 8 for s in range(1, n)), []), (r, got)
+
+
+def test_an_alltoall_of_small_blocks_in_large_buffers_takes_and_writes_only_the_blocks():
+    """mpi4py's osu_alltoall sends [buffer, size, BYTE] with buffers sized
+    for its largest size: only the first n blocks are sent, only the first
+    n slots written, the rest of the receive buffer left as it was."""
+    def main():
+        comm = MPI.COMM_WORLD
+        n, r = comm.Get_size(), comm.Get_rank()
+        size = 3
+        send = np.full(64 * n, 255, "u1")
+        for d in range(n):
+            send[d * size:(d + 1) * size] = (r * n + d) % 251
+        recv = np.full(64 * n, 7, "u1")
+        comm.Alltoall([send, size, MPI.BYTE], [recv, size, MPI.BYTE])
+        blocks = [recv[s * size:(s + 1) * size].tolist() for s in range(n)]
+        return blocks, bool((recv[n * size:] == 7).all())
+    res = bgsim.run(main, shape="2x2x2").results
+    n = len(res)
+    for r, (blocks, tail_kept) in enumerate(res):
+        assert blocks == [[(s * n + r) % 251] * 3 for s in range(n)], r
+        assert tail_kept, r

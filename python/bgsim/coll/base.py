@@ -122,7 +122,9 @@ class Call:
         if parts.__class__ is Same:  # one size for every send: the core needs no list
             parts = parts.value
         elif parts.__class__ is Blocks and parts.uniform >= 0:  # blocks of one buffer: no bytes objects
-            parts = (parts._mv, parts.uniform)
+            # Only the blocks' bytes (the buffer may be far larger: the
+            # core copies what it is given).
+            parts = (parts._mv[:parts.n * parts.uniform], parts.uniform)
         if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode):
             rt.park(ctx.rank)
         if tl is not None:
@@ -133,7 +135,7 @@ class Call:
         if into is not None and dense:
             # Straight into the receive buffer (`Call.into`: the buffer and
             # the size of a rank's block in it).
-            long = w.coll_result_into(ctx.rank, into[0], into[1])
+            long = w.coll_result_into(ctx.rank, into[0][:self.n * into[1]], into[1])
             if long is not None:
                 raise MPIException(ERR_TRUNCATE, f"rank {long[0]} sent {long[1]} bytes for a slot of {into[1]} bytes")
             return [None] * self.n
