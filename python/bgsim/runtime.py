@@ -201,8 +201,6 @@ class Runtime:
         #: Whether a parked rank may switch straight to the one rank it
         #: made ready (no per-rank modules to swap, no CPU time to mark).
         self.direct = False
-        #: Wall time of the core's run inside `park`, for the Python share.
-        self.park_core_wall = 0.0
         self.contexts_next = 3  # 0/1: COMM_WORLD (pt2pt, collectives); 2: COMM_SELF
         # Groups of communicators by context, shared by their members.
         self.shared_groups: dict = {}
@@ -259,27 +257,48 @@ class Runtime:
             self.hub.switch()
             return
         self.parked += 1
-        t0 = time.perf_counter()
         try:
             ready = self.world.run()
         except DeadlockError:
             # The scheduler finds it again and reports it.
             self.hub.switch()
             return
-        self.park_core_wall += time.perf_counter() - t0
         if len(ready) == 1:
             other = ready[0]
             if other == rank:
                 return
-            if self.direct and other < AGENT_RANK:
-                # The one other rank that became ready runs next, switched
-                # to at once rather than through the scheduler (one
-                # switch, not two; it may come back here the same way).
-                global fast
-                fast = self.ctxs[other]
-                self.greenlets[other].switch()
+            if other < AGENT_RANK:
+                self.hand_over(other)
                 return
         self.runnable.extend(ready)
+        self.hub.switch()
+
+    def may_run(self) -> bool:
+        """Whether a rank about to wait may run the simulation itself
+        (see `park`): then it counts as one of its runs in a row."""
+        if self.runnable or not self.may_park or self.parked >= PARK_ROUNDS:
+            return False
+        self.parked += 1
+        return True
+
+    def hand_over(self, other: int) -> None:
+        """A waiting rank ran the simulation, and rank `other` alone
+        became ready: it runs next, switched to at once rather than through
+        the scheduler (one switch, not two; it may come back the same
+        way). Returns when the waiting rank runs again."""
+        if self.direct:
+            global fast
+            fast = self.ctxs[other]
+            self.greenlets[other].switch()
+        else:
+            self.runnable.append(other)
+            self.hub.switch()
+
+    def after_run(self) -> None:
+        """A blocking fast call (`World.send_fast` / `recv_fast`) ran the
+        simulation and several ranks became ready: they go to the
+        scheduler. Returns when the waiting rank runs again."""
+        self.runnable.extend(self.world.take_ready())
         self.hub.switch()
 
     def charge_host_cpu(self, ctx: RankContext) -> None:
@@ -363,6 +382,8 @@ class Runtime:
         fast_path = not self.size_only  # size-only sends take the general path
         while True:
             t0 = time.perf_counter()
+            # The core's runs from waiting ranks (`park`) are not Python's.
+            parked_wall = self.world.run_wall
             while runnable:
                 r = runnable.popleft()
                 if r >= AGENT_RANK:
@@ -414,8 +435,7 @@ class Runtime:
                 # host CPU time charged, which that would count).
                 self.may_park = self.timeline is None and not cpu
                 self.direct = self.may_park and fast_path and self.modules is None
-            self.python_wall += time.perf_counter() - t0 - self.park_core_wall
-            self.park_core_wall = 0.0
+            self.python_wall += time.perf_counter() - t0 - (self.world.run_wall - parked_wall)
             if finished == self.nranks:
                 if self.exited:
                     raise RankExit(*self.exited[0])

@@ -951,3 +951,25 @@ def test_an_error_in_a_rank_switched_to_by_another_names_that_rank(rank):
         bgsim.run(_ping_pong(300, fail_rank=rank, fail_at=150), shape="2x1x1")
     assert e.value.rank == rank
     assert f"rank {rank} trip 150" in str(e.value)
+
+
+def test_a_deadlock_after_fast_blocking_calls_names_each_ranks_call():
+    """Blocking Send/Recv run the simulation themselves when no other rank
+    is due; a deadlock found there is still reported by the scheduler,
+    with each rank's call and line."""
+    def main():
+        c = MPI.COMM_WORLD
+        r = c.Get_rank()
+        b = np.zeros(4)
+        for _ in range(100):
+            if r == 0:
+                c.Send(b, 1, 0)
+                c.Recv(b, 1, 0)
+            else:
+                c.Recv(b, 0, 0)
+                c.Send(b, 0, 0)
+        c.Recv(b, 1 - r, 5)
+    with pytest.raises(bgsim.DeadlockError) as e:
+        bgsim.run(main, shape="2x1x1")
+    for r in (0, 1):
+        assert f"rank {r}: in MPI.Comm.Recv(source={1 - r}, tag=5) at test_mpi.py:" in str(e.value)

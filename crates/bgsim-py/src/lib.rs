@@ -218,6 +218,11 @@ struct World {
     /// The caller's buffers of receives posted by `irecv_fast`, by request:
     /// the received data is copied straight into them.
     recv_bufs: Vec<Option<PyBuffer<u8>>>,
+    /// Wall time spent in `run`, for the run's Python share (timed here:
+    /// from Python it would cost two clock calls per run).
+    run_wall: std::time::Duration,
+    /// What the last run inside a blocking fast call returned.
+    ready: Vec<u32>,
 }
 
 /// Largest MPI tag (mpi4py's `TAG_UB`).
@@ -264,14 +269,66 @@ impl Members {
     }
 }
 
+/// What `send_fast` / `recv_fast` did, in the low two bits of their result
+/// (above them the request, and from bit 40 on a rank + 1).
+mod fast {
+    /// Done: the request is finished and freed.
+    pub const DONE: i64 = 3;
+    /// Complete: the caller finishes the request (`release` / `finish`).
+    pub const COMPLETE: i64 = 0;
+    /// The rank waits: the caller parks it, then finishes the request.
+    pub const WAITS: i64 = 1;
+    /// The rank waits and the simulation ran until other ranks became
+    /// ready: the one in the bits from 40 on (its rank + 1), or, with 0
+    /// there, several (`take_ready`). The caller hands over to them, then
+    /// finishes the request when the rank runs again.
+    pub const RAN: i64 = 2;
+}
+
 impl World {
     /// `send_fast` / `recv_fast`'s end: blocks `rank` on request `r` (if
-    /// the call was the common case, `r` >= 0) and encodes whether it waits.
-    fn block_fast(&mut self, rank: u32, r: i64) -> i64 {
+    /// the call was the common case, `r` >= 0). With `run` (no other rank
+    /// is due in the driver) a rank that waits runs the simulation here at
+    /// once, as the driver would next: if it alone becomes ready the call
+    /// is over (the request finished here: `recv` says it is a receive,
+    /// whose data goes into its buffer; one truncated is left to the
+    /// caller, which reports it). Returns -1 (not the common case), or
+    /// `ready + 1 << 40 | request << 2 | what` (see [`fast`]).
+    fn block_fast(&mut self, py: Python<'_>, rank: u32, r: i64, run: bool, recv: bool) -> PyResult<i64> {
         if r < 0 {
-            return r;
+            return Ok(r);
         }
-        r << 1 | i64::from(self.w.block(rank, vec![r as u32], 1))
+        let req = r as u32;
+        if self.w.block(rank, vec![req], 1) {
+            if !run {
+                return Ok(r << 2 | fast::WAITS);
+            }
+            let t0 = std::time::Instant::now();
+            let ready = self.w.run();
+            self.run_wall += t0.elapsed();
+            match ready {
+                // The driver's own run finds the deadlock again and reports it.
+                Err(_) => return Ok(r << 2 | fast::WAITS),
+                Ok(ready) if ready[..] != [rank] => {
+                    let one = match ready[..] {
+                        [o] if o & bgsim::mpi::agent::AGENT_RANK == 0 => i64::from(o) + 1,
+                        _ => 0,
+                    };
+                    self.ready = ready;
+                    return Ok(one << 40 | r << 2 | fast::RAN);
+                }
+                Ok(_) => {}
+            }
+        }
+        if recv && self.w.status(req).truncated {
+            return Ok(r << 2 | fast::COMPLETE);
+        }
+        if recv {
+            self.finish(py, req)?;
+        } else {
+            self.release(req);
+        }
+        Ok(fast::DONE)
     }
     /// What `rank`'s finished exchange received, (source, payload) in
     /// receive order.
@@ -331,7 +388,7 @@ impl World {
         if fidelity == "coarse" {
             w.set_coarse().map_err(to_py)?;
         }
-        Ok(World { w, recv_bufs: Vec::new() })
+        Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, ready: Vec::new() })
     }
     #[getter]
     fn nranks(&self) -> u32 {
@@ -529,16 +586,24 @@ impl World {
     }
     /// Blocking `Send`'s common case (see `isend_fast`): posts the send
     /// and blocks the rank on it. Returns -1 having done nothing when the
-    /// call is not that case, else `request << 1 | waits`: when `waits`
-    /// the driver switches away until `run` gives the rank back.
-    fn send_fast(&mut self, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8]) -> i64 {
+    /// call is not that case, else what `block_fast` says: done, or the
+    /// rank waits (`run`: the simulation ran, and the ranks it made ready
+    /// go next).
+    #[pyo3(signature = (rank, comm, dest, tag, data, run=false))]
+    fn send_fast(&mut self, py: Python<'_>, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8], run: bool) -> PyResult<i64> {
         let r = self.isend_fast(rank, comm, dest, tag, data);
-        self.block_fast(rank, r)
+        self.block_fast(py, rank, r, run, false)
     }
     /// Blocking `Recv`'s common case (see `irecv_fast`), as `send_fast`.
-    fn recv_fast(&mut self, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>) -> i64 {
+    #[pyo3(signature = (rank, comm, source, tag, buf, run=false))]
+    fn recv_fast(&mut self, py: Python<'_>, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>, run: bool) -> PyResult<i64> {
         let r = self.irecv_fast(rank, comm, source, tag, buf);
-        self.block_fast(rank, r)
+        self.block_fast(py, rank, r, run, true)
+    }
+    /// The ranks that became ready in the last `send_fast` / `recv_fast`
+    /// that ran the simulation (see `fast::RAN`), as `run` returns them.
+    fn take_ready(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.ready)
     }
     /// Status and data of a completed request, and frees it:
     /// (source, tag, count, cancelled, truncated, data or None). The data of
@@ -754,7 +819,15 @@ impl World {
     /// Advances until some blocked ranks may go on; returns them. Raises
     /// DeadlockError (args: message, [(rank, [what it waits for])]).
     fn run(&mut self) -> PyResult<Vec<u32>> {
-        self.w.run().map_err(to_py)
+        let t0 = std::time::Instant::now();
+        let ready = self.w.run();
+        self.run_wall += t0.elapsed();
+        ready.map_err(to_py)
+    }
+    /// Wall seconds spent in `run` so far.
+    #[getter]
+    fn run_wall(&self) -> f64 {
+        self.run_wall.as_secs_f64()
     }
     fn drain(&mut self) -> u64 {
         self.w.drain()

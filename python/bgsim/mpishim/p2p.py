@@ -112,12 +112,21 @@ class PointToPoint:
         if (ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject
                 and ctx.runtime.timeline is None):
             w = ctx.world
-            r = w.send_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
+            rt = ctx.runtime
+            r = w.send_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes(), rt.may_run())
             if r >= 0:
-                if r & 1:
+                what = r & 3
+                if what == 3:  # done
+                    return
+                if what:  # the rank waits
                     ctx.call, ctx.frame = ("MPI.Comm.Send(dest={}, tag={})", dest, tag), _sys._getframe(1)
-                    ctx.runtime.park(ctx.rank)
-                w.release(r >> 1)
+                    if what == 1:
+                        rt.park(ctx.rank)
+                    elif r >> 40:
+                        rt.hand_over((r >> 40) - 1)
+                    else:
+                        rt.after_run()
+                w.release((r >> 2) & 0x3FFFFFFFFF)
                 return
         self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
 
@@ -156,12 +165,21 @@ class PointToPoint:
         if (status is None and ctx is not None and buf.__class__ is _ndarray and self._p2p is not None
                 and not buf.dtype.hasobject and ctx.runtime.timeline is None):
             w = ctx.world
-            r = w.recv_fast(ctx.rank, self._p2p, source, tag, buf)
+            rt = ctx.runtime
+            r = w.recv_fast(ctx.rank, self._p2p, source, tag, buf, rt.may_run())
             if r >= 0:
-                if r & 1:
+                what = r & 3
+                if what == 3:  # done
+                    return
+                if what:  # the rank waits (see Send)
                     ctx.call, ctx.frame = ("MPI.Comm.Recv(source={}, tag={})", source, tag), _sys._getframe(1)
-                    ctx.runtime.park(ctx.rank)
-                st = w.finish(r >> 1)
+                    if what == 1:
+                        rt.park(ctx.rank)
+                    elif r >> 40:
+                        rt.hand_over((r >> 40) - 1)
+                    else:
+                        rt.after_run()
+                st = w.finish((r >> 2) & 0x3FFFFFFFFF)
                 if st[4]:  # truncated
                     g = self._p2p_group
                     src = st[0] if g is None else g._index.get(st[0], st[0])

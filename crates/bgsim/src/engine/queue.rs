@@ -180,26 +180,32 @@ fn enlarge(slot: &mut Vec<Event>, big: &mut Vec<Vec<Event>>, spare: &mut Vec<Vec
 }
 
 /// How far round from slot `from` (0 for `from` itself) the first set bit
-/// of a wheel's occupancy `bits` is; usize::MAX if none is.
+/// of a wheel's occupancy `bits` is, if it is less than `limit` (at most
+/// the wheel's size) away; usize::MAX if not.
 #[inline]
-fn first_set(bits: &[u64], from: usize) -> usize {
+fn first_set(bits: &[u64], from: usize, limit: usize) -> usize {
     let n = bits.len();
     let (w0, b0) = (from / 64, from % 64);
     // The rest of `from`'s word, the words after it going round, then the
-    // part of `from`'s word before it.
+    // part of `from`'s word before it; words wholly beyond `limit` are
+    // not read.
+    let found = |d: usize| if d < limit { d } else { usize::MAX };
     let head = bits[w0] >> b0;
     if head != 0 {
-        return head.trailing_zeros() as usize;
+        return found(head.trailing_zeros() as usize);
     }
     for k in 1..n {
+        if k * 64 - b0 >= limit {
+            return usize::MAX;
+        }
         let w = bits[(w0 + k) % n];
         if w != 0 {
-            return k * 64 - b0 + w.trailing_zeros() as usize;
+            return found(k * 64 - b0 + w.trailing_zeros() as usize);
         }
     }
     let tail = bits[w0] & ((1u64 << b0) - 1);
     if tail != 0 {
-        return n * 64 - b0 + tail.trailing_zeros() as usize;
+        return found(n * 64 - b0 + tail.trailing_zeros() as usize);
     }
     usize::MAX
 }
@@ -336,9 +342,9 @@ impl EventQueue {
     #[inline]
     fn first_due(&self, t: Tick) -> Tick {
         debug_assert!(self.in_wheels > 0 && t <= self.now + 1);
-        let near = first_set(&self.near_bits, (t & NEAR_MASK) as usize);
-        let far = first_set(&self.slot_bits, (t & MASK) as usize);
-        let d = near.min(far);
+        let near = first_set(&self.near_bits, (t & NEAR_MASK) as usize, NEAR);
+        // The large wheel only up to the small one's find.
+        let d = near.min(first_set(&self.slot_bits, (t & MASK) as usize, near.min(WHEEL)));
         debug_assert!(d < WHEEL, "events in the wheels, none found");
         t + d as Tick
     }
@@ -617,15 +623,18 @@ mod tests {
     #[test]
     fn first_set_goes_round_the_wheel() {
         let mut bits = [0u64; 4];
-        assert_eq!(first_set(&bits, 17), usize::MAX);
+        assert_eq!(first_set(&bits, 17, 256), usize::MAX);
         bits[0] |= 1 << 10;
-        assert_eq!(first_set(&bits, 10), 0);
-        assert_eq!(first_set(&bits, 3), 7);
+        assert_eq!(first_set(&bits, 10, 256), 0);
+        assert_eq!(first_set(&bits, 3, 256), 7);
+        assert_eq!(first_set(&bits, 3, 7), usize::MAX);
         // From past it: round through the other words to it.
-        assert_eq!(first_set(&bits, 11), 255);
+        assert_eq!(first_set(&bits, 11, 256), 255);
+        assert_eq!(first_set(&bits, 11, 255), usize::MAX);
         bits[3] |= 1 << 63;
-        assert_eq!(first_set(&bits, 11), 255 - 11);
-        assert_eq!(first_set(&bits, 0), 10);
+        assert_eq!(first_set(&bits, 11, 256), 255 - 11);
+        assert_eq!(first_set(&bits, 11, 200), usize::MAX);
+        assert_eq!(first_set(&bits, 0, 256), 10);
     }
 
     proptest::proptest! {
