@@ -28,6 +28,24 @@ pub struct Coarse {
     waiting: Vec<(u32, u32)>,
 }
 
+impl Coarse {
+    /// The first packet waiting on link `link`, if any (for look-ahead).
+    #[inline]
+    pub(super) fn first_waiting(&self, link: usize) -> Option<u32> {
+        self.waiting.get(link).map(|w| w.0).filter(|&id| id != NIL)
+    }
+
+    /// Starts bringing node `n`'s links' bookings into the cache.
+    #[inline]
+    pub(super) fn touch_links(&self, n: u32) {
+        let l = n as usize * NDIR;
+        if let (Some(f), Some(w)) = (self.free_at.get(l), self.waiting.get(l)) {
+            crate::engine::prefetch(f);
+            crate::engine::prefetch(w);
+        }
+    }
+}
+
 impl Torus {
     /// Runs this torus on the coarse tier. Refused on a partition with dead
     /// nodes or links (routes around them are the packet tier's).

@@ -19,6 +19,10 @@ impl Torus {
         if e.owner() != crate::machine::Component::Torus as u8 {
             return;
         }
+        if let Some(c) = self.coarse.as_deref() {
+            self.touch_coarse(c, e, stage);
+            return;
+        }
         let Some(r) = self.routers.get(e.node as usize) else { return };
         let d = (e.a as usize).min(NDIR - 1);
         match stage {
@@ -106,6 +110,42 @@ impl Torus {
                 prefetch(&r.send[2]);
                 prefetch(&r.send[4]);
             }
+        }
+    }
+
+    /// [`Self::touch`] on the coarse tier: what its events read. A head at
+    /// a node: its packet, at stage 1 the node's link bookings and
+    /// counters. A link's waiting packets: at stage 0 the first one, at
+    /// stage 1 the one after it (whose start the event reads). An arrival:
+    /// its packet.
+    #[inline]
+    fn touch_coarse(&self, c: &coarse::Coarse, e: &Event, stage: usize) {
+        let link = e.node as usize * NDIR + (e.a as usize).min(NDIR - 1);
+        match (e.kind, stage) {
+            (ev::COARSE_HOP | ev::COARSE_ARRIVE, 0) => {
+                if let Some(p) = self.pool.try_get(e.data) {
+                    prefetch(p);
+                }
+            }
+            (ev::COARSE_HOP, _) => {
+                c.touch_links(e.node);
+                if let Some(r) = self.routers.get(e.node as usize) {
+                    prefetch(&r.send[0]);
+                    prefetch(&r.link_high[0]);
+                }
+            }
+            (ev::COARSE_LINK, 0) => {
+                if let Some(p) = c.first_waiting(link).and_then(|id| self.pool.try_get(id)) {
+                    prefetch(p);
+                }
+            }
+            (ev::COARSE_LINK, _) => {
+                let next = c.first_waiting(link).and_then(|id| self.pool.try_get(id)).map(|p| p.next);
+                if let Some(p) = next.and_then(|id| self.pool.try_get(id)) {
+                    prefetch(p);
+                }
+            }
+            _ => {}
         }
     }
 
