@@ -273,6 +273,19 @@ class Runtime:
         self.runnable.extend(ready)
         self.hub.switch()
 
+    def wait_fast(self, ctx: RankContext, r: int, call: Any) -> None:
+        """The rank of a blocking fast call (`World.send_fast` /
+        `recv_fast`, which returned `r`) waits in MPI call `call`: parked
+        (the call did not run the simulation), or handed over to the rank
+        or ranks its run made ready. Returns when the rank runs again."""
+        ctx.call, ctx.frame = call, sys._getframe(2)
+        if r & 3 == 1:
+            self.park(ctx.rank)
+        elif r >> 40:
+            self.hand_over((r >> 40) - 1)
+        else:
+            self.after_run()
+
     def may_run(self) -> bool:
         """Whether a rank about to wait may run the simulation itself
         (see `park`): then it counts as one of its runs in a row."""

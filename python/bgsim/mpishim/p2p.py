@@ -119,13 +119,7 @@ class PointToPoint:
                 if what == 3:  # done
                     return
                 if what:  # the rank waits
-                    ctx.call, ctx.frame = ("MPI.Comm.Send(dest={}, tag={})", dest, tag), _sys._getframe(1)
-                    if what == 1:
-                        rt.park(ctx.rank)
-                    elif r >> 40:
-                        rt.hand_over((r >> 40) - 1)
-                    else:
-                        rt.after_run()
+                    rt.wait_fast(ctx, r, ("MPI.Comm.Send(dest={}, tag={})", dest, tag))
                 w.release((r >> 2) & 0x3FFFFFFFFF)
                 return
         self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
@@ -171,14 +165,8 @@ class PointToPoint:
                 what = r & 3
                 if what == 3:  # done
                     return
-                if what:  # the rank waits (see Send)
-                    ctx.call, ctx.frame = ("MPI.Comm.Recv(source={}, tag={})", source, tag), _sys._getframe(1)
-                    if what == 1:
-                        rt.park(ctx.rank)
-                    elif r >> 40:
-                        rt.hand_over((r >> 40) - 1)
-                    else:
-                        rt.after_run()
+                if what:  # the rank waits
+                    rt.wait_fast(ctx, r, ("MPI.Comm.Recv(source={}, tag={})", source, tag))
                 st = w.finish((r >> 2) & 0x3FFFFFFFFF)
                 if st[4]:  # truncated
                     g = self._p2p_group
