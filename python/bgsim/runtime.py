@@ -421,13 +421,13 @@ class Runtime:
                         raise
                     # The rank it came from (a rank switched to by another
                     # one ends in the hub too).
-                    r = getattr(e, "_bgsim_rank", r)
+                    failed = getattr(e, "_bgsim_rank", r)
                     tb = e.__traceback__
                     # Start the traceback at the rank's own code.
                     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
                         tb = tb.tb_next
                     text = "".join(traceback.format_exception(type(e), e, tb))
-                    raise RankError(r, text) from e
+                    raise RankError(failed, text) from e
                 finally:
                     if mods is not None:
                         mods.leave(r)
