@@ -253,10 +253,9 @@ class Runtime:
         the scheduler; else the scheduler runs the ranks that are ready. At
         most PARK_ROUNDS runs of the simulation in a row happen here: then
         the scheduler runs it, and does its progress and memory duties."""
-        if self.runnable or not self.may_park or self.parked >= PARK_ROUNDS:
+        if not self.may_run():
             self.hub.switch()
             return
-        self.parked += 1
         try:
             ready = self.world.run()
         except DeadlockError:

@@ -303,10 +303,7 @@ impl World {
             if !run {
                 return Ok(r << 2 | fast::WAITS);
             }
-            let t0 = std::time::Instant::now();
-            let ready = self.w.run();
-            self.run_wall += t0.elapsed();
-            match ready {
+            match self.timed_run() {
                 // The driver's own run finds the deadlock again and reports it.
                 Err(_) => return Ok(r << 2 | fast::WAITS),
                 Ok(ready) if ready[..] != [rank] => {
@@ -329,6 +326,13 @@ impl World {
             self.release(req);
         }
         Ok(fast::DONE)
+    }
+    /// The core's run (see `run`), its wall time counted in `run_wall`.
+    fn timed_run(&mut self) -> Result<Vec<u32>, mpi::MpiError> {
+        let t0 = std::time::Instant::now();
+        let ready = self.w.run();
+        self.run_wall += t0.elapsed();
+        ready
     }
     /// What `rank`'s finished exchange received, (source, payload) in
     /// receive order.
@@ -819,10 +823,7 @@ impl World {
     /// Advances until some blocked ranks may go on; returns them. Raises
     /// DeadlockError (args: message, [(rank, [what it waits for])]).
     fn run(&mut self) -> PyResult<Vec<u32>> {
-        let t0 = std::time::Instant::now();
-        let ready = self.w.run();
-        self.run_wall += t0.elapsed();
-        ready.map_err(to_py)
+        self.timed_run().map_err(to_py)
     }
     /// Wall seconds spent in `run` so far.
     #[getter]

@@ -124,7 +124,7 @@ class Call:
         elif parts.__class__ is Blocks and parts.uniform >= 0:  # blocks of one buffer: no bytes objects
             # Only the blocks' bytes (the buffer may be far larger: the
             # core copies what it is given).
-            parts = (parts._mv[:parts.n * parts.uniform], parts.uniform)
+            parts = (parts.whole, parts.uniform)
         if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode):
             rt.park(ctx.rank)
         if tl is not None:

@@ -220,8 +220,6 @@ impl Net {
         self.torus.set_line_route(p, d);
     }
 
-    // ----- the collective and barrier networks -----
-
     /// Runs the torus on its coarse tier (`torus::coarse`), or says why not.
     pub fn set_coarse_torus(&mut self) -> Result<(), String> {
         self.torus.set_coarse()
@@ -230,6 +228,8 @@ impl Net {
     pub fn coarse_torus(&self) -> bool {
         self.torus.is_coarse()
     }
+
+    // ----- the collective and barrier networks -----
 
     /// Whether the machine has a collective (tree) network / a GI barrier.
     pub fn has_tree(&self) -> bool {
