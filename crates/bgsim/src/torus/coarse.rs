@@ -16,32 +16,70 @@
 
 use super::*;
 
-/// Per link (node x direction): when it is free again (its last booking
-/// ends), and the packets booked on it that have not started yet, oldest
-/// first (linked through `Packet::next`; their start in
-/// `Packet::arrived`). One event per link stands for its waiting packets,
-/// at the next one's start: a queue of a thousand packets is not a
+/// One link (node x direction) on the coarse tier, in half a cache line:
+/// when it is free again (its last booking ends), the packets booked on it
+/// that have not started yet, oldest first (linked through `Packet::next`;
+/// their start in `Packet::arrived`), and its counters (low 32 bits; the
+/// carries go to the router's `link_high`, as on packets). A hop reads and
+/// writes this one line, not the router's (whose 2.6 KB per node a large
+/// torus does not keep in the cache).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+pub(super) struct Link {
+    free_at: Tick,
+    head: u32,
+    tail: u32,
+    packets: u32,
+    chunks: u32,
+    payload: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<Link>() == 32);
+
+impl Default for Link {
+    fn default() -> Self {
+        Link { free_at: 0, head: NIL, tail: NIL, packets: 0, chunks: 0, payload: 0 }
+    }
+}
+
+/// The coarse tier's links. One event per link stands for its waiting
+/// packets, at the next one's start: a queue of a thousand packets is not a
 /// thousand events far ahead (which would fill the event queue's heap).
 #[derive(Clone, Debug, Default)]
 pub struct Coarse {
-    free_at: Vec<Tick>,
-    waiting: Vec<(u32, u32)>,
+    links: Vec<Link>,
 }
 
 impl Coarse {
     /// The first packet waiting on link `link`, if any (for look-ahead).
     #[inline]
     pub(super) fn first_waiting(&self, link: usize) -> Option<u32> {
-        self.waiting.get(link).map(|w| w.0).filter(|&id| id != NIL)
+        self.links.get(link).map(|l| l.head).filter(|&id| id != NIL)
     }
 
-    /// Starts bringing node `n`'s links' bookings into the cache.
+    /// Starts bringing node `n`'s links into the cache (three lines).
     #[inline]
     pub(super) fn touch_links(&self, n: u32) {
         let l = n as usize * NDIR;
-        if let (Some(f), Some(w)) = (self.free_at.get(l), self.waiting.get(l)) {
-            crate::engine::prefetch(f);
-            crate::engine::prefetch(w);
+        if let Some(first) = self.links.get(l..l + NDIR) {
+            for k in (0..NDIR).step_by(2) {
+                crate::engine::prefetch(&first[k]);
+            }
+        }
+    }
+
+    /// Link `link`'s packets, chunks and payload bytes, not yet in the
+    /// router's carries (see [`Torus::link`]).
+    #[inline]
+    pub(super) fn counts(&self, link: usize) -> (u64, u64, u64) {
+        let l = &self.links[link];
+        (l.packets as u64, l.chunks as u64, l.payload as u64)
+    }
+
+    /// Restarts the links' counters.
+    pub(super) fn reset_counts(&mut self) {
+        for l in self.links.iter_mut() {
+            (l.packets, l.chunks, l.payload) = (0, 0, 0);
         }
     }
 }
@@ -54,7 +92,7 @@ impl Torus {
             return Err("the coarse tier needs a torus without dead nodes or links (their detours are the packet tier's)".into());
         }
         let links = self.geo.nodes() as usize * NDIR;
-        self.coarse = Some(Box::new(Coarse { free_at: vec![0; links], waiting: vec![(NIL, NIL); links] }));
+        self.coarse = Some(Box::new(Coarse { links: vec![Link::default(); links] }));
         Ok(())
     }
 
@@ -93,7 +131,7 @@ impl Torus {
                 continue;
             }
             let dk = if pk.hint & 1 << (2 * k) != 0 { 2 * k } else { 2 * k + 1 };
-            if d == NDIR || (dynamic && c.free_at[n as usize * NDIR + dk] < c.free_at[n as usize * NDIR + d]) {
+            if d == NDIR || (dynamic && c.links[n as usize * NDIR + dk].free_at < c.links[n as usize * NDIR + d].free_at) {
                 d = dk;
             }
             if !dynamic {
@@ -114,17 +152,16 @@ impl Torus {
             q.push_at(now + body, Event { kind: ev::COARSE_ARRIVE, a: pk.last_dir, b: 1, c: 0, node: n, data: cid });
         }
         let link = n as usize * NDIR + d;
-        let start = now.max(c.free_at[link]);
-        c.free_at[link] = start + hold;
+        let l = &mut c.links[link];
+        let start = now.max(l.free_at);
+        l.free_at = start + hold;
+        let high = &mut self.routers[n as usize].link_high[d];
+        count(&mut l.packets, 1, &mut high.packets);
+        count(&mut l.chunks, pk.chunks as u32, &mut high.chunks);
+        count(&mut l.payload, pk.payload as u32, &mut high.payload);
         if pk.hops > 0 {
             Self::ack(c, p, n, pk.last_dir, now);
         }
-        let r = &mut self.routers[n as usize];
-        let s = &mut r.send[d];
-        let high = &mut r.link_high[d];
-        count(&mut s.packets, 1, &mut high.packets);
-        count(&mut s.chunks, pk.chunks as u32, &mut high.chunks);
-        count(&mut s.payload, pk.payload as u32, &mut high.payload);
         self.global.hops += 1;
         let pkm = self.pool.get_mut(id);
         if pkm.hops == 0 {
@@ -139,13 +176,13 @@ impl Torus {
             // It waits its turn on the link.
             pkm.arrived = start;
             pkm.next = NIL;
-            let (head, tail) = c.waiting[link];
-            if head == NIL {
-                c.waiting[link] = (id, id);
+            let l = &mut c.links[link];
+            if l.head == NIL {
+                (l.head, l.tail) = (id, id);
                 q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
             } else {
-                self.pool.get_mut(tail).next = id;
-                c.waiting[link].1 = id;
+                self.pool.get_mut(l.tail).next = id;
+                l.tail = id;
             }
         }
         hold
@@ -156,13 +193,14 @@ impl Torus {
     pub(super) fn on_coarse_link(&mut self, now: Tick, n: u32, d: usize, q: &mut EventQueue) {
         let Some(c) = self.coarse.as_deref_mut() else { unreachable!("on_coarse_link on the packet tier") };
         let link = n as usize * NDIR + d;
-        let (id, tail) = c.waiting[link];
+        let l = &mut c.links[link];
+        let id = l.head;
         let after = self.pool.get(id).next;
         if after == NIL {
-            debug_assert_eq!(id, tail);
-            c.waiting[link] = (NIL, NIL);
+            debug_assert_eq!(id, l.tail);
+            (l.head, l.tail) = (NIL, NIL);
         } else {
-            c.waiting[link].0 = after;
+            l.head = after;
             let at = self.pool.get(after).arrived + self.p.hop_latency;
             q.push_at(at, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
         }
@@ -179,8 +217,8 @@ impl Torus {
     /// reach the link sooner: bookings are not back-filled).
     #[inline]
     fn ack(c: &mut Coarse, p: &Params, n: u32, port: u8, now: Tick) {
-        let back = n as usize * NDIR + opposite(port as usize);
-        c.free_at[back] = c.free_at[back].max(now) + p.ack_bytes as Tick * p.tick_byte;
+        let back = &mut c.links[n as usize * NDIR + opposite(port as usize)];
+        back.free_at = back.free_at.max(now) + p.ack_bytes as Tick * p.tick_byte;
     }
 
     /// The tail of a packet of `bytes` has left injection FIFO `f` of node `n`.

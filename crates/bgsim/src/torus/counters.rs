@@ -256,6 +256,9 @@ impl Torus {
                 (s.packets, s.chunks, s.payload, s.acks, s.owed) = (0, 0, 0, 0, false);
             }
         }
+        if let Some(c) = self.coarse.as_deref_mut() {
+            c.reset_counts();
+        }
         for c in self.nodes.iter_mut() {
             *c = NodeCounters::default();
         }
@@ -296,12 +299,14 @@ impl Torus {
     pub fn link(&self, n: u32, d: usize) -> LinkCounters {
         let r = &self.routers[n as usize];
         let (s, h) = (&r.send[d], &r.link_high[d]);
-        let (packets, chunks) = (h.packets + s.packets as u64, h.chunks + s.chunks as u64);
+        // On the coarse tier the low parts are the coarse links'.
+        let (cp, cc, cb) = self.coarse.as_deref().map_or((0, 0, 0), |c| c.counts(n as usize * NDIR + d));
+        let (packets, chunks) = (h.packets + s.packets as u64 + cp, h.chunks + s.chunks as u64 + cc);
         let retransmits = self.global.link_retransmits.get(n as usize * NDIR + d).copied().unwrap_or(0);
         LinkCounters {
             bytes: chunks * self.p.chunk_bytes as u64 + (packets + retransmits) * self.p.trailer_gap as u64,
             packets,
-            payload: h.payload + s.payload as u64 + if s.owed { self.pool.get(s.xfer).payload as u64 } else { 0 },
+            payload: h.payload + s.payload as u64 + cb + if s.owed { self.pool.get(s.xfer).payload as u64 } else { 0 },
             ack_bytes: (h.acks + s.acks as u64) * self.p.ack_bytes as u64,
             stalls: h.stalls,
             retransmits,

@@ -114,8 +114,8 @@ impl Torus {
     }
 
     /// [`Self::touch`] on the coarse tier: what its events read. A head at
-    /// a node: its packet, at stage 1 the node's link bookings and
-    /// counters. A link's waiting packets: at stage 0 the first one, at
+    /// a node: its packet, at stage 1 the node's links (their bookings
+    /// and counters). A link's waiting packets: at stage 0 the first one, at
     /// stage 1 the one after it (whose start the event reads). An arrival:
     /// its packet.
     #[inline]
@@ -129,10 +129,6 @@ impl Torus {
             }
             (ev::COARSE_HOP, _) => {
                 c.touch_links(e.node);
-                if let Some(r) = self.routers.get(e.node as usize) {
-                    prefetch(&r.send[0]);
-                    prefetch(&r.link_high[0]);
-                }
             }
             (ev::COARSE_LINK, 0) => {
                 if let Some(p) = c.first_waiting(link).and_then(|id| self.pool.try_get(id)) {
