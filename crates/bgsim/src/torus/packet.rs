@@ -125,6 +125,11 @@ impl Pool {
             let id = self.free;
             self.free = self.pkts[id as usize].next;
             self.pkts[id as usize] = p;
+            // The next allocation reads the next free slot's link: start
+            // bringing it in (a slot freed a while ago is out of the cache).
+            if let Some(next) = self.pkts.get(self.free as usize) {
+                crate::engine::prefetch(next);
+            }
             id
         } else {
             if self.pkts.len() == self.pkts.capacity() {
