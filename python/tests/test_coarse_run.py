@@ -75,3 +75,15 @@ def test_the_cli_runs_a_program_on_the_coarse_tier_and_refuses_what_it_cannot(cl
     assert p.returncode != 0 and "coarse tier" in p.stderr and "dead" in p.stderr
     with pytest.raises(bgsim.errors.UsageError, match="allowed packet, coarse"):
         bgsim.run(lambda: None, shape="2x2x2", fidelity="flow")
+
+
+def test_the_coarse_links_count_what_crosses_them():
+    """Deterministic routes are the same on both tiers: every link carries
+    the same packets (the coarse tier keeps its links' counters apart from
+    the routers'), and they add up to the run's packet-hops."""
+    packet = bgsim.run(_pingpong(21, 600), shape="4x4x4")
+    c = bgsim.run(_pingpong(21, 600), shape="4x4x4", fidelity="coarse")
+    assert sum(c.link_packets) == c.counters["packet_hops"] > 0
+    assert list(c.link_packets) == list(packet.link_packets)
+    busy = [i for i, p in enumerate(c.link_packets) if p]
+    assert busy and all(c.link_util_pct[i] > 0 for i in busy)
