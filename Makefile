@@ -67,8 +67,8 @@ mpi:
 # threads, the machine cut into as many partitions, and on 32x32x32 on 1
 # and 2 threads; bench_scale: MPI programs on 65,536
 # and 131,072 ranks, about 3 minutes; bench_osu: mpi4py's osu_alltoall demo
-# on 32 ranks, fetched from its PyPI source distribution, 15-20 minutes;
-# bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 6
+# on 32 ranks, fetched from its PyPI source distribution, about 22 minutes;
+# bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 4
 # minutes). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
 # about 25 million messages).
 MPI_ITERS ?= 1000
