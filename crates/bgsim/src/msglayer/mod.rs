@@ -31,6 +31,9 @@ use crate::torus::{flags, Packet, NRX, RX_GROUP};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+mod matching;
+use matching::Queue;
+
 /// Empty per-peer send queues a rank keeps (with their buffers) for the next
 /// message to the same peer: a neighbour exchange then allocates nothing per
 /// message, while a rank that has sent to thousands of peers holds only this
@@ -237,9 +240,9 @@ struct RankState {
     task: u8,
     core: u8,
     /// Posted receives in post order.
-    posted: Vec<ReqId>,
+    posted: Queue,
     /// Messages whose envelope arrived unmatched, in arrival order.
-    unexpected: Vec<MsgId>,
+    unexpected: Queue,
     probes: Vec<ReqId>,
     /// Per destination: messages not yet started (head may be in progress).
     /// (Fx hashing: a rank number needs no protection from crafted keys.)
@@ -365,8 +368,8 @@ impl MsgLayer {
                     node,
                     task: s[3] as u8,
                     core: if tpn > 1 { s[3] as u8 } else { 0 },
-                    posted: Vec::new(),
-                    unexpected: Vec::new(),
+                    posted: Queue::default(),
+                    unexpected: Queue::default(),
                     probes: Vec::new(),
                     peers: FxHashMap::default(),
                     envelope_ready: FxHashMap::default(),
@@ -832,21 +835,12 @@ impl MsgLayer {
             r.capacity = capacity;
             r.unaligned = unaligned;
         }
-        let found = self.ranks[rank as usize].unexpected.iter().position(|&m| self.matches(req, m));
-        match found {
-            Some(i) => {
-                let msg = self.ranks[rank as usize].unexpected.remove(i);
-                self.bind(net, q, now, msg, req);
-            }
-            None => self.ranks[rank as usize].posted.push(req),
+        let rs = &mut self.ranks[rank as usize];
+        match rs.unexpected.take_message(ctx, src, tag) {
+            Some(msg) => self.bind(net, q, now, msg, req),
+            None => rs.posted.push(ctx, src, tag, req),
         }
         req
-    }
-
-    fn matches(&self, req: ReqId, msg: MsgId) -> bool {
-        let r = &self.reqs[req as usize];
-        let m = &self.msgs[msg as usize];
-        r.ctx == m.ctx && (r.src == ANY || r.src as u32 == m.src) && (r.tag == ANY || r.tag == m.tag)
     }
 
     /// Posts a probe: completes when a matching message is (or becomes)
@@ -859,7 +853,7 @@ impl MsgLayer {
             r.ctx = ctx;
             r.tag = tag;
         }
-        if let Some(&m) = self.ranks[rank as usize].unexpected.iter().find(|&&m| self.matches(req, m)) {
+        if let Some(m) = self.ranks[rank as usize].unexpected.peek_message(ctx, src, tag) {
             self.finish_probe(req, m, now);
         } else {
             self.ranks[rank as usize].probes.push(req);
@@ -879,14 +873,16 @@ impl MsgLayer {
         if r.done {
             return false;
         }
-        let rank = r.rank as usize;
-        let list = match r.kind {
-            ReqKind::Recv => &mut self.ranks[rank].posted,
-            ReqKind::Probe => &mut self.ranks[rank].probes,
+        let (rank, ctx, src) = (r.rank as usize, r.ctx, r.src);
+        let found = match r.kind {
+            ReqKind::Recv => self.ranks[rank].posted.remove(ctx, src, req),
+            ReqKind::Probe => {
+                let probes = &mut self.ranks[rank].probes;
+                probes.iter().position(|&x| x == req).map(|i| probes.remove(i)).is_some()
+            }
             _ => return false,
         };
-        if let Some(i) = list.iter().position(|&x| x == req) {
-            list.remove(i);
+        if found {
             self.reqs[req as usize].status.cancelled = true;
             self.complete(req, now);
             true
@@ -924,7 +920,7 @@ impl MsgLayer {
     fn envelope(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, core: usize) {
         self.msgs[id as usize].envelope = true;
         let m = &self.msgs[id as usize];
-        let (dst, src) = (m.dst, m.src);
+        let (dst, src, ctx, tag) = (m.dst, m.src, m.ctx, m.tag);
         let (node, _) = self.place(dst);
         let cost = match m.proto {
             _ if m.direct => 0,
@@ -935,16 +931,12 @@ impl MsgLayer {
         if m.proto == Some(Protocol::AdaptiveEager) {
             self.send_packet(net, q, now, dst, src, pk::CONFIRM, id, 0, 8, Routing::Deterministic, false);
         }
-        let rs = &self.ranks[dst as usize];
-        match rs.posted.iter().position(|&r| self.matches(r, id)) {
-            Some(i) => {
-                let req = self.ranks[dst as usize].posted.remove(i);
-                self.bind(net, q, now, id, req);
-            }
+        match self.ranks[dst as usize].posted.take_receive(ctx, src, tag) {
+            Some(req) => self.bind(net, q, now, id, req),
             None => {
                 self.msgs[id as usize].unexpected = true;
                 let rs = &mut self.ranks[dst as usize];
-                rs.unexpected.push(id);
+                rs.unexpected.push(ctx, src as i32, tag, id);
                 rs.stats.unexpected += 1;
                 if let Some(i) = rs.probes.iter().position(|&p| {
                     let r = &self.reqs[p as usize];
