@@ -7,8 +7,9 @@
 //!
 //! A few entries are one short list, searched in order (a ping-pong's one
 //! receive costs no more than it did). Past `SMALL` entries they go into
-//! lists per (context, source), and a sequence number per entry decides
-//! between lists: a message or receive then looks at one or two lists (all
+//! linked lists per (context, source), in one array of entries with a free
+//! list (no allocation per list: a post-all exchange makes one list per
+//! source), and a sequence number per entry decides between lists: a message or receive then looks at one or two lists (all
 //! of its context's for an `ANY` source), where one list of everything made
 //! a post-all exchange on n ranks cost each message a walk over up to n
 //! posted receives. Only the simulator's own time changes: matching costs
@@ -16,15 +17,94 @@
 
 use super::ANY;
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
+
+/// No entry (end of a linked list).
+const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    seq: u64,
+    /// Order of arrival (compared with wrap-around: only entries present
+    /// together are compared).
+    seq: u32,
     id: u32,
     ctx: u32,
     src: i32,
     tag: i32,
+    /// The next entry of its list (`Lists`), or of the free list.
+    next: u32,
+}
+
+/// Entries in linked lists per (context, source).
+#[derive(Debug)]
+struct Lists {
+    /// First and last entry of each list.
+    ends: FxHashMap<(u32, i32), (u32, u32)>,
+    slab: Vec<Entry>,
+    free: u32,
+    len: u32,
+    /// Entries whose source is `ANY` (a message looks up their list only
+    /// if there are any).
+    any: u32,
+}
+
+impl Lists {
+    fn push(&mut self, mut e: Entry) {
+        e.next = NIL;
+        let i = if self.free != NIL {
+            let i = self.free;
+            self.free = self.slab[i as usize].next;
+            self.slab[i as usize] = e;
+            i
+        } else {
+            self.slab.push(e);
+            self.slab.len() as u32 - 1
+        };
+        match self.ends.get_mut(&(e.ctx, e.src)) {
+            Some(ends) => {
+                self.slab[ends.1 as usize].next = i;
+                ends.1 = i;
+            }
+            None => {
+                self.ends.insert((e.ctx, e.src), (i, i));
+            }
+        }
+        self.len += 1;
+        self.any += (e.src == ANY) as u32;
+    }
+
+    /// The first entry of list `key` whose tag `ok` accepts.
+    fn first(&self, key: (u32, i32), ok: impl Fn(i32) -> bool) -> Option<(u32, At)> {
+        let (mut i, mut prev) = (self.ends.get(&key)?.0, NIL);
+        while i != NIL {
+            let e = &self.slab[i as usize];
+            if ok(e.tag) {
+                return Some((e.seq, At::List { key, i, prev }));
+            }
+            (prev, i) = (i, e.next);
+        }
+        None
+    }
+
+    fn take(&mut self, key: (u32, i32), i: u32, prev: u32) -> u32 {
+        let e = self.slab[i as usize];
+        let ends = self.ends.get_mut(&key).expect("matching list");
+        if prev == NIL {
+            ends.0 = e.next;
+        } else {
+            self.slab[prev as usize].next = e.next;
+        }
+        if ends.1 == i {
+            ends.1 = prev;
+        }
+        if ends.0 == NIL {
+            self.ends.remove(&key);
+        }
+        self.slab[i as usize].next = self.free;
+        self.free = i;
+        self.len -= 1;
+        self.any -= (key.1 == ANY) as u32;
+        e.id
+    }
 }
 
 /// Posted receives (`src` may be `ANY`) or unexpected messages of one rank.
@@ -32,48 +112,45 @@ struct Entry {
 #[derive(Debug, Default)]
 pub(super) struct Queue {
     small: Vec<Entry>,
-    lists: FxHashMap<(u32, i32), VecDeque<Entry>>,
-    next: u64,
-    /// Entries in `lists` whose source is `ANY` (a message looks up their
-    /// lists only if there are any).
-    any: u32,
+    lists: Option<Box<Lists>>,
+    next: u32,
 }
 
 /// Entries a queue keeps in one short list.
 const SMALL: usize = 8;
 
-/// Where an entry is: its place in the short list, or its list and its
-/// place in that.
+/// Where an entry is: its place in the short list, or its list, its index
+/// and the entry before it in its list.
 #[derive(Clone, Copy)]
 enum At {
     Small(usize),
-    List((u32, i32), usize),
+    List { key: (u32, i32), i: u32, prev: u32 },
+}
+
+/// Whether sequence number `a` came before `b`.
+fn older(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
 }
 
 impl Queue {
     pub fn push(&mut self, ctx: u32, src: i32, tag: i32, id: u32) {
-        let e = Entry { seq: self.next, id, ctx, src, tag };
-        self.next += 1;
-        if self.lists.is_empty() && self.small.len() < SMALL {
+        let e = Entry { seq: self.next, id, ctx, src, tag, next: NIL };
+        self.next = self.next.wrapping_add(1);
+        if self.lists.is_none() && self.small.len() < SMALL {
             self.small.push(e);
             return;
         }
-        for e in std::mem::take(&mut self.small).into_iter().chain([e]) {
-            self.any += (e.src == ANY) as u32;
-            self.lists.entry((e.ctx, e.src)).or_default().push_back(e);
+        let lists = self.lists.get_or_insert_with(|| {
+            Box::new(Lists { ends: FxHashMap::default(), slab: Vec::new(), free: NIL, len: 0, any: 0 })
+        });
+        for e in self.small.drain(..).chain([e]) {
+            lists.push(e);
         }
     }
 
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.small.is_empty() && self.lists.is_empty()
-    }
-
-    /// The first entry of list `key` whose tag `ok` accepts: its sequence
-    /// number and place.
-    fn first(&self, key: (u32, i32), ok: impl Fn(i32) -> bool) -> Option<(u64, At)> {
-        let list = self.lists.get(&key)?;
-        list.iter().position(|e| ok(e.tag)).map(|i| (list[i].seq, At::List(key, i)))
+        self.small.is_empty() && self.lists.is_none()
     }
 
     /// The first entry `ok` accepts, in the short list.
@@ -82,38 +159,41 @@ impl Queue {
     }
 
     fn get(&self, at: At) -> u32 {
-        match at {
-            At::Small(i) => self.small[i].id,
-            At::List(key, i) => self.lists[&key][i].id,
+        match (at, &self.lists) {
+            (At::Small(i), _) => self.small[i].id,
+            (At::List { i, .. }, Some(l)) => l.slab[i as usize].id,
+            (At::List { .. }, None) => unreachable!("a list entry without lists"),
         }
     }
 
     fn take(&mut self, at: At) -> u32 {
-        let (key, i) = match at {
-            At::Small(i) => return self.small.remove(i).id,
-            At::List(key, i) => (key, i),
-        };
-        let list = self.lists.get_mut(&key).expect("matching list");
-        let e = list.remove(i).expect("matching entry");
-        self.any -= (key.1 == ANY) as u32;
-        if list.is_empty() {
-            self.lists.remove(&key);
+        match (at, &mut self.lists) {
+            (At::Small(i), _) => self.small.remove(i).id,
+            (At::List { key, i, prev }, Some(l)) => {
+                let id = l.take(key, i, prev);
+                if l.len == 0 {
+                    // Back to the short list; the array goes.
+                    self.lists = None;
+                }
+                id
+            }
+            (At::List { .. }, None) => unreachable!("a list entry without lists"),
         }
-        e.id
     }
 
     /// Posted receives: takes the oldest that a message from `src` with
     /// `tag` on `ctx` matches.
     pub fn take_receive(&mut self, ctx: u32, src: u32, tag: i32) -> Option<u32> {
         let ok = |t: i32| t == ANY || t == tag;
-        let at = if self.lists.is_empty() {
-            self.first_small(|e| e.ctx == ctx && (e.src == ANY || e.src == src as i32) && ok(e.tag))
-        } else {
-            let named = self.first((ctx, src as i32), ok);
-            let any = if self.any > 0 { self.first((ctx, ANY), ok) } else { None };
-            match (named, any) {
-                (Some(a), Some(b)) => Some(if a.0 < b.0 { a.1 } else { b.1 }),
-                (a, b) => a.or(b).map(|x| x.1),
+        let at = match &self.lists {
+            None => self.first_small(|e| e.ctx == ctx && (e.src == ANY || e.src == src as i32) && ok(e.tag)),
+            Some(l) => {
+                let named = l.first((ctx, src as i32), ok);
+                let any = if l.any > 0 { l.first((ctx, ANY), ok) } else { None };
+                match (named, any) {
+                    (Some(a), Some(b)) => Some(if older(a.0, b.0) { a.1 } else { b.1 }),
+                    (a, b) => a.or(b).map(|x| x.1),
+                }
             }
         };
         at.map(|at| self.take(at))
@@ -123,13 +203,18 @@ impl Queue {
     /// (or `ANY`) with `tag` (or `ANY`) on `ctx` matches.
     fn find_message(&self, ctx: u32, src: i32, tag: i32) -> Option<At> {
         let ok = |t: i32| tag == ANY || t == tag;
-        if self.lists.is_empty() {
+        let Some(l) = &self.lists else {
             return self.first_small(|e| e.ctx == ctx && (src == ANY || e.src == src) && ok(e.tag));
-        }
+        };
         if src != ANY {
-            return self.first((ctx, src), ok).map(|x| x.1);
+            return l.first((ctx, src), ok).map(|x| x.1);
         }
-        self.lists.keys().filter(|k| k.0 == ctx).filter_map(|&k| self.first(k, ok)).min_by_key(|x| x.0).map(|x| x.1)
+        l.ends
+            .keys()
+            .filter(|k| k.0 == ctx)
+            .filter_map(|&k| l.first(k, ok))
+            .reduce(|a, b| if older(b.0, a.0) { b } else { a })
+            .map(|x| x.1)
     }
 
     /// The oldest unexpected message such a receive matches, left in place
@@ -146,10 +231,15 @@ impl Queue {
     /// Removes entry `id` (of context `ctx`, source `src`); false if it is
     /// not there.
     pub fn remove(&mut self, ctx: u32, src: i32, id: u32) -> bool {
-        let at = if self.lists.is_empty() {
-            self.first_small(|e| e.id == id)
-        } else {
-            self.lists.get(&(ctx, src)).and_then(|l| l.iter().position(|e| e.id == id)).map(|i| At::List((ctx, src), i))
+        let at = match &self.lists {
+            None => self.first_small(|e| e.id == id),
+            Some(l) => {
+                let (mut i, mut prev) = (l.ends.get(&(ctx, src)).map_or(NIL, |e| e.0), NIL);
+                while i != NIL && l.slab[i as usize].id != id {
+                    (prev, i) = (i, l.slab[i as usize].next);
+                }
+                (i != NIL).then_some(At::List { key: (ctx, src), i, prev })
+            }
         };
         at.map(|at| self.take(at)).is_some()
     }
@@ -220,6 +310,22 @@ mod tests {
             assert_eq!(q.take_message(1, ANY, ANY), None, "no context-1 messages");
             assert!(q.remove(0, 1, 13));
             assert!(!q.remove(0, 1, 13));
+        }
+    }
+
+    #[test]
+    fn the_order_holds_across_the_sequence_numbers_wrapping_around() {
+        for take_messages in [false, true] {
+            let mut q = Queue { next: u32::MAX - SMALL as u32, ..Queue::default() };
+            long(&mut q); // numbered MAX - 8 to MAX - 1
+            q.push(0, 4, 2, 1); // MAX
+            q.push(0, ANY, 2, 2); // 0
+            if take_messages {
+                assert_eq!(q.take_message(0, ANY, 2), Some(1), "numbered before the wrap, so older");
+            } else {
+                assert_eq!(q.take_receive(0, 4, 2), Some(1), "numbered before the wrap, so older");
+            }
+            assert_eq!(q.take_receive(0, 4, 2), Some(2));
         }
     }
 
