@@ -34,6 +34,15 @@ struct Entry {
     next: u32,
 }
 
+/// An entry of the short list (its place there is its order).
+#[derive(Clone, Copy, Debug)]
+struct Small {
+    id: u32,
+    ctx: u32,
+    src: i32,
+    tag: i32,
+}
+
 /// Entries in linked lists per (context, source).
 #[derive(Debug)]
 struct Lists {
@@ -111,7 +120,7 @@ impl Lists {
 /// Its entries are all in `small` or all in `lists`.
 #[derive(Debug, Default)]
 pub(super) struct Queue {
-    small: Vec<Entry>,
+    small: Vec<Small>,
     lists: Option<Box<Lists>>,
     next: u32,
 }
@@ -134,8 +143,7 @@ fn older(a: u32, b: u32) -> bool {
 
 impl Queue {
     pub fn push(&mut self, ctx: u32, src: i32, tag: i32, id: u32) {
-        let e = Entry { seq: self.next, id, ctx, src, tag, next: NIL };
-        self.next = self.next.wrapping_add(1);
+        let e = Small { id, ctx, src, tag };
         if self.lists.is_none() && self.small.len() < SMALL {
             self.small.push(e);
             return;
@@ -143,8 +151,10 @@ impl Queue {
         let lists = self.lists.get_or_insert_with(|| {
             Box::new(Lists { ends: FxHashMap::default(), slab: Vec::new(), free: NIL, len: 0, any: 0 })
         });
+        // Numbered as they go into the lists, the short list's first.
         for e in self.small.drain(..).chain([e]) {
-            lists.push(e);
+            lists.push(Entry { seq: self.next, id: e.id, ctx: e.ctx, src: e.src, tag: e.tag, next: NIL });
+            self.next = self.next.wrapping_add(1);
         }
     }
 
@@ -154,7 +164,7 @@ impl Queue {
     }
 
     /// The first entry `ok` accepts, in the short list.
-    fn first_small(&self, ok: impl Fn(&Entry) -> bool) -> Option<At> {
+    fn first_small(&self, ok: impl Fn(&Small) -> bool) -> Option<At> {
         self.small.iter().position(ok).map(At::Small)
     }
 
