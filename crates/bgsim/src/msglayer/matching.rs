@@ -9,10 +9,11 @@
 //! receive costs no more than it did). Past `SMALL` entries they go into
 //! linked lists per (context, source), in one array of entries with a free
 //! list (no allocation per list: a post-all exchange makes one list per
-//! source), and a sequence number per entry decides between lists: a message or receive then looks at one or two lists (all
-//! of its context's for an `ANY` source), where one list of everything made
-//! a post-all exchange on n ranks cost each message a walk over up to n
-//! posted receives. Only the simulator's own time changes: matching costs
+//! source), and a sequence number per entry decides between lists: a
+//! message or receive then looks at one or two lists (all of its context's
+//! for an `ANY` source), where one list of everything made a post-all
+//! exchange on n ranks cost each message a walk over up to n posted
+//! receives. Only the simulator's own time changes: matching costs
 //! the simulated cores what it did.
 
 use super::ANY;
