@@ -28,8 +28,6 @@ struct Entry {
     /// together are compared).
     seq: u32,
     id: u32,
-    ctx: u32,
-    src: i32,
     tag: i32,
     /// The next entry of its list (`Lists`), or of the free list.
     next: u32,
@@ -58,8 +56,8 @@ struct Lists {
 }
 
 impl Lists {
-    fn push(&mut self, mut e: Entry) {
-        e.next = NIL;
+    /// Appends entry `e` to list `key` (context, source).
+    fn push(&mut self, key: (u32, i32), e: Entry) {
         let i = if self.free != NIL {
             let i = self.free;
             self.free = self.slab[i as usize].next;
@@ -69,25 +67,26 @@ impl Lists {
             self.slab.push(e);
             self.slab.len() as u32 - 1
         };
-        match self.ends.get_mut(&(e.ctx, e.src)) {
+        match self.ends.get_mut(&key) {
             Some(ends) => {
                 self.slab[ends.1 as usize].next = i;
                 ends.1 = i;
             }
             None => {
-                self.ends.insert((e.ctx, e.src), (i, i));
+                self.ends.insert(key, (i, i));
             }
         }
         self.len += 1;
-        self.any += (e.src == ANY) as u32;
+        self.any += (key.1 == ANY) as u32;
     }
 
-    /// The first entry of list `key` whose tag `ok` accepts.
-    fn first(&self, key: (u32, i32), ok: impl Fn(i32) -> bool) -> Option<(u32, At)> {
+    /// The first entry of list `key` that `ok` accepts: its sequence
+    /// number and place.
+    fn first(&self, key: (u32, i32), ok: impl Fn(&Entry) -> bool) -> Option<(u32, At)> {
         let (mut i, mut prev) = (self.ends.get(&key)?.0, NIL);
         while i != NIL {
             let e = &self.slab[i as usize];
-            if ok(e.tag) {
+            if ok(e) {
                 return Some((e.seq, At::List { key, i, prev }));
             }
             (prev, i) = (i, e.next);
@@ -154,7 +153,7 @@ impl Queue {
         });
         // Numbered as they go into the lists, the short list's first.
         for e in self.small.drain(..).chain([e]) {
-            lists.push(Entry { seq: self.next, id: e.id, ctx: e.ctx, src: e.src, tag: e.tag, next: NIL });
+            lists.push((e.ctx, e.src), Entry { seq: self.next, id: e.id, tag: e.tag, next: NIL });
             self.next = self.next.wrapping_add(1);
         }
     }
@@ -199,8 +198,8 @@ impl Queue {
         let at = match &self.lists {
             None => self.first_small(|e| e.ctx == ctx && (e.src == ANY || e.src == src as i32) && ok(e.tag)),
             Some(l) => {
-                let named = l.first((ctx, src as i32), ok);
-                let any = if l.any > 0 { l.first((ctx, ANY), ok) } else { None };
+                let named = l.first((ctx, src as i32), |e| ok(e.tag));
+                let any = if l.any > 0 { l.first((ctx, ANY), |e| ok(e.tag)) } else { None };
                 match (named, any) {
                     (Some(a), Some(b)) => Some(if older(a.0, b.0) { a.1 } else { b.1 }),
                     (a, b) => a.or(b).map(|x| x.1),
@@ -218,12 +217,12 @@ impl Queue {
             return self.first_small(|e| e.ctx == ctx && (src == ANY || e.src == src) && ok(e.tag));
         };
         if src != ANY {
-            return l.first((ctx, src), ok).map(|x| x.1);
+            return l.first((ctx, src), |e| ok(e.tag)).map(|x| x.1);
         }
         l.ends
             .keys()
             .filter(|k| k.0 == ctx)
-            .filter_map(|&k| l.first(k, ok))
+            .filter_map(|&k| l.first(k, |e| ok(e.tag)))
             .reduce(|a, b| if older(b.0, a.0) { b } else { a })
             .map(|x| x.1)
     }
@@ -244,13 +243,7 @@ impl Queue {
     pub fn remove(&mut self, ctx: u32, src: i32, id: u32) -> bool {
         let at = match &self.lists {
             None => self.first_small(|e| e.id == id),
-            Some(l) => {
-                let (mut i, mut prev) = (l.ends.get(&(ctx, src)).map_or(NIL, |e| e.0), NIL);
-                while i != NIL && l.slab[i as usize].id != id {
-                    (prev, i) = (i, l.slab[i as usize].next);
-                }
-                (i != NIL).then_some(At::List { key: (ctx, src), i, prev })
-            }
+            Some(l) => l.first((ctx, src), |e| e.id == id).map(|x| x.1),
         };
         at.map(|at| self.take(at)).is_some()
     }
