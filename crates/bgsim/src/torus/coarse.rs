@@ -15,6 +15,7 @@
 //! the packet tier's. `docs/coarse.md` gives its error against packets.
 
 use super::*;
+use super::packet::GAP_FAR;
 
 /// One link (node x direction) on the coarse tier, in half a cache line:
 /// when it is free again (its last booking ends), the packets booked on it
@@ -181,7 +182,10 @@ impl Torus {
                 (l.head, l.tail) = (id, id);
                 q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
             } else {
-                self.pool.get_mut(l.tail).next = id;
+                // The packet ahead keeps the gap between their starts.
+                let ahead = self.pool.get_mut(l.tail);
+                ahead.next = id;
+                ahead.next_gap = u32::try_from(start - ahead.arrived).unwrap_or(GAP_FAR);
                 l.tail = id;
             }
         }
@@ -195,14 +199,18 @@ impl Torus {
         let link = n as usize * NDIR + d;
         let l = &mut c.links[link];
         let id = l.head;
-        let after = self.pool.get(id).next;
+        let pk = self.pool.get(id);
+        let (after, gap, started) = (pk.next, pk.next_gap, pk.arrived);
         if after == NIL {
             debug_assert_eq!(id, l.tail);
             (l.head, l.tail) = (NIL, NIL);
         } else {
             l.head = after;
-            let at = self.pool.get(after).arrived + self.p.hop_latency;
-            q.push_at(at, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
+            // The next one's start, from the gap this one keeps (not from
+            // its own record, which is likely out of the cache).
+            let start = if gap != GAP_FAR { started + gap as Tick } else { self.pool.get(after).arrived };
+            debug_assert_eq!(start, self.pool.get(after).arrived);
+            q.push_at(start + self.p.hop_latency, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
         }
         debug_assert_eq!(self.pool.get(id).arrived + self.p.hop_latency, now);
         self.pool.get_mut(id).next = NIL;
