@@ -239,6 +239,38 @@ fn latency_grows_with_protocol_and_hops() {
     assert!(far > near);
 }
 
+/// The coarse torus under a hot spot: every rank sends 20 KB to rank 0,
+/// so packets wait in line on the links into it (each link's event finds
+/// the next packet's start from the gap the one ahead keeps, checked
+/// against the packet's own record in debug builds). The data arrives
+/// whole, two runs give the same time, and the waiting makes the
+/// exchange far longer than one message alone.
+#[test]
+fn coarse_torus_queues_packets_on_busy_links() {
+    let bytes = 20_000usize;
+    let data = |r: u32| -> Vec<u8> { (0..bytes as u32).map(|i| ((i + r) % 251) as u8).collect() };
+    let run = |senders: u32| {
+        let mut w = world("4x4x4", 64, &[]);
+        w.set_coarse().unwrap();
+        let mut recvs = Vec::new();
+        for r in 1..=senders {
+            w.isend(r, 0, 0, r as i32, data(r), SendMode::Standard, None).unwrap();
+            recvs.push((r, w.irecv(0, r as i64, 0, r as i32, bytes as u32).unwrap()));
+        }
+        let reqs: Vec<u32> = recvs.iter().map(|&(_, q)| q).collect();
+        if w.block(0, reqs, recvs.len()) {
+            while !w.run().unwrap().contains(&0) {}
+        }
+        for &(r, q) in &recvs {
+            assert_eq!(w.take_data(q).unwrap(), data(r), "message from rank {r}");
+        }
+        w.now()
+    };
+    let (alone, all) = (run(1), run(63));
+    assert_eq!(all, run(63));
+    assert!(all > 10 * alone, "63 senders into one node: {all} ticks, one sender alone {alone}");
+}
+
 #[test]
 fn same_seed_same_times() {
     let run = || {
