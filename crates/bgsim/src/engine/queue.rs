@@ -30,6 +30,12 @@ const NEAR_MASK: u64 = (NEAR as u64) - 1;
 /// allocates once the pools have grown to the working set.
 const SLOT_KEEP: usize = 64;
 
+/// Batches smaller than this are not followed by a preview of the events
+/// after them (see [`EventQueue::preview`]): in a sparse run (a coarse-tier
+/// skeleton, a ping-pong: one or two events per tick) the preview cost more
+/// than the look-ahead it gave.
+const PREVIEW_MIN_BATCH: usize = 8;
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Far {
     t: Tick,
@@ -387,7 +393,9 @@ impl EventQueue {
                     give_back(slot, &mut self.big, &mut self.spare);
                     let (bits, i) = if near { (&mut self.near_bits[..], (self.now & NEAR_MASK) as usize) } else { (&mut self.slot_bits[..], (self.now & MASK) as usize) };
                     bits[i / 64] &= !(1 << (i % 64));
-                    self.preview();
+                    if self.current_end >= PREVIEW_MIN_BATCH {
+                        self.preview();
+                    }
                     return true;
                 }
             }
@@ -414,11 +422,12 @@ impl EventQueue {
         }
     }
 
-    /// Appends to the batch just taken a copy of the first events due
-    /// after it, as things stand (the rest of the tick, then the next
-    /// tick), as far as the look-ahead reaches: [`Self::peek_ahead`] then
-    /// finds them in one place. Events scheduled later may come before
-    /// some of them, so the look-ahead sees only what is likely next.
+    /// Appends to the batch just taken (of at least [`PREVIEW_MIN_BATCH`]
+    /// events) a copy of the first events due after it, as things stand
+    /// (the rest of the tick, then the next tick), as far as the
+    /// look-ahead reaches: [`Self::peek_ahead`] then finds them in one
+    /// place. Events scheduled later may come before some of them, so the
+    /// look-ahead sees only what is likely next.
     #[inline]
     fn preview(&mut self) {
         let next = self.now + 1;
@@ -495,26 +504,41 @@ mod tests {
     }
 
     /// The look-ahead sees the rest of the batch, then the rest of the tick
-    /// and the next tick, as they stood when the batch was taken.
+    /// and the next tick, as they stood when the batch was taken (a batch
+    /// of at least PREVIEW_MIN_BATCH events); after a smaller batch only
+    /// the batch.
     #[test]
     fn peek_ahead_reaches_past_the_batch() {
         let mut q = EventQueue::new();
-        q.push(300, ev(1)); // large wheel, tick 300
-        q.push(300, ev(2));
+        let big = PREVIEW_MIN_BATCH as u32;
+        for d in 1..=big {
+            q.push(300, ev(d)); // large wheel, tick 300
+        }
         q.advance_to(45);
         assert_eq!(q.now(), 45);
-        q.push(255, ev(3)); // small wheel, tick 300
-        q.push(256, ev(4)); // large wheel, tick 301
-        q.push(5_000, ev(5)); // far beyond the preview
+        q.push(255, ev(100)); // small wheel, tick 300
+        q.push(256, ev(101)); // large wheel, tick 301
+        q.push(5_000, ev(102)); // far beyond the preview
         assert_eq!(q.pop_before(u64::MAX).map(|(t, e)| (t, e.data)), Some((300, 1)));
-        let ahead: Vec<u32> = (0..5).map_while(|k| q.peek_ahead(k).map(|e| e.data)).collect();
-        assert_eq!(ahead, vec![2, 3, 4]);
-        assert_eq!(q.pop_before(u64::MAX).map(|(t, e)| (t, e.data)), Some((300, 2)));
-        assert_eq!(q.peek_ahead(0).map(|e| e.data), Some(3));
+        let ahead: Vec<u32> = (0..big as usize + 5).map_while(|k| q.peek_ahead(k).map(|e| e.data)).collect();
+        let mut want: Vec<u32> = (2..=big).collect();
+        want.extend([100, 101]);
+        assert_eq!(ahead, want);
         // Handing out is not changed by the preview.
         let rest: Vec<(Tick, u32)> = std::iter::from_fn(|| q.pop_before(u64::MAX).map(|(t, e)| (t, e.data))).collect();
-        assert_eq!(rest, vec![(300, 3), (301, 4), (5_045, 5)]);
+        let mut want: Vec<(Tick, u32)> = (2..=big).map(|d| (300, d)).collect();
+        want.extend([(300, 100), (301, 101), (5_045, 102)]);
+        assert_eq!(rest, want);
         assert!(q.is_empty());
+        // A batch of two events: no preview of the next tick.
+        q.push(10, ev(1));
+        q.push(10, ev(2));
+        q.push(11, ev(3));
+        assert_eq!(q.pop_before(u64::MAX).map(|(_, e)| e.data), Some(1));
+        assert_eq!(q.peek_ahead(0).map(|e| e.data), Some(2));
+        assert_eq!(q.peek_ahead(1).map(|e| e.data), None);
+        let rest: Vec<u32> = std::iter::from_fn(|| q.pop_before(u64::MAX).map(|(_, e)| e.data)).collect();
+        assert_eq!(rest, vec![2, 3]);
     }
 
     #[test]
