@@ -141,6 +141,12 @@ fn older(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
+/// Where the oldest of the entries found in several lists is (each found
+/// with its sequence number).
+fn oldest(found: impl IntoIterator<Item = (u32, At)>) -> Option<At> {
+    found.into_iter().reduce(|a, b| if older(b.0, a.0) { b } else { a }).map(|x| x.1)
+}
+
 impl Queue {
     pub fn push(&mut self, ctx: u32, src: i32, tag: i32, id: u32) {
         let e = Small { id, ctx, src, tag };
@@ -200,10 +206,7 @@ impl Queue {
             Some(l) => {
                 let named = l.first((ctx, src as i32), |e| ok(e.tag));
                 let any = if l.any > 0 { l.first((ctx, ANY), |e| ok(e.tag)) } else { None };
-                match (named, any) {
-                    (Some(a), Some(b)) => Some(if older(a.0, b.0) { a.1 } else { b.1 }),
-                    (a, b) => a.or(b).map(|x| x.1),
-                }
+                oldest(named.into_iter().chain(any))
             }
         };
         at.map(|at| self.take(at))
@@ -219,12 +222,7 @@ impl Queue {
         if src != ANY {
             return l.first((ctx, src), |e| ok(e.tag)).map(|x| x.1);
         }
-        l.ends
-            .keys()
-            .filter(|k| k.0 == ctx)
-            .filter_map(|&k| l.first(k, |e| ok(e.tag)))
-            .reduce(|a, b| if older(b.0, a.0) { b } else { a })
-            .map(|x| x.1)
+        oldest(l.ends.keys().filter(|k| k.0 == ctx).filter_map(|&k| l.first(k, |e| ok(e.tag))))
     }
 
     /// The oldest unexpected message such a receive matches, left in place
