@@ -320,26 +320,39 @@ fn windows_remote<M: Partitioned>(p: &mut Part<M>, split: &Partitioning, transpo
 }
 
 /// Puts a window's held events in order of their keys; events of one key
-/// (one node's, at one time) keep the order they were scheduled in. The
-/// events come in order of time already. Sorts one word per event - its
-/// time in the window, node and place - and then moves the events once; a
-/// window too long or events too many for the word take a stable sort of
-/// the events themselves.
+/// (one node's, at one time) keep the order they were scheduled in. See
+/// [`held_order`].
 fn sort_held(v: &mut Vec<Crossing>, keys: &mut Vec<u64>, spare: &mut Vec<Crossing>) {
-    const PLACE_BITS: u32 = 20;
+    if held_order(v, keys) {
+        spare.clear();
+        spare.extend(keys.iter().map(|&k| v[(k & PLACE_MASK) as usize]));
+        std::mem::swap(v, spare);
+    }
+}
+
+/// Bits of an order word ([`held_order`]) that hold the event's place.
+const PLACE_BITS: u32 = 20;
+const PLACE_MASK: u64 = (1 << PLACE_BITS) - 1;
+
+/// The order of a window's held events `v` (see [`sort_held`]): false if
+/// they are in order already; else true, with `keys` holding one word per
+/// event in order, its place in `v` in the low [`PLACE_BITS`] bits. A
+/// window too long or events too many for the word are sorted in `v`
+/// itself (a stable sort of the events; false). The events come in order
+/// of time already, so each time's run is sorted on its own (short runs:
+/// insertion sorts).
+fn held_order(v: &mut [Crossing], keys: &mut Vec<u64>) -> bool {
     const TIME_BITS: u32 = 64 - PLACE_BITS - super::queue::NODE_BITS;
     if v.len() < 2 || v.windows(2).all(|w| w[0].key <= w[1].key) {
-        return;
+        return false;
     }
     let span = v[v.len() - 1].key >> super::queue::NODE_BITS;
     if span >= 1 << TIME_BITS || v.len() >= 1 << PLACE_BITS {
         v.sort_by_key(|c| c.key);
-        return;
+        return false;
     }
     keys.clear();
     keys.extend(v.iter().enumerate().map(|(i, c)| c.key << PLACE_BITS | i as u64));
-    // The events come in order of time: sort each time's run on its own
-    // (short runs: insertion sorts).
     let mut i = 0;
     while i < keys.len() {
         let t = keys[i] >> (PLACE_BITS + super::queue::NODE_BITS);
@@ -350,9 +363,36 @@ fn sort_held(v: &mut Vec<Crossing>, keys: &mut Vec<u64>, spare: &mut Vec<Crossin
         keys[i..j].sort_unstable();
         i = j;
     }
-    spare.clear();
-    spare.extend(keys.iter().map(|&k| v[(k & ((1 << PLACE_BITS) - 1)) as usize]));
-    std::mem::swap(v, spare);
+    true
+}
+
+/// The end of a window of a run on one partition driven from outside (an
+/// MPI program's world, see `mpi::World`): the window's held events, put in
+/// order ([`sort_held`]) and scheduled, as [`Engine`] does for each of its
+/// partitions.
+#[derive(Default)]
+pub struct WindowEnd {
+    keys: Vec<u64>,
+    held: Vec<Crossing>,
+}
+
+impl WindowEnd {
+    /// Schedules the events `q` held in the window that ended.
+    pub fn close(&mut self, q: &mut EventQueue) {
+        std::mem::swap(&mut self.held, &mut q.outbox);
+        if held_order(&mut self.held, &mut self.keys) {
+            for &k in &self.keys {
+                let c = self.held[(k & PLACE_MASK) as usize];
+                q.schedule(c.t, c.ev);
+            }
+        } else {
+            for c in &self.held {
+                q.schedule(c.t, c.ev);
+            }
+        }
+        debug_assert!(self.held.iter().all(|c| c.load == NO_LOAD));
+        self.held.clear();
+    }
 }
 
 /// What the threads of a run share besides the mail: two barriers' worth

@@ -19,7 +19,7 @@ pub mod coll;
 pub mod skeleton;
 
 use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
-use crate::engine::{EngineStats, EventQueue, Model, Tick};
+use crate::engine::{EngineStats, Event, EventQueue, Model, Tick, WindowEnd, NO_NODE};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
 use crate::msglayer::{MsgLayer, MsgLog, MsgRecord, RankStats, ReqId, ReqKind, SendMode, Status};
@@ -118,7 +118,14 @@ impl Model for Stack {
 /// A simulated machine running a set of ranks.
 pub struct World {
     stack: Stack,
+    /// A windowed queue over every node (see `engine::parallel`): events for
+    /// another node are held until their window ends, so a run's order of
+    /// events is the one the machine cut into partitions would have.
     q: EventQueue,
+    /// Windows' length: the torus hop, the least time in which anything a
+    /// node does reaches another node.
+    lookahead: Tick,
+    window_end: WindowEnd,
     stats: EngineStats,
     waits: Vec<Option<Wait>>,
     ready: Vec<u32>,
@@ -162,9 +169,14 @@ impl World {
         }
         let ml = MsgLayer::new(&mut net, &slots, mpi);
         let m = &machine.spec.mpi;
+        let lookahead = machine.hop_latency.max(1);
+        let mut q = EventQueue::windowed(0, machine.shape.nodes());
+        q.window = (0, lookahead);
         Ok(World {
             stack: Stack { net, ml },
-            q: EventQueue::new(),
+            q,
+            lookahead,
+            window_end: WindowEnd::default(),
             stats: EngineStats::default(),
             waits: vec![None; nranks as usize],
             ready: Vec::new(),
@@ -307,10 +319,20 @@ impl World {
         }
         let proto = self.protocol_for(bytes, force);
         let now = self.q.now();
-        let Stack { net, ml } = &mut self.stack;
-        let r = ml.isend_sized(net, &mut self.q, now, rank, dest, ctx, tag, data, bytes, proto, mode);
+        let r = self.at_rank(rank, |net, ml, q| ml.isend_sized(net, q, now, rank, dest, ctx, tag, data, bytes, proto, mode));
         self.collect();
         Ok(r)
+    }
+
+    /// Runs `f`, an operation `rank` posts, as an event of the rank's node:
+    /// what it sends to other nodes is held to the window's end as their
+    /// events' are (see [`World::next_event`]).
+    fn at_rank<R>(&mut self, rank: u32, f: impl FnOnce(&mut Net, &mut MsgLayer, &mut EventQueue) -> R) -> R {
+        self.q.cur = self.stack.ml.place(rank).0;
+        let Stack { net, ml } = &mut self.stack;
+        let r = f(net, ml, &mut self.q);
+        self.q.cur = NO_NODE;
+        r
     }
 
     /// Posts a receive (`src` < 0: any source; `tag` < 0: any tag).
@@ -324,8 +346,7 @@ impl World {
     pub fn irecv_into(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> Result<ReqId, MpiError> {
         let src = if src < 0 { crate::msglayer::ANY } else { self.check_rank(src)? as i32 };
         let now = self.q.now();
-        let Stack { net, ml } = &mut self.stack;
-        let r = ml.irecv(net, &mut self.q, now, rank, src, ctx, tag.max(-1), capacity, unaligned);
+        let r = self.at_rank(rank, |net, ml, q| ml.irecv(net, q, now, rank, src, ctx, tag.max(-1), capacity, unaligned));
         self.collect();
         Ok(r)
     }
@@ -417,8 +438,7 @@ impl World {
     /// same on every rank) of `bytes` from `root` (one rank per node).
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
         let now = self.rank_time(rank);
-        let Stack { net, ml } = &mut self.stack;
-        let r = ml.line_bcast(net, &mut self.q, now, rank, id, root, bytes);
+        let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
         self.collect();
         r
     }
@@ -548,7 +568,7 @@ impl World {
         self.collect();
         if self.ready.is_empty() {
             loop {
-                let Some((t, ev)) = self.q.pop_before(Tick::MAX) else {
+                let Some((t, ev)) = self.next_event(Tick::MAX) else {
                     return Err(MpiError::Blocked(self.blocked()));
                 };
                 self.stats.events += 1;
@@ -559,14 +579,16 @@ impl World {
                     }
                 });
                 self.stack.handle(t, ev, &mut self.q);
+                self.q.cur = NO_NODE;
                 if !self.stack.ml.completed.is_empty() {
                     self.collect();
                     if !self.ready.is_empty() {
                         // Finish this tick.
-                        while let Some((t2, ev)) = self.q.pop_before(t + 1) {
+                        while let Some((t2, ev)) = self.next_event(t + 1) {
                             self.stats.events += 1;
                             self.stack.handle(t2, ev, &mut self.q);
                         }
+                        self.q.cur = NO_NODE;
                         self.q.advance_to(t);
                         self.collect();
                         break;
@@ -582,13 +604,45 @@ impl World {
         Ok(r)
     }
 
+    /// The next event due before `until`, its node made the queue's current
+    /// one; windows end as they run out: the events held in one are
+    /// scheduled, and the next starts at the earliest pending event. None
+    /// if nothing is due before `until`.
+    fn next_event(&mut self, until: Tick) -> Option<(Tick, Event)> {
+        self.q.cur = NO_NODE;
+        loop {
+            let end = self.q.window.1;
+            if self.q.outbox.is_empty() {
+                // Nothing held: the windows up to the next event would end
+                // with nothing to do, and the next starts at that event.
+                let (t, ev) = self.q.pop_before(until)?;
+                if t >= end {
+                    self.q.window = (t, t + self.lookahead);
+                }
+                self.q.cur = ev.node;
+                return Some((t, ev));
+            }
+            if let Some((t, ev)) = self.q.pop_before(end.min(until)) {
+                self.q.cur = ev.node;
+                return Some((t, ev));
+            }
+            if until <= end {
+                return None;
+            }
+            self.window_end.close(&mut self.q);
+            let start = end.max(self.q.peek_time()?);
+            self.q.window = (start, start + self.lookahead);
+        }
+    }
+
     /// Runs until nothing is left to do (packets of completed sends still
     /// in flight, coprocessor work); returns the time it ends.
     pub fn drain(&mut self) -> Tick {
-        while let Some((t, ev)) = self.q.pop_before(Tick::MAX) {
+        while let Some((t, ev)) = self.next_event(Tick::MAX) {
             self.stats.events += 1;
             self.stack.handle(t, ev, &mut self.q);
         }
+        self.q.cur = NO_NODE;
         self.collect();
         self.q.now()
     }
