@@ -126,6 +126,8 @@ pub struct World {
     /// node does reaches another node.
     lookahead: Tick,
     window_end: WindowEnd,
+    /// An event has been handled in the current window.
+    window_busy: bool,
     stats: EngineStats,
     waits: Vec<Option<Wait>>,
     ready: Vec<u32>,
@@ -177,6 +179,7 @@ impl World {
             q,
             lookahead,
             window_end: WindowEnd::default(),
+            window_busy: false,
             stats: EngineStats::default(),
             waits: vec![None; nranks as usize],
             ready: Vec::new(),
@@ -605,20 +608,25 @@ impl World {
     }
 
     /// The next event due before `until`, its node made the queue's current
-    /// one; windows end as they run out: the events held in one are
-    /// scheduled, and the next starts at the earliest pending event. None
-    /// if nothing is due before `until`.
+    /// one; None if nothing is due before `until`. Windows end as the
+    /// windowed engine's do (`engine::parallel`): the events held in one
+    /// are scheduled; the next starts at its end if the window was busy
+    /// (an event handled or held), else at the earliest pending event.
     fn next_event(&mut self, until: Tick) -> Option<(Tick, Event)> {
         self.q.cur = NO_NODE;
         loop {
             let end = self.q.window.1;
             if self.q.outbox.is_empty() {
-                // Nothing held: the windows up to the next event would end
-                // with nothing to do, and the next starts at that event.
+                // Nothing held: the windows up to the next event are not
+                // stopped at. A busy window is followed by one from its
+                // end, which holds the event or, empty, is skipped to it.
                 let (t, ev) = self.q.pop_before(until)?;
                 if t >= end {
-                    self.q.window = (t, t + self.lookahead);
+                    let start = if self.window_busy && t < end + self.lookahead { end } else { t };
+                    self.q.window = (start, start + self.lookahead);
+                    self.window_busy = false;
                 }
+                self.window_busy = true;
                 self.q.cur = ev.node;
                 return Some((t, ev));
             }
@@ -629,9 +637,12 @@ impl World {
             if until <= end {
                 return None;
             }
+            // The window was busy: it holds events.
             self.window_end.close(&mut self.q);
-            let start = end.max(self.q.peek_time()?);
+            let next = self.q.peek_time()?;
+            let start = if next < end + self.lookahead { end } else { next };
             self.q.window = (start, start + self.lookahead);
+            self.window_busy = false;
         }
     }
 
