@@ -13,7 +13,7 @@ mod rng;
 mod window;
 
 pub use parallel::{Engine, Part, Partitioned, Transport, WindowEnd};
-pub use queue::{Crossing, EventQueue, NO_NODE};
+pub use queue::{Crossing, EventQueue, NOTE, NO_NODE};
 pub use rng::{stream_seed, Draws, Rng, StreamDraw, StreamState};
 pub use window::{Partitioning, WindowPlan};
 
@@ -103,7 +103,7 @@ pub struct EngineStats {
 /// Runs `model` until the queue holds no event before `until`; time then
 /// stands at `until`. Calling it with successive window ends is the building
 /// block of the conservative time-window protocol (see [`WindowPlan`]).
-pub fn run_until<M: Model>(model: &mut M, q: &mut EventQueue, until: Tick, stats: &mut EngineStats) -> Tick {
+pub fn run_until<M: Model + ?Sized>(model: &mut M, q: &mut EventQueue, until: Tick, stats: &mut EngineStats) -> Tick {
     while let Some((t, ev)) = q.pop_before(until) {
         stats.events += 1;
         touch_ahead(q, |e, stage| model.touch(e, stage));

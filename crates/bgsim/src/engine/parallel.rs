@@ -31,7 +31,7 @@
 //! nothing happens are skipped together: the next window starts at the
 //! earliest pending event of all partitions.
 
-use super::queue::{Crossing, MAX_NODES, NO_LOAD};
+use super::queue::{Crossing, MAX_NODES, NOTE, NO_LOAD};
 use super::{run_until, EngineStats, Event, EventQueue, Model, Partitioning, Tick};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
@@ -39,13 +39,24 @@ use std::sync::RwLock;
 /// A model that can run as one partition of a windowed run.
 pub trait Partitioned: Model + Send {
     /// What an event crossing to another partition carries (a packet).
-    type Load: Copy + Send + Sync + serde::Serialize + serde::de::DeserializeOwned;
+    type Load: Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned;
     /// `ev`, scheduled by this partition, goes to another one: what it
     /// carries, if anything (the model lets go of it).
     fn emigrate(&mut self, ev: &Event) -> Option<Self::Load>;
     /// `ev` comes from another partition with `load`: the model takes it
     /// in and points the event at it.
     fn immigrate(&mut self, ev: &mut Event, load: Self::Load);
+    /// A note for the node of `ev` from another partition, taken in at the
+    /// end of the window it was written in (see [`Crossing::note`]): state
+    /// that partition hands over, not an event.
+    fn note(&mut self, _ev: &Event, _load: Option<Self::Load>) {
+        unreachable!("this model writes no notes");
+    }
+    /// Runs the window up to `end`: the engine's [`run_until`] unless the
+    /// model has its own loop (one that acts between ticks).
+    fn run_window(&mut self, q: &mut EventQueue, end: Tick, stats: &mut EngineStats) {
+        run_until(self, q, end, stats);
+    }
 }
 
 /// Whether this process was started by an MPI launcher as one of several
@@ -97,7 +108,7 @@ impl<M: Partitioned> Part<M> {
     fn run_window(&mut self, t: Tick, end: Tick) -> bool {
         let before = self.stats.events;
         self.q.window = (t, end);
-        run_until(&mut self.model, &mut self.q, end, &mut self.stats);
+        self.model.run_window(&mut self.q, end, &mut self.stats);
         sort_held(&mut self.q.outbox, &mut self.keys, &mut self.spare);
         self.stats.events != before || !self.q.outbox.is_empty()
     }
@@ -154,11 +165,16 @@ impl<M: Partitioned> Part<M> {
         got
     }
 
-    /// Schedules a held event `c` (taking in what it carries, in `loads`).
+    /// Schedules a held event `c` (taking in what it carries, in `loads`),
+    /// or hands a note to the model.
     #[inline]
     fn schedule_held(&mut self, mut c: Crossing, loads: &[M::Load]) {
+        if c.t == NOTE {
+            let load = (c.load != NO_LOAD).then(|| loads[c.load as usize].clone());
+            return self.model.note(&c.ev, load);
+        }
         if c.load != NO_LOAD {
-            self.model.immigrate(&mut c.ev, loads[c.load as usize]);
+            self.model.immigrate(&mut c.ev, loads[c.load as usize].clone());
         }
         self.q.schedule(c.t, c.ev);
     }

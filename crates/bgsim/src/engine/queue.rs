@@ -122,7 +122,21 @@ pub struct Crossing {
 /// A crossing that carries nothing.
 pub const NO_LOAD: u32 = u32::MAX;
 
+/// The due time of a crossing that is a note, not an event (see
+/// [`Crossing::note`]).
+pub const NOTE: Tick = Tick::MAX;
+
 impl Crossing {
+    /// A note for the partition of `ev.node`, written now: handed to its
+    /// model at the window's end ([`super::Partitioned::note`]) with what
+    /// the writer's model gives for it ([`super::Partitioned::emigrate`]),
+    /// never scheduled.
+    pub fn note(q: &mut EventQueue, ev: Event) {
+        debug_assert!(q.windowed && !q.owns(ev.node), "a note goes to another partition");
+        let src = if q.cur == NO_NODE { ev.node } else { q.cur };
+        q.outbox.push(Crossing { t: NOTE, key: Crossing::key(q.now - q.window.0, src), ev, load: NO_LOAD });
+    }
+
     /// The order key of an event scheduled `s` ticks into its window by an
     /// event of `src`.
     #[inline]

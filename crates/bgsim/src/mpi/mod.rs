@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod coll;
+pub mod parts;
 pub mod skeleton;
 
 use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
@@ -146,6 +147,11 @@ pub struct World {
     traffic: Option<HashMap<(u32, u32), u64>>,
     /// Ranks in a collective the core runs for them (empty until the first).
     agents: Vec<Option<agent::Slot>>,
+    /// How the world was built, for copies of it ([`World::fresh_copy`]).
+    origin: (Mapping, u64, bool),
+    /// A partition of a windowed run ([`parts`]): its nodes, the program
+    /// its ranks run, what went wrong, the last event's time.
+    part: Option<parts::PartState>,
 }
 
 /// How many bytes of message buffers [`World::recycle`] keeps, and the
@@ -192,6 +198,8 @@ impl World {
             spare_bytes: 0,
             traffic: None,
             agents: Vec::new(),
+            origin: (mapping.clone(), seed, mpi),
+            part: None,
         })
     }
 
@@ -218,6 +226,7 @@ impl World {
     /// counted): for timelines.
     pub fn record_messages(&mut self, watched: Vec<bool>, limit: usize) {
         assert_eq!(watched.len(), self.nranks as usize);
+        assert!(self.part.is_none(), "the message log is kept on one partition only");
         self.stack.ml.log = Some(MsgLog { watched, limit, records: Vec::new(), dropped: 0 });
     }
     /// The message log: (records, messages past the limit).
@@ -397,6 +406,9 @@ impl World {
         if let Some(component) = missing {
             return Err(MpiError::NoComponent { what, component });
         }
+        if self.part.is_some() {
+            return Err(MpiError::Usage("hardware collectives do not run on a machine cut into partitions yet (run on one)".into()));
+        }
         let now = self.rank_time(rank);
         let req = self.stack.ml.pending_req(rank);
         let j = self.joining.entry(key).or_insert_with(|| Joining { ranks: Vec::new(), expected, what });
@@ -440,6 +452,7 @@ impl World {
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0, the
     /// same on every rank) of `bytes` from `root` (one rank per node).
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
+        assert!(self.part.is_none(), "deposit-bit broadcasts do not run on a machine cut into partitions yet");
         let now = self.rank_time(rank);
         let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
         self.collect();

@@ -4,6 +4,7 @@
 //! point-to-point API, with messages that carry only their size), so it
 //! gives the same simulated times as the equivalent Python program.
 
+use super::parts::{self, Program};
 use super::{MpiError, World};
 use crate::msglayer::{ReqId, SendMode};
 use serde::Serialize;
@@ -89,12 +90,29 @@ impl Halo {
         Ok(false)
     }
 
-    /// Runs the exchange on `w`, whose ranks must be the grid's.
-    pub fn run(&self, w: &mut World) -> Result<SkeletonRun, MpiError> {
+    fn check(&self, w: &World) -> Result<(), MpiError> {
         let n = w.nranks();
         if self.ranks() != n as u64 {
             return Err(MpiError::Usage(format!("a halo grid of {} ranks on a world of {n}", self.ranks())));
         }
+        Ok(())
+    }
+
+    /// Runs the exchange on copies of the fresh world `w` cut into `parts`
+    /// partitions, on `threads` threads (see [`parts`]): the same result
+    /// as [`Halo::run`] on `w`.
+    pub fn run_parts(&self, w: &World, parts: usize, threads: usize) -> Result<SkeletonRun, MpiError> {
+        self.check(w)?;
+        let n = w.nranks();
+        let make = || -> Box<dyn Program> { Box::new(HaloRanks { halo: self.clone(), reqs: vec![Vec::new(); n as usize], left: vec![self.iters; n as usize] }) };
+        let r = parts::run(w, parts, threads, &make)?;
+        Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: w.micros(r.end) * 1e-6, events: r.events })
+    }
+
+    /// Runs the exchange on `w`, whose ranks must be the grid's.
+    pub fn run(&self, w: &mut World) -> Result<SkeletonRun, MpiError> {
+        self.check(w)?;
+        let n = w.nranks();
         let messages_before = w.messages_done();
         let mut reqs: Vec<Vec<ReqId>> = vec![Vec::new(); n as usize];
         let mut left = vec![self.iters; n as usize];
@@ -118,6 +136,22 @@ impl Halo {
             simulated_s: w.micros(w.now()) * 1e-6,
             events: w.events(),
         })
+    }
+}
+
+/// The halo's ranks of one partition.
+struct HaloRanks {
+    halo: Halo,
+    reqs: Vec<Vec<ReqId>>,
+    left: Vec<u32>,
+}
+
+impl Program for HaloRanks {
+    fn start(&mut self, w: &mut World, r: u32) -> Result<(), MpiError> {
+        self.step(w, r)
+    }
+    fn step(&mut self, w: &mut World, r: u32) -> Result<(), MpiError> {
+        self.halo.advance(w, r, &mut self.reqs[r as usize], &mut self.left[r as usize]).map(|_| ())
     }
 }
 

@@ -71,6 +71,44 @@ mod tk {
     pub const POSTED: u32 = 7;
 }
 
+/// A message id with this bit, in a packet from another partition, is not a
+/// record here but the message's sequence number at its sender (see
+/// [`Envelope`]); real ids stay below 2^28.
+const REMOTE: MsgId = 1 << 29;
+
+/// Which sides of a message a record holds: on one partition both; with
+/// the sender's and receiver's nodes in two partitions, each has a record
+/// of its own side.
+const SEND_SIDE: u8 = 1;
+const RECV_SIDE: u8 = 2;
+
+/// The kind of the note that hands a message's envelope to the receiver's
+/// partition (`engine::Crossing::note`; never an event).
+pub const NOTE_ENVELOPE: u8 = crate::engine::event_kind(15, 0);
+
+/// What the receiver's partition needs of a message whose sender is in
+/// another partition, sent when the send is posted: it arrives at the end
+/// of that window, before any of the message's packets can (they take a
+/// hop at least). Its packets to the receiver then carry `seq` (with
+/// [`REMOTE`]) instead of an id, and its acks back carry `slot`.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Envelope {
+    src: u32,
+    dst: u32,
+    ctx: u32,
+    tag: i32,
+    bytes: u32,
+    proto: Option<Protocol>,
+    sync: bool,
+    direct: bool,
+    packets: u32,
+    /// The sender's record, and the message's number among the messages
+    /// its partition sent to other partitions.
+    slot: MsgId,
+    seq: u32,
+    data: Vec<u8>,
+}
+
 fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
     (kind << 60) | ((msg as u64) << 30) | offset as u64
 }
@@ -180,6 +218,13 @@ struct Msg {
     direct: bool,
     /// Index of its record in the message log (`NO_RECORD`: not logged).
     record: u32,
+    /// The sides this record holds (`SEND_SIDE`, `RECV_SIDE`).
+    sides: u8,
+    /// With one side only: the sequence number the message's packets to
+    /// the receiver carry (see [`Envelope`]) and, on the receiver's side,
+    /// the sender's record, which its acks name.
+    seq: u32,
+    peer: MsgId,
 }
 
 const NO_RECORD: u32 = u32::MAX;
@@ -325,6 +370,19 @@ pub struct MsgLayer {
     torus: [bool; 3],
     /// Point-to-point messages logged for timelines (off: None).
     pub log: Option<MsgLog>,
+    /// The nodes this copy of the layer runs (a partition of a windowed
+    /// run; all of them otherwise).
+    own: (u32, u32),
+    /// Messages sent to other partitions so far, and the envelopes of
+    /// this window's, until the engine hands them over.
+    sent_away: u32,
+    notes: Vec<Envelope>,
+    notes_taken: usize,
+    /// Receiver's records of messages from other partitions, by (sending
+    /// node, sequence number).
+    from_away: FxHashMap<(u32, u32), MsgId>,
+    /// Sender's records of messages to other partitions, by sequence number.
+    away_slots: FxHashMap<u32, MsgId>,
 }
 
 impl MsgLayer {
@@ -419,7 +477,95 @@ impl MsgLayer {
             log: None,
             dims: m.shape.dims,
             torus: m.shape.torus,
+            own: (0, u32::MAX),
+            sent_away: 0,
+            notes: Vec::new(),
+            notes_taken: 0,
+            from_away: FxHashMap::default(),
+            away_slots: FxHashMap::default(),
         }
+    }
+
+    /// Makes this the copy of the layer for the partition owning nodes
+    /// `lo..hi` of a windowed run: messages to the other nodes go as an
+    /// envelope and packets (see [`Envelope`]).
+    pub fn set_partition(&mut self, lo: u32, hi: u32) {
+        self.own = (lo, hi);
+    }
+
+    fn owns(&self, node: u32) -> bool {
+        node >= self.own.0 && node < self.own.1
+    }
+
+    /// The envelope of the note `i` of this window, for the engine to hand
+    /// over (see [`Envelope`]; it hands over every note of a window).
+    pub fn take_note(&mut self, i: u32) -> Envelope {
+        let e = std::mem::take(&mut self.notes[i as usize]);
+        self.notes_taken += 1;
+        if self.notes_taken == self.notes.len() {
+            self.notes.clear();
+            self.notes_taken = 0;
+        }
+        e
+    }
+
+    /// A message from another partition: the receiver's record.
+    pub fn take_envelope(&mut self, e: Envelope) {
+        let key = (self.place(e.src).0, e.seq);
+        let id = self.new_msg(Msg {
+            src: e.src,
+            dst: e.dst,
+            ctx: e.ctx,
+            tag: e.tag,
+            bytes: e.bytes,
+            proto: e.proto,
+            sync: e.sync,
+            data: e.data,
+            send_req: NONE,
+            recv_req: NONE,
+            packets: e.packets,
+            direct: e.direct,
+            record: NO_RECORD,
+            sides: RECV_SIDE,
+            seq: e.seq,
+            peer: e.slot,
+            ..Default::default()
+        });
+        let old = self.from_away.insert(key, id);
+        debug_assert!(old.is_none(), "message {key:?} taken in twice");
+    }
+
+    /// The id a packet of message `id` to its receiver carries: its
+    /// sequence number if the receiver is in another partition (see
+    /// [`Envelope`]).
+    #[inline]
+    fn wire_id(&self, id: MsgId) -> MsgId {
+        let m = &self.msgs[id as usize];
+        if m.sides == SEND_SIDE { REMOTE | m.seq } else { id }
+    }
+
+    /// The sender's record of a packet it wrote (see [`Self::wire_id`]).
+    #[inline]
+    fn written_record(&self, id: MsgId) -> MsgId {
+        if id & REMOTE == 0 {
+            return id;
+        }
+        self.away_slots[&(id & !REMOTE)]
+    }
+
+    /// The record a packet names here (see [`Envelope`]).
+    #[inline]
+    fn record_of(&self, pkt: &Packet, id: MsgId) -> MsgId {
+        if id & REMOTE == 0 {
+            return id;
+        }
+        *self.from_away.get(&(pkt.src, id & !REMOTE)).expect("the envelope comes before the message's packets")
+    }
+
+    /// The id the receiver's acks name the message by at its sender.
+    fn sender_id(&self, id: MsgId) -> MsgId {
+        let m = &self.msgs[id as usize];
+        if m.sides & SEND_SIDE != 0 { id } else { m.peer }
     }
 
     pub fn nranks(&self) -> u32 {
@@ -529,13 +675,23 @@ impl MsgLayer {
 
     fn maybe_free_msg(&mut self, id: MsgId) {
         let m = &mut self.msgs[id as usize];
+        let (send, recv) = (m.sides & SEND_SIDE != 0, m.sides & RECV_SIDE != 0);
         // An adaptive-eager confirmation may still be on its way back.
-        let settled = m.proto != Some(Protocol::AdaptiveEager) || m.acked;
-        if m.send_done && m.recv_done && settled {
+        let settled = !send || m.proto != Some(Protocol::AdaptiveEager) || m.acked;
+        if (m.send_done || !send) && (m.recv_done || !recv) && settled {
             m.data = Vec::new();
             m.send_done = false;
+            m.sides = 0;
             self.free_msgs.push(id);
-            self.messages_done += 1;
+            if recv {
+                self.messages_done += 1;
+                if !send {
+                    let key = (self.ranks[m.src as usize].node, m.seq);
+                    self.from_away.remove(&key);
+                }
+            } else {
+                self.away_slots.remove(&m.seq);
+            }
         }
     }
 
@@ -573,6 +729,7 @@ impl MsgLayer {
         let proto = if direct || (proto == Protocol::OnePacket && bytes + self.meta > self.maxp) { Protocol::Eager } else { proto };
         let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
         let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
+        let away = !self.owns(self.ranks[dest as usize].node);
         let msg = self.new_msg(Msg {
             src: rank,
             dst: dest,
@@ -588,8 +745,12 @@ impl MsgLayer {
             packets,
             direct: direct && !intranode,
             record,
+            sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
             ..Default::default()
         });
+        if away {
+            self.send_away(q, msg);
+        }
         self.reqs[req as usize].msg = msg;
         let st = &mut self.ranks[rank as usize].stats;
         st.sends += 1;
@@ -628,6 +789,33 @@ impl MsgLayer {
             }
         }
         req
+    }
+
+    /// Hands message `id`'s envelope (and data) to its receiver's partition.
+    fn send_away(&mut self, q: &mut EventQueue, id: MsgId) {
+        let seq = self.sent_away;
+        self.sent_away = (seq + 1) & (REMOTE - 1);
+        let m = &mut self.msgs[id as usize];
+        m.seq = seq;
+        self.away_slots.insert(seq, id);
+        let e = Envelope {
+            src: m.src,
+            dst: m.dst,
+            ctx: m.ctx,
+            tag: m.tag,
+            bytes: m.bytes,
+            proto: m.proto,
+            sync: m.sync,
+            direct: m.direct,
+            packets: m.packets,
+            slot: id,
+            seq,
+            data: std::mem::take(&mut m.data),
+        };
+        let node = self.ranks[e.dst as usize].node;
+        self.notes.push(e);
+        let ev = Event { kind: NOTE_ENVELOPE, a: 0, b: 0, c: 0, node, data: (self.notes.len() - 1) as u32 };
+        crate::engine::Crossing::note(q, ev);
     }
 
     /// Starts the head message of a peer queue.
@@ -765,7 +953,7 @@ impl MsgLayer {
         match proto {
             Protocol::Rendezvous if !m.scout_sent => {
                 self.msgs[id as usize].scout_sent = true;
-                self.send_packet(net, q, now, src, dst, pk::SCOUT, id, 0, self.meta, Routing::Deterministic, group1);
+                self.send_packet(net, q, now, src, dst, pk::SCOUT, self.wire_id(id), 0, self.meta, Routing::Deterministic, group1);
                 self.advance_peer(net, q, now, src, dst);
                 more = false;
             }
@@ -773,12 +961,12 @@ impl MsgLayer {
                 let len = (bytes - queued).min(self.maxp);
                 let g1 = group1 || m.coproc;
                 self.msgs[id as usize].queued += len;
-                self.send_packet(net, q, now, src, dst, pk::RDATA, id, queued, len, Routing::Dynamic, g1);
+                self.send_packet(net, q, now, src, dst, pk::RDATA, self.wire_id(id), queued, len, Routing::Dynamic, g1);
                 more = queued + len < bytes;
             }
             Protocol::OnePacket => {
                 self.msgs[id as usize].queued = bytes;
-                self.send_packet(net, q, now, src, dst, pk::ONE, id, 0, self.meta + bytes, Routing::Deterministic, group1);
+                self.send_packet(net, q, now, src, dst, pk::ONE, self.wire_id(id), 0, self.meta + bytes, Routing::Deterministic, group1);
                 more = false;
                 self.advance_peer(net, q, now, src, dst);
             }
@@ -800,7 +988,7 @@ impl MsgLayer {
                 self.msgs[id as usize].queued += len;
                 // A zero-byte message still sends its first packet.
                 self.msgs[id as usize].scout_sent = true;
-                self.send_packet(net, q, now, src, dst, kind, id, queued, payload, routing, group1);
+                self.send_packet(net, q, now, src, dst, kind, self.wire_id(id), queued, payload, routing, group1);
                 more = queued + len < bytes;
                 if !more && !self.msgs[id as usize].direct && (proto == Protocol::Eager || self.msgs[id as usize].acked) {
                     self.advance_peer(net, q, now, src, dst);
@@ -929,7 +1117,7 @@ impl MsgLayer {
         };
         net.charge(q, now, node, core, cost, Work::Protocol);
         if m.proto == Some(Protocol::AdaptiveEager) {
-            self.send_packet(net, q, now, dst, src, pk::CONFIRM, id, 0, 8, Routing::Deterministic, false);
+            self.send_packet(net, q, now, dst, src, pk::CONFIRM, self.sender_id(id), 0, 8, Routing::Deterministic, false);
         }
         match self.ranks[dst as usize].posted.take_receive(ctx, src, tag) {
             Some(req) => self.bind(net, q, now, id, req),
@@ -978,14 +1166,16 @@ impl MsgLayer {
         match proto {
             Some(Protocol::Rendezvous) => {
                 // Ack with the buffer address; the data may now come.
+                // The ack tells the sender whether the coprocessor reads the data.
                 if self.coproc_rendezvous {
                     self.msgs[id as usize].coproc = true;
                     net.charge(q, now, node, core, self.costs.workunit, Work::Protocol);
                 }
-                self.send_packet(net, q, now, dst, src, pk::RACK, id, 0, 16, Routing::Deterministic, false);
+                let coproc = self.msgs[id as usize].coproc as u32;
+                self.send_packet(net, q, now, dst, src, pk::RACK, self.sender_id(id), coproc, 16, Routing::Deterministic, false);
             }
             _ if sync => {
-                self.send_packet(net, q, now, dst, src, pk::SYNCACK, id, 0, 8, Routing::Deterministic, false);
+                self.send_packet(net, q, now, dst, src, pk::SYNCACK, self.sender_id(id), 0, 8, Routing::Deterministic, false);
             }
             _ => {}
         }
@@ -1066,11 +1256,8 @@ impl MsgLayer {
         r.status = status;
         r.data = Some(data);
         self.complete(req, now);
-        // The sender may still be writing packets: keep the slot until then.
-        let m = &mut self.msgs[id as usize];
-        if m.send_done {
-            self.maybe_free_msg(id);
-        }
+        // (The sender may still be writing packets: the slot is kept until then.)
+        self.maybe_free_msg(id);
     }
 
     fn send_complete(&mut self, now: Tick, id: MsgId) {
@@ -1113,7 +1300,10 @@ impl MsgLayer {
             ReqKind::Timer => "compute".to_string(),
             ReqKind::Send => {
                 let m = &self.msgs[r.msg as usize];
-                let what = match (m.proto, m.matched || m.acked) {
+                // (Whether the receiver matched: known here when it is in
+                // this partition; else from its ack.)
+                let matched = m.acked || (m.sides & RECV_SIDE != 0 && m.matched);
+                let what = match (m.proto, matched) {
                     (Some(Protocol::Rendezvous), false) => "; rendezvous: no matching receive has been posted",
                     (None, false) => "; intra-node: no matching receive has been posted",
                     (_, false) if m.sync => "; synchronous: no matching receive has been posted",
@@ -1319,6 +1509,7 @@ impl Software for MsgLayer {
 
     fn on_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
         let (kind, id, offset) = untag(pkt.tag);
+        let id = self.record_of(pkt, id);
         let core = match self.dma {
             // The DMA engine received the packet. Rendezvous data goes
             // straight into the receive buffer and a remote get is served
@@ -1368,6 +1559,7 @@ impl Software for MsgLayer {
             pk::RACK => {
                 let m = &mut self.msgs[id as usize];
                 m.acked = true;
+                m.coproc = offset != 0;
                 if m.bytes == 0 {
                     self.check_send(now, id);
                 } else {
@@ -1408,6 +1600,12 @@ impl Software for MsgLayer {
             }
             return;
         }
+        if matches!(kind, pk::RACK | pk::CONFIRM | pk::SYNCACK) {
+            // A receiver's ack: it names the sender's record, which may be
+            // in another partition, and counts for nothing here.
+            return;
+        }
+        let id = self.written_record(id);
         let data = matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA);
         if data {
             self.msgs[id as usize].written += 1;

@@ -1,0 +1,236 @@
+//! MPI programs on a machine cut into partitions, on threads (the windowed
+//! engine of `engine::parallel`; `docs/architecture.md`, "MPI programs on
+//! partitions"). Each partition is a copy of the world that runs its own
+//! nodes - their routers, cores, message layer and ranks - in the engine's
+//! windows. What crosses between partitions is what crosses between nodes
+//! anyway: packets (with the events that carry them to the next router)
+//! and, when a rank sends to a rank of another partition, the message's
+//! envelope (`msglayer::Envelope`), handed over at the end of the window
+//! the send was posted in, before any of its packets can arrive.
+//!
+//! A rank's program runs in its partition: when a rank may go on at tick
+//! t, its partition first handles the rest of tick t, then steps its ready
+//! ranks in rank order, as one partition does ([`World::run`]). What a rank
+//! does at t reaches another partition a hop later at the earliest, past
+//! the window's end, so the result is the same for every cut, bit for bit.
+//!
+//! Not on partitions yet: hardware collectives and deposit-bit broadcasts
+//! (their state spans nodes), the message log, the coarse tier (its hop
+//! books the next node's link from the previous node's event), Python
+//! ranks and the collectives the core runs for them.
+
+use super::{BlockedRank, MpiError, World};
+use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, NO_NODE};
+use crate::msglayer::{Envelope, NOTE_ENVELOPE};
+use crate::torus::{ev as torus_ev, Packet};
+
+/// What the ranks of a partition run: their calls on the world, made when
+/// a rank starts and whenever it may go on.
+pub trait Program: Send {
+    /// Rank `rank`'s first calls, at time 0.
+    fn start(&mut self, w: &mut World, rank: u32) -> Result<(), MpiError>;
+    /// Rank `rank` was blocked and may go on now.
+    fn step(&mut self, w: &mut World, rank: u32) -> Result<(), MpiError>;
+}
+
+/// A world that is one partition of a windowed run.
+pub(super) struct PartState {
+    lo: u32,
+    hi: u32,
+    program: Option<Box<dyn Program>>,
+    /// The first error a rank's call gave.
+    failed: Option<MpiError>,
+    /// The time of the last event handled.
+    last: Tick,
+}
+
+/// What crosses to another partition with an event or a note.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub enum Load {
+    /// A packet moving on to the next router.
+    Packet(Packet),
+    /// A message to a rank of that partition.
+    Envelope(Envelope),
+}
+
+impl Model for World {
+    fn handle(&mut self, now: Tick, ev: Event, q: &mut EventQueue) {
+        self.stack.handle(now, ev, q);
+    }
+}
+
+impl Partitioned for World {
+    type Load = Load;
+    fn emigrate(&mut self, ev: &Event) -> Option<Load> {
+        match ev.kind {
+            torus_ev::ARRIVE => {
+                Some(Load::Packet(self.stack.net.emigrate(ev.data)))
+            }
+            NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
+            _ => None,
+        }
+    }
+    fn immigrate(&mut self, ev: &mut Event, load: Load) {
+        match load {
+            Load::Packet(pk) => ev.data = self.stack.net.immigrate(pk),
+            Load::Envelope(_) => unreachable!("an envelope comes as a note"),
+        }
+    }
+    fn note(&mut self, ev: &Event, load: Option<Load>) {
+        match (ev.kind, load) {
+            (NOTE_ENVELOPE, Some(Load::Envelope(e))) => self.stack.ml.take_envelope(e),
+            (k, _) => unreachable!("note of kind {k} without its envelope"),
+        }
+    }
+    fn run_window(&mut self, q: &mut EventQueue, end: Tick, stats: &mut EngineStats) {
+        // The engine keeps the partition's queue; the world's calls use its own.
+        std::mem::swap(q, &mut self.q);
+        self.run_part_window(end, stats);
+        std::mem::swap(q, &mut self.q);
+    }
+}
+
+impl World {
+    /// A new world like this one (same machine, ranks, mapping, seed and
+    /// costs), at time 0. Not on the coarse tier.
+    pub fn fresh_copy(&self) -> Result<World, MpiError> {
+        let (mapping, seed, mpi) = &self.origin;
+        World::new(self.machine(), self.nranks, mapping, *seed, *mpi)
+    }
+
+    /// Makes this world the partition owning nodes `lo..hi` of a windowed
+    /// run whose ranks run `program`.
+    fn set_partition(&mut self, lo: u32, hi: u32, program: Box<dyn Program>) -> Result<(), MpiError> {
+        if self.stack.net.coarse_torus() {
+            return Err(MpiError::Usage("the coarse tier runs on one partition (its hop books the next node's link)".into()));
+        }
+        assert_eq!(self.now(), 0, "a world is cut into partitions before it runs");
+        self.stack.net.set_partition(lo, hi);
+        self.stack.ml.set_partition(lo, hi);
+        self.q = EventQueue::windowed(lo, hi);
+        self.part = Some(PartState { lo, hi, program: Some(program), failed: None, last: 0 });
+        Ok(())
+    }
+
+    /// The ranks of this partition start (in rank order), on the engine's
+    /// queue `q`.
+    fn start_part(&mut self, q: &mut EventQueue) {
+        std::mem::swap(q, &mut self.q);
+        let p = self.part.as_mut().expect("a partition");
+        let (lo, hi) = (p.lo, p.hi);
+        let mut program = p.program.take().expect("a program");
+        for r in 0..self.nranks {
+            let node = self.stack.ml.place(r).0;
+            if node >= lo && node < hi {
+                if let Err(e) = program.start(self, r) {
+                    self.part.as_mut().expect("a partition").failed.get_or_insert(e);
+                }
+            }
+        }
+        self.step_ready(&mut program);
+        self.part.as_mut().expect("a partition").program = Some(program);
+        std::mem::swap(q, &mut self.q);
+    }
+
+    /// Runs this partition's window up to `end`: when a rank may go on, the
+    /// rest of the tick first, then the ready ranks.
+    fn run_part_window(&mut self, end: Tick, stats: &mut EngineStats) {
+        let mut last = None;
+        while let Some((t, ev)) = self.q.pop_before(end) {
+            stats.events += 1;
+            crate::engine::touch_ahead(&self.q, |e, stage| {
+                self.stack.net.touch(e, stage);
+                if stage == 1 {
+                    self.stack.ml.touch(&self.stack.net, e);
+                }
+            });
+            self.q.cur = ev.node;
+            self.stack.handle(t, ev, &mut self.q);
+            self.q.cur = NO_NODE;
+            last = Some(t);
+            if !self.stack.ml.completed.is_empty() {
+                self.collect();
+                if !self.ready.is_empty() {
+                    while let Some((t2, ev)) = self.q.pop_before(t + 1) {
+                        stats.events += 1;
+                        self.q.cur = ev.node;
+                        self.stack.handle(t2, ev, &mut self.q);
+                    }
+                    self.q.cur = NO_NODE;
+                    let p = self.part.as_mut().expect("a partition");
+                    let mut program = p.program.take().expect("a program");
+                    self.step_ready(&mut program);
+                    self.part.as_mut().expect("a partition").program = Some(program);
+                }
+            }
+        }
+        if let Some(t) = last {
+            self.part.as_mut().expect("a partition").last = t;
+        }
+        self.q.advance_to(end);
+    }
+
+    /// Steps the ready ranks in rank order, and those their calls made
+    /// ready, until none is.
+    fn step_ready(&mut self, program: &mut Box<dyn Program>) {
+        loop {
+            self.collect();
+            if self.ready.is_empty() {
+                return;
+            }
+            let mut ready = std::mem::take(&mut self.ready);
+            ready.sort_unstable();
+            for &r in &ready {
+                if let Err(e) = program.step(self, r) {
+                    self.part.as_mut().expect("a partition").failed.get_or_insert(e);
+                }
+            }
+            ready.clear();
+            if self.ready.is_empty() {
+                self.ready = ready;
+            }
+        }
+    }
+}
+
+/// What a run on partitions did, summed over them.
+#[derive(Clone, Debug)]
+pub struct PartsRun {
+    /// The last event's time.
+    pub end: Tick,
+    pub events: u64,
+    pub messages: u64,
+}
+
+/// Runs `program` (one copy per partition, from `make`) on copies of the
+/// fresh world `w` cut into `parts` partitions, on `threads` threads. The
+/// result is the same for every number of partitions and threads, and the
+/// same as on `w` itself (one partition).
+pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn Program>) -> Result<PartsRun, MpiError> {
+    let nodes = w.machine().shape.nodes();
+    let parts = parts.clamp(1, nodes as usize);
+    let worlds = (0..parts).map(|_| w.fresh_copy()).collect::<Result<Vec<_>, _>>()?;
+    let mut eng = Engine::new(worlds, nodes, w.lookahead, threads.max(1));
+    for p in eng.parts.iter_mut() {
+        p.model.set_partition(p.lo, p.hi, make())?;
+        p.model.start_part(&mut p.q);
+    }
+    eng.run_until(Tick::MAX);
+    let mut blocked: Vec<BlockedRank> = Vec::new();
+    let mut out = PartsRun { end: 0, events: 0, messages: 0 };
+    for p in eng.parts.iter_mut() {
+        let st = p.model.part.as_mut().expect("a partition");
+        if let Some(e) = st.failed.take() {
+            return Err(e);
+        }
+        out.end = out.end.max(st.last);
+        out.events += p.stats.events;
+        out.messages += p.model.messages_done();
+        blocked.extend(p.model.blocked());
+    }
+    if !blocked.is_empty() {
+        blocked.sort_by_key(|b| b.rank);
+        return Err(MpiError::Blocked(blocked));
+    }
+    Ok(out)
+}
