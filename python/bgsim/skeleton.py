@@ -99,31 +99,41 @@ def alltoallv(comm: Any, send_bytes: Any, recv_bytes: Any = None) -> None:
     _coll.run("alltoall", c, sends, nbytes=largest)
 
 
-def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "bgp", **world: Any) -> dict:
+def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "bgp", threads: int = 1, **world: Any) -> dict:
     """A periodic halo exchange whose ranks are skeletons driven by the core
     itself - no Python per rank, for a million ranks and more: on the
     logical grid `grid` (e.g. (1024, 1024); rank-major, as MPI_Cart_create
     orders ranks) every rank receives from and sends `nbytes` to each of
     its 2 x len(grid) neighbours, then waits for all, `iters` times. It
     makes the Irecv / Isend / Waitall calls a Python program would make, so
-    it gives the same simulated time. `world`: `make_world`'s shape, mode,
-    mapping, seed, memory_check. Returns ranks, messages, simulated_s,
-    events, wall_s, build_s."""
+    it gives the same simulated time. `threads` > 1: the machine is cut
+    into that many partitions, each a copy of the world running its own
+    nodes on a thread of its own - the same result, bit for bit (packet
+    tier only; memory grows with the copies). `world`: `make_world`'s
+    shape, mode, mapping, seed, memory_check. Returns ranks, messages,
+    simulated_s, events, wall_s, build_s."""
     grid = [int(g) for g in grid]
     if not grid or any(g < 1 for g in grid):
         raise UsageError(f"halo grid {grid}: every dimension must be at least 1")
+    threads = int(threads)
+    if threads < 1:
+        raise UsageError(f"threads={threads}: at least 1")
     n = 1
     for g in grid:
         n *= g
     if world.pop("memory_check", True):
         m = machine if isinstance(machine, Machine) else Machine(machine)
         m = m.with_settings(shape=world.get("shape"), mode=world.get("mode"))
-        memory.check(m.nodes, n, what=f"a halo of {n:,} skeleton ranks on {'x'.join(map(str, m.shape))}",
+        # With partitions: the world and one copy of it per partition.
+        copies = 1 if threads == 1 else threads + 1
+        memory.check(m.nodes * copies, n * copies,
+                     what=f"a halo of {n:,} skeleton ranks on {'x'.join(map(str, m.shape))}"
+                     + (f" in {threads} partitions" if threads > 1 else ""),
                      rank_bytes=memory.CORE_RANK_BYTES)
     t0 = time.perf_counter()
     w = make_world(machine, nranks=n, memory_check=False, **world)
     built = time.perf_counter() - t0
-    r = json.loads(w.skeleton_halo(grid, int(nbytes), int(iters)))
+    r = json.loads(w.skeleton_halo(grid, int(nbytes), int(iters), threads))
     r["wall_s"] = time.perf_counter() - t0
     r["build_s"] = built
     return r

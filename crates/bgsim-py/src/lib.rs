@@ -468,11 +468,20 @@ impl World {
     }
     /// Runs a halo exchange whose ranks are skeletons driven by the core
     /// (`bgsim.skeleton.halo_in_core`): logical grid `grid` (rank-major),
-    /// `nbytes` to each neighbour, `iters` times. Returns the run as JSON.
-    fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32) -> PyResult<String> {
+    /// `nbytes` to each neighbour, `iters` times; with `threads` > 1 on
+    /// copies of this (fresh) world cut into that many partitions, one
+    /// thread each (the same result). Returns the run as JSON.
+    #[pyo3(signature = (grid, nbytes, iters, threads=1))]
+    fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32, threads: usize) -> PyResult<String> {
+        if threads == 0 {
+            return Err(errors::usage("threads must be at least 1"));
+        }
+        if threads > 1 && self.w.now() > 0 {
+            return Err(errors::usage("a halo on partitions runs on a fresh world (this one has run)"));
+        }
         let halo = mpi::skeleton::Halo { grid, bytes: nbytes, iters };
         let w = &mut self.w;
-        let r = py.allow_threads(|| halo.run(w)).map_err(to_py)?;
+        let r = py.allow_threads(|| if threads > 1 { halo.run_parts(w, threads, threads) } else { halo.run(w) }).map_err(to_py)?;
         Ok(serde_json::to_string(&r).expect("a skeleton run is plain data"))
     }
     /// Logs the point-to-point messages of the ranks `watched` marks (at
