@@ -144,6 +144,14 @@ def render(rows: list) -> str:
                 f"wall ({mh['build_s']:.1f} s to build), peak resident memory {mh['peak_rss_mb']:,.0f} MB "
                 f"({mh['bytes_per_rank'] / 1024:.1f} KB per rank, nodes included), {mh['messages']:,} messages, "
                 f"{mh['events']:,} events, {mh['simulated_s'] * 1e6:.1f} us simulated.", ""]
+    mh2 = by.get("million_halo_64x64x64_vn_2_threads")
+    if mh2:
+        same = mh and (mh2["events"], mh2["simulated_s"]) == (mh["events"], mh["simulated_s"])
+        out += [f"The same on 2 threads (`scripts/bench_million.py 2`: the machine cut into 2 partitions, each a copy "
+                f"of the world): {mh2['wall_s']:.0f} s wall"
+                + (f" ({mh['wall_s'] / mh2['wall_s']:.2f}x)" if mh else "")
+                + f", peak resident memory {mh2['peak_rss_mb']:,.0f} MB"
+                + ("; the same events and simulated time." if same else "."), ""]
     o = by.get("osu_alltoall_32")
     if o:
         out += [f"mpi4py's own `osu_alltoall` demo, unmodified (`scripts/bench_osu.py`): 32 ranks on a 4x4x2 BG/L, "

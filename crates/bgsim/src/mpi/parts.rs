@@ -209,12 +209,32 @@ pub struct PartsRun {
 pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn Program>) -> Result<PartsRun, MpiError> {
     let nodes = w.machine().shape.nodes();
     let parts = parts.clamp(1, nodes as usize);
-    let worlds = (0..parts).map(|_| w.fresh_copy()).collect::<Result<Vec<_>, _>>()?;
-    let mut eng = Engine::new(worlds, nodes, w.lookahead, threads.max(1));
+    let threads = threads.clamp(1, parts);
+    // The copies are built, and their ranks started, on the run's threads
+    // (on a million ranks each takes seconds).
+    let (machine, nranks, (mapping, seed, mpi)) = (w.machine(), w.nranks, &w.origin);
+    let built: Vec<Result<World, MpiError>> = std::thread::scope(|s| {
+        let jobs: Vec<_> = (0..parts).map(|_| s.spawn(|| World::new(machine, nranks, mapping, *seed, *mpi))).collect();
+        jobs.into_iter().map(|j| j.join().expect("building a copy of the world does not panic")).collect()
+    });
+    let worlds = built.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut eng = Engine::new(worlds, nodes, w.lookahead, threads);
     for p in eng.parts.iter_mut() {
         p.model.set_partition(p.lo, p.hi, make())?;
-        p.model.start_part(&mut p.q);
     }
+    std::thread::scope(|s| {
+        let mut groups: Vec<Vec<&mut crate::engine::Part<World>>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, p) in eng.parts.iter_mut().enumerate() {
+            groups[k % threads].push(p);
+        }
+        for g in groups {
+            s.spawn(move || {
+                for p in g {
+                    p.model.start_part(&mut p.q);
+                }
+            });
+        }
+    });
     eng.run_until(Tick::MAX);
     let mut blocked: Vec<BlockedRank> = Vec::new();
     let mut out = PartsRun { end: 0, events: 0, messages: 0 };
