@@ -90,6 +90,7 @@ impl Halo {
         Ok(false)
     }
 
+    /// The grid's ranks must be the world's.
     fn check(&self, w: &World) -> Result<(), MpiError> {
         let n = w.nranks();
         if self.ranks() != n as u64 {
