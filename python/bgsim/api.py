@@ -211,6 +211,14 @@ def process_rank() -> int:
 _finalize_registered = False
 
 
+def register_mpi_finalize() -> None:
+    """Ends MPI at exit in a process an MPI launcher started (once)."""
+    global _finalize_registered
+    if not _finalize_registered:
+        atexit.register(_core.mpi_finalize)
+        _finalize_registered = True
+
+
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
                 progress: Optional[Callable[[float], None]] = None,
@@ -234,7 +242,6 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     (``mpirun -n P``, a bgsim built with ``make build-mpi``) every process
     makes the same call and runs one partition; each gets the result.
     """
-    global _finalize_registered
     if isinstance(machine, str):
         machine = Machine(machine)
     parts = threads if partitions is None else partitions
@@ -257,8 +264,7 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
                 progress(f)
             if progress_detail is not None:
                 progress_detail(f, ncycles, events)
-    if _core.mpi_launched() and not _finalize_registered:
-        atexit.register(_core.mpi_finalize)
-        _finalize_registered = True
+    if _core.mpi_launched():
+        register_mpi_finalize()
     out = _core.run_traffic(m.source, list(m.settings), json.dumps(body), report, threads, parts)
     return TrafficResult(json.loads(out), m)

@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from . import _core, api
 from . import coll as _coll
 from . import memory
 from .api import Machine
@@ -109,7 +110,10 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
     it gives the same simulated time. `threads` > 1: the machine is cut
     into that many partitions, each a copy of the world running its own
     nodes on a thread of its own - the same result, bit for bit (packet
-    tier only; memory grows with the copies). `world`: `make_world`'s
+    tier only; memory grows with the copies). Under an MPI launcher
+    (`mpirun -n P`, a bgsim built with `make build-mpi`) every process
+    makes the same call and runs one partition; each gets the result.
+    `world`: `make_world`'s
     shape, mode, mapping, seed, memory_check. Returns ranks, messages,
     simulated_s, events, wall_s, build_s."""
     grid = [int(g) for g in grid]
@@ -133,6 +137,8 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
     t0 = time.perf_counter()
     w = make_world(machine, nranks=n, memory_check=False, **world)
     built = time.perf_counter() - t0
+    if _core.mpi_launched():
+        api.register_mpi_finalize()
     r = json.loads(w.skeleton_halo(grid, int(nbytes), int(iters), threads))
     r["wall_s"] = time.perf_counter() - t0
     r["build_s"] = built

@@ -53,3 +53,26 @@ def test_threads_under_mpirun_are_refused():
     p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "traffic", "--pattern", "uniform", "--shape", "4x4x4",
                               "--measure", "100", "--threads", "2"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode != 0 and "one partition on one thread" in p.stderr
+
+
+HALO = """
+import json, bgsim
+from bgsim import skeleton
+r = skeleton.halo_in_core((8, 8), {nbytes}, 2, "bgp", shape="4x2x2", mode="vn")
+if bgsim.api.process_rank() == 0:
+    print(json.dumps({{k: r[k] for k in ("ranks", "messages", "simulated_s", "events")}}))
+"""
+
+
+def test_a_core_driven_halo_on_two_processes_is_the_halo_on_one():
+    # Each process runs the ranks of its own partition; one-packet, eager
+    # and rendezvous messages, some between two tasks of a node.
+    from bgsim import skeleton
+    for nbytes in (64, 3000, 20000):
+        cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        p = subprocess.run(cmd + [sys.executable, "-c", HALO.format(nbytes=nbytes)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=600)
+        assert p.returncode == 0, p.stderr
+        two = json.loads(p.stdout)
+        one = skeleton.halo_in_core((8, 8), nbytes, 2, "bgp", shape="4x2x2", mode="vn")
+        assert two == {k: one[k] for k in two}, nbytes

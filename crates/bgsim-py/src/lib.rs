@@ -470,7 +470,8 @@ impl World {
     /// (`bgsim.skeleton.halo_in_core`): logical grid `grid` (rank-major),
     /// `nbytes` to each neighbour, `iters` times; with `threads` > 1 on
     /// copies of this (fresh) world cut into that many partitions, one
-    /// thread each (the same result). Returns the run as JSON.
+    /// thread each, and under an MPI launcher one partition per process
+    /// (the same result). Returns the run as JSON.
     #[pyo3(signature = (grid, nbytes, iters, threads=1))]
     fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32, threads: usize) -> PyResult<String> {
         if threads == 0 {
@@ -479,9 +480,31 @@ impl World {
         if threads > 1 && self.w.now() > 0 {
             return Err(errors::usage("a halo on partitions runs on a fresh world (this one has run)"));
         }
+        let distributed = bgsim::engine::parallel::launched_by_mpi();
+        if distributed && threads > 1 {
+            return Err(errors::usage(format!("threads {threads}: under an MPI launcher each process runs one partition on one thread; leave it at 1")));
+        }
+        #[cfg(not(feature = "mpi"))]
+        if distributed {
+            return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
+        }
         let halo = mpi::skeleton::Halo { grid, bytes: nbytes, iters };
         let w = &mut self.w;
-        let r = py.allow_threads(|| if threads > 1 { halo.run_parts(w, threads, threads) } else { halo.run(w) }).map_err(to_py)?;
+        let r = py
+            .allow_threads(|| {
+                #[cfg(feature = "mpi")]
+                if distributed {
+                    // One partition per process; every process gets the result.
+                    bgsim::engine::mpi::init();
+                    return halo.run_distributed(w, Box::new(bgsim::engine::mpi::Mpi::world()));
+                }
+                if threads > 1 {
+                    halo.run_parts(w, threads, threads)
+                } else {
+                    halo.run(w)
+                }
+            })
+            .map_err(to_py)?;
         Ok(serde_json::to_string(&r).expect("a skeleton run is plain data"))
     }
     /// Logs the point-to-point messages of the ranks `watched` marks (at

@@ -1,6 +1,8 @@
 //! The windowed engine: a traffic run cut into 1, 2 or 4 partitions, on one
 //! thread or two, gives the same result, field for field (ROSS-style).
 
+mod common;
+
 use bgsim::machine::{bgl, Machine};
 use bgsim::workload::{self, Pattern, Routing, RunOptions, TrafficSpec};
 
@@ -114,84 +116,10 @@ fn a_deadlock_is_found_at_the_same_time_for_every_cut() {
     assert!(distributed(&m, &s, 2) == result(&m, &s, RunOptions::default()), "the deadlock on 2 processes differs");
 }
 
-/// The processes of a distributed run as threads of this test: every call
-/// of [`bgsim::engine::Transport`] meets the others' at barriers.
-struct Threads {
-    rank: usize,
-    hub: std::sync::Arc<Hub>,
-}
-
-struct Hub {
-    n: usize,
-    barrier: std::sync::Barrier,
-    /// [from][to]
-    slots: std::sync::Mutex<Vec<Vec<Vec<u8>>>>,
-    sums: std::sync::Mutex<(Vec<u64>, Vec<u64>)>,
-}
-
-impl bgsim::engine::Transport for Threads {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn size(&self) -> usize {
-        self.hub.n
-    }
-    fn exchange(&self, out: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-        self.hub.slots.lock().unwrap()[self.rank] = out;
-        self.hub.barrier.wait();
-        let got = self.hub.slots.lock().unwrap().iter().map(|row| row[self.rank].clone()).collect();
-        self.hub.barrier.wait();
-        got
-    }
-    fn reduce(&self, sums: &mut [u64], maxes: &mut [u64]) {
-        {
-            let mut r = self.hub.sums.lock().unwrap();
-            r.0.resize(sums.len(), 0);
-            r.1.resize(maxes.len(), 0);
-            for (a, b) in r.0.iter_mut().zip(sums.iter()) {
-                *a += b;
-            }
-            for (a, b) in r.1.iter_mut().zip(maxes.iter()) {
-                *a = (*a).max(*b);
-            }
-        }
-        self.hub.barrier.wait();
-        {
-            let r = self.hub.sums.lock().unwrap();
-            sums.copy_from_slice(&r.0);
-            maxes.copy_from_slice(&r.1);
-        }
-        if self.hub.barrier.wait().is_leader() {
-            *self.hub.sums.lock().unwrap() = (Vec::new(), Vec::new());
-        }
-        self.hub.barrier.wait();
-    }
-    fn gather(&self, bytes: Vec<u8>) -> Option<Vec<Vec<u8>>> {
-        self.hub.slots.lock().unwrap()[self.rank] = vec![bytes];
-        self.hub.barrier.wait();
-        let all = (self.rank == 0).then(|| self.hub.slots.lock().unwrap().iter_mut().map(|row| std::mem::take(&mut row[0])).collect());
-        self.hub.barrier.wait();
-        all
-    }
-}
-
 /// `s` on `n` processes (threads here) of a distributed run: process 0's result.
 fn distributed(m: &Machine, s: &TrafficSpec, n: usize) -> serde_json::Value {
-    let hub = std::sync::Arc::new(Hub {
-        n,
-        barrier: std::sync::Barrier::new(n),
-        slots: std::sync::Mutex::new(vec![vec![Vec::new(); n]; n]),
-        sums: std::sync::Mutex::new((Vec::new(), Vec::new())),
-    });
-    let results: Vec<Option<bgsim::report::TrafficResult>> = std::thread::scope(|sc| {
-        let jobs: Vec<_> = (0..n)
-            .map(|rank| {
-                let hub = hub.clone();
-                sc.spawn(move || workload::run_distributed(m, s, Box::new(Threads { rank, hub }), &mut |_| true).unwrap())
-            })
-            .collect();
-        jobs.into_iter().map(|j| j.join().unwrap()).collect()
-    });
+    let results: Vec<Option<bgsim::report::TrafficResult>> =
+        common::processes(n, |t| workload::run_distributed(m, s, t, &mut |_| true).unwrap());
     assert!(results.iter().skip(1).all(Option::is_none), "only process 0 has the result");
     let r = results.into_iter().next().unwrap().expect("process 0 has the result");
     let mut v = serde_json::to_value(r).unwrap();

@@ -1,8 +1,10 @@
 //! MPI programs on a machine cut into partitions (`mpi::parts`): a halo
 //! exchange of skeleton ranks gives the same simulated time, messages and
-//! events at 1, 2, 3 and 4 partitions, on one and two threads, as on the
-//! world itself - on BG/L and on BG/P (DMA engine, VN mode), with messages
-//! of every protocol.
+//! events at 1, 2, 3 and 4 partitions, on one and two threads and on 2 and
+//! 3 processes (threads standing in for them), as on the world itself - on
+//! BG/L and on BG/P (DMA engine, VN mode), with messages of every protocol.
+
+mod common;
 
 use bgsim::machine::{self, Machine, MachineSource, Mapping};
 use bgsim::mpi::skeleton::{Halo, SkeletonRun};
@@ -28,6 +30,11 @@ fn check(m: &Machine, nranks: u32, mapping: &str, halo: &Halo) -> SkeletonRun {
     for (parts, threads) in [(1, 1), (2, 1), (2, 2), (3, 2), (4, 2)] {
         let r = halo.run_parts(&fresh, parts, threads).unwrap();
         assert!(same(&one, &r), "{parts} partitions on {threads} threads: {r:?}, one partition: {one:?}");
+    }
+    for n in [2, 3] {
+        for r in common::processes(n, |t| halo.run_distributed(&fresh, t).unwrap()) {
+            assert!(same(&one, &r), "{n} processes: {r:?}, one partition: {one:?}");
+        }
     }
     one
 }

@@ -14,19 +14,22 @@
 //! does at t reaches another partition a hop later at the earliest, past
 //! the window's end, so the result is the same for every cut, bit for bit.
 //!
+//! The same partitions run on the processes of an MPI job ([`run_distributed`]),
+//! one each, with the same result.
+//!
 //! Not on partitions yet: hardware collectives and deposit-bit broadcasts
 //! (their state spans nodes), the message log, the coarse tier (its hop
 //! books the next node's link from the previous node's event), Python
 //! ranks and the collectives the core runs for them.
 
 use super::{BlockedRank, MpiError, World};
-use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, NO_NODE};
+use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport, NO_NODE};
 use crate::msglayer::{Envelope, NOTE_ENVELOPE};
 use crate::torus::{ev as torus_ev, Packet};
 
 /// What the ranks of a partition run: their calls on the world, made when
 /// a rank starts and whenever it may go on.
-pub trait Program: Send {
+pub trait Program: Send + Sync {
     /// Rank `rank`'s first calls, at time 0.
     fn start(&mut self, w: &mut World, rank: u32) -> Result<(), MpiError>;
     /// Rank `rank` was blocked and may go on now.
@@ -253,4 +256,47 @@ pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn P
         return Err(MpiError::Blocked(blocked));
     }
     Ok(out)
+}
+
+/// Runs `program` on the processes of `transport` (an MPI job), one
+/// partition each: every process calls this with the same fresh world and
+/// program, and every process gets the result, the same as [`run`]'s.
+pub fn run_distributed(w: &World, transport: Box<dyn Transport>, make: &dyn Fn() -> Box<dyn Program>) -> Result<PartsRun, MpiError> {
+    let nodes = w.machine().shape.nodes();
+    if transport.size() > nodes as usize {
+        return Err(MpiError::Usage(format!("{} processes for a machine of {nodes} nodes: at most one process a node", transport.size())));
+    }
+    let mut eng = Engine::distributed(w.fresh_copy()?, nodes, w.lookahead, transport);
+    let p = &mut eng.parts[0];
+    p.model.set_partition(p.lo, p.hi, make())?;
+    p.model.start_part(&mut p.q);
+    eng.run_until(Tick::MAX);
+    let p = &mut eng.parts[0];
+    let st = p.model.part.as_mut().expect("a partition");
+    let (failed, last) = (st.failed.take(), st.last);
+    let blocked = p.model.blocked();
+    let mut sums = [p.stats.events, p.model.messages_done(), failed.is_some() as u64, blocked.len() as u64];
+    let mut maxes = [last];
+    let t = eng.transport().expect("a distributed run");
+    t.reduce(&mut sums, &mut maxes);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if sums[2] > 0 {
+        return Err(MpiError::Usage("a rank's call failed on another process of the MPI job".into()));
+    }
+    if sums[3] > 0 {
+        // Every process learns every blocked rank (process 0 gathers them).
+        let mine: Vec<(u32, Vec<String>)> = blocked.into_iter().map(|b| (b.rank, b.waiting_for)).collect();
+        let all = t.gather(bincode::serialize(&mine).expect("blocked ranks serialize"));
+        let mut list: Vec<BlockedRank> = all
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|b| bincode::deserialize::<Vec<(u32, Vec<String>)>>(b).expect("blocked ranks from a process of this job"))
+            .map(|(rank, waiting_for)| BlockedRank { rank, waiting_for })
+            .collect();
+        list.sort_by_key(|b| b.rank);
+        return Err(MpiError::Blocked(list));
+    }
+    Ok(PartsRun { end: maxes[0], events: sums[0], messages: sums[1] })
 }

@@ -110,6 +110,17 @@ impl Halo {
         Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: w.micros(r.end) * 1e-6, events: r.events })
     }
 
+    /// Runs the exchange on the processes of an MPI job, one partition each
+    /// (see [`parts::run_distributed`]): every process calls this with the
+    /// same fresh world, and gets the result [`Halo::run`] gives.
+    pub fn run_distributed(&self, w: &World, transport: Box<dyn crate::engine::Transport>) -> Result<SkeletonRun, MpiError> {
+        self.check(w)?;
+        let n = w.nranks();
+        let make = || -> Box<dyn Program> { Box::new(HaloRanks { halo: self.clone(), reqs: vec![Vec::new(); n as usize], left: vec![self.iters; n as usize] }) };
+        let r = parts::run_distributed(w, transport, &make)?;
+        Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: w.micros(r.end) * 1e-6, events: r.events })
+    }
+
     /// Runs the exchange on `w`, whose ranks must be the grid's.
     pub fn run(&self, w: &mut World) -> Result<SkeletonRun, MpiError> {
         self.check(w)?;

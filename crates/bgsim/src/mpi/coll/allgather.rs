@@ -25,7 +25,7 @@ pub static OP: Operation = Operation {
             hardware: true,
         },
     ],
-    portable: portable,
+    portable,
     generic: None,
     safe: "ring",
 };
