@@ -69,3 +69,40 @@ fn a_grid_that_is_not_the_worlds_is_refused() {
     let halo = Halo { grid: vec![63], bytes: 8, iters: 1 };
     assert!(matches!(halo.run_parts(&w, 2, 1), Err(MpiError::Usage(_))));
 }
+
+/// Every rank waits for a message its neighbour never sends.
+struct WaitForever;
+
+impl bgsim::mpi::parts::Program for WaitForever {
+    fn start(&mut self, w: &mut World, r: u32) -> Result<(), MpiError> {
+        let from = (r + 1) % w.nranks();
+        let req = w.irecv(r, from as i64, 0, 7, 8)?;
+        w.block(r, vec![req], 1);
+        Ok(())
+    }
+    fn step(&mut self, _w: &mut World, r: u32) -> Result<(), MpiError> {
+        panic!("rank {r} cannot go on");
+    }
+}
+
+#[test]
+fn a_deadlock_on_partitions_names_every_blocked_rank() {
+    let m = machine("bgl", &["partition.shape=\"4x2x2\""]);
+    let w = World::new(&m, 16, &Mapping::default(), 1, true).unwrap();
+    let make = || -> Box<dyn bgsim::mpi::parts::Program> { Box::new(WaitForever) };
+    let ranks = |e: MpiError| match e {
+        MpiError::Blocked(b) => {
+            assert!(b.iter().all(|r| r.waiting_for.len() == 1 && r.waiting_for[0].contains("tag 7")), "{b:?}");
+            b.into_iter().map(|r| r.rank).collect::<Vec<_>>()
+        }
+        e => panic!("not a deadlock: {e}"),
+    };
+    let all: Vec<u32> = (0..16).collect();
+    for parts in [1, 2, 4] {
+        assert_eq!(ranks(bgsim::mpi::parts::run(&w, parts, 2, &make).unwrap_err()), all, "{parts} partitions");
+    }
+    // Every process of a distributed run reports every blocked rank.
+    for r in common::processes(2, |t| bgsim::mpi::parts::run_distributed(&w, t, &make)) {
+        assert_eq!(ranks(r.unwrap_err()), all);
+    }
+}

@@ -286,11 +286,13 @@ pub fn run_distributed(w: &World, transport: Box<dyn Transport>, make: &dyn Fn()
         return Err(MpiError::Usage("a rank's call failed on another process of the MPI job".into()));
     }
     if sums[3] > 0 {
-        // Every process learns every blocked rank (process 0 gathers them).
+        // Every process learns every blocked rank: each sends its own to all.
         let mine: Vec<(u32, Vec<String>)> = blocked.into_iter().map(|b| (b.rank, b.waiting_for)).collect();
-        let all = t.gather(bincode::serialize(&mine).expect("blocked ranks serialize"));
+        let bytes = bincode::serialize(&mine).expect("blocked ranks serialize");
+        let out = (0..t.size()).map(|p| if p == t.rank() { Vec::new() } else { bytes.clone() }).collect();
+        let mut all = t.exchange(out);
+        all[t.rank()] = bytes;
         let mut list: Vec<BlockedRank> = all
-            .unwrap_or_default()
             .iter()
             .flat_map(|b| bincode::deserialize::<Vec<(u32, Vec<String>)>>(b).expect("blocked ranks from a process of this job"))
             .map(|(rank, waiting_for)| BlockedRank { rank, waiting_for })
