@@ -90,6 +90,11 @@ impl Halo {
         Ok(false)
     }
 
+    /// The ranks of one partition of a run on `n` ranks.
+    fn program(&self, n: u32) -> Box<dyn Program> {
+        Box::new(HaloRanks { halo: self.clone(), reqs: vec![Vec::new(); n as usize], left: vec![self.iters; n as usize] })
+    }
+
     /// The grid's ranks must be the world's.
     fn check(&self, w: &World) -> Result<(), MpiError> {
         let n = w.nranks();
@@ -105,8 +110,7 @@ impl Halo {
     pub fn run_parts(&self, w: &World, parts: usize, threads: usize) -> Result<SkeletonRun, MpiError> {
         self.check(w)?;
         let n = w.nranks();
-        let make = || -> Box<dyn Program> { Box::new(HaloRanks { halo: self.clone(), reqs: vec![Vec::new(); n as usize], left: vec![self.iters; n as usize] }) };
-        let r = parts::run(w, parts, threads, &make)?;
+        let r = parts::run(w, parts, threads, &|| self.program(n))?;
         Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: w.micros(r.end) * 1e-6, events: r.events })
     }
 
@@ -116,8 +120,7 @@ impl Halo {
     pub fn run_distributed(&self, w: &World, transport: Box<dyn crate::engine::Transport>) -> Result<SkeletonRun, MpiError> {
         self.check(w)?;
         let n = w.nranks();
-        let make = || -> Box<dyn Program> { Box::new(HaloRanks { halo: self.clone(), reqs: vec![Vec::new(); n as usize], left: vec![self.iters; n as usize] }) };
-        let r = parts::run_distributed(w, transport, &make)?;
+        let r = parts::run_distributed(w, transport, &|| self.program(n))?;
         Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: w.micros(r.end) * 1e-6, events: r.events })
     }
 
