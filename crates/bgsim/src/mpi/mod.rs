@@ -114,6 +114,13 @@ impl Model for Stack {
     fn handle(&mut self, now: Tick, ev: crate::engine::Event, q: &mut EventQueue) {
         self.net.handle(&mut self.ml, now, ev, q);
     }
+    #[inline]
+    fn touch(&self, e: &Event, stage: usize) {
+        self.net.touch(e, stage);
+        if stage == 1 {
+            self.ml.touch(&self.net, e);
+        }
+    }
 }
 
 /// A simulated machine running a set of ranks.
@@ -588,12 +595,7 @@ impl World {
                     return Err(MpiError::Blocked(self.blocked()));
                 };
                 self.stats.events += 1;
-                crate::engine::touch_ahead(&self.q, |e, stage| {
-                    self.stack.net.touch(e, stage);
-                    if stage == 1 {
-                        self.stack.ml.touch(&self.stack.net, e);
-                    }
-                });
+                crate::engine::touch_ahead(&self.q, |e, stage| self.stack.touch(e, stage));
                 self.stack.handle(t, ev, &mut self.q);
                 self.q.cur = NO_NODE;
                 if !self.stack.ml.completed.is_empty() {
@@ -635,9 +637,7 @@ impl World {
                 // end, which holds the event or, empty, is skipped to it.
                 let (t, ev) = self.q.pop_before(until)?;
                 if t >= end {
-                    let start = if self.window_busy && t < end + self.lookahead { end } else { t };
-                    self.q.window = (start, start + self.lookahead);
-                    self.window_busy = false;
+                    self.next_window(end, t);
                 }
                 self.window_busy = true;
                 self.q.cur = ev.node;
@@ -653,10 +653,18 @@ impl World {
             // The window was busy: it holds events.
             self.window_end.close(&mut self.q);
             let next = self.q.peek_time()?;
-            let start = if next < end + self.lookahead { end } else { next };
-            self.q.window = (start, start + self.lookahead);
-            self.window_busy = false;
+            self.window_busy = true;
+            self.next_window(end, next);
         }
+    }
+
+    /// The window after the one ending at `end`, the next event being due
+    /// at `next`: from `end` if the window was busy and the next one from
+    /// there holds that event, else (an empty window is skipped) from `next`.
+    fn next_window(&mut self, end: Tick, next: Tick) {
+        let start = if self.window_busy && next < end + self.lookahead { end } else { next };
+        self.q.window = (start, start + self.lookahead);
+        self.window_busy = false;
     }
 
     /// Runs until nothing is left to do (packets of completed sends still

@@ -66,9 +66,7 @@ impl Partitioned for World {
     type Load = Load;
     fn emigrate(&mut self, ev: &Event) -> Option<Load> {
         match ev.kind {
-            torus_ev::ARRIVE => {
-                Some(Load::Packet(self.stack.net.emigrate(ev.data)))
-            }
+            torus_ev::ARRIVE => Some(Load::Packet(self.stack.net.emigrate(ev.data))),
             NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
             _ => None,
         }
@@ -130,8 +128,8 @@ impl World {
                 }
             }
         }
-        self.step_ready(&mut program);
         self.part.as_mut().expect("a partition").program = Some(program);
+        self.step_ready();
         std::mem::swap(q, &mut self.q);
     }
 
@@ -141,12 +139,7 @@ impl World {
         let mut last = None;
         while let Some((t, ev)) = self.q.pop_before(end) {
             stats.events += 1;
-            crate::engine::touch_ahead(&self.q, |e, stage| {
-                self.stack.net.touch(e, stage);
-                if stage == 1 {
-                    self.stack.ml.touch(&self.stack.net, e);
-                }
-            });
+            crate::engine::touch_ahead(&self.q, |e, stage| self.stack.touch(e, stage));
             self.q.cur = ev.node;
             self.stack.handle(t, ev, &mut self.q);
             self.q.cur = NO_NODE;
@@ -160,10 +153,7 @@ impl World {
                         self.stack.handle(t2, ev, &mut self.q);
                     }
                     self.q.cur = NO_NODE;
-                    let p = self.part.as_mut().expect("a partition");
-                    let mut program = p.program.take().expect("a program");
-                    self.step_ready(&mut program);
-                    self.part.as_mut().expect("a partition").program = Some(program);
+                    self.step_ready();
                 }
             }
         }
@@ -175,11 +165,12 @@ impl World {
 
     /// Steps the ready ranks in rank order, and those their calls made
     /// ready, until none is.
-    fn step_ready(&mut self, program: &mut Box<dyn Program>) {
+    fn step_ready(&mut self) {
+        let mut program = self.part.as_mut().expect("a partition").program.take().expect("a program");
         loop {
             self.collect();
             if self.ready.is_empty() {
-                return;
+                break;
             }
             let mut ready = std::mem::take(&mut self.ready);
             ready.sort_unstable();
@@ -193,6 +184,15 @@ impl World {
                 self.ready = ready;
             }
         }
+        self.part.as_mut().expect("a partition").program = Some(program);
+    }
+
+    /// What this partition's run did: the first error of a rank's call, the
+    /// last event's time, the messages received here, its blocked ranks.
+    fn part_outcome(&mut self) -> (Option<MpiError>, Tick, u64, Vec<BlockedRank>) {
+        let st = self.part.as_mut().expect("a partition");
+        let (failed, last) = (st.failed.take(), st.last);
+        (failed, last, self.messages_done(), self.blocked())
     }
 }
 
@@ -215,9 +215,8 @@ pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn P
     let threads = threads.clamp(1, parts);
     // The copies are built, and their ranks started, on the run's threads
     // (on a million ranks each takes seconds).
-    let (machine, nranks, (mapping, seed, mpi)) = (w.machine(), w.nranks, &w.origin);
     let built: Vec<Result<World, MpiError>> = std::thread::scope(|s| {
-        let jobs: Vec<_> = (0..parts).map(|_| s.spawn(|| World::new(machine, nranks, mapping, *seed, *mpi))).collect();
+        let jobs: Vec<_> = (0..parts).map(|_| s.spawn(|| w.fresh_copy())).collect();
         jobs.into_iter().map(|j| j.join().expect("building a copy of the world does not panic")).collect()
     });
     let worlds = built.into_iter().collect::<Result<Vec<_>, _>>()?;
@@ -242,14 +241,14 @@ pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn P
     let mut blocked: Vec<BlockedRank> = Vec::new();
     let mut out = PartsRun { end: 0, events: 0, messages: 0 };
     for p in eng.parts.iter_mut() {
-        let st = p.model.part.as_mut().expect("a partition");
-        if let Some(e) = st.failed.take() {
+        let (failed, last, messages, b) = p.model.part_outcome();
+        if let Some(e) = failed {
             return Err(e);
         }
-        out.end = out.end.max(st.last);
+        out.end = out.end.max(last);
         out.events += p.stats.events;
-        out.messages += p.model.messages_done();
-        blocked.extend(p.model.blocked());
+        out.messages += messages;
+        blocked.extend(b);
     }
     if !blocked.is_empty() {
         blocked.sort_by_key(|b| b.rank);
@@ -272,10 +271,8 @@ pub fn run_distributed(w: &World, transport: Box<dyn Transport>, make: &dyn Fn()
     p.model.start_part(&mut p.q);
     eng.run_until(Tick::MAX);
     let p = &mut eng.parts[0];
-    let st = p.model.part.as_mut().expect("a partition");
-    let (failed, last) = (st.failed.take(), st.last);
-    let blocked = p.model.blocked();
-    let mut sums = [p.stats.events, p.model.messages_done(), failed.is_some() as u64, blocked.len() as u64];
+    let (failed, last, messages, blocked) = p.model.part_outcome();
+    let mut sums = [p.stats.events, messages, failed.is_some() as u64, blocked.len() as u64];
     let mut maxes = [last];
     let t = eng.transport().expect("a distributed run");
     t.reduce(&mut sums, &mut maxes);
