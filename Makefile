@@ -69,7 +69,8 @@ mpi:
 # and 131,072 ranks, about 3 minutes; bench_osu: mpi4py's osu_alltoall demo
 # on 32 ranks, fetched from its PyPI source distribution, about 22 minutes;
 # bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 4
-# minutes on one thread and 3 on two). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
+# minutes on one thread and 3 on two; bench_threads: a Python MPI program on 1
+# and 2 threads, about 30 s). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
 # about 25 million messages).
 MPI_ITERS ?= 1000
 bench: build
@@ -86,6 +87,7 @@ bench: build
 	$(PY) scripts/bench_osu.py >> .bench.jsonl
 	$(PY) scripts/bench_million.py >> .bench.jsonl
 	$(PY) scripts/bench_million.py 2 >> .bench.jsonl
+	$(PY) scripts/bench_threads.py 2 3 >> .bench.jsonl
 	$(PY) scripts/bench_report.py < .bench.jsonl
 
 clean:

@@ -20,7 +20,7 @@ HEADER = """# Benchmarks
 
 Produced by `make bench` (the `bgsim-bench` binary, release build, one core;
 `scripts/bench_mpi.py`, `bench_pingpong.py`, `bench_coll.py`, `bench_scale.py`,
-`bench_osu.py` and `bench_million.py` from Python). Builds are
+`bench_osu.py`, `bench_million.py` and `bench_threads.py` from Python). Builds are
 compared with `python3 scripts/bench_pair.py ROUNDS BIN_A BIN_B` (alternating
 runs; only paired ratios tell changes apart on a shared machine).
 Targets of the torus issue: at least 5 million packet-hops per second on one
@@ -152,6 +152,19 @@ def render(rows: list) -> str:
                 + (f" ({mh['wall_s'] / mh2['wall_s']:.2f}x)" if mh else "")
                 + f", peak resident memory {mh2['peak_rss_mb']:,.0f} MB"
                 + ("; the same events and simulated time." if same else "."), ""]
+    pt = by.get("python_threads_2")
+    if pt:
+        out += ["Python MPI programs on threads (`scripts/bench_threads.py 2 3`: 512 ranks on an 8x8x8 BG/L, each run "
+                "a process of its own, 1 and 2 threads in alternation, the same figures on both):", "",
+                "| program | events | Python's share (1 thread) | 1 thread | 2 threads | 1 thread / 2 threads |",
+                "|---|---|---|---|---|---|"]
+        for name, what in (("far", "Sendrecv of 256 KB half the machine away, twice"),
+                           ("ring", "300 Sendrecv of 8 B around a ring")):
+            r = pt[name]
+            w1, w2 = r["wall_s_1"], r["wall_s_2"]
+            out.append(f"| {what} | {r['events']:,} | {r['python_wall_s']:.2f} s | {w1[0]:.2f}-{w1[-1]:.2f} s | "
+                       f"{w2[0]:.2f}-{w2[-1]:.2f} s | {r['ratios'][0]:.2f}-{r['ratios'][-1]:.2f}x |")
+        out.append("")
     o = by.get("osu_alltoall_32")
     if o:
         out += [f"mpi4py's own `osu_alltoall` demo, unmodified (`scripts/bench_osu.py`): 32 ranks on a 4x4x2 BG/L, "

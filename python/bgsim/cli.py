@@ -432,6 +432,10 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                      help="packet (default): the torus packet by packet; coarse: its coarse tier, each packet "
                           "booking the links of its minimal route hop by hop, without routers (faster; no "
                           "no-token counts; error against packets in docs/coarse.md)")
+    run.add_argument("--threads", type=_count, default=1, metavar="N",
+                     help="run the machine cut into N partitions on N threads, the ranks' Python on one (default 1); "
+                          "the result is the same, bit for bit. Not yet with hardware collectives, deposit-bit "
+                          "broadcasts, --timeline or --fidelity coarse (docs/architecture.md)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")
@@ -496,7 +500,7 @@ def _run(a: argparse.Namespace) -> int:
         print(f"{cmd}: error: {err}", file=sys.stderr)
         return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
-    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, progress=not a.quiet, coll=a.coll,
+    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, threads=a.threads, progress=not a.quiet, coll=a.coll,
                   memory_check=a.memory_check,
                   traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline, timeline_ranks=a.timeline_ranks,
                   timeline_nodes=a.timeline_nodes)

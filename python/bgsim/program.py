@@ -71,6 +71,9 @@ class RunResult:
     #: "packet", or "coarse": the torus ran on its coarse tier
     #: (``bgsim.run(fidelity=...)``, docs/coarse.md).
     fidelity: str = "packet"
+    #: Threads (partitions of the machine) the run took
+    #: (``bgsim.run(threads=...)``): the same figures on any number.
+    threads: int = 1
 
     @property
     def time_us(self) -> float:
@@ -96,6 +99,7 @@ class RunResult:
             "link_stalls": self.link_stalls,
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
+            "threads": self.threads,
             "buffers": self.buffers,
             "fidelity": self.fidelity,
         }
@@ -209,7 +213,8 @@ class RunResult:
                 f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
-                + f"; wall {self.wall_s:.2f} s")
+                + f"; wall {self.wall_s:.2f} s"
+                + (f" on {self.threads} threads" if self.threads > 1 else ""))
 
 
 def partition_for(source: str, sets: Sequence[str], nranks: Optional[int]) -> List[str]:
@@ -234,14 +239,17 @@ def _nodes(shape: str) -> int:
 def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
                settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
-               memory_check: bool = True, fidelity: str = "packet") -> "_core.World":
+               memory_check: bool = True, fidelity: str = "packet", threads: int = 1) -> "_core.World":
     """A simulated world: machine, partition, node mode, ranks and mapping.
     `mapping` is a permutation of XYZT or the path of a mapfile. A world
     that cannot fit in the memory this process may use is refused
     (`memory_check=False` builds it anyway). `fidelity`: "packet", or
-    "coarse" for the torus's coarse tier (docs/coarse.md)."""
+    "coarse" for the torus's coarse tier (docs/coarse.md). `threads` > 1:
+    the machine cut into that many partitions, run on as many threads."""
     if fidelity not in FIDELITIES:
         raise UsageError(f"fidelity = {fidelity!r}: allowed {', '.join(FIDELITIES)}")
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise UsageError(f"threads = {threads!r}: a whole number, at least 1")
     if isinstance(machine, str):
         machine = Machine(machine)
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
@@ -255,7 +263,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         memory.check(m.nodes, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}")
     mapping = mapping or "XYZT"
     if _is_order(mapping):
-        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity)
+        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity, threads)
     if not os.path.exists(mapping):
         raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
     try:
@@ -266,7 +274,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
                            "a mapfile has one `x y z t` line per rank") from None
     except OSError as e:
         raise MappingError(f"mapfile `{mapping}`: cannot be read: {e.strerror}") from None
-    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity)
+    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity, threads)
 
 
 def _is_order(s: str) -> bool:
@@ -279,7 +287,8 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         cpu_factor: Optional[float] = None, progress: bool = False, layer: str = "mpi",
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
         traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
-        timeline_nodes: Optional[str] = None, buffers: str = "full", fidelity: str = "packet") -> RunResult:
+        timeline_nodes: Optional[str] = None, buffers: str = "full", fidelity: str = "packet",
+        threads: int = 1) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -315,12 +324,17 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     (dynamically routed packets take the productive link free first), with
     no routers (no buffers or tokens, so no no-token counts); cores, the
     message layer, MPI and the other networks are the packet tier's.
-    Faster; its error against packets is in docs/coarse.md."""
+    Faster; its error against packets is in docs/coarse.md.
+
+    `threads=N` cuts the machine into N partitions run on N threads (the
+    ranks' Python stays on one): the same result, bit for bit. Not yet
+    with hardware collectives (choose software ones with `coll`),
+    deposit-bit broadcasts, a timeline or the coarse tier."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
-                       memory_check=memory_check, fidelity=fidelity)
+                       memory_check=memory_check, fidelity=fidelity, threads=threads)
     with _mpi4py_installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
                         timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)
@@ -373,7 +387,7 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         settings = list(kw.pop("settings", [])) + coll_settings(kw.pop("coll", None))
         memory_check = kw.pop("memory_check", True)
         world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
-            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity")})
+            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity", "threads")})
         with _mpi4py_installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
                             private_dir=os.path.dirname(os.path.abspath(path)),
@@ -420,7 +434,8 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
-        traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers, fidelity=world.fidelity)
+        traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers, fidelity=world.fidelity,
+        threads=world.partitions)
     for fn in list(_OBSERVERS):
         fn(result)
     return result

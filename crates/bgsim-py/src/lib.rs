@@ -214,7 +214,7 @@ fn copy_into(py: Python<'_>, buf: &PyBuffer<u8>, data: &[u8]) -> PyResult<()> {
 /// Each call acts at the current simulated time; `run` advances it.
 #[pyclass(unsendable, module = "bgsim._core")]
 struct World {
-    w: mpi::World,
+    w: mpi::driven::Ranks,
     /// The caller's buffers of receives posted by `irecv_fast`, by request:
     /// the received data is copied straight into them.
     recv_bufs: Vec<Option<PyBuffer<u8>>>,
@@ -364,11 +364,12 @@ impl World {
     /// `mapping`: a permutation name such as "XYZT"; or `mapfile` =
     /// (file name, text); `nranks` None: every task slot (or the mapfile's lines).
     /// `fidelity`: "packet" (the torus packet by packet) or "coarse" (the
-    /// torus's coarse tier).
+    /// torus's coarse tier). `threads` > 1: the machine cut into that many
+    /// partitions, run on as many threads (the same result).
     #[new]
-    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet"))]
+    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet", threads=1))]
     #[allow(clippy::too_many_arguments)]
-    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str) -> PyResult<Self> {
+    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str, threads: usize) -> PyResult<Self> {
         if !matches!(fidelity, "packet" | "coarse") {
             return Err(errors::usage(format!("fidelity `{fidelity}`: allowed packet, coarse")));
         }
@@ -388,11 +389,20 @@ impl World {
         if n == 0 {
             return Err(errors::usage("the number of ranks must be at least 1"));
         }
+        if threads == 0 {
+            return Err(errors::usage("threads must be at least 1"));
+        }
         let mut w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
         if fidelity == "coarse" {
             w.set_coarse().map_err(to_py)?;
         }
+        let w = mpi::driven::Ranks::new(w, threads).map_err(to_py)?;
         Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, ready: Vec::new() })
+    }
+    /// Partitions of the machine, each run on a thread of its own.
+    #[getter]
+    fn partitions(&self) -> usize {
+        self.w.partitions()
     }
     #[getter]
     fn nranks(&self) -> u32 {
@@ -489,7 +499,7 @@ impl World {
             return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
         }
         let halo = mpi::skeleton::Halo { grid, bytes: nbytes, iters };
-        let w = &mut self.w;
+        let w = self.w.whole().ok_or_else(|| errors::usage("a core-driven halo runs on a world of one partition (its `threads` cut it)"))?;
         let r = py
             .allow_threads(|| {
                 #[cfg(feature = "mpi")]
@@ -513,8 +523,7 @@ impl World {
         if watched.len() != self.w.nranks() as usize {
             return Err(errors::usage(format!("{} flags for {} ranks", watched.len(), self.w.nranks())));
         }
-        self.w.record_messages(watched, limit);
-        Ok(())
+        self.w.record_messages(watched, limit).map_err(to_py)
     }
     /// The message log: ([(src, dst, bytes, protocol, posted, send_done,
     /// recv_done)] in ticks, messages past the limit).
@@ -525,8 +534,9 @@ impl World {
     /// One node's outgoing link bytes so far (six directions) and bytes in
     /// its injection FIFOs now.
     fn node_sample(&self, node: u32) -> PyResult<([u64; 6], u64)> {
-        if node >= self.w.net().geometry().nodes() {
-            return Err(errors::usage(format!("node {node}: the partition has {} nodes", self.w.net().geometry().nodes())));
+        let nodes = self.w.machine().shape.nodes();
+        if node >= nodes {
+            return Err(errors::usage(format!("node {node}: the partition has {nodes} nodes")));
         }
         Ok(self.w.node_sample(node))
     }
@@ -702,8 +712,8 @@ impl World {
         self.w.hw_collective(rank, key, expected, what).map_err(to_py)
     }
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0).
-    fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> u32 {
-        self.w.line_bcast(rank, id, root, nbytes)
+    fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> PyResult<u32> {
+        self.w.line_bcast(rank, id, root, nbytes).map_err(to_py)
     }
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)
@@ -876,7 +886,7 @@ impl World {
         self.w.traffic_matrix()
     }
     fn report(&self, finished: Vec<Option<u64>>) -> String {
-        serde_json::to_string(&bgsim::report::mpi_report(&self.w, &finished)).expect("a report is plain data")
+        serde_json::to_string(&self.w.report(&finished)).expect("a report is plain data")
     }
 }
 

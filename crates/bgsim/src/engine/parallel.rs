@@ -57,6 +57,11 @@ pub trait Partitioned: Model + Send {
     fn run_window(&mut self, q: &mut EventQueue, end: Tick, stats: &mut EngineStats) {
         run_until(self, q, end, stats);
     }
+    /// Whether the model stopped inside the window it last ran, for its
+    /// driver to act (see [`Engine::run_until_stop`]).
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// Whether this process was started by an MPI launcher as one of several
@@ -243,6 +248,17 @@ impl<M: Partitioned> Engine<M> {
         Engine { parts: vec![Part::new(model, lo, hi)], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some(transport) }
     }
 
+    /// The start of the current window (the end of the last, or later).
+    pub fn now(&self) -> Tick {
+        self.now
+    }
+
+    /// Runs the next windows on up to `threads` threads (one: on the
+    /// calling thread).
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.clamp(1, self.parts.len());
+    }
+
     /// The other processes of a distributed run, if any.
     pub fn transport(&self) -> Option<&dyn Transport> {
         self.remote.as_deref()
@@ -254,33 +270,94 @@ impl<M: Partitioned> Engine<M> {
         if self.now >= until {
             return self.now;
         }
-        let (split, lookahead, threads, start) = (&self.split, self.lookahead, self.threads, self.now);
         if let Some(transport) = &self.remote {
-            windows_remote(&mut self.parts[0], split, transport.as_ref(), lookahead, start, until);
+            windows_remote(&mut self.parts[0], &self.split, transport.as_ref(), self.lookahead, self.now, until);
             self.now = until;
             return until;
         }
-        let mail = &self.mail;
-        let sync = Shared::new(threads, self.parts.len());
-        if threads == 1 {
-            let mut mine: Vec<(usize, &mut Part<M>)> = self.parts.iter_mut().enumerate().collect();
-            windows(&mut mine, split, mail, &sync, lookahead, start, until);
-        } else {
-            let mut groups: Vec<Vec<(usize, &mut Part<M>)>> = (0..threads).map(|_| Vec::new()).collect();
-            for (k, p) in self.parts.iter_mut().enumerate() {
-                groups[k % threads].push((k, p));
-            }
-            std::thread::scope(|s| {
-                let sync = &sync;
-                for mut mine in groups {
-                    s.spawn(move || windows(&mut mine, split, mail, sync, lookahead, start, until));
-                }
-            });
-        }
+        self.run_windows(until, false, u64::MAX);
         self.now = until;
         until
     }
 
+    /// Runs at most `limit` windows from the current time, as
+    /// [`Engine::run_until`] does, and up to one in which a partition's
+    /// model stopped ([`Partitioned::stopped`]): that window is left open
+    /// (what the partitions held in it is not exchanged) and time stands at
+    /// its start.
+    pub fn run_until_stop(&mut self, limit: u64) -> Halt {
+        assert!(self.remote.is_none(), "a distributed run does not stop inside a window");
+        let halt = self.run_windows(Tick::MAX, true, limit);
+        match halt {
+            Halt::Stopped(t, _) | Halt::Limit(t) => self.now = t,
+            Halt::Idle => {}
+        }
+        halt
+    }
+
+    /// At most `limit` windows from now to `until` on the engine's
+    /// threads; with `may_stop`, up to the first in which a model stopped.
+    fn run_windows(&mut self, until: Tick, may_stop: bool, limit: u64) -> Halt {
+        let (split, lookahead, threads, start) = (&self.split, self.lookahead, self.threads, self.now);
+        let mail = &self.mail;
+        let sync = Shared::new(threads, self.parts.len());
+        if threads == 1 {
+            let mut mine: Vec<(usize, &mut Part<M>)> = self.parts.iter_mut().enumerate().collect();
+            return windows(&mut mine, split, mail, &sync, lookahead, start, until, may_stop, limit);
+        }
+        let mut groups: Vec<Vec<(usize, &mut Part<M>)>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, p) in self.parts.iter_mut().enumerate() {
+            groups[k % threads].push((k, p));
+        }
+        std::thread::scope(|s| {
+            let sync = &sync;
+            let jobs: Vec<_> = groups.into_iter().map(|mut mine| s.spawn(move || windows(&mut mine, split, mail, sync, lookahead, start, until, may_stop, limit))).collect();
+            // Every thread stops at the same window.
+            jobs.into_iter().map(|j| j.join().expect("a partition's thread does not panic")).next().expect("a thread")
+        })
+    }
+
+    /// Ends the window that ends at `end` of a run driven from outside one
+    /// window at a time (`mpi::driven`), whose partitions' queues are in
+    /// their parts and whose windows the driver ran itself (`ran[k]`:
+    /// partition k handled an event in it): what the partitions held is put
+    /// in order, handed out and taken in, as [`windows`] does. Returns when
+    /// the next window starts, as there (`Tick::MAX`: nothing is pending
+    /// anywhere; time then stands at `end`).
+    pub fn close_window(&mut self, end: Tick, ran: &[bool]) -> Tick {
+        let (split, mail) = (&self.split, &self.mail);
+        let mut busy = vec![false; self.parts.len()];
+        for (k, p) in self.parts.iter_mut().enumerate() {
+            sort_held(&mut p.q.outbox, &mut p.keys, &mut p.spare);
+            busy[k] = ran[k] || !p.q.outbox.is_empty();
+            let mut m = mail[k].write().expect("one thread");
+            p.hand_out(k, split, &mut m.to);
+        }
+        let mut first = Tick::MAX;
+        for (k, p) in self.parts.iter_mut().enumerate() {
+            let guards: Vec<_> = (0..mail.len()).filter(|&s| s != k).map(|s| mail[s].read().expect("one thread")).collect();
+            let got = p.take_in(guards.iter().map(|m| (&m.to[k].0[..], &m.to[k].1[..])).collect());
+            first = first.min(p.next_due(busy[k] || got));
+        }
+        for m in mail {
+            for (cs, loads) in m.write().expect("one thread").to.iter_mut() {
+                cs.clear();
+                loads.clear();
+            }
+        }
+        if first == Tick::MAX {
+            self.now = end;
+            return Tick::MAX;
+        }
+        let t = end.max(first);
+        if t > end {
+            for p in self.parts.iter_mut() {
+                p.q.advance_to(t);
+            }
+        }
+        self.now = t;
+        t
+    }
 }
 
 /// The first node of partition `k` (`parts` for one past the last).
@@ -419,6 +496,8 @@ struct Shared {
     count: AtomicUsize,
     generation: AtomicUsize,
     failed: AtomicBool,
+    /// A model stopped in the window (see [`Engine::run_until_stop`]).
+    stop: AtomicBool,
     /// Per window parity, per partition: its earliest pending event after
     /// the exchange (0 if it was busy). Two sets: a fast thread writes the
     /// next window's while a slow one still reads this one's.
@@ -434,10 +513,11 @@ impl Shared {
             count: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
             failed: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
             next: [0, 1].map(|_| (0..parts).map(|_| AtomicU64::new(0)).collect()),
             // More threads than processors: a spinning thread holds the
             // processor the one it waits for needs, so give it up at once.
-            spin: if std::thread::available_parallelism().map_or(1, |p| p.get()) >= n { 2_000 } else { 0 },
+            spin: if processors() >= n { 2_000 } else { 0 },
         }
     }
 
@@ -469,6 +549,13 @@ impl Shared {
     }
 }
 
+/// The processors this process may use (read once: on Linux it reads the
+/// cgroup's files).
+fn processors() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
+}
+
 /// Marks the run failed if its thread unwinds, so that the others stop
 /// waiting for it at a barrier.
 struct FailGuard<'a>(&'a Shared);
@@ -481,8 +568,21 @@ impl Drop for FailGuard<'_> {
     }
 }
 
-/// One thread's share of a run: the windows of its partitions `mine`
-/// from `start` to `until`.
+/// Where [`Engine::run_until_stop`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Halt {
+    /// A model stopped in the window `[start, end)`.
+    Stopped(Tick, Tick),
+    /// The windows ran out; the next starts here.
+    Limit(Tick),
+    /// Nothing is pending anywhere (or the run reached its end).
+    Idle,
+}
+
+/// One thread's share of a run: at most `limit` windows of its partitions
+/// `mine` from `start` to `until`; with `may_stop`, up to the first window
+/// in which a model stopped, left without its exchange (every thread
+/// returns the same).
 #[allow(clippy::too_many_arguments)]
 fn windows<M: Partitioned>(
     mine: &mut [(usize, &mut Part<M>)],
@@ -492,18 +592,37 @@ fn windows<M: Partitioned>(
     lookahead: Tick,
     start: Tick,
     until: Tick,
-) {
+    may_stop: bool,
+    limit: u64,
+) -> Halt {
     let _guard = FailGuard(sync);
     let mut t = start;
     let mut parity = 0;
+    let mut left = limit;
     let mut busy = vec![false; mine.len()];
     while t < until {
+        if left == 0 {
+            return Halt::Limit(t);
+        }
+        left -= 1;
         let next = &sync.next[parity];
         parity ^= 1;
         let end = t.saturating_add(lookahead).min(until);
         // Run the window; hand what goes to other partitions to the mail.
-        for (i, (k, p)) in mine.iter_mut().enumerate() {
+        for (i, (_, p)) in mine.iter_mut().enumerate() {
             busy[i] = p.run_window(t, end);
+            if may_stop && p.model.stopped() {
+                sync.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        if may_stop {
+            // Every thread sees every model's stop here.
+            sync.wait();
+            if sync.stop.load(Ordering::Relaxed) {
+                return Halt::Stopped(t, end);
+            }
+        }
+        for (k, p) in mine.iter_mut() {
             let mut m = mail[*k].write().expect("no thread failed while holding mail");
             p.hand_out(*k, split, &mut m.to);
         }
@@ -527,9 +646,10 @@ fn windows<M: Partitioned>(
                 cs.clear();
                 loads.clear();
             }
-            if t > end {
+            if t > end && t != Tick::MAX {
                 p.q.advance_to(t);
             }
         }
     }
+    Halt::Idle
 }

@@ -337,23 +337,44 @@ impl World {
         if self.agents.is_empty() {
             return Ok(());
         }
-        let mut head = 0;
-        while head < ready.len() {
-            let r = ready[head];
-            if !self.in_agent(r) {
-                break;
-            }
-            if !self.step(r)? {
-                break;
-            }
-            head += 1;
-        }
-        ready.drain(..head);
-        for r in ready.iter_mut().skip(1) {
-            if self.in_agent(*r) {
-                *r |= AGENT_RANK;
-            }
-        }
-        Ok(())
+        advance_agents(self, ready)
     }
+}
+
+/// What [`advance_agents`] needs of the ranks: a world, or one cut into
+/// partitions (`mpi::driven`).
+pub(super) trait Agents {
+    fn in_agent(&self, rank: u32) -> bool;
+    fn step(&mut self, rank: u32) -> Result<bool, MpiError>;
+}
+
+impl Agents for World {
+    fn in_agent(&self, rank: u32) -> bool {
+        World::in_agent(self, rank)
+    }
+    fn step(&mut self, rank: u32) -> Result<bool, MpiError> {
+        World::step(self, rank)
+    }
+}
+
+/// See [`World::advance_agents`].
+pub(super) fn advance_agents(a: &mut impl Agents, ready: &mut Vec<u32>) -> Result<(), MpiError> {
+    let mut head = 0;
+    while head < ready.len() {
+        let r = ready[head];
+        if !a.in_agent(r) {
+            break;
+        }
+        if !a.step(r)? {
+            break;
+        }
+        head += 1;
+    }
+    ready.drain(..head);
+    for r in ready.iter_mut().skip(1) {
+        if a.in_agent(*r) {
+            *r |= AGENT_RANK;
+        }
+    }
+    Ok(())
 }

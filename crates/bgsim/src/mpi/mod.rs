@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod coll;
+pub mod driven;
 pub mod parts;
 pub mod skeleton;
 
@@ -414,7 +415,9 @@ impl World {
             return Err(MpiError::NoComponent { what, component });
         }
         if self.part.is_some() {
-            return Err(MpiError::Usage("hardware collectives do not run on a machine cut into partitions yet (run on one)".into()));
+            return Err(MpiError::Usage(format!(
+                "{what:?}: hardware collectives do not run on a machine cut into partitions yet: run on one thread, or choose software algorithms (--coll barrier=dissemination, allreduce=recursive_doubling, ...; `bgsim machine` lists them)"
+            )));
         }
         let now = self.rank_time(rank);
         let req = self.stack.ml.pending_req(rank);
@@ -459,7 +462,7 @@ impl World {
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0, the
     /// same on every rank) of `bytes` from `root` (one rank per node).
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
-        assert!(self.part.is_none(), "deposit-bit broadcasts do not run on a machine cut into partitions yet");
+        assert!(self.part.is_none(), "deposit-bit broadcasts do not run on a machine cut into partitions yet (`driven::Ranks` refuses them)");
         let now = self.rank_time(rank);
         let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
         self.collect();

@@ -17,10 +17,11 @@
 //! The same partitions run on the processes of an MPI job ([`run_distributed`]),
 //! one each, with the same result.
 //!
-//! Not on partitions yet: hardware collectives and deposit-bit broadcasts
-//! (their state spans nodes), the message log, the coarse tier (its hop
-//! books the next node's link from the previous node's event), Python
-//! ranks and the collectives the core runs for them.
+//! Ranks driven from outside (the Python runtime's) run on the same
+//! partitions through [`super::driven::Ranks`]. Not on partitions yet:
+//! hardware collectives and deposit-bit broadcasts (their state spans
+//! nodes), the message log, the coarse tier (its hop books the next node's
+//! link from the previous node's event).
 
 use super::{BlockedRank, MpiError, World};
 use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport, NO_NODE};
@@ -45,6 +46,11 @@ pub(super) struct PartState {
     failed: Option<MpiError>,
     /// The time of the last event handled.
     last: Tick,
+    /// Ranks driven from outside: the tick at which the last window run
+    /// stopped with ranks that may go on ([`World::run_driven`]), and the
+    /// events handled when the window opened.
+    pub(super) stop: Option<Tick>,
+    pub(super) opened: u64,
 }
 
 /// What crosses to another partition with an event or a note.
@@ -86,8 +92,21 @@ impl Partitioned for World {
     fn run_window(&mut self, q: &mut EventQueue, end: Tick, stats: &mut EngineStats) {
         // The engine keeps the partition's queue; the world's calls use its own.
         std::mem::swap(q, &mut self.q);
-        self.run_part_window(end, stats);
+        let before = self.stats.events;
+        let p = self.part.as_mut().expect("a partition");
+        p.opened = before;
+        if p.program.is_some() {
+            self.run_part_window(end);
+        } else {
+            // Ranks driven from outside: stop where one may go on.
+            let stop = self.run_driven(end);
+            self.part.as_mut().expect("a partition").stop = stop;
+        }
+        stats.events += self.stats.events - before;
         std::mem::swap(q, &mut self.q);
+    }
+    fn stopped(&self) -> bool {
+        self.part.as_ref().is_some_and(|p| p.stop.is_some())
     }
 }
 
@@ -102,15 +121,30 @@ impl World {
     /// Makes this world the partition owning nodes `lo..hi` of a windowed
     /// run whose ranks run `program`.
     fn set_partition(&mut self, lo: u32, hi: u32, program: Box<dyn Program>) -> Result<(), MpiError> {
+        self.set_driven(lo, hi)?;
+        self.part.as_mut().expect("a partition").program = Some(program);
+        Ok(())
+    }
+
+    /// Makes this world the partition owning nodes `lo..hi` of a windowed
+    /// run whose ranks are driven from outside (`mpi::driven`), in its
+    /// first window.
+    pub(super) fn set_driven(&mut self, lo: u32, hi: u32) -> Result<(), MpiError> {
         if self.stack.net.coarse_torus() {
-            return Err(MpiError::Usage("the coarse tier runs on one partition (its hop books the next node's link)".into()));
+            return Err(MpiError::Usage("the coarse tier runs on one partition (its hop books the next node's link): run on one thread".into()));
         }
         assert_eq!(self.now(), 0, "a world is cut into partitions before it runs");
         self.stack.net.set_partition(lo, hi);
         self.stack.ml.set_partition(lo, hi);
         self.q = EventQueue::windowed(lo, hi);
-        self.part = Some(PartState { lo, hi, program: Some(program), failed: None, last: 0 });
+        self.q.window = (0, self.lookahead);
+        self.part = Some(PartState { lo, hi, program: None, failed: None, last: 0, stop: None, opened: 0 });
         Ok(())
+    }
+
+    /// The time of the last event this partition handled.
+    pub(super) fn last_event(&self) -> Tick {
+        self.part.as_ref().map_or(0, |p| p.last)
     }
 
     /// The ranks of this partition start (in rank order), on the engine's
@@ -135,10 +169,25 @@ impl World {
 
     /// Runs this partition's window up to `end`: when a rank may go on, the
     /// rest of the tick first, then the ready ranks.
-    fn run_part_window(&mut self, end: Tick, stats: &mut EngineStats) {
+    fn run_part_window(&mut self, end: Tick) {
+        while self.run_driven(end).is_some() {
+            self.step_ready();
+        }
+    }
+
+    /// Runs this partition's window up to `end` until a rank may go on:
+    /// returns the tick t at which one may, with the rest of tick t
+    /// handled and the ranks in `ready`; None at the window's end (time
+    /// then stands there).
+    pub(super) fn run_driven(&mut self, end: Tick) -> Option<Tick> {
+        self.collect();
+        if !self.ready.is_empty() {
+            return Some(self.q.now());
+        }
         let mut last = None;
+        let mut stop = None;
         while let Some((t, ev)) = self.q.pop_before(end) {
-            stats.events += 1;
+            self.stats.events += 1;
             crate::engine::touch_ahead(&self.q, |e, stage| self.stack.touch(e, stage));
             self.q.cur = ev.node;
             self.stack.handle(t, ev, &mut self.q);
@@ -148,19 +197,24 @@ impl World {
                 self.collect();
                 if !self.ready.is_empty() {
                     while let Some((t2, ev)) = self.q.pop_before(t + 1) {
-                        stats.events += 1;
+                        self.stats.events += 1;
                         self.q.cur = ev.node;
                         self.stack.handle(t2, ev, &mut self.q);
                     }
                     self.q.cur = NO_NODE;
-                    self.step_ready();
+                    self.collect();
+                    stop = Some(t);
+                    break;
                 }
             }
         }
-        if let Some(t) = last {
-            self.part.as_mut().expect("a partition").last = t;
+        if let (Some(t), Some(p)) = (last, self.part.as_mut()) {
+            p.last = t;
         }
-        self.q.advance_to(end);
+        if stop.is_none() {
+            self.q.advance_to(end);
+        }
+        stop
     }
 
     /// Steps the ready ranks in rank order, and those their calls made

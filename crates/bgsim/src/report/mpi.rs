@@ -60,6 +60,25 @@ pub struct MpiCounters {
     pub no_token_stalls: u64,
 }
 
+impl MpiCounters {
+    /// Adds another partition's counters (`no_token_stalls` is summed from
+    /// the merged links instead).
+    pub fn absorb(&mut self, o: &MpiCounters) {
+        self.events += o.events;
+        self.packets_sent += o.packets_sent;
+        self.packets_delivered += o.packets_delivered;
+        self.payload_bytes_delivered += o.payload_bytes_delivered;
+        self.wire_bytes_delivered += o.wire_bytes_delivered;
+        self.packet_hops += o.packet_hops;
+        self.messages_completed += o.messages_completed;
+        self.out_of_order_packets += o.out_of_order_packets;
+        self.packets_in_network += o.packets_in_network;
+        self.tree_operations += o.tree_operations;
+        self.tree_link_packets += o.tree_link_packets;
+        self.link_retransmissions += o.link_retransmissions;
+    }
+}
+
 /// A collective-network link that carried packets.
 #[derive(Clone, Debug, Serialize)]
 pub struct TreeLinkReport {

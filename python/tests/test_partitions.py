@@ -1,0 +1,134 @@
+"""MPI programs on a machine cut into partitions run on threads
+(`bgsim.run(threads=N)`, `bgsim run --threads N`): the same run as on one,
+bit for bit - every figure of the result, every rank's return value, the
+program's output in the same order - and clear errors for what does not
+run on partitions yet."""
+
+import json
+
+import numpy as np
+import pytest
+
+import bgsim
+from bgsim import MPI
+from bgsim.errors import DeadlockError, UsageError
+from bgsim.runtime import compute
+from conftest import run_cli
+
+# Software algorithms: the hardware ones do not run on partitions yet.
+SOFTWARE = {"barrier": "dissemination", "allreduce": "recursive_doubling", "bcast": "binomial",
+            "reduce": "binomial", "allgather": "ring"}
+HOST = ("wall_s", "python_wall_s", "threads")
+
+
+def program():
+    """Point-to-point of every protocol (one packet, eager, rendezvous),
+    wildcards, probes, compute, and collectives the core runs."""
+    comm = MPI.COMM_WORLD
+    r, n = comm.Get_rank(), comm.Get_size()
+    seen = []
+    for size, tag in ((8, 1), (250, 2), (6000, 3)):
+        a = np.full(size, r, dtype="d")
+        b = np.empty(size, dtype="d")
+        reqs = [comm.Isend(a, dest=(r + 7) % n, tag=tag), comm.Irecv(b, source=(r - 7) % n, tag=tag)]
+        MPI.Request.Waitall(reqs)
+        seen.append(float(b[0]))
+    # Any source and any tag, after a probe.
+    if r % 2 == 0:
+        comm.send(("hello", r), dest=(r + 1) % n, tag=10 + r)
+    else:
+        st = MPI.Status()
+        comm.probe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+        seen.append((comm.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG), st.Get_source(), st.Get_tag()))
+    compute(seconds=1e-6 * (r % 5))
+    comm.Barrier()
+    seen.append(comm.allreduce(r))
+    seen.append(comm.alltoall([r * 100 + i for i in range(n)])[r ^ 1])
+    seen.append(comm.bcast({"root": r} if r == 3 else None, root=3))
+    seen.append(comm.allgather(r * r)[-1])
+    x = np.empty(n, dtype="i8")
+    comm.Alltoall(np.arange(n, dtype="i8") + r, x)
+    seen.append(int(x.sum()))
+    if r % 16 == 0:
+        print(f"rank {r} at {MPI.Wtime():.9f}")
+    return seen, MPI.Wtime()
+
+
+def figures(result):
+    d = result.to_dict()
+    for k in HOST:
+        d.pop(k, None)
+    return json.dumps(d, sort_keys=True)
+
+
+@pytest.mark.parametrize("machine,shape,mode", [("bgl", "4x4x2", None), ("bgp", "4x2x2", "vn")])
+def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, capsys):
+    one = bgsim.run(program, machine, shape=shape, mode=mode, coll=SOFTWARE)
+    out_one = capsys.readouterr().out
+    assert one.to_dict()["counters"]["messages_completed"] > 0
+    assert "rank 16 at" in out_one
+    for threads in (2, 3, 4):
+        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=SOFTWARE, threads=threads)
+        assert figures(cut) == figures(one), threads
+        assert cut.threads == threads
+        assert cut.results == one.results, threads
+        assert capsys.readouterr().out == out_one, threads
+
+
+def test_a_file_program_on_partitions_through_the_cli(tmp_path):
+    prog = tmp_path / "ring.py"
+    prog.write_text(
+        "from mpi4py import MPI\n"
+        "c = MPI.COMM_WORLD\n"
+        "r, n = c.Get_rank(), c.Get_size()\n"
+        "x = c.sendrecv(r, dest=(r + 1) % n, source=(r - 1) % n)\n"
+        "if r == 0:\n"
+        "    print('got', x, 'at', MPI.Wtime())\n")
+    outs = []
+    for threads in ("1", "2"):
+        js = tmp_path / f"r{threads}.json"
+        r = run_cli("run", "--shape", "2x2x4", "--threads", threads, "--json", str(js), str(prog))
+        assert r.returncode == 0, r.stderr
+        d = json.loads(js.read_text())
+        for k in HOST:
+            d.pop(k, None)
+        outs.append((r.stdout, d))
+    assert outs[0] == outs[1]
+    assert "got 15 at" in outs[0][0]
+
+
+def test_a_deadlock_on_partitions_names_the_same_ranks():
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        if r in (3, 12):
+            comm.recv(source=(r + 5) % comm.Get_size(), tag=99)
+
+    msgs = []
+    for threads in (1, 2):
+        with pytest.raises(DeadlockError) as e:
+            bgsim.run(main, "bgl", shape="2x2x4", threads=threads)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    assert "rank 3" in msgs[0] and "rank 12" in msgs[0]
+
+
+def test_what_does_not_run_on_partitions_yet_is_refused_clearly(tmp_path):
+    def barrier():
+        MPI.COMM_WORLD.Barrier()
+
+    # The global-interrupt barrier, chosen by default on BG/L.
+    with pytest.raises(Exception, match="hardware collectives do not run on a machine cut into partitions"):
+        bgsim.run(barrier, "bgl", shape="2x2x2", threads=2)
+    # Deposit-bit broadcasts.
+    def bcast():
+        MPI.COMM_WORLD.bcast(1, root=0)
+    with pytest.raises(Exception, match="deposit-bit broadcasts do not run on a machine cut into partitions"):
+        bgsim.run(bcast, "bgl", shape="2x2x2", threads=2, coll={"bcast": "torus_deposit"})
+    with pytest.raises(Exception, match="coarse tier runs on one partition"):
+        bgsim.run(barrier, "bgl", shape="2x2x2", threads=2, fidelity="coarse", coll=SOFTWARE)
+    with pytest.raises(Exception, match="message log"):
+        bgsim.run(barrier, "bgl", shape="2x2x2", threads=2, coll=SOFTWARE, timeline=str(tmp_path / "t.json"))
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(UsageError, match="threads"):
+            bgsim.run(barrier, "bgl", shape="2x2x2", threads=bad)
