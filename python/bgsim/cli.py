@@ -435,7 +435,8 @@ def _run_args(run: argparse.ArgumentParser) -> None:
     run.add_argument("--threads", type=_count, default=1, metavar="N",
                      help="run the machine cut into N partitions on N threads, the ranks' Python on one (default 1); "
                           "the result is the same, bit for bit. Not yet with hardware collectives, deposit-bit "
-                          "broadcasts, --timeline or --fidelity coarse (docs/architecture.md)")
+                          "broadcasts, --timeline or --fidelity coarse (docs/architecture.md). Under `mpirun -n P` "
+                          "each process runs one partition and the Python of its ranks instead (leave this at 1)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")
@@ -500,7 +501,13 @@ def _run(a: argparse.Namespace) -> int:
         print(f"{cmd}: error: {err}", file=sys.stderr)
         return 2
     machine = Machine(a.machine, []).with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
-    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, threads=a.threads, progress=not a.quiet, coll=a.coll,
+    # Under an MPI launcher each process runs the ranks of its partition;
+    # process 0 writes the outputs.
+    from . import _core
+    processes = _core.mpi_launched()
+    first = _core.mpi_rank() == 0
+    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, threads=a.threads, processes=processes,
+                  progress=not a.quiet and first, coll=a.coll,
                   memory_check=a.memory_check,
                   traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline, timeline_ranks=a.timeline_ranks,
                   timeline_nodes=a.timeline_nodes)
@@ -516,17 +523,21 @@ def _run(a: argparse.Namespace) -> int:
             nas.plan(a.skeleton, a.nas_class, a.nranks or machine.info["nodes"] * machine.info["tasks_per_node"])
             r = run_main(lambda: nas.run_rank(a.skeleton, a.nas_class, iterations=a.iterations), machine=machine,
                          nranks=a.nranks, **common)
-            print(nas.describe(r.results[0]))
+            if first:
+                print(nas.describe(r.results[0]))
         else:
             r = run_file(a.program, a.args, machine=machine, nranks=a.nranks, cpu_factor=a.cpu_factor,
                          buffers=a.buffers, **common)
     except RankError as e:
         sys.stdout.flush()
         print(f"{cmd}: rank {e.rank} failed:\n{e.traceback}", file=sys.stderr, end="")
+        # The other processes of an MPI job would wait for this one's ranks.
+        _core.mpi_abort(1)
         return 1
     except RankExit as e:
         sys.stdout.flush()
         print(f"{cmd}: {e}", file=sys.stderr)
+        _core.mpi_abort(e.status)
         return e.status
     except ProgramSyntaxError as e:
         text = (e.text or "").rstrip()
@@ -535,9 +546,12 @@ def _run(a: argparse.Namespace) -> int:
         return 2
     except DeadlockError as e:
         sys.stdout.flush()
-        print(f"{cmd}: {e}", file=sys.stderr)
+        if first:  # every process of an MPI job finds the same deadlock
+            print(f"{cmd}: {e}", file=sys.stderr)
         return 1
     sys.stdout.flush()
+    if not first:
+        return 0
     if a.json:
         write_atomic(a.json, r.to_json())
     if a.links_csv:

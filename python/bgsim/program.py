@@ -10,11 +10,12 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import pickle
 import sys
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import greenlet
 
@@ -74,6 +75,9 @@ class RunResult:
     #: Threads (partitions of the machine) the run took
     #: (``bgsim.run(threads=...)``): the same figures on any number.
     threads: int = 1
+    #: Processes of an MPI job the run took, one partition each
+    #: (``mpirun -n P bgsim run ...``): the same figures on any number.
+    processes: int = 1
 
     @property
     def time_us(self) -> float:
@@ -100,6 +104,7 @@ class RunResult:
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
             "threads": self.threads,
+            "processes": self.processes,
             "buffers": self.buffers,
             "fidelity": self.fidelity,
         }
@@ -214,7 +219,8 @@ class RunResult:
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
                 + f"; wall {self.wall_s:.2f} s"
-                + (f" on {self.threads} threads" if self.threads > 1 else ""))
+                + (f" on {self.threads} threads" if self.threads > 1 else "")
+                + (f" on {self.processes} processes" if self.processes > 1 else ""))
 
 
 def partition_for(source: str, sets: Sequence[str], nranks: Optional[int]) -> List[str]:
@@ -239,13 +245,17 @@ def _nodes(shape: str) -> int:
 def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, mesh: Optional[str] = None,
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
                settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
-               memory_check: bool = True, fidelity: str = "packet", threads: int = 1) -> "_core.World":
+               memory_check: bool = True, fidelity: str = "packet", threads: int = 1,
+               processes: bool = False) -> "_core.World":
     """A simulated world: machine, partition, node mode, ranks and mapping.
     `mapping` is a permutation of XYZT or the path of a mapfile. A world
     that cannot fit in the memory this process may use is refused
     (`memory_check=False` builds it anyway). `fidelity`: "packet", or
     "coarse" for the torus's coarse tier (docs/coarse.md). `threads` > 1:
-    the machine cut into that many partitions, run on as many threads."""
+    the machine cut into that many partitions, run on as many threads.
+    `processes`: in a process of an MPI job (``mpirun -n P``), one
+    partition per process, each running its own ranks (else every process
+    runs the whole machine)."""
     if fidelity not in FIDELITIES:
         raise UsageError(f"fidelity = {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
@@ -261,9 +271,12 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         m = Machine(machine.source, sets)
         ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
         memory.check(m.nodes, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}")
+    if processes and _core.mpi_launched():
+        from .api import register_mpi_finalize
+        register_mpi_finalize()
     mapping = mapping or "XYZT"
     if _is_order(mapping):
-        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity, threads)
+        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity, threads, processes)
     if not os.path.exists(mapping):
         raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
     try:
@@ -274,7 +287,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
                            "a mapfile has one `x y z t` line per rank") from None
     except OSError as e:
         raise MappingError(f"mapfile `{mapping}`: cannot be read: {e.strerror}") from None
-    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity, threads)
+    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity, threads, processes)
 
 
 def _is_order(s: str) -> bool:
@@ -288,7 +301,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
         traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
         timeline_nodes: Optional[str] = None, buffers: str = "full", fidelity: str = "packet",
-        threads: int = 1) -> RunResult:
+        threads: int = 1, processes: bool = False) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -329,12 +342,18 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     `threads=N` cuts the machine into N partitions run on N threads (the
     ranks' Python stays on one): the same result, bit for bit. Not yet
     with hardware collectives (choose software ones with `coll`),
-    deposit-bit broadcasts, a timeline or the coarse tier."""
+    deposit-bit broadcasts, a timeline or the coarse tier.
+
+    `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
+    partition per process, each process the Python of its own ranks; every
+    process gets the whole result (the ranks' return values pickled across;
+    the same figures as on one process). Not yet with MPI_Comm_split, nor
+    with what `threads` does not run with."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
-                       memory_check=memory_check, fidelity=fidelity, threads=threads)
+                       memory_check=memory_check, fidelity=fidelity, threads=threads, processes=processes)
     with _mpi4py_installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
                         timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)
@@ -387,7 +406,8 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         settings = list(kw.pop("settings", [])) + coll_settings(kw.pop("coll", None))
         memory_check = kw.pop("memory_check", True)
         world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
-            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity", "threads")})
+            k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity", "threads",
+                                          "processes")})
         with _mpi4py_installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
                             private_dir=os.path.dirname(os.path.abspath(path)),
@@ -428,17 +448,44 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
     # The core's report (components' counters, per-rank statistics) and
     # what only the Python side knows.
     report = json.loads(world.report([c.finished_at for c in rt.ctxs]))
+    results, coll_stats = _gathered(world, rt)
+    processes = world.process[1]
     result = RunResult(
         nranks=report["nranks"], shape=tuple(report["shape"]), mode=report["mode"], time_s=report["time_s"],
-        ranks=report["ranks"], counters=report["counters"], results=[c.result for c in rt.ctxs], wall_s=wall,
-        collectives=rt.coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
+        ranks=report["ranks"], counters=report["counters"], results=results, wall_s=wall,
+        collectives=coll_stats, tree_links=report["tree_links"], python_wall_s=rt.python_wall,
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
         traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers, fidelity=world.fidelity,
-        threads=world.partitions)
+        threads=world.partitions if processes == 1 else 1, processes=processes)
     for fn in list(_OBSERVERS):
         fn(result)
     return result
+
+
+def _gathered(world: "_core.World", rt: Runtime) -> Tuple[List[Any], Dict[str, Dict[str, int]]]:
+    """Every rank's return value and the collective choices: on the
+    processes of an MPI job each process knows its own ranks' and the
+    choices its ranks recorded; they are shared (a value that cannot be
+    pickled arrives as its repr)."""
+    results = [c.result for c in rt.ctxs]
+    if world.process[1] == 1:
+        return results, rt.coll_stats
+    mine = {}
+    for r in world.local_ranks:
+        try:
+            mine[r] = pickle.dumps(results[r])
+        except Exception:
+            mine[r] = pickle.dumps(repr(results[r]))
+    stats: Dict[str, Dict[str, int]] = {}
+    for blob in world.share(pickle.dumps((mine, rt.coll_stats))):
+        theirs, their_stats = pickle.loads(blob)
+        for r, v in theirs.items():
+            results[r] = pickle.loads(v)
+        for label, algos in their_stats.items():
+            for name, k in algos.items():
+                stats.setdefault(label, {})[name] = stats.get(label, {}).get(name, 0) + k
+    return results, stats
 
 
 #: Functions told of every RunResult as a run ends (`observe`).

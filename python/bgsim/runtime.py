@@ -190,7 +190,9 @@ class Runtime:
         self.nranks = world.nranks
         self.cpu_factor = cpu_factor
         self.ctxs = [RankContext(r, self, world=world) for r in range(self.nranks)]
-        self.greenlets: List[_RankGreenlet] = []
+        self.greenlets: List[Optional[_RankGreenlet]] = []
+        #: Ranks other processes of an MPI job run (`World.local_ranks`).
+        self.remote: set = set()
         self.hub: Optional[greenlet.greenlet] = None
         #: Ranks due to run, in order (the scheduler's queue).
         self.runnable: "deque[int]" = deque()
@@ -370,14 +372,20 @@ class Runtime:
 
     def _run(self, main: Callable[[], Any]) -> None:
         self.hub = greenlet.getcurrent()
-        for r in range(self.nranks):
+        # Every rank, unless the ranks run on the processes of an MPI job:
+        # then this process's.
+        local = self.world.local_ranks if self.world.process[1] > 1 else range(self.nranks)
+        self.local = len(local)
+        self.remote = set() if len(local) == self.nranks else set(range(self.nranks)) - set(local)
+        self.greenlets = [None] * self.nranks
+        for r in local:
             g = _RankGreenlet(self._body(main, self.ctxs[r]), parent=self.hub)
             g.rank = r
             g.ctx = self.ctxs[r]
-            self.greenlets.append(g)
+            self.greenlets[r] = g
         started = False
         runnable = self.runnable
-        runnable.extend(range(self.nranks))
+        runnable.extend(local)
         finished = 0
         last_report = last_check = time.monotonic()
         cpu = bool(self.cpu_factor)
@@ -448,7 +456,7 @@ class Runtime:
                 self.may_park = self.timeline is None and not cpu
                 self.direct = self.may_park and fast_path and self.modules is None
             self.python_wall += time.perf_counter() - t0 - (self.world.run_wall - parked_wall)
-            if finished == self.nranks:
+            if finished == self.local:
                 if self.exited:
                     raise RankExit(*self.exited[0])
                 break
@@ -470,8 +478,13 @@ class Runtime:
             if bar is not None and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
                 bar.update(self.seconds(self.world.now()) * 1e6, self.world.events(),
-                           note=f"{finished:,}/{self.nranks:,} ranks finished")
-        self.world.drain()
+                           note=f"{finished:,}/{self.local:,} ranks finished")
+        try:
+            # On an MPI job's processes: until every process's ranks are done.
+            self.world.drain()
+        except DeadlockError as e:
+            self._abort()
+            raise DeadlockError(self._deadlock_message(e)) from None
 
     def _check_memory(self) -> None:
         """Stops the run cleanly when the process nears the memory it may
@@ -507,7 +520,7 @@ class Runtime:
 
     def _abort(self) -> None:
         for g in self.greenlets:
-            if not g.dead:
+            if g is not None and not g.dead:
                 # Drop the rank without running its cleanup code in the hub.
                 g.ctx = None
         self.greenlets = []
@@ -519,7 +532,9 @@ class Runtime:
         for rank, waits in blocked[:64]:
             c = self.ctxs[rank]
             call = c.call
-            if callable(call):
+            if rank in self.remote:
+                call = "an MPI call on another process"
+            elif callable(call):
                 call = call()
             elif call.__class__ is tuple:  # a format and its arguments
                 call = call[0].format(*call[1:])

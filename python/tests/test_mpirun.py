@@ -76,3 +76,75 @@ def test_a_core_driven_halo_on_two_processes_is_the_halo_on_one():
         two = json.loads(p.stdout)
         one = skeleton.halo_in_core((8, 8), nbytes, 2, "bgp", shape="4x2x2", mode="vn")
         assert two == {k: one[k] for k in two}, nbytes
+
+
+PROGRAM = """
+from mpi4py import MPI
+import numpy as np
+c = MPI.COMM_WORLD
+r, n = c.Get_rank(), c.Get_size()
+x = c.sendrecv(r, dest=(r + 1) % n, source=(r - 1) % n)
+a = np.full(5000, r, dtype="d")
+b = np.empty_like(a)
+c.Sendrecv(a, dest=(r + 3) % n, recvbuf=b, source=(r - 3) % n)
+st = MPI.Status()
+if r % 2 == 0:
+    c.send(("hi", r), dest=r + 1, tag=5)
+else:
+    c.probe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+    c.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG)
+c.Barrier()
+s = c.allreduce(r)
+t = c.alltoall([r * n + i for i in range(n)])
+if r in (0, 17):
+    print("rank", r, "got", x, b[0], s, t[5], "at", MPI.Wtime())
+"""
+SOFTWARE = ("--coll", "barrier=dissemination", "--coll", "allreduce=recursive_doubling")
+RUN_HOST = ("wall_s", "python_wall_s", "processes")
+
+
+def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
+    two = mpirun(2, "run", "--shape", "4x4x2", *SOFTWARE, "--json", str(two_json), str(prog))
+    one = run_cli("run", "--shape", "4x4x2", *SOFTWARE, "--json", str(one_json), str(prog), check=True)
+    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
+    assert (d2["processes"], d1["processes"]) == (2, 1)
+    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
+    # Each process prints its own ranks' lines (rank 0's and rank 17's
+    # processes differ), in some order.
+    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
+    assert "on 2 processes" in two.stderr and two.stderr.count("simulated time") == 1
+
+
+def test_a_deadlock_across_processes_is_reported_once_with_every_rank(tmp_path):
+    prog = tmp_path / "dead.py"
+    prog.write_text("from mpi4py import MPI\nc = MPI.COMM_WORLD\nr = c.Get_rank()\n"
+                    "if r in (3, 28):\n    c.recv(source=(r + 1) % c.Get_size(), tag=9)\n")
+    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", str(prog)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode != 0
+    assert p.stderr.count("deadlock: 2 rank(s)") == 1, p.stderr
+    assert "rank 3:" in p.stderr and "rank 28:" in p.stderr
+
+
+def test_a_failing_rank_ends_every_process(tmp_path):
+    prog = tmp_path / "fail.py"
+    prog.write_text("from mpi4py import MPI\nc = MPI.COMM_WORLD\nr = c.Get_rank()\n"
+                    "if r == 20:\n    raise ValueError('rank twenty gives up')\nc.recv(source=20)\n")
+    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", str(prog)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode != 0
+    assert "rank 20 failed" in p.stderr and "rank twenty gives up" in p.stderr
+
+
+def test_comm_split_on_processes_is_refused(tmp_path):
+    prog = tmp_path / "split.py"
+    prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.Split(MPI.COMM_WORLD.Get_rank() % 2, 0)\n")
+    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", *SOFTWARE, str(prog)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode != 0 and "not yet on the processes of an MPI job" in p.stderr, p.stderr

@@ -18,7 +18,7 @@ from conftest import run_cli
 # Software algorithms: the hardware ones do not run on partitions yet.
 SOFTWARE = {"barrier": "dissemination", "allreduce": "recursive_doubling", "bcast": "binomial",
             "reduce": "binomial", "allgather": "ring"}
-HOST = ("wall_s", "python_wall_s", "threads")
+HOST = ("wall_s", "python_wall_s", "threads", "processes")
 
 
 def program():

@@ -198,6 +198,18 @@ fn mpi_finalize() {
     bgsim::engine::mpi::finalize();
 }
 
+/// Ends every process of the MPI job that started this one with `code`
+/// (MPI_Abort), after a failure here that would leave the others waiting.
+/// Does nothing outside one.
+#[pyfunction]
+fn mpi_abort(code: i32) {
+    #[cfg(feature = "mpi")]
+    if bgsim::engine::parallel::launched_by_mpi() {
+        bgsim::engine::mpi::abort(code);
+    }
+    let _ = code;
+}
+
 /// Copies `data` into the start of `buf` (which holds at least as many bytes).
 fn copy_into(py: Python<'_>, buf: &PyBuffer<u8>, data: &[u8]) -> PyResult<()> {
     if data.len() == buf.item_count() {
@@ -365,11 +377,15 @@ impl World {
     /// (file name, text); `nranks` None: every task slot (or the mapfile's lines).
     /// `fidelity`: "packet" (the torus packet by packet) or "coarse" (the
     /// torus's coarse tier). `threads` > 1: the machine cut into that many
-    /// partitions, run on as many threads (the same result).
+    /// partitions, run on as many threads (the same result). `processes`:
+    /// in a process started by an MPI launcher, one partition per process
+    /// of the job, each running its own ranks (else every process runs the
+    /// whole world).
     #[new]
-    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet", threads=1))]
+    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet", threads=1, processes=false))]
     #[allow(clippy::too_many_arguments)]
-    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str, threads: usize) -> PyResult<Self> {
+    fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str, threads: usize,
+           processes: bool) -> PyResult<Self> {
         if !matches!(fidelity, "packet" | "coarse") {
             return Err(errors::usage(format!("fidelity `{fidelity}`: allowed packet, coarse")));
         }
@@ -396,13 +412,45 @@ impl World {
         if fidelity == "coarse" {
             w.set_coarse().map_err(to_py)?;
         }
-        let w = mpi::driven::Ranks::new(w, threads).map_err(to_py)?;
+        let w = if processes && bgsim::engine::parallel::launched_by_mpi() {
+            // One partition per process of the MPI job; each runs its own ranks.
+            if threads > 1 {
+                return Err(errors::usage(format!("threads {threads}: under an MPI launcher each process runs one partition on one thread; leave it at 1")));
+            }
+            #[cfg(not(feature = "mpi"))]
+            return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
+            #[cfg(feature = "mpi")]
+            {
+                bgsim::engine::mpi::init();
+                mpi::driven::Ranks::distributed(w, Box::new(bgsim::engine::mpi::Mpi::world())).map_err(to_py)?
+            }
+        } else {
+            mpi::driven::Ranks::new(w, threads).map_err(to_py)?
+        };
         Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, ready: Vec::new() })
     }
-    /// Partitions of the machine, each run on a thread of its own.
+    /// Partitions of the machine, each run on a thread of its own (or,
+    /// under an MPI launcher, on a process of its own).
     #[getter]
     fn partitions(&self) -> usize {
         self.w.partitions()
+    }
+    /// (this process's index, processes): (0, 1) unless the ranks run on
+    /// the processes of an MPI job.
+    #[getter]
+    fn process(&self) -> (usize, usize) {
+        self.w.process()
+    }
+    /// The ranks this process runs (all of them unless on an MPI job's
+    /// processes).
+    #[getter]
+    fn local_ranks(&self) -> Vec<u32> {
+        (0..self.w.nranks()).filter(|&r| self.w.is_local(r)).collect()
+    }
+    /// Every process's `data`, in process order (collective: every process
+    /// calls it).
+    fn share<'py>(&self, py: Python<'py>, data: &[u8]) -> Vec<Bound<'py, PyBytes>> {
+        self.w.share(data.to_vec()).iter().map(|b| PyBytes::new_bound(py, b)).collect()
     }
     #[getter]
     fn nranks(&self) -> u32 {
@@ -872,8 +920,10 @@ impl World {
     fn run_wall(&self) -> f64 {
         self.run_wall.as_secs_f64()
     }
-    fn drain(&mut self) -> u64 {
-        self.w.drain()
+    /// Runs until nothing is left to do; returns the time. Raises
+    /// DeadlockError if ranks of other processes wait forever.
+    fn drain(&mut self) -> PyResult<u64> {
+        self.w.drain().map_err(to_py)
     }
     /// The run's report (JSON): per rank, network-wide counters, the
     /// collective network's busy links. `finished[r]`: when rank r ended.
@@ -905,6 +955,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_rank, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_finalize, m)?)?;
+    m.add_function(wrap_pyfunction!(mpi_abort, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_launched, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -8,6 +8,7 @@ mod common;
 
 use bgsim::machine::{self, Machine, MachineSource, Mapping};
 use bgsim::mpi::skeleton::{Halo, SkeletonRun};
+use bgsim::mpi::driven::Ranks;
 use bgsim::mpi::{MpiError, World};
 
 fn machine(preset: &str, settings: &[&str]) -> Machine {
@@ -108,25 +109,26 @@ fn a_deadlock_on_partitions_names_every_blocked_rank() {
 }
 
 /// Ranks driven from outside (as the Python runtime drives them,
-/// `mpi::driven::Ranks`): each rank sends to a rank `k` away and receives
-/// from any source, every protocol, a few rounds; returns every rank's
-/// (round, tick) at each resume, the report and the end.
-fn drive(w: World, threads: usize) -> (Vec<(u32, u64)>, String, u64) {
+/// `mpi::driven::Ranks`), on threads or processes: each rank of this process sends to a rank `k`
+/// away and receives from any source, every protocol, a few rounds;
+/// returns every rank's (rank, tick) at each resume (sorted), the report
+/// and the end.
+fn drive(mut ranks: Ranks) -> (Vec<(u32, u64)>, String, u64) {
     use bgsim::msglayer::SendMode;
-    let mut ranks = bgsim::mpi::driven::Ranks::new(w, threads).unwrap();
     let n = ranks.nranks();
     let sizes = [16u32, 700, 9000, 120_000];
     let mut round = vec![0usize; n as usize];
     let mut trail = Vec::new();
     let mut finished = vec![None; n as usize];
-    let post = |ranks: &mut bgsim::mpi::driven::Ranks, r: u32, i: usize| -> bool {
+    let post = |ranks: &mut Ranks, r: u32, i: usize| -> bool {
         let bytes = sizes[i % sizes.len()];
         let dest = (r + 1 + 5 * i as u32) % n;
         let s = ranks.isend_sized(r, dest as i64, 0, i as i32, Vec::new(), bytes, SendMode::Standard, None).unwrap();
         let q = ranks.irecv_into(r, -1, 0, i as i32, bytes, false).unwrap();
         ranks.block(r, vec![s, q], 2)
     };
-    let mut ready: Vec<u32> = (0..n).collect();
+    let mine: Vec<u32> = (0..n).filter(|&r| ranks.is_local(r)).collect();
+    let mut ready = mine.clone();
     loop {
         let mut again = Vec::new();
         for r in std::mem::take(&mut ready) {
@@ -145,27 +147,37 @@ fn drive(w: World, threads: usize) -> (Vec<(u32, u64)>, String, u64) {
             ready = again;
             continue;
         }
-        if finished.iter().all(Option::is_some) {
+        if mine.iter().all(|&r| finished[r as usize].is_some()) {
             break;
         }
         ready = ranks.run().unwrap();
     }
-    let end = ranks.drain();
+    let end = ranks.drain().unwrap();
     let mut report = serde_json::to_value(ranks.report(&finished)).unwrap();
     report.as_object_mut().unwrap().remove("machine_toml");
+    trail.sort_unstable();
     (trail, report.to_string(), end)
 }
 
 #[test]
 fn ranks_driven_from_outside_are_the_same_on_every_cut() {
-    for (m, nranks) in [(machine("bgl", &["partition.shape=\"4x4x4\""]), 64), (machine("bgp", &["partition.shape=\"4x4x2\"", "partition.mode=\"vn\""]), 128)] {
+    for (m, nranks, procs) in [(machine("bgl", &["partition.shape=\"4x4x4\""]), 64, 2), (machine("bgp", &["partition.shape=\"4x4x2\"", "partition.mode=\"vn\""]), 128, 3)] {
         let w = World::new(&m, nranks, &Mapping::order("XYZT").unwrap(), 3, true).unwrap();
         let fresh = w.fresh_copy().unwrap();
-        let one = drive(w, 1);
+        let one = drive(Ranks::new(w, 1).unwrap());
         assert!(one.2 > 0 && one.0.len() == nranks as usize * 7);
         for threads in [2, 3, 4] {
-            let cut = drive(fresh.fresh_copy().unwrap(), threads);
+            let cut = drive(Ranks::new(fresh.fresh_copy().unwrap(), threads).unwrap());
             assert!(cut == one, "{threads} partitions: a different run");
+        }
+        {
+            let runs = common::processes(procs, |t| drive(Ranks::distributed(fresh.fresh_copy().unwrap(), t).unwrap()));
+            let mut trail: Vec<(u32, u64)> = runs.iter().flat_map(|r| r.0.iter().copied()).collect();
+            trail.sort_unstable();
+            assert_eq!(trail, one.0, "{procs} processes: different resumes");
+            for r in &runs {
+                assert!(r.1 == one.1 && r.2 == one.2, "{procs} processes: a different report or end");
+            }
         }
     }
 }

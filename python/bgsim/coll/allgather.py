@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 from typing import Any
 
+from ..errors import UsageError
 from .base import BlockRun, Blocks, Call, Layout, _cat, _size, _slice, hw_join
 from .registry import IMPLEMENTATIONS, algorithm, choose
 
@@ -56,6 +57,11 @@ def allgather_records(c: Call, record: bytes, label: str) -> memoryview:
     (ranks run in one process: n ranks each holding n records would take
     n^2 memory)."""
     n, me, size = c.n, c.me, len(record)
+    if c.rt.world.process[1] > 1:
+        # The shared table is this process's: the other processes' ranks
+        # would never write theirs.
+        raise UsageError(f"{label}: not yet on the processes of an MPI job (the ranks' records are shared "
+                         "in one process): run on one process")
     key = ("records", c.comm._context, c.seq)
     entry = c.rt.shared.get(key)
     if entry is None:

@@ -28,6 +28,13 @@ pub fn finalize() {
     UNIVERSE.lock().expect("MPI state").take();
 }
 
+/// Ends every process of the job (MPI_Abort) with `code`: one process's
+/// failure would otherwise leave the others waiting for it.
+pub fn abort(code: i32) -> ! {
+    init();
+    Mpi::world().world.abort(code)
+}
+
 /// The world communicator as a transport. [`init`] first.
 pub struct Mpi {
     world: SimpleCommunicator,

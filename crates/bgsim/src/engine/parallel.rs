@@ -326,6 +326,24 @@ impl<M: Partitioned> Engine<M> {
     /// anywhere; time then stands at `end`).
     pub fn close_window(&mut self, end: Tick, ran: &[bool]) -> Tick {
         let (split, mail) = (&self.split, &self.mail);
+        if let Some(transport) = &self.remote {
+            // One partition here; the others on the processes.
+            let p = &mut self.parts[0];
+            sort_held(&mut p.q.outbox, &mut p.keys, &mut p.spare);
+            let busy = ran[0] || !p.q.outbox.is_empty();
+            let mut to = (0..transport.size()).map(|_| (Vec::new(), Vec::new())).collect::<Vec<Letter<M::Load>>>();
+            let first = exchange_remote(p, split, transport.as_ref(), busy, &mut to);
+            if first == Tick::MAX {
+                self.now = end;
+                return Tick::MAX;
+            }
+            let t = end.max(first);
+            if t > end {
+                p.q.advance_to(t);
+            }
+            self.now = t;
+            return t;
+        }
         let mut busy = vec![false; self.parts.len()];
         for (k, p) in self.parts.iter_mut().enumerate() {
             sort_held(&mut p.q.outbox, &mut p.keys, &mut p.spare);
@@ -382,34 +400,43 @@ fn first_node(split: &Partitioning, k: u32) -> u32 {
 /// `until`: the windows of [`windows`], with the held events for other
 /// partitions sent to their processes after each window.
 fn windows_remote<M: Partitioned>(p: &mut Part<M>, split: &Partitioning, transport: &dyn Transport, lookahead: Tick, start: Tick, until: Tick) {
-    let k = transport.rank();
     let mut t = start;
     let mut to: Vec<Letter<M::Load>> = (0..transport.size()).map(|_| (Vec::new(), Vec::new())).collect();
     while t < until {
         let end = t.saturating_add(lookahead).min(until);
         let busy = p.run_window(t, end);
-        p.hand_out(k, split, &mut to);
-        let out = to
-            .iter_mut()
-            .map(|m| {
-                let b = if m.0.is_empty() { Vec::new() } else { bincode::serialize(&*m).expect("held events serialize") };
-                m.0.clear();
-                m.1.clear();
-                b
-            })
-            .collect();
-        let got: Vec<Letter<M::Load>> =
-            transport.exchange(out).iter().filter(|b| !b.is_empty()).map(|b| bincode::deserialize(b).expect("held events from a process of this run")).collect();
-        let took = p.take_in(got.iter().map(|(c, l)| (&c[..], &l[..])).collect());
-        // The next window starts at the earliest pending event of any
-        // process, if that is later than this window's end.
-        let mut latest = [u64::MAX - p.next_due(busy || took)];
-        transport.reduce(&mut [], &mut latest);
-        t = end.max((u64::MAX - latest[0]).min(until));
+        let first = exchange_remote(p, split, transport, busy, &mut to);
+        t = end.max(first.min(until));
         if t > end {
             p.q.advance_to(t);
         }
     }
+}
+
+/// The end of a window of process `transport.rank()`'s partition `p` of a
+/// distributed run (`busy`: it handled or held an event): the events held
+/// in order (`p`'s outbox sorted) go to their processes, theirs come in.
+/// Returns the earliest pending event of any process (0 if any was busy:
+/// the next window starts at this one's end), the same on every process.
+fn exchange_remote<M: Partitioned>(p: &mut Part<M>, split: &Partitioning, transport: &dyn Transport, busy: bool, to: &mut [Letter<M::Load>]) -> Tick {
+    p.hand_out(transport.rank(), split, to);
+    let out = to
+        .iter_mut()
+        .map(|m| {
+            let b = if m.0.is_empty() { Vec::new() } else { bincode::serialize(&*m).expect("held events serialize") };
+            m.0.clear();
+            m.1.clear();
+            b
+        })
+        .collect();
+    let got: Vec<Letter<M::Load>> =
+        transport.exchange(out).iter().filter(|b| !b.is_empty()).map(|b| bincode::deserialize(b).expect("held events from a process of this run")).collect();
+    let took = p.take_in(got.iter().map(|(c, l)| (&c[..], &l[..])).collect());
+    // The next window starts at the earliest pending event of any
+    // process, if that is later than this window's end.
+    let mut latest = [u64::MAX - p.next_due(busy || took)];
+    transport.reduce(&mut [], &mut latest);
+    u64::MAX - latest[0]
 }
 
 /// Puts a window's held events in order of their keys; events of one key

@@ -25,7 +25,7 @@
 
 use super::agent::{advance_agents, Agent, Agents};
 use super::{BlockedRank, HwOp, MpiError, World};
-use crate::engine::{Engine, Halt, Tick};
+use crate::engine::{Engine, Halt, Partitioning, Tick, Transport};
 use crate::machine::{Machine, Protocol};
 use crate::msglayer::{MsgRecord, ReqId, SendMode, Status};
 use crate::report::MpiReport;
@@ -34,6 +34,9 @@ use crate::report::MpiReport;
 /// a stop run on threads (see [`Ranks::run_windows`]).
 const LEAST_ON_ONE: u64 = 16;
 const MOST_ON_ONE: u64 = 4096;
+
+/// The partition of a rank another process runs.
+const REMOTE: u16 = u16::MAX;
 
 /// Where a partition stands in the current window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,13 +108,59 @@ impl Ranks {
         })
     }
 
-    /// How many partitions the machine is cut into.
+    /// The ranks of `w` (a fresh world) on the processes of `transport` (an
+    /// MPI job), one partition each: this process runs its partition's
+    /// nodes and the ranks placed there ([`Ranks::is_local`]); every
+    /// process drives its own ranks and makes the same calls of [`Ranks::run`],
+    /// [`Ranks::drain`], [`Ranks::report`] and [`Ranks::share`] in the same
+    /// order, and each gets the same result as one process would.
+    pub fn distributed(w: World, transport: Box<dyn Transport>) -> Result<Ranks, MpiError> {
+        let nodes = w.machine().shape.nodes();
+        if transport.size() > nodes as usize {
+            return Err(MpiError::Usage(format!("{} processes for a machine of {nodes} nodes: at most one process a node", transport.size())));
+        }
+        if w.now() > 0 {
+            return Err(MpiError::Usage("a world is cut into partitions before it runs".into()));
+        }
+        let lookahead = w.lookahead;
+        let mut eng = Engine::distributed(w, nodes, lookahead, transport);
+        let p = &mut eng.parts[0];
+        p.model.set_driven(p.lo, p.hi)?;
+        let (lo, hi) = (p.lo, p.hi);
+        let part_of_rank = (0..p.model.nranks())
+            .map(|r| {
+                let node = p.model.place(r).0;
+                if node >= lo && node < hi { 0 } else { REMOTE }
+            })
+            .collect();
+        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0 })
+    }
+
+    /// How many partitions the machine is cut into (over every process).
     pub fn partitions(&self) -> usize {
-        self.eng.parts.len()
+        self.eng.transport().map_or(self.eng.parts.len(), |t| t.size())
+    }
+    /// This process's index and how many there are (0 and 1 unless the
+    /// ranks run on the processes of an MPI job).
+    pub fn process(&self) -> (usize, usize) {
+        self.eng.transport().map_or((0, 1), |t| (t.rank(), t.size()))
+    }
+    /// Whether this process runs `rank` (always, unless on the processes
+    /// of an MPI job).
+    pub fn is_local(&self, rank: u32) -> bool {
+        self.part_of_rank.get(rank as usize).is_some_and(|&k| k != REMOTE)
+    }
+    /// Every process's `bytes`, in process order (this process's alone if
+    /// it is the only one).
+    pub fn share(&self, bytes: Vec<u8>) -> Vec<Vec<u8>> {
+        match self.eng.transport() {
+            Some(t) => super::parts::share(t, bytes),
+            None => vec![bytes],
+        }
     }
     /// The whole world, when it is not cut.
     pub fn whole(&mut self) -> Option<&mut World> {
-        (self.eng.parts.len() == 1).then(|| &mut self.eng.parts[0].model)
+        (self.eng.parts.len() == 1 && self.eng.transport().is_none()).then(|| &mut self.eng.parts[0].model)
     }
     fn first(&self) -> &World {
         &self.eng.parts[0].model
@@ -134,7 +183,7 @@ impl Ranks {
     }
     /// The id handed out for `rank`'s request `r`.
     fn global(&self, rank: u32, r: ReqId) -> ReqId {
-        debug_assert!(r < 1 << (32 - self.bits), "request ids fit beside the partition's");
+        debug_assert!(u64::from(r) < 1u64 << (32 - self.bits), "request ids fit beside the partition's");
         r << self.bits | self.part_of_rank[rank as usize] as u32
     }
 
@@ -150,8 +199,8 @@ impl Ranks {
     /// The current simulated time: the tick of the ranks last returned by
     /// [`Ranks::run`] (after [`Ranks::drain`], the last event's).
     pub fn now(&self) -> Tick {
-        match self.eng.parts.len() {
-            1 => self.first().now(),
+        match (self.eng.parts.len(), self.eng.transport()) {
+            (1, None) => self.first().now(),
             _ => self.now,
         }
     }
@@ -183,7 +232,15 @@ impl Ranks {
     }
     /// The recorded traffic (each send is counted where it is posted).
     pub fn traffic_matrix(&self) -> Vec<(u32, u32, u64)> {
-        let mut v: Vec<(u32, u32, u64)> = self.eng.parts.iter().flat_map(|p| p.model.traffic_matrix()).collect();
+        let mine: Vec<(u32, u32, u64)> = self.eng.parts.iter().flat_map(|p| p.model.traffic_matrix()).collect();
+        let mut v: Vec<(u32, u32, u64)> = match self.eng.transport() {
+            Some(_) => self
+                .share(bincode::serialize(&mine).expect("traffic serializes"))
+                .iter()
+                .flat_map(|b| bincode::deserialize::<Vec<(u32, u32, u64)>>(b).expect("traffic from a process of this job"))
+                .collect(),
+            None => mine,
+        };
         v.sort_unstable();
         v
     }
@@ -306,6 +363,9 @@ impl Ranks {
     /// the earliest tick, in rank order. Error: nothing is pending anywhere
     /// (with the blocked ranks, if any).
     fn run_parts(&mut self) -> Result<Vec<u32>, MpiError> {
+        if self.eng.transport().is_some() {
+            return self.run_remote();
+        }
         loop {
             if self.at.iter().all(|&a| a == At::Running) && self.fresh {
                 // Every partition at a window's start: the engine runs the
@@ -338,6 +398,40 @@ impl Ranks {
             }
             if !self.close_window() {
                 return Err(self.nothing_pending());
+            }
+        }
+    }
+
+    /// [`Ranks::run_parts`] on the processes of an MPI job: this process's
+    /// partition runs to its first stop or the window's end; the processes
+    /// agree on the earliest stop (a reduction, every round, on every
+    /// process); the process that stopped there returns its ranks, the
+    /// others go round again (their ranks later), until no process has
+    /// stopped in the window: then it closes.
+    fn run_remote(&mut self) -> Result<Vec<u32>, MpiError> {
+        loop {
+            let end = self.end;
+            if self.at[0] == At::Running {
+                self.at[0] = self.eng.parts[0].model.run_driven(end).map_or(At::End, At::Stopped);
+            }
+            let mine = match self.at[0] {
+                At::Stopped(t) => t,
+                _ => Tick::MAX,
+            };
+            let mut first = [u64::MAX - mine];
+            self.eng.transport().expect("a distributed run").reduce(&mut [], &mut first);
+            let first = u64::MAX - first[0];
+            if first == Tick::MAX {
+                if !self.close_window() {
+                    return Err(self.nothing_pending());
+                }
+            } else if first == mine {
+                let mut ready = std::mem::take(&mut self.eng.parts[0].model.ready);
+                ready.sort_unstable();
+                self.at[0] = At::Running;
+                self.now = mine;
+                self.fresh = false;
+                return Ok(ready);
             }
         }
     }
@@ -388,6 +482,9 @@ impl Ranks {
     /// is done).
     fn nothing_pending(&self) -> MpiError {
         let mut blocked: Vec<BlockedRank> = self.eng.parts.iter().flat_map(|p| p.model.blocked()).collect();
+        if let Some(t) = self.eng.transport() {
+            return MpiError::Blocked(super::parts::all_blocked(t, blocked));
+        }
         blocked.sort_by_key(|b| b.rank);
         MpiError::Blocked(blocked)
     }
@@ -423,37 +520,66 @@ impl Ranks {
     }
 
     /// Runs until nothing is left to do (see [`World::drain`]); returns the
-    /// time it ends.
-    pub fn drain(&mut self) -> Tick {
+    /// time it ends. Error: ranks of other processes that wait forever
+    /// (this process's ranks are all done, theirs not).
+    pub fn drain(&mut self) -> Result<Tick, MpiError> {
         if let Some(w) = self.whole() {
-            return w.drain();
+            return Ok(w.drain());
         }
-        // No rank waits any more; one that does stays as it is.
-        while self.run_parts().is_ok() {}
-        self.now = self.eng.parts.iter().map(|p| p.model.last_event()).max().unwrap_or(0).max(self.now);
-        self.now
+        // No rank of this process waits any more.
+        let blocked = loop {
+            match self.run_parts() {
+                Ok(_) => continue,
+                Err(MpiError::Blocked(b)) => break b,
+                Err(e) => return Err(e),
+            }
+        };
+        let mut last = [self.eng.parts.iter().map(|p| p.model.last_event()).max().unwrap_or(0).max(self.now)];
+        if let Some(t) = self.eng.transport() {
+            t.reduce(&mut [], &mut last);
+        }
+        self.now = last[0];
+        if blocked.is_empty() { Ok(self.now) } else { Err(MpiError::Blocked(blocked)) }
     }
 
     /// The run's report (see [`crate::report::mpi_report`]): each rank's
     /// figures from its partition, each link's from its node's, the
     /// network's counters summed.
+    /// On the processes of an MPI job every process calls it with its own
+    /// ranks' ends (the others' None) and gets the whole report.
     pub fn report(&self, finished: &[Option<Tick>]) -> MpiReport {
-        let mut reports = self.eng.parts.iter().map(|p| crate::report::mpi_report(&p.model, finished));
+        let reports: Vec<MpiReport> = match self.eng.transport() {
+            None => self.eng.parts.iter().map(|p| crate::report::mpi_report(&p.model, finished)).collect(),
+            Some(t) => {
+                // Every rank's end, from the process that runs it.
+                let mut ends: Vec<u64> = finished.iter().map(|f| f.map_or(0, |t| t + 1)).collect();
+                t.reduce(&mut [], &mut ends);
+                let finished: Vec<Option<Tick>> = ends.iter().map(|&e| e.checked_sub(1)).collect();
+                let mine = bincode::serialize(&crate::report::mpi_report(&self.eng.parts[0].model, &finished)).expect("a report serializes");
+                self.share(mine).iter().map(|b| bincode::deserialize(b).expect("a report from a process of this job")).collect()
+            }
+        };
+        let nodes = self.machine().shape.nodes();
+        let split = Partitioning { nodes, parts: reports.len() as u32 };
+        let mut reports = reports.into_iter();
         let mut out = reports.next().expect("a partition");
         for (k, o) in reports.enumerate() {
-            let k = k + 1;
-            let (lo, hi) = (self.eng.parts[k].lo, self.eng.parts[k].hi);
+            let k = k as u32 + 1;
             for (r, rr) in o.ranks.into_iter().enumerate() {
-                if self.part_of_rank[r] as usize == k {
+                if split.part_of(self.place(r as u32).0) == k {
                     out.ranks[r] = rr;
                 }
             }
-            let links = (lo as usize * 6)..(hi as usize * 6);
-            out.link_packets[links.clone()].copy_from_slice(&o.link_packets[links.clone()]);
-            out.link_util_pct[links.clone()].copy_from_slice(&o.link_util_pct[links.clone()]);
-            out.link_stalls[links.clone()].copy_from_slice(&o.link_stalls[links]);
+            for i in 0..out.link_packets.len() {
+                if split.part_of(i as u32 / 6) == k {
+                    out.link_packets[i] = o.link_packets[i];
+                    out.link_util_pct[i] = o.link_util_pct[i];
+                    out.link_stalls[i] = o.link_stalls[i];
+                }
+            }
             out.tree_links.extend(o.tree_links);
             out.counters.absorb(&o.counters);
+            out.time_s = out.time_s.max(o.time_s);
         }
         out.counters.no_token_stalls = out.link_stalls.iter().sum();
         out

@@ -416,7 +416,7 @@ impl World {
         }
         if self.part.is_some() {
             return Err(MpiError::Usage(format!(
-                "{what:?}: hardware collectives do not run on a machine cut into partitions yet: run on one thread, or choose software algorithms (--coll barrier=dissemination, allreduce=recursive_doubling, ...; `bgsim machine` lists them)"
+                "{what:?}: hardware collectives do not run on a machine cut into partitions yet: run on one thread (one process), or choose software algorithms (--coll barrier=dissemination, allreduce=recursive_doubling, ...; `bgsim machine` lists them)"
             )));
         }
         let now = self.rank_time(rank);

@@ -337,19 +337,27 @@ pub fn run_distributed(w: &World, transport: Box<dyn Transport>, make: &dyn Fn()
         return Err(MpiError::Usage("a rank's call failed on another process of the MPI job".into()));
     }
     if sums[3] > 0 {
-        // Every process learns every blocked rank: each sends its own to all.
-        let mine: Vec<(u32, Vec<String>)> = blocked.into_iter().map(|b| (b.rank, b.waiting_for)).collect();
-        let bytes = bincode::serialize(&mine).expect("blocked ranks serialize");
-        let out = (0..t.size()).map(|p| if p == t.rank() { Vec::new() } else { bytes.clone() }).collect();
-        let mut all = t.exchange(out);
-        all[t.rank()] = bytes;
-        let mut list: Vec<BlockedRank> = all
-            .iter()
-            .flat_map(|b| bincode::deserialize::<Vec<(u32, Vec<String>)>>(b).expect("blocked ranks from a process of this job"))
-            .map(|(rank, waiting_for)| BlockedRank { rank, waiting_for })
-            .collect();
-        list.sort_by_key(|b| b.rank);
-        return Err(MpiError::Blocked(list));
+        return Err(MpiError::Blocked(all_blocked(t, blocked)));
     }
     Ok(PartsRun { end: maxes[0], events: sums[0], messages: sums[1] })
+}
+
+/// Every process's bytes, in process order: each sends `bytes` to all.
+pub(super) fn share(t: &dyn Transport, bytes: Vec<u8>) -> Vec<Vec<u8>> {
+    let out = (0..t.size()).map(|p| if p == t.rank() { Vec::new() } else { bytes.clone() }).collect();
+    let mut all = t.exchange(out);
+    all[t.rank()] = bytes;
+    all
+}
+
+/// The blocked ranks of every process (each gives its own `mine`), by rank.
+pub(super) fn all_blocked(t: &dyn Transport, mine: Vec<BlockedRank>) -> Vec<BlockedRank> {
+    let mine: Vec<(u32, Vec<String>)> = mine.into_iter().map(|b| (b.rank, b.waiting_for)).collect();
+    let mut list: Vec<BlockedRank> = share(t, bincode::serialize(&mine).expect("blocked ranks serialize"))
+        .iter()
+        .flat_map(|b| bincode::deserialize::<Vec<(u32, Vec<String>)>>(b).expect("blocked ranks from a process of this job"))
+        .map(|(rank, waiting_for)| BlockedRank { rank, waiting_for })
+        .collect();
+    list.sort_by_key(|b| b.rank);
+    list
 }

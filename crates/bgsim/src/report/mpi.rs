@@ -5,11 +5,11 @@
 
 use crate::engine::Tick;
 use crate::mpi::World;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One rank: where it ran, when it ended, what it sent, where its core's
 /// time went (processor cycles).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RankReport {
     pub rank: u32,
     pub x: u32,
@@ -39,7 +39,7 @@ pub struct RankReport {
 }
 
 /// Network-wide counters.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MpiCounters {
     pub events: u64,
     pub packets_sent: u64,
@@ -80,7 +80,7 @@ impl MpiCounters {
 }
 
 /// A collective-network link that carried packets.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TreeLinkReport {
     pub node: u32,
     pub parent: u32,
@@ -94,7 +94,7 @@ pub struct TreeLinkReport {
 }
 
 /// An MPI run's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MpiReport {
     pub nranks: u32,
     pub shape: [u32; 3],
