@@ -97,7 +97,9 @@ c.Barrier()
 s = c.allreduce(r)
 t = c.alltoall([r * n + i for i in range(n)])
 if r in (0, 17):
-    print("rank", r, "got", x, b[0], s, t[5], "at", MPI.Wtime())
+    # One write per line: the launcher forwards each process's output as
+    # it comes, and two processes' buffered output may interleave mid-line.
+    print("rank", r, "got", x, b[0], s, t[5], "at", MPI.Wtime(), flush=True)
 """
 SOFTWARE = ("--coll", "barrier=dissemination", "--coll", "allreduce=recursive_doubling")
 RUN_HOST = ("wall_s", "python_wall_s", "processes")

@@ -1,7 +1,8 @@
 """MPI programs on a machine cut into partitions run on threads
 (`bgsim.run(threads=N)`, `bgsim run --threads N`): the same run as on one,
 bit for bit - every figure of the result, every rank's return value, the
-program's output in the same order - and clear errors for what does not
+program's output in the same order - with software collectives and with
+the collective and barrier networks, and clear errors for what does not
 run on partitions yet."""
 
 import json
@@ -61,14 +62,19 @@ def figures(result):
     return json.dumps(d, sort_keys=True)
 
 
-@pytest.mark.parametrize("machine,shape,mode", [("bgl", "4x4x2", None), ("bgp", "4x2x2", "vn")])
-def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, capsys):
-    one = bgsim.run(program, machine, shape=shape, mode=mode, coll=SOFTWARE)
+@pytest.mark.parametrize("machine,shape,mode,coll", [("bgl", "4x4x2", None, SOFTWARE), ("bgp", "4x2x2", "vn", SOFTWARE),
+                                                    ("bgl", "4x4x2", None, None), ("bgp", "4x2x2", "vn", None)])
+def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, coll, capsys):
+    # coll None: the machine's own choices, the collective and barrier
+    # networks among them.
+    one = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll)
     out_one = capsys.readouterr().out
     assert one.to_dict()["counters"]["messages_completed"] > 0
     assert "rank 16 at" in out_one
+    if coll is None:
+        assert one.counters["tree_operations"] > 0 and "gi" in one.collectives["barrier"]
     for threads in (2, 3, 4):
-        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=SOFTWARE, threads=threads)
+        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll, threads=threads)
         assert figures(cut) == figures(one), threads
         assert cut.threads == threads
         assert cut.results == one.results, threads
@@ -117,9 +123,6 @@ def test_what_does_not_run_on_partitions_yet_is_refused_clearly(tmp_path):
     def barrier():
         MPI.COMM_WORLD.Barrier()
 
-    # The global-interrupt barrier, chosen by default on BG/L.
-    with pytest.raises(Exception, match="hardware collectives do not run on a machine cut into partitions"):
-        bgsim.run(barrier, "bgl", shape="2x2x2", threads=2)
     # Deposit-bit broadcasts.
     def bcast():
         MPI.COMM_WORLD.bcast(1, root=0)

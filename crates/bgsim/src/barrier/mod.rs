@@ -37,12 +37,13 @@ impl Barrier {
     }
 
     /// A barrier of `who`: every participant's core is told (a
-    /// [`ev::RELEASE`]) when the wires release them all.
-    pub fn operate(&mut self, q: &mut EventQueue, who: &[Participant]) {
+    /// [`ev::RELEASE`]) when the wires release them all, at `floor` at the
+    /// earliest.
+    pub fn operate(&mut self, q: &mut EventQueue, who: &[Participant], floor: Tick) {
         self.operations += 1;
         let t = self.release(who.iter().map(|p| p.joined));
         for p in who {
-            q.push_at(t.max(p.joined), Event { kind: ev::RELEASE, a: p.core as u8, b: 0, c: 0, node: p.node, data: p.tag });
+            q.push_at(t.max(p.joined).max(floor), Event { kind: ev::RELEASE, a: p.core as u8, b: 0, c: 0, node: p.node, data: p.tag });
         }
     }
     /// When every participant leaves, given when each entered.
@@ -63,7 +64,7 @@ mod tests {
         let mut b = Barrier::new(&m);
         let mut q = EventQueue::new();
         let who: Vec<Participant> = (0..4).map(|n| Participant { node: n, core: 0, tag: 100 + n, joined: 10 * n as Tick }).collect();
-        b.operate(&mut q, &who);
+        b.operate(&mut q, &who, 0);
         let release = 30 + b.entry + b.latency + b.exit;
         let mut seen = vec![];
         while let Some((t, e)) = q.pop_before(Tick::MAX) {

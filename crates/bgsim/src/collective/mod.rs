@@ -155,8 +155,9 @@ impl Tree {
     /// of its tasks: it joins when the last of them has), and schedules each
     /// participant's [`ev::DONE`]. With `two_pass` (floating-point sums), a
     /// first allreduce pass of the maximum exponents (2 bytes per 8-byte
-    /// value) precedes the mantissas, summed as integers.
-    pub fn operate(&mut self, q: &mut EventQueue, op: TreeOp, bytes: u64, two_pass: bool, who: &[Participant]) {
+    /// value) precedes the mantissas, summed as integers. No participant is
+    /// done before `floor`.
+    pub fn operate(&mut self, q: &mut EventQueue, op: TreeOp, bytes: u64, two_pass: bool, who: &[Participant], floor: Tick) {
         let nodes = self.parent.len();
         let mut join: Vec<Option<Tick>> = vec![None; nodes];
         for p in who {
@@ -172,7 +173,7 @@ impl Tree {
             self.run(op, &join, packets)
         };
         for p in who {
-            let at = done[p.node as usize].max(p.joined);
+            let at = done[p.node as usize].max(p.joined).max(floor);
             q.push_at(at, Event { kind: ev::DONE, a: p.core as u8, b: 0, c: 0, node: p.node, data: p.tag });
         }
     }
@@ -328,7 +329,7 @@ mod tests {
         // Node 3 has two tasks: the later one's join counts for the node.
         let mut who: Vec<Participant> = (0..8).map(|n| Participant { node: n, core: 0, tag: n, joined: 50 }).collect();
         who.push(Participant { node: 3, core: 1, tag: 99, joined: 20 });
-        t.operate(&mut q, TreeOp::Allreduce, 2 * t.payload_bytes as u64, false, &who);
+        t.operate(&mut q, TreeOp::Allreduce, 2 * t.payload_bytes as u64, false, &who, 0);
         let mut seen = 0;
         while let Some((at, e)) = q.pop_before(Tick::MAX) {
             assert_eq!(e.kind, ev::DONE);

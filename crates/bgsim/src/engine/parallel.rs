@@ -31,7 +31,7 @@
 //! nothing happens are skipped together: the next window starts at the
 //! earliest pending event of all partitions.
 
-use super::queue::{Crossing, MAX_NODES, NOTE, NO_LOAD};
+use super::queue::{Crossing, EVERY, MAX_NODES, NOTE, NO_LOAD};
 use super::{run_until, EngineStats, Event, EventQueue, Model, Partitioning, Tick};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
@@ -48,8 +48,10 @@ pub trait Partitioned: Model + Send {
     fn immigrate(&mut self, ev: &mut Event, load: Self::Load);
     /// A note for the node of `ev` from another partition, taken in at the
     /// end of the window it was written in (see [`Crossing::note`]): state
-    /// that partition hands over, not an event.
-    fn note(&mut self, _ev: &Event, _load: Option<Self::Load>) {
+    /// that partition hands over, not an event; what it schedules goes in
+    /// `q` (the partition's queue). A note to every partition
+    /// ([`Crossing::note_all`]) comes to its writer too, without a load.
+    fn note(&mut self, _q: &mut EventQueue, _ev: &Event, _load: Option<Self::Load>) {
         unreachable!("this model writes no notes");
     }
     /// Runs the window up to `end`: the engine's [`run_until`] unless the
@@ -127,6 +129,24 @@ impl<M: Partitioned> Part<M> {
             return;
         }
         for mut c in self.q.outbox.drain(..) {
+            if c.ev.node == EVERY {
+                // A note for every partition: its own model keeps what it
+                // wrote; the others get it as a load.
+                let l = self.model.emigrate(&c.ev);
+                for (d, (cs, loads)) in to.iter_mut().enumerate() {
+                    if d == k {
+                        continue;
+                    }
+                    let mut c = c;
+                    if let Some(l) = &l {
+                        c.load = loads.len() as u32;
+                        loads.push(l.clone());
+                    }
+                    cs.push(c);
+                }
+                self.local.push(c);
+                continue;
+            }
             let d = split.part_of(c.ev.node) as usize;
             if d == k {
                 self.local.push(c);
@@ -176,7 +196,7 @@ impl<M: Partitioned> Part<M> {
     fn schedule_held(&mut self, mut c: Crossing, loads: &[M::Load]) {
         if c.t == NOTE {
             let load = (c.load != NO_LOAD).then(|| loads[c.load as usize].clone());
-            return self.model.note(&c.ev, load);
+            return self.model.note(&mut self.q, &c.ev, load);
         }
         if c.load != NO_LOAD {
             self.model.immigrate(&mut c.ev, loads[c.load as usize].clone());
@@ -497,17 +517,25 @@ pub struct WindowEnd {
 }
 
 impl WindowEnd {
-    /// Schedules the events `q` held in the window that ended.
-    pub fn close(&mut self, q: &mut EventQueue) {
+    /// Schedules the events `q` held in the window that ended, and hands
+    /// its notes (to every partition: this one's, see [`Crossing::note_all`])
+    /// to `note`, in the engine's order.
+    pub fn close(&mut self, q: &mut EventQueue, note: &mut dyn FnMut(&mut EventQueue, &Event)) {
         std::mem::swap(&mut self.held, &mut q.outbox);
+        let mut take = |q: &mut EventQueue, c: &Crossing| {
+            if c.t == NOTE {
+                note(q, &c.ev)
+            } else {
+                q.schedule(c.t, c.ev)
+            }
+        };
         if held_order(&mut self.held, &mut self.keys) {
             for &k in &self.keys {
-                let c = self.held[(k & PLACE_MASK) as usize];
-                q.schedule(c.t, c.ev);
+                take(q, &self.held[(k & PLACE_MASK) as usize]);
             }
         } else {
             for c in &self.held {
-                q.schedule(c.t, c.ev);
+                take(q, c);
             }
         }
         debug_assert!(self.held.iter().all(|c| c.load == NO_LOAD));

@@ -103,6 +103,9 @@ pub struct EventQueue {
 /// No node: scheduling outside the handling of an event.
 pub const NO_NODE: u32 = u32::MAX;
 
+/// The node of a note for every partition ([`Crossing::note_all`]).
+pub const EVERY: u32 = u32::MAX - 1;
+
 /// Nodes a windowed run may have: a crossing's order key holds the node.
 pub const MAX_NODES: u32 = 1 << NODE_BITS;
 pub(crate) const NODE_BITS: u32 = 24;
@@ -134,6 +137,14 @@ impl Crossing {
     pub fn note(q: &mut EventQueue, ev: Event) {
         debug_assert!(q.windowed && !q.owns(ev.node), "a note goes to another partition");
         let src = if q.cur == NO_NODE { ev.node } else { q.cur };
+        q.outbox.push(Crossing { t: NOTE, key: Crossing::key(q.now - q.window.0, src), ev, load: NO_LOAD });
+    }
+
+    /// A note for every partition (this one's too), written now by node
+    /// `src`: `ev.node` is set to [`EVERY`].
+    pub fn note_all(q: &mut EventQueue, mut ev: Event, src: u32) {
+        debug_assert!(q.windowed, "notes are for windowed runs");
+        ev.node = EVERY;
         q.outbox.push(Crossing { t: NOTE, key: Crossing::key(q.now - q.window.0, src), ev, load: NO_LOAD });
     }
 

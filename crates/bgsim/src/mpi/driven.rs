@@ -19,9 +19,10 @@
 //! run is the same for every cut, bit for bit, and a program's own output
 //! comes in the same order.
 //!
-//! A request id handed out names its partition in its low bits. Not on
-//! partitions yet: hardware collectives and deposit-bit broadcasts, the
-//! message log, the coarse tier.
+//! A request id handed out names its partition in its low bits.
+//! Hardware collectives run on partitions on threads (`super::hw`); not on
+//! partitions yet: hardware collectives on processes, deposit-bit
+//! broadcasts, the message log, the coarse tier.
 
 use super::agent::{advance_agents, Agent, Agents};
 use super::{BlockedRank, HwOp, MpiError, World};
@@ -284,6 +285,13 @@ impl Ranks {
         self.global(rank, r)
     }
     pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, MpiError> {
+        if self.eng.transport().is_some() {
+            // The operation's data are combined by the driver, which sees
+            // only this process's ranks.
+            return Err(MpiError::Usage(format!(
+                "{what:?}: hardware collectives do not run on the processes of an MPI job yet: run on one process, or choose software algorithms (--coll barrier=dissemination, allreduce=recursive_doubling, ...; `bgsim machine` lists them)"
+            )));
+        }
         let r = self.of_mut(rank).hw_collective(rank, key, expected, what)?;
         Ok(self.global(rank, r))
     }
@@ -352,6 +360,9 @@ impl Ranks {
         }
         loop {
             let mut ready = self.run_parts()?;
+            if let Some(e) = self.eng.parts.iter_mut().find_map(|p| p.model.joins.error.take()) {
+                return Err(e);
+            }
             advance_agents(self, &mut ready)?;
             if !ready.is_empty() {
                 return Ok(ready);
@@ -577,7 +588,8 @@ impl Ranks {
                     out.link_stalls[i] = o.link_stalls[i];
                 }
             }
-            out.tree_links.extend(o.tree_links);
+            // The collective network's state is every partition's alike
+            // (see `hw`): its figures are the first's.
             out.counters.absorb(&o.counters);
             out.time_s = out.time_s.max(o.time_s);
         }

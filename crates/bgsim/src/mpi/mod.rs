@@ -17,10 +17,11 @@
 pub mod agent;
 pub mod coll;
 pub mod driven;
+mod hw;
 pub mod parts;
 pub mod skeleton;
 
-use crate::collective::{Participant, Tree, TreeCounters, TreeOp};
+use crate::collective::{Tree, TreeCounters};
 use crate::engine::{EngineStats, Event, EventQueue, Model, Tick, WindowEnd, NO_NODE};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
@@ -72,24 +73,16 @@ fn blocked_message(b: &[BlockedRank]) -> String {
     s
 }
 
-/// A hardware collective operation waiting for its participants.
-struct Joining {
-    /// (rank, request, time it joined).
-    ranks: Vec<(u32, ReqId, Tick)>,
-    expected: u32,
-    what: HwOp,
-}
-
 /// A hardware collective: on the tree (with the packets it takes and
 /// whether floating point needs two passes) or the global-interrupt barrier.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum HwOp {
     Tree { op: TreeOpRanks, bytes: u64, two_pass: bool },
     Barrier,
 }
 
 /// A tree operation in terms of world ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TreeOpRanks {
     Bcast { root: u32 },
     Reduce { root: u32 },
@@ -144,7 +137,8 @@ pub struct World {
     eager_max: u32,
     one_packet_max: u32,
     forced: Option<Protocol>,
-    joining: HashMap<u64, Joining>,
+    /// Hardware collectives' joins ([`hw`]).
+    joins: hw::Joins,
     /// Message buffers given back by their last reader, for the next sends,
     /// and their bytes (at most SPARE_BYTES, in buffers of at most
     /// SPARE_BUFFER_BYTES).
@@ -201,7 +195,7 @@ impl World {
             eager_max: m.eager_max_bytes,
             one_packet_max: m.one_packet_max_bytes,
             forced: m.forced(),
-            joining: HashMap::new(),
+            joins: hw::Joins::default(),
             spare: Vec::new(),
             spare_bytes: 0,
             traffic: None,
@@ -414,49 +408,18 @@ impl World {
         if let Some(component) = missing {
             return Err(MpiError::NoComponent { what, component });
         }
-        if self.part.is_some() {
-            return Err(MpiError::Usage(format!(
-                "{what:?}: hardware collectives do not run on a machine cut into partitions yet: run on one thread (one process), or choose software algorithms (--coll barrier=dissemination, allreduce=recursive_doubling, ...; `bgsim machine` lists them)"
-            )));
-        }
         let now = self.rank_time(rank);
         let req = self.stack.ml.pending_req(rank);
-        let j = self.joining.entry(key).or_insert_with(|| Joining { ranks: Vec::new(), expected, what });
-        if j.what != what || j.expected != expected {
-            let (other, other_what, other_expected) = (j.ranks.first().map(|r| r.0).unwrap_or(0), j.what, j.expected);
-            return Err(MpiError::CollectiveMismatch { rank, what, expected, other, other_what, other_expected });
+        let (node, core, tag) = self.stack.ml.completion(req);
+        let j = hw::Join { key, expected, what, rank, req, node, core, tag, joined: now };
+        if let Err(e) = self.joins.check(&j) {
+            self.stack.ml.release(req);
+            return Err(e);
         }
-        j.ranks.push((rank, req, now));
-        if j.ranks.len() as u32 == j.expected {
-            let j = self.joining.remove(&key).expect("joining");
-            self.release_joined(j);
-        }
+        // Every partition takes it in at the window's end (see `hw`).
+        let ev = self.joins.write(j);
+        crate::engine::Crossing::note_all(&mut self.q, ev, node);
         Ok(req)
-    }
-
-    fn release_joined(&mut self, j: Joining) {
-        let Stack { net, ml } = &mut self.stack;
-        let who: Vec<Participant> = j
-            .ranks
-            .iter()
-            .map(|&(rank, req, joined)| {
-                let (node, core, tag) = ml.completion(req);
-                debug_assert_eq!(node, ml.place(rank).0);
-                Participant { node, core, tag, joined }
-            })
-            .collect();
-        match j.what {
-            HwOp::Barrier => net.barrier_operation(&mut self.q, &who),
-            HwOp::Tree { op, bytes, two_pass } => {
-                let node = |r: u32| ml.place(r).0;
-                let op = match op {
-                    TreeOpRanks::Bcast { root } => TreeOp::Bcast { source: node(root) },
-                    TreeOpRanks::Reduce { root } => TreeOp::Reduce { dest: node(root) },
-                    TreeOpRanks::Allreduce => TreeOp::Allreduce,
-                };
-                net.tree_operation(&mut self.q, op, bytes, two_pass, &who);
-            }
-        }
     }
 
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0, the
@@ -583,6 +546,9 @@ impl World {
     pub fn run(&mut self) -> Result<Vec<u32>, MpiError> {
         loop {
             let mut ready = self.run_events()?;
+            if let Some(e) = self.joins.error.take() {
+                return Err(e);
+            }
             self.advance_agents(&mut ready)?;
             if !ready.is_empty() {
                 return Ok(ready);
@@ -654,11 +620,21 @@ impl World {
                 return None;
             }
             // The window was busy: it holds events.
-            self.window_end.close(&mut self.q);
+            self.close_window();
             let next = self.q.peek_time()?;
             self.window_busy = true;
             self.next_window(end, next);
         }
+    }
+
+    /// Schedules what the window that ends held, and takes in its joins of
+    /// hardware collectives (see [`hw`]).
+    fn close_window(&mut self) {
+        let (stack, joins) = (&mut self.stack, &mut self.joins);
+        self.window_end.close(&mut self.q, &mut |q, ev| {
+            debug_assert_eq!(ev.kind, hw::NOTE_JOIN, "a note on one partition is a join");
+            joins.take_own(stack, q, ev);
+        });
     }
 
     /// The window after the one ending at `end`, the next event being due
@@ -690,23 +666,14 @@ impl World {
             .filter_map(|(rank, w)| {
                 w.as_ref().map(|w| BlockedRank {
                     rank: rank as u32,
-                    waiting_for: w.reqs.iter().filter(|&&r| !self.is_done(r)).map(|&r| self.describe(r)).collect(),
+                    waiting_for: w.reqs.iter().filter(|&&r| !self.is_done(r)).map(|&r| self.describe(rank as u32, r)).collect(),
                 })
             })
             .collect()
     }
 
-    fn describe(&self, req: ReqId) -> String {
-        for j in self.joining.values() {
-            if j.ranks.iter().any(|r| r.1 == req) {
-                let what = match j.what {
-                    HwOp::Barrier => "the global-interrupt barrier".to_string(),
-                    HwOp::Tree { op, bytes, .. } => format!("a collective-network {op:?} of {bytes} bytes"),
-                };
-                return format!("{what} ({} of {} ranks have joined)", j.ranks.len(), j.expected);
-            }
-        }
-        self.stack.ml.describe(req)
+    fn describe(&self, rank: u32, req: ReqId) -> String {
+        self.joins.describe(rank, req).unwrap_or_else(|| self.stack.ml.describe(req))
     }
 
     /// Whether a rank is blocked.

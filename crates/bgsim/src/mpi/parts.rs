@@ -18,10 +18,11 @@
 //! one each, with the same result.
 //!
 //! Ranks driven from outside (the Python runtime's) run on the same
-//! partitions through [`super::driven::Ranks`]. Not on partitions yet:
-//! hardware collectives and deposit-bit broadcasts (their state spans
-//! nodes), the message log, the coarse tier (its hop books the next node's
-//! link from the previous node's event).
+//! partitions through [`super::driven::Ranks`]; hardware collectives'
+//! joins are notes to every partition ([`super::hw`]). Not on partitions
+//! yet: deposit-bit broadcasts (their records span nodes), the message
+//! log, the coarse tier (its hop books the next node's link from the
+//! previous node's event).
 
 use super::{BlockedRank, MpiError, World};
 use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport, NO_NODE};
@@ -60,6 +61,8 @@ pub enum Load {
     Packet(Packet),
     /// A message to a rank of that partition.
     Envelope(Envelope),
+    /// A rank's join of a hardware collective (to every partition).
+    Join(super::hw::Join),
 }
 
 impl Model for World {
@@ -74,19 +77,22 @@ impl Partitioned for World {
         match ev.kind {
             torus_ev::ARRIVE => Some(Load::Packet(self.stack.net.emigrate(ev.data))),
             NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
+            super::hw::NOTE_JOIN => Some(Load::Join(self.joins.emigrate(ev))),
             _ => None,
         }
     }
     fn immigrate(&mut self, ev: &mut Event, load: Load) {
         match load {
             Load::Packet(pk) => ev.data = self.stack.net.immigrate(pk),
-            Load::Envelope(_) => unreachable!("an envelope comes as a note"),
+            Load::Envelope(_) | Load::Join(_) => unreachable!("an envelope or a join comes as a note"),
         }
     }
-    fn note(&mut self, ev: &Event, load: Option<Load>) {
+    fn note(&mut self, q: &mut EventQueue, ev: &Event, load: Option<Load>) {
         match (ev.kind, load) {
             (NOTE_ENVELOPE, Some(Load::Envelope(e))) => self.stack.ml.take_envelope(e),
-            (k, _) => unreachable!("note of kind {k} without its envelope"),
+            (super::hw::NOTE_JOIN, Some(Load::Join(j))) => self.joins.take(&mut self.stack, q, j),
+            (super::hw::NOTE_JOIN, None) => self.joins.take_own(&mut self.stack, q, ev),
+            (k, _) => unreachable!("note of kind {k} without its load"),
         }
     }
     fn run_window(&mut self, q: &mut EventQueue, end: Tick, stats: &mut EngineStats) {

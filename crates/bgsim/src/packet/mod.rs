@@ -247,15 +247,15 @@ impl Net {
     /// Hands an operation to the collective network; each participant's
     /// core is told when its part is done (see [`Tree::operate`]).
     /// Panics on a machine without one: check [`Net::has_tree`].
-    pub fn tree_operation(&mut self, q: &mut EventQueue, op: TreeOp, bytes: u64, two_pass: bool, who: &[Participant]) {
-        self.tree.as_mut().expect("a machine with a collective network").operate(q, op, bytes, two_pass, who);
+    pub fn tree_operation(&mut self, q: &mut EventQueue, op: TreeOp, bytes: u64, two_pass: bool, who: &[Participant], floor: Tick) {
+        self.tree.as_mut().expect("a machine with a collective network").operate(q, op, bytes, two_pass, who, floor);
     }
 
     /// Hands a barrier to the global-interrupt network (see
     /// [`Barrier::operate`]). Panics on a machine without one: check
     /// [`Net::has_barrier`].
-    pub fn barrier_operation(&mut self, q: &mut EventQueue, who: &[Participant]) {
-        self.barrier.as_mut().expect("a machine with a global-interrupt barrier").operate(q, who);
+    pub fn barrier_operation(&mut self, q: &mut EventQueue, who: &[Participant], floor: Tick) {
+        self.barrier.as_mut().expect("a machine with a global-interrupt barrier").operate(q, who, floor);
     }
 
     // ----- measurement, for the run loop -----

@@ -62,7 +62,8 @@ pub struct MpiCounters {
 
 impl MpiCounters {
     /// Adds another partition's counters (`no_token_stalls` is summed from
-    /// the merged links instead).
+    /// the merged links instead; the collective network's are every
+    /// partition's alike, and kept).
     pub fn absorb(&mut self, o: &MpiCounters) {
         self.events += o.events;
         self.packets_sent += o.packets_sent;
@@ -73,8 +74,6 @@ impl MpiCounters {
         self.messages_completed += o.messages_completed;
         self.out_of_order_packets += o.out_of_order_packets;
         self.packets_in_network += o.packets_in_network;
-        self.tree_operations += o.tree_operations;
-        self.tree_link_packets += o.tree_link_packets;
         self.link_retransmissions += o.link_retransmissions;
     }
 }
