@@ -436,8 +436,7 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                      help="run the machine cut into N partitions on N threads, the ranks' Python on one (default 1); "
                           "the result is the same, bit for bit. Not yet with deposit-bit broadcasts, --timeline or "
                           "--fidelity coarse (docs/architecture.md). Under `mpirun -n P` each process runs one "
-                          "partition and the Python of its ranks instead (leave this at 1; hardware collectives "
-                          "not yet)")
+                          "partition and the Python of its ranks instead (leave this at 1)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")

@@ -347,8 +347,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
     partition per process, each process the Python of its own ranks; every
     process gets the whole result (the ranks' return values pickled across;
-    the same figures as on one process). Not yet with hardware collectives
-    (choose software ones with `coll`) or MPI_Comm_split, nor
+    the same figures as on one process). Not yet with MPI_Comm_split, nor
     with what `threads` does not run with."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, run_cli
 
 HOST = ("wall_s", "events_per_s", "hops_per_s", "sim_us_per_wall_s", "partitions", "threads", "packet_slots")
@@ -79,6 +81,7 @@ def test_a_core_driven_halo_on_two_processes_is_the_halo_on_one():
 
 
 PROGRAM = """
+import sys
 from mpi4py import MPI
 import numpy as np
 c = MPI.COMM_WORLD
@@ -96,21 +99,29 @@ else:
 c.Barrier()
 s = c.allreduce(r)
 t = c.alltoall([r * n + i for i in range(n)])
+v = np.full(4, r, dtype="i8")
+w = np.empty_like(v)
+c.Allreduce(v, w, op=MPI.SUM)
+g = c.bcast({"from": r} if r == 3 else None, root=3)
 if r in (0, 17):
     # One write per line: the launcher forwards each process's output as
     # it comes, and two processes' buffered output may interleave mid-line.
-    print("rank", r, "got", x, b[0], s, t[5], "at", MPI.Wtime(), flush=True)
+    sys.stdout.write(f"rank {r} got {x} {b[0]} {s} {t[5]} {w[0]} {g} at {MPI.Wtime()}\\n")
+    sys.stdout.flush()
 """
 SOFTWARE = ("--coll", "barrier=dissemination", "--coll", "allreduce=recursive_doubling")
 RUN_HOST = ("wall_s", "python_wall_s", "processes")
 
 
-def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path):
+@pytest.mark.parametrize("coll", [SOFTWARE, ()], ids=["software", "hardware"])
+def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path, coll):
+    # () : the machine's own choices, the barrier and collective networks
+    # among them (their contributions travel with the joins).
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
     two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
-    two = mpirun(2, "run", "--shape", "4x4x2", *SOFTWARE, "--json", str(two_json), str(prog))
-    one = run_cli("run", "--shape", "4x4x2", *SOFTWARE, "--json", str(one_json), str(prog), check=True)
+    two = mpirun(2, "run", "--shape", "4x4x2", *coll, "--json", str(two_json), str(prog))
+    one = run_cli("run", "--shape", "4x4x2", *coll, "--json", str(one_json), str(prog), check=True)
     d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
     assert (d2["processes"], d1["processes"]) == (2, 1)
     assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
@@ -118,6 +129,8 @@ def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path):
     # processes differ), in some order.
     assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
     assert "on 2 processes" in two.stderr and two.stderr.count("simulated time") == 1
+    if not coll:
+        assert d1["counters"]["tree_operations"] > 0 and "gi" in d1["collectives"]["barrier"]
 
 
 def test_a_deadlock_across_processes_is_reported_once_with_every_rank(tmp_path):

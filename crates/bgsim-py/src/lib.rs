@@ -237,6 +237,10 @@ struct World {
     ready: Vec<u32>,
 }
 
+/// A logged message as Python sees it: (src, dst, bytes, protocol, posted,
+/// send_done, recv_done).
+type LogRecord = (u32, u32, u32, u8, u64, u64, u64);
+
 /// Largest MPI tag (mpi4py's `TAG_UB`).
 const TAG_UB: i64 = i32::MAX as i64;
 
@@ -575,7 +579,7 @@ impl World {
     }
     /// The message log: ([(src, dst, bytes, protocol, posted, send_done,
     /// recv_done)] in ticks, messages past the limit).
-    fn message_log(&self) -> (Vec<(u32, u32, u32, u8, u64, u64, u64)>, u64) {
+    fn message_log(&self) -> (Vec<LogRecord>, u64) {
         let (recs, dropped) = self.w.message_log();
         (recs.iter().map(|r| (r.src, r.dst, r.bytes, r.proto, r.posted, r.send_done, r.recv_done)).collect(), dropped)
     }
@@ -748,8 +752,12 @@ impl World {
     /// Joins a hardware collective: `kind` is "barrier", "bcast", "reduce"
     /// or "allreduce" (tree network); `key` names the operation (the same on
     /// every participant), `expected` the number of participants.
-    #[pyo3(signature = (rank, key, expected, kind, root=0, nbytes=0, two_pass=false))]
-    fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, kind: &str, root: u32, nbytes: u64, two_pass: bool) -> PyResult<u32> {
+    /// `payload`: the rank's contribution as bytes, for drivers on the
+    /// processes of an MPI job (`hw_payloads`).
+    #[pyo3(signature = (rank, key, expected, kind, root=0, nbytes=0, two_pass=false, payload=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, kind: &str, root: u32, nbytes: u64, two_pass: bool,
+                     payload: Option<&[u8]>) -> PyResult<u32> {
         let what = match kind {
             "barrier" => mpi::HwOp::Barrier,
             "bcast" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Bcast { root }, bytes: nbytes, two_pass },
@@ -757,7 +765,16 @@ impl World {
             "allreduce" => mpi::HwOp::Tree { op: mpi::TreeOpRanks::Allreduce, bytes: nbytes, two_pass },
             _ => return Err(errors::usage(format!("hardware collective `{kind}`: allowed barrier, bcast, reduce, allreduce"))),
         };
-        self.w.hw_collective(rank, key, expected, what).map_err(to_py)
+        self.w.hw_collective(rank, key, expected, what, payload.map(<[u8]>::to_vec).unwrap_or_default()).map_err(to_py)
+    }
+    /// Every participant's payload of finished hardware collective `key`:
+    /// [(world rank, bytes)], or None if none carried one.
+    fn hw_payloads<'py>(&self, py: Python<'py>, key: u64) -> Option<Vec<(u32, Bound<'py, PyBytes>)>> {
+        self.w.hw_payloads(key).map(|v| v.iter().map(|(r, b)| (*r, PyBytes::new_bound(py, b))).collect())
+    }
+    /// Drops the payloads of hardware collective `key`.
+    fn hw_forget(&mut self, key: u64) {
+        self.w.hw_forget(key)
     }
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0).
     fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> PyResult<u32> {

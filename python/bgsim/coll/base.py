@@ -486,20 +486,36 @@ def hw_join(c: Call, kind: str, root: int = 0, nbytes: int = 0, two_pass: bool =
     operation (its contributions, keyed by rank) once this rank is done."""
     rt = c.rt
     key = ("hw", c.comm._context, c.seq)
-    rec = rt.hw_data.setdefault(key, {"parts": {}, "left": c.n})
+    # On an MPI job's processes this process's driver sees its own ranks
+    # only: the contributions travel with the joins (`World.hw_payloads`).
+    apart = bool(rt.remote)
+    rec = rt.hw_data.get(key)
+    if rec is None:
+        left = c.n if not apart else sum(1 for i in range(c.n) if c.world_rank(i) not in rt.remote)
+        rec = rt.hw_data[key] = {"parts": {}, "left": left}
     if contribution is not None:
         rec["parts"][c.me] = contribution
-    hkey = rt.hw_key(key)
+    # The same on every process: the communicator's context and the call's number.
+    hkey = rt.hw_key(key) if not apart else c.comm._context << 32 | c.seq
+    payload = pickle.dumps((c.me, contribution)) if apart and contribution is not None else None
     try:
-        req = rt.world.hw_collective(c.ctx.rank, hkey, c.n, kind, c.world_rank(root), nbytes, two_pass)
+        req = rt.world.hw_collective(c.ctx.rank, hkey, c.n, kind, c.world_rank(root), nbytes, two_pass, payload)
     except ValueError as e:
         raise MPIException(ERR_ARG, str(e)) from None
     c.ctx.call, c.ctx.frame = f"MPI.Comm.{c.op}()", sys._getframe(2)
     rt.wait(c.ctx, [req], 1)
     rt.world.finish(req)
+    if apart and "fetched" not in rec:
+        for _, b in rt.world.hw_payloads(hkey) or ():
+            if b:  # a rank that contributes nothing sends nothing
+                me, part = pickle.loads(b)
+                rec["parts"][me] = part
+        rec["fetched"] = True
     rec["left"] -= 1
     if rec["left"] == 0:
         del rt.hw_data[key]
+        if apart:
+            rt.world.hw_forget(hkey)
     return rec
 
 

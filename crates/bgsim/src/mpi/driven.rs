@@ -20,8 +20,8 @@
 //! comes in the same order.
 //!
 //! A request id handed out names its partition in its low bits.
-//! Hardware collectives run on partitions on threads (`super::hw`); not on
-//! partitions yet: hardware collectives on processes, deposit-bit
+//! Hardware collectives run on partitions (`super::hw`; on processes their
+//! contributions travel with the joins). Not on partitions yet: deposit-bit
 //! broadcasts, the message log, the coarse tier.
 
 use super::agent::{advance_agents, Agent, Agents};
@@ -284,16 +284,23 @@ impl Ranks {
         let r = self.of_mut(rank).poll(rank);
         self.global(rank, r)
     }
-    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, MpiError> {
-        if self.eng.transport().is_some() {
-            // The operation's data are combined by the driver, which sees
-            // only this process's ranks.
-            return Err(MpiError::Usage(format!(
-                "{what:?}: hardware collectives do not run on the processes of an MPI job yet: run on one process, or choose software algorithms (--coll barrier=dissemination, allreduce=recursive_doubling, ...; `bgsim machine` lists them)"
-            )));
-        }
-        let r = self.of_mut(rank).hw_collective(rank, key, expected, what)?;
+    /// Joins hardware collective `key` (see [`World::hw_collective`]); on
+    /// the processes of an MPI job the driver, which sees only its own
+    /// ranks, passes each rank's contribution as `payload` and reads every
+    /// rank's with [`Ranks::hw_payloads`].
+    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp, payload: Vec<u8>) -> Result<ReqId, MpiError> {
+        let r = self.of_mut(rank).hw_collective(rank, key, expected, what, payload)?;
         Ok(self.global(rank, r))
+    }
+    /// Every participant's payload of finished hardware collective `key`
+    /// (every partition has them).
+    pub fn hw_payloads(&self, key: u64) -> Option<&[(u32, Vec<u8>)]> {
+        self.first().hw_payloads(key)
+    }
+    pub fn hw_forget(&mut self, key: u64) {
+        for p in self.eng.parts.iter_mut() {
+            p.model.hw_forget(key);
+        }
     }
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> Result<ReqId, MpiError> {
         let Some(w) = self.whole() else {

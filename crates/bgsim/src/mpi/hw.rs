@@ -35,6 +35,9 @@ pub struct Join {
     pub core: usize,
     pub tag: u32,
     pub joined: Tick,
+    /// What the rank contributes, for drivers on other processes (empty:
+    /// nothing, or the driver sees every rank).
+    pub payload: Vec<u8>,
 }
 
 /// A hardware collective waiting for its participants.
@@ -51,6 +54,9 @@ pub(super) struct Joins {
     notes: Vec<Option<Join>>,
     /// A mismatch found when a join was taken in.
     pub(super) error: Option<MpiError>,
+    /// The contributions of finished operations that carried any, by key:
+    /// (rank, payload), until the driver forgets them.
+    pub(super) payloads: HashMap<u64, Vec<(u32, Vec<u8>)>>,
 }
 
 impl Joins {
@@ -102,7 +108,10 @@ impl Joins {
         let entry = self.joining.entry(key).or_insert_with(|| Joining { joins: Vec::new() });
         entry.joins.push(j);
         if entry.joins.len() as u32 == entry.joins[0].expected {
-            let done = self.joining.remove(&key).expect("joining");
+            let mut done = self.joining.remove(&key).expect("joining");
+            if done.joins.iter().any(|j| !j.payload.is_empty()) {
+                self.payloads.insert(key, done.joins.iter_mut().map(|j| (j.rank, std::mem::take(&mut j.payload))).collect());
+            }
             release(stack, q, done.joins, q.window.1);
         }
     }

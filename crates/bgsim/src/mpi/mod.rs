@@ -399,7 +399,9 @@ impl World {
     /// Joins hardware collective `key` (the same for every participant) with
     /// `expected` participants; the returned request completes when this
     /// rank is done. Every participant must pass the same `what`.
-    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp) -> Result<ReqId, MpiError> {
+    /// `payload`: what the rank contributes, for [`World::hw_payloads`]
+    /// (drivers that do not see every rank; else empty).
+    pub fn hw_collective(&mut self, rank: u32, key: u64, expected: u32, what: HwOp, payload: Vec<u8>) -> Result<ReqId, MpiError> {
         let net = &self.stack.net;
         let missing = match what {
             HwOp::Barrier => (!net.has_barrier()).then_some("a global-interrupt barrier"),
@@ -411,7 +413,7 @@ impl World {
         let now = self.rank_time(rank);
         let req = self.stack.ml.pending_req(rank);
         let (node, core, tag) = self.stack.ml.completion(req);
-        let j = hw::Join { key, expected, what, rank, req, node, core, tag, joined: now };
+        let j = hw::Join { key, expected, what, rank, req, node, core, tag, joined: now, payload };
         if let Err(e) = self.joins.check(&j) {
             self.stack.ml.release(req);
             return Err(e);
@@ -430,6 +432,17 @@ impl World {
         let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
         self.collect();
         r
+    }
+
+    /// Every participant's payload of finished hardware collective `key`,
+    /// (rank, payload) in the order they joined, if any carried one.
+    pub fn hw_payloads(&self, key: u64) -> Option<&[(u32, Vec<u8>)]> {
+        self.joins.payloads.get(&key).map(|v| &v[..])
+    }
+
+    /// Drops the payloads of hardware collective `key`.
+    pub fn hw_forget(&mut self, key: u64) {
+        self.joins.payloads.remove(&key);
     }
 
     /// The collective network (its per-link counters).
