@@ -163,3 +163,12 @@ def test_comm_split_on_processes_is_refused(tmp_path):
     p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", *SOFTWARE, str(prog)],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode != 0 and "not yet on the processes of an MPI job" in p.stderr, p.stderr
+
+
+def test_deposit_bit_broadcasts_on_processes_are_refused(tmp_path):
+    prog = tmp_path / "dep.py"
+    prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.bcast(1, root=0)\n")
+    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", "--coll", "bcast=torus_deposit",
+                              str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode != 0 and "deposit-bit broadcasts do not run on the processes" in p.stderr, p.stderr

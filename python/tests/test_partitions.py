@@ -1,9 +1,9 @@
 """MPI programs on a machine cut into partitions run on threads
 (`bgsim.run(threads=N)`, `bgsim run --threads N`): the same run as on one,
 bit for bit - every figure of the result, every rank's return value, the
-program's output in the same order - with software collectives and with
-the collective and barrier networks, and clear errors for what does not
-run on partitions yet."""
+program's output in the same order - with software collectives, with
+the collective and barrier networks and with deposit-bit broadcasts, and
+clear errors for what does not run on partitions yet."""
 
 import json
 
@@ -103,6 +103,26 @@ def test_a_file_program_on_partitions_through_the_cli(tmp_path):
     assert "got 15 at" in outs[0][0]
 
 
+def test_deposit_bit_broadcasts_on_partitions_are_the_broadcasts_on_one():
+    # Line packets forwarded by nodes whose ranks have not joined yet (the
+    # root's partition tells the others), from several roots, one after
+    # another and several in flight at once.
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        got = []
+        for root in (0, 21, 37, 63):
+            compute(seconds=1e-7 * ((r * 7 + root) % 11))
+            got.append(comm.bcast(bytes(range(256)) * (3 + root) if r == root else None, root=root)[-1])
+        return got, MPI.Wtime()
+
+    one = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"})
+    assert one.collectives["bcast"] == {"torus_deposit": 4}
+    for threads in (2, 4):
+        cut = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, threads=threads)
+        assert figures(cut) == figures(one) and cut.results == one.results, threads
+
+
 def test_a_deadlock_on_partitions_names_the_same_ranks():
     def main():
         comm = MPI.COMM_WORLD
@@ -123,11 +143,6 @@ def test_what_does_not_run_on_partitions_yet_is_refused_clearly(tmp_path):
     def barrier():
         MPI.COMM_WORLD.Barrier()
 
-    # Deposit-bit broadcasts.
-    def bcast():
-        MPI.COMM_WORLD.bcast(1, root=0)
-    with pytest.raises(Exception, match="deposit-bit broadcasts do not run on a machine cut into partitions"):
-        bgsim.run(bcast, "bgl", shape="2x2x2", threads=2, coll={"bcast": "torus_deposit"})
     with pytest.raises(Exception, match="coarse tier runs on one partition"):
         bgsim.run(barrier, "bgl", shape="2x2x2", threads=2, fidelity="coarse", coll=SOFTWARE)
     with pytest.raises(Exception, match="message log"):

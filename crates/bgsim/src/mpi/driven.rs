@@ -21,8 +21,8 @@
 //!
 //! A request id handed out names its partition in its low bits.
 //! Hardware collectives run on partitions (`super::hw`; on processes their
-//! contributions travel with the joins). Not on partitions yet: deposit-bit
-//! broadcasts, the message log, the coarse tier.
+//! contributions travel with the joins), deposit-bit broadcasts on threads.
+//! Not on partitions yet: the message log, the coarse tier.
 
 use super::agent::{advance_agents, Agent, Agents};
 use super::{BlockedRank, HwOp, MpiError, World};
@@ -303,12 +303,14 @@ impl Ranks {
         }
     }
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> Result<ReqId, MpiError> {
-        let Some(w) = self.whole() else {
+        if self.eng.transport().is_some() {
+            // Ids are dense in the order of first use, which the drivers of
+            // the processes do not share.
             return Err(MpiError::Usage(
-                "deposit-bit broadcasts do not run on a machine cut into partitions yet: run on one thread, or choose another bcast algorithm (--coll bcast=binomial)".into(),
+                "deposit-bit broadcasts do not run on the processes of an MPI job yet: run on one process, or choose another bcast algorithm (--coll bcast=binomial)".into(),
             ));
-        };
-        let r = w.line_bcast(rank, id, root, bytes);
+        }
+        let r = self.of_mut(rank).line_bcast(rank, id, root, bytes);
         Ok(self.global(rank, r))
     }
     pub fn cancel(&mut self, g: ReqId) -> bool {

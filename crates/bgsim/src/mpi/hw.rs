@@ -20,6 +20,10 @@ use std::collections::HashMap;
 
 /// The kind of a join's note.
 pub const NOTE_JOIN: u8 = crate::engine::event_kind(15, 1);
+/// The kind of a deposit-bit broadcast's note: its root tells every
+/// partition (`data`: the broadcast's id; the root's partition has its
+/// record already).
+pub const NOTE_DEPOSIT: u8 = crate::engine::event_kind(15, 2);
 
 /// One participant's join of hardware collective `key`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

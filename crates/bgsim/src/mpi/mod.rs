@@ -427,9 +427,15 @@ impl World {
     /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0, the
     /// same on every rank) of `bytes` from `root` (one rank per node).
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
-        assert!(self.part.is_none(), "deposit-bit broadcasts do not run on a machine cut into partitions yet (`driven::Ranks` refuses them)");
         let now = self.rank_time(rank);
         let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
+        if rank == root {
+            // Nodes of other partitions forward its packets before their
+            // ranks join: the root tells them the broadcast (`hw`).
+            let node = self.stack.ml.place(rank).0;
+            let ev = Event { kind: hw::NOTE_DEPOSIT, a: 0, b: 0, c: 0, node: 0, data: id };
+            crate::engine::Crossing::note_all(&mut self.q, ev, node);
+        }
         self.collect();
         r
     }
@@ -644,9 +650,11 @@ impl World {
     /// hardware collectives (see [`hw`]).
     fn close_window(&mut self) {
         let (stack, joins) = (&mut self.stack, &mut self.joins);
-        self.window_end.close(&mut self.q, &mut |q, ev| {
-            debug_assert_eq!(ev.kind, hw::NOTE_JOIN, "a note on one partition is a join");
-            joins.take_own(stack, q, ev);
+        self.window_end.close(&mut self.q, &mut |q, ev| match ev.kind {
+            hw::NOTE_JOIN => joins.take_own(stack, q, ev),
+            // Its record is here already.
+            hw::NOTE_DEPOSIT => {}
+            k => unreachable!("a note of kind {k} on one partition"),
         });
     }
 

@@ -19,10 +19,9 @@
 //!
 //! Ranks driven from outside (the Python runtime's) run on the same
 //! partitions through [`super::driven::Ranks`]; hardware collectives'
-//! joins are notes to every partition ([`super::hw`]). Not on partitions
-//! yet: deposit-bit broadcasts (their records span nodes), the message
-//! log, the coarse tier (its hop books the next node's link from the
-//! previous node's event).
+//! joins and deposit-bit broadcasts' roots are notes to every partition
+//! ([`super::hw`]). Not on partitions yet: the message log, the coarse tier
+//! (its hop books the next node's link from the previous node's event).
 
 use super::{BlockedRank, MpiError, World};
 use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport, NO_NODE};
@@ -63,6 +62,9 @@ pub enum Load {
     Envelope(Envelope),
     /// A rank's join of a hardware collective (to every partition).
     Join(super::hw::Join),
+    /// A deposit-bit broadcast's id, root node and packets (to every
+    /// partition, from its root).
+    Deposit(u32, u32, u32),
 }
 
 impl Model for World {
@@ -78,13 +80,17 @@ impl Partitioned for World {
             torus_ev::ARRIVE => Some(Load::Packet(self.stack.net.emigrate(ev.data))),
             NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
             super::hw::NOTE_JOIN => Some(Load::Join(self.joins.emigrate(ev))),
+            super::hw::NOTE_DEPOSIT => {
+                let (root, packets) = self.stack.ml.bcast_of(ev.data);
+                Some(Load::Deposit(ev.data, root, packets))
+            }
             _ => None,
         }
     }
     fn immigrate(&mut self, ev: &mut Event, load: Load) {
         match load {
             Load::Packet(pk) => ev.data = self.stack.net.immigrate(pk),
-            Load::Envelope(_) | Load::Join(_) => unreachable!("an envelope or a join comes as a note"),
+            Load::Envelope(_) | Load::Join(_) | Load::Deposit(..) => unreachable!("an envelope, a join or a broadcast comes as a note"),
         }
     }
     fn note(&mut self, q: &mut EventQueue, ev: &Event, load: Option<Load>) {
@@ -92,6 +98,8 @@ impl Partitioned for World {
             (NOTE_ENVELOPE, Some(Load::Envelope(e))) => self.stack.ml.take_envelope(e),
             (super::hw::NOTE_JOIN, Some(Load::Join(j))) => self.joins.take(&mut self.stack, q, j),
             (super::hw::NOTE_JOIN, None) => self.joins.take_own(&mut self.stack, q, ev),
+            (super::hw::NOTE_DEPOSIT, Some(Load::Deposit(id, root, packets))) => self.stack.ml.bcast_record(&self.stack.net, id, root, packets),
+            (super::hw::NOTE_DEPOSIT, None) => {}
             (k, _) => unreachable!("note of kind {k} without its load"),
         }
     }

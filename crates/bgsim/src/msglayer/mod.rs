@@ -267,6 +267,9 @@ struct LineBcast {
     root_written: u32,
     root_done: bool,
     started: bool,
+    /// Whether `root` and `packets` are known yet (a later id's record can
+    /// come first on a machine cut into partitions).
+    known: bool,
 }
 
 /// Per-rank counters.
@@ -1340,21 +1343,8 @@ impl MsgLayer {
     /// it, whether or not its rank has joined yet.
     pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
         let req = self.new_req(ReqKind::Timer, rank);
-        let nodes = net.machine.shape.nodes() as usize;
-        while self.bcasts.len() <= id as usize {
-            let packets = bytes.div_ceil(self.maxp as u64) as u32;
-            self.bcasts.push(LineBcast {
-                root: self.place(root).0,
-                packets,
-                got: vec![0; nodes],
-                waiting: vec![Vec::new(); nodes],
-                done: vec![false; nodes],
-                root_expected: 0,
-                root_written: 0,
-                root_done: false,
-                started: false,
-            });
-        }
+        let packets = bytes.div_ceil(self.maxp as u64) as u32;
+        self.bcast_record(net, id, self.place(root).0, packets);
         let node = self.place(rank).0;
         let b = &mut self.bcasts[id as usize];
         if node == b.root {
@@ -1380,6 +1370,37 @@ impl MsgLayer {
             b.waiting[node as usize].push(req);
         }
         req
+    }
+
+    /// Makes sure broadcast `id` (from node `root`, of `packets` packets) has
+    /// its record: from a rank's join, or, on a machine cut into
+    /// partitions, from the root's note, before any of its packets comes.
+    pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, packets: u32) {
+        let nodes = net.machine.shape.nodes() as usize;
+        while self.bcasts.len() <= id as usize {
+            self.bcasts.push(LineBcast {
+                root: 0,
+                packets: 0,
+                got: vec![0; nodes],
+                waiting: vec![Vec::new(); nodes],
+                done: vec![false; nodes],
+                root_expected: 0,
+                root_written: 0,
+                root_done: false,
+                started: false,
+                known: false,
+            });
+        }
+        let b = &mut self.bcasts[id as usize];
+        if !b.known {
+            (b.root, b.packets, b.known) = (root, packets, true);
+        }
+    }
+
+    /// Broadcast `id`'s root node and packets (see [`MsgLayer::bcast_record`]).
+    pub fn bcast_of(&self, id: u32) -> (u32, u32) {
+        let b = &self.bcasts[id as usize];
+        (b.root, b.packets)
     }
 
     /// Forwards packet `k` of broadcast `id` from `node`, which got it at
