@@ -16,13 +16,18 @@ from conftest import ROOT, run_cli
 HOST = ("wall_s", "events_per_s", "hops_per_s", "sim_us_per_wall_s", "partitions", "threads", "packet_slots")
 
 
-def mpirun(n, *args):
+def launch(n, *args):
+    """`bgsim ARGS` on `n` processes under a real mpirun, as it ended."""
     assert shutil.which("mpirun"), "a real MPI is needed (make test installs Debian's openmpi-bin)"
     cmd = ["mpirun", "-n", str(n), "--oversubscribe"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                       timeout=600)
+    return subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+
+
+def mpirun(n, *args):
+    p = launch(n, *args)
     assert p.returncode == 0, p.stderr
     return p
 
@@ -51,9 +56,7 @@ def test_a_torus_experiment_on_two_processes_has_the_same_figures(tmp_path):
 
 
 def test_threads_under_mpirun_are_refused():
-    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "traffic", "--pattern", "uniform", "--shape", "4x4x4",
-                              "--measure", "100", "--threads", "2"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    p = launch(2, "traffic", "--pattern", "uniform", "--shape", "4x4x4", "--measure", "100", "--threads", "2")
     assert p.returncode != 0 and "one partition on one thread" in p.stderr
 
 
@@ -137,9 +140,7 @@ def test_a_deadlock_across_processes_is_reported_once_with_every_rank(tmp_path):
     prog = tmp_path / "dead.py"
     prog.write_text("from mpi4py import MPI\nc = MPI.COMM_WORLD\nr = c.Get_rank()\n"
                     "if r in (3, 28):\n    c.recv(source=(r + 1) % c.Get_size(), tag=9)\n")
-    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", str(prog)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    p = launch(2, "run", "--shape", "4x4x2", str(prog))
     assert p.returncode != 0
     assert p.stderr.count("deadlock: 2 rank(s)") == 1, p.stderr
     assert "rank 3:" in p.stderr and "rank 28:" in p.stderr
@@ -149,9 +150,7 @@ def test_a_failing_rank_ends_every_process(tmp_path):
     prog = tmp_path / "fail.py"
     prog.write_text("from mpi4py import MPI\nc = MPI.COMM_WORLD\nr = c.Get_rank()\n"
                     "if r == 20:\n    raise ValueError('rank twenty gives up')\nc.recv(source=20)\n")
-    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", str(prog)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    p = launch(2, "run", "--shape", "4x4x2", str(prog))
     assert p.returncode != 0
     assert "rank 20 failed" in p.stderr and "rank twenty gives up" in p.stderr
 
@@ -159,16 +158,12 @@ def test_a_failing_rank_ends_every_process(tmp_path):
 def test_comm_split_on_processes_is_refused(tmp_path):
     prog = tmp_path / "split.py"
     prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.Split(MPI.COMM_WORLD.Get_rank() % 2, 0)\n")
-    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", *SOFTWARE, str(prog)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    p = launch(2, "run", "--shape", "4x4x2", *SOFTWARE, str(prog))
     assert p.returncode != 0 and "not yet on the processes of an MPI job" in p.stderr, p.stderr
 
 
 def test_deposit_bit_broadcasts_on_processes_are_refused(tmp_path):
     prog = tmp_path / "dep.py"
     prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.bcast(1, root=0)\n")
-    cmd = ["mpirun", "-n", "2", "--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
-    p = subprocess.run(cmd + [sys.executable, "-m", "bgsim.cli", "run", "--shape", "4x4x2", "--coll", "bcast=torus_deposit",
-                              str(prog)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    p = launch(2, "run", "--shape", "4x4x2", "--coll", "bcast=torus_deposit", str(prog))
     assert p.returncode != 0 and "deposit-bit broadcasts do not run on the processes" in p.stderr, p.stderr
