@@ -353,16 +353,7 @@ impl<M: Partitioned> Engine<M> {
             let busy = ran[0] || !p.q.outbox.is_empty();
             let mut to = (0..transport.size()).map(|_| (Vec::new(), Vec::new())).collect::<Vec<Letter<M::Load>>>();
             let first = exchange_remote(p, split, transport.as_ref(), busy, &mut to);
-            if first == Tick::MAX {
-                self.now = end;
-                return Tick::MAX;
-            }
-            let t = end.max(first);
-            if t > end {
-                p.q.advance_to(t);
-            }
-            self.now = t;
-            return t;
+            return self.open_next(end, first);
         }
         let mut busy = vec![false; self.parts.len()];
         for (k, p) in self.parts.iter_mut().enumerate() {
@@ -383,6 +374,14 @@ impl<M: Partitioned> Engine<M> {
                 loads.clear();
             }
         }
+        self.open_next(end, first)
+    }
+
+    /// After the window that ends at `end`, the earliest pending event of
+    /// any partition being due at `first` (0: a partition was busy): the
+    /// next window's start, time moved there (`Tick::MAX`: nothing is
+    /// pending; time stands at `end`).
+    fn open_next(&mut self, end: Tick, first: Tick) -> Tick {
         if first == Tick::MAX {
             self.now = end;
             return Tick::MAX;

@@ -404,17 +404,7 @@ impl Ranks {
             }
             let first = self.at.iter().filter_map(|a| if let At::Stopped(t) = a { Some(*t) } else { None }).min();
             if let Some(t) = first {
-                let mut ready = Vec::new();
-                for (p, at) in self.eng.parts.iter_mut().zip(self.at.iter_mut()) {
-                    if *at == At::Stopped(t) {
-                        ready.append(&mut p.model.ready);
-                        *at = At::Running;
-                    }
-                }
-                ready.sort_unstable();
-                self.now = t;
-                self.fresh = false;
-                return Ok(ready);
+                return Ok(self.resume_at(t));
             }
             if !self.close_window() {
                 return Err(self.nothing_pending());
@@ -446,12 +436,7 @@ impl Ranks {
                     return Err(self.nothing_pending());
                 }
             } else if first == mine {
-                let mut ready = std::mem::take(&mut self.eng.parts[0].model.ready);
-                ready.sort_unstable();
-                self.at[0] = At::Running;
-                self.now = mine;
-                self.fresh = false;
-                return Ok(ready);
+                return Ok(self.resume_at(mine));
             }
         }
     }
@@ -469,13 +454,9 @@ impl Ranks {
         let halt = loop {
             self.eng.set_threads(threads);
             let start = self.eng.now();
-            for p in self.eng.parts.iter_mut() {
-                std::mem::swap(&mut p.q, &mut p.model.q);
-            }
+            self.swap_queues();
             let halt = self.eng.run_until_stop(if threads == 1 { self.on_one } else { u64::MAX });
-            for p in self.eng.parts.iter_mut() {
-                std::mem::swap(&mut p.q, &mut p.model.q);
-            }
+            self.swap_queues();
             match halt {
                 Halt::Limit(_) => threads = self.partitions(),
                 h => {
@@ -498,6 +479,31 @@ impl Ranks {
         true
     }
 
+    /// Hands each partition's queue to the engine (its part's), or back to
+    /// the world, whose calls use its own: the engine runs and closes
+    /// windows on its parts' queues.
+    fn swap_queues(&mut self) {
+        for p in self.eng.parts.iter_mut() {
+            std::mem::swap(&mut p.q, &mut p.model.q);
+        }
+    }
+
+    /// The ranks of the partitions stopped at tick `t`, in rank order;
+    /// those partitions may run on.
+    fn resume_at(&mut self, t: Tick) -> Vec<u32> {
+        let mut ready = Vec::new();
+        for (p, at) in self.eng.parts.iter_mut().zip(self.at.iter_mut()) {
+            if *at == At::Stopped(t) {
+                ready.append(&mut p.model.ready);
+                *at = At::Running;
+            }
+        }
+        ready.sort_unstable();
+        self.now = t;
+        self.fresh = false;
+        ready
+    }
+
     /// Nothing is pending anywhere: the blocked ranks (none if every rank
     /// is done).
     fn nothing_pending(&self) -> MpiError {
@@ -515,13 +521,11 @@ impl Ranks {
     fn close_window(&mut self) -> bool {
         let ran: Vec<bool> = self.eng.parts.iter().map(|p| p.model.events() != p.model.part.as_ref().map_or(0, |s| s.opened)).collect();
         // The engine exchanges what the partitions' queues hold.
-        for p in self.eng.parts.iter_mut() {
-            std::mem::swap(&mut p.q, &mut p.model.q);
-        }
+        self.swap_queues();
         let next = self.eng.close_window(self.end, &ran);
+        self.swap_queues();
         let lookahead = self.first().lookahead;
         for p in self.eng.parts.iter_mut() {
-            std::mem::swap(&mut p.q, &mut p.model.q);
             let events = p.model.events();
             let st = p.model.part.as_mut().expect("a partition");
             st.opened = events;
