@@ -341,8 +341,8 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
 
     `threads=N` cuts the machine into N partitions run on N threads (the
     ranks' Python stays on one): the same result, bit for bit, hardware
-    collectives and deposit-bit broadcasts included. Not yet with a
-    timeline or the coarse tier.
+    collectives, deposit-bit broadcasts and the coarse tier included. Not
+    yet with a timeline.
 
     `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
     partition per process, each process the Python of its own ranks; every

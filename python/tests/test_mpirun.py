@@ -116,10 +116,11 @@ SOFTWARE = ("--coll", "barrier=dissemination", "--coll", "allreduce=recursive_do
 RUN_HOST = ("wall_s", "python_wall_s", "processes")
 
 
-@pytest.mark.parametrize("coll", [SOFTWARE, ()], ids=["software", "hardware"])
+@pytest.mark.parametrize("coll", [SOFTWARE, (), ("--fidelity", "coarse")], ids=["software", "hardware", "coarse"])
 def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path, coll):
     # () : the machine's own choices, the barrier and collective networks
-    # among them (their contributions travel with the joins).
+    # among them (their contributions travel with the joins). The coarse
+    # tier's packets go to the next partition with their heads.
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
     two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
@@ -132,8 +133,9 @@ def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path, coll)
     # processes differ), in some order.
     assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
     assert "on 2 processes" in two.stderr and two.stderr.count("simulated time") == 1
-    if not coll:
+    if coll != SOFTWARE:
         assert d1["counters"]["tree_operations"] > 0 and "gi" in d1["collectives"]["barrier"]
+    assert d1["fidelity"] == ("coarse" if "coarse" in coll else "packet")
 
 
 def test_a_deadlock_across_processes_is_reported_once_with_every_rank(tmp_path):

@@ -62,19 +62,23 @@ def figures(result):
     return json.dumps(d, sort_keys=True)
 
 
-@pytest.mark.parametrize("machine,shape,mode,coll", [("bgl", "4x4x2", None, SOFTWARE), ("bgp", "4x2x2", "vn", SOFTWARE),
-                                                    ("bgl", "4x4x2", None, None), ("bgp", "4x2x2", "vn", None)])
-def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, coll, capsys):
+@pytest.mark.parametrize("machine,shape,mode,coll,fidelity", [
+    ("bgl", "4x4x2", None, SOFTWARE, "packet"), ("bgp", "4x2x2", "vn", SOFTWARE, "packet"),
+    ("bgl", "4x4x2", None, None, "packet"), ("bgp", "4x2x2", "vn", None, "packet"),
+    ("bgl", "4x4x2", None, None, "coarse"), ("bgp", "4x2x2", "vn", SOFTWARE, "coarse")])
+def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, coll, fidelity, capsys):
     # coll None: the machine's own choices, the collective and barrier
-    # networks among them.
-    one = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll)
+    # networks among them. On the coarse tier a packet's head crosses to
+    # the next partition's node, which books its next link there.
+    one = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll, fidelity=fidelity)
     out_one = capsys.readouterr().out
     assert one.to_dict()["counters"]["messages_completed"] > 0
     assert "rank 16 at" in out_one
     if coll is None:
         assert one.counters["tree_operations"] > 0 and "gi" in one.collectives["barrier"]
     for threads in (2, 3, 4):
-        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll, threads=threads)
+        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll, threads=threads, fidelity=fidelity)
+        assert cut.fidelity == fidelity
         assert figures(cut) == figures(one), threads
         assert cut.threads == threads
         assert cut.results == one.results, threads
@@ -103,7 +107,8 @@ def test_a_file_program_on_partitions_through_the_cli(tmp_path):
     assert "got 15 at" in outs[0][0]
 
 
-def test_deposit_bit_broadcasts_on_partitions_are_the_broadcasts_on_one():
+@pytest.mark.parametrize("fidelity", ["packet", "coarse"])
+def test_deposit_bit_broadcasts_on_partitions_are_the_broadcasts_on_one(fidelity):
     # Line packets forwarded by nodes whose ranks have not joined yet (the
     # root's partition tells the others), from several roots, one after
     # another and several in flight at once.
@@ -116,10 +121,10 @@ def test_deposit_bit_broadcasts_on_partitions_are_the_broadcasts_on_one():
             got.append(comm.bcast(bytes(range(256)) * (3 + root) if r == root else None, root=root)[-1])
         return got, MPI.Wtime()
 
-    one = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"})
+    one = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, fidelity=fidelity)
     assert one.collectives["bcast"] == {"torus_deposit": 4}
     for threads in (2, 4):
-        cut = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, threads=threads)
+        cut = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, threads=threads, fidelity=fidelity)
         assert figures(cut) == figures(one) and cut.results == one.results, threads
 
 
@@ -143,8 +148,6 @@ def test_what_does_not_run_on_partitions_yet_is_refused_clearly(tmp_path):
     def barrier():
         MPI.COMM_WORLD.Barrier()
 
-    with pytest.raises(Exception, match="coarse tier runs on one partition"):
-        bgsim.run(barrier, "bgl", shape="2x2x2", threads=2, fidelity="coarse", coll=SOFTWARE)
     with pytest.raises(Exception, match="message log"):
         bgsim.run(barrier, "bgl", shape="2x2x2", threads=2, coll=SOFTWARE, timeline=str(tmp_path / "t.json"))
     for bad in (0, -1, 1.5, True):

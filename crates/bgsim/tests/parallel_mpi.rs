@@ -181,3 +181,23 @@ fn ranks_driven_from_outside_are_the_same_on_every_cut() {
         }
     }
 }
+
+#[test]
+fn the_coarse_tier_is_the_same_on_every_cut() {
+    // Packets wait in line on busy links (120 KB messages from every rank
+    // at once) and their heads cross to other partitions' nodes, whose
+    // links they book there.
+    let m = machine("bgl", &["partition.shape=\"4x4x4\""]);
+    let mut w = World::new(&m, 64, &Mapping::order("XYZT").unwrap(), 3, true).unwrap();
+    w.set_coarse().unwrap();
+    let fresh = w.fresh_copy().unwrap();
+    assert_eq!(fresh.fidelity(), "coarse");
+    let one = drive(Ranks::new(w, 1).unwrap());
+    for threads in [2, 4] {
+        let cut = drive(Ranks::new(fresh.fresh_copy().unwrap(), threads).unwrap());
+        assert!(cut == one, "{threads} partitions: a different run");
+    }
+    for r in common::processes(2, |t| drive(Ranks::distributed(fresh.fresh_copy().unwrap(), t).unwrap())) {
+        assert!(r.1 == one.1 && r.2 == one.2, "2 processes: a different report or end");
+    }
+}

@@ -22,7 +22,7 @@
 //! A request id handed out names its partition in its low bits.
 //! Hardware collectives run on partitions (`super::hw`; on processes their
 //! contributions travel with the joins), deposit-bit broadcasts on threads.
-//! Not on partitions yet: the message log, the coarse tier.
+//! Not on partitions yet: the message log.
 
 use super::agent::{advance_agents, Agent, Agents};
 use super::{BlockedRank, HwOp, MpiError, World};

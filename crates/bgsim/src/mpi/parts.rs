@@ -20,8 +20,8 @@
 //! Ranks driven from outside (the Python runtime's) run on the same
 //! partitions through [`super::driven::Ranks`]; hardware collectives'
 //! joins and deposit-bit broadcasts' roots are notes to every partition
-//! ([`super::hw`]). Not on partitions yet: the message log, the coarse tier
-//! (its hop books the next node's link from the previous node's event).
+//! ([`super::hw`]); so does the coarse torus (a node's links are booked by
+//! its own events). Not on partitions yet: the message log.
 
 use super::{BlockedRank, MpiError, World};
 use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport, NO_NODE};
@@ -78,6 +78,7 @@ impl Partitioned for World {
     fn emigrate(&mut self, ev: &Event) -> Option<Load> {
         match ev.kind {
             torus_ev::ARRIVE => Some(Load::Packet(self.stack.net.emigrate(ev.data))),
+            torus_ev::COARSE_HOP => Some(Load::Packet(self.stack.net.coarse_emigrate(ev.data))),
             NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
             super::hw::NOTE_JOIN => Some(Load::Join(self.joins.emigrate(ev))),
             super::hw::NOTE_DEPOSIT => {
@@ -126,10 +127,14 @@ impl Partitioned for World {
 
 impl World {
     /// A new world like this one (same machine, ranks, mapping, seed and
-    /// costs), at time 0. Not on the coarse tier.
+    /// costs, torus tier), at time 0.
     pub fn fresh_copy(&self) -> Result<World, MpiError> {
         let (mapping, seed, mpi) = &self.origin;
-        World::new(self.machine(), self.nranks, mapping, *seed, *mpi)
+        let mut w = World::new(self.machine(), self.nranks, mapping, *seed, *mpi)?;
+        if self.stack.net.coarse_torus() {
+            w.set_coarse()?;
+        }
+        Ok(w)
     }
 
     /// Makes this world the partition owning nodes `lo..hi` of a windowed
@@ -144,9 +149,6 @@ impl World {
     /// run whose ranks are driven from outside (`mpi::driven`), in its
     /// first window.
     pub(super) fn set_driven(&mut self, lo: u32, hi: u32) -> Result<(), MpiError> {
-        if self.stack.net.coarse_torus() {
-            return Err(MpiError::Usage("the coarse tier runs on one partition (its hop books the next node's link): run on one thread".into()));
-        }
         assert_eq!(self.now(), 0, "a world is cut into partitions before it runs");
         self.stack.net.set_partition(lo, hi);
         self.stack.ml.set_partition(lo, hi);

@@ -282,6 +282,11 @@ impl Net {
     pub fn emigrate(&mut self, id: u32) -> Packet {
         self.torus.emigrate(id)
     }
+    /// The packet of a coarse-tier head (COARSE_HOP) leaves for another
+    /// partition (see [`crate::torus::Torus::coarse_emigrate`]).
+    pub fn coarse_emigrate(&mut self, id: u32) -> Packet {
+        self.torus.coarse_emigrate(id)
+    }
     /// A packet arrives from another partition: its id here.
     pub fn immigrate(&mut self, pk: Packet) -> u32 {
         self.torus.immigrate(pk)

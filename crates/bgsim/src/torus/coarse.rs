@@ -15,21 +15,26 @@
 //! the packet tier's. `docs/coarse.md` gives its error against packets.
 
 use super::*;
-use super::packet::GAP_FAR;
+use std::collections::VecDeque;
+
+/// How far ahead a head's arrival at the next node is scheduled (ticks):
+/// a packet whose turn on its link comes later waits in the link's line.
+/// One event of the link, when its first packet's arrival is `FAR - SPAN`
+/// ahead, schedules the arrivals of those that come within FAR of it (a
+/// span of SPAN ticks of them). Events this far ahead stay in the event
+/// queue's wheel; a line of a thousand packets does not fill its heap.
+const FAR: Tick = 15_360;
+const SPAN: Tick = 14_336;
 
 /// One link (node x direction) on the coarse tier, in half a cache line:
-/// when it is free again (its last booking ends), the packets booked on it
-/// that have not started yet, oldest first (linked through `Packet::next`;
-/// their start in `Packet::arrived`), and its counters (low 32 bits; the
-/// carries go to the router's `link_high`, as on packets). A hop reads and
-/// writes this one line, not the router's (whose 2.6 KB per node a large
-/// torus does not keep in the cache).
-#[derive(Clone, Copy, Debug)]
+/// when it is free again (its last booking ends) and its counters (low 32
+/// bits; the carries go to the router's `link_high`, as on packets). A hop
+/// reads and writes this one line, not the router's (whose 2.6 KB per node
+/// a large torus does not keep in the cache).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[repr(C, align(32))]
 pub(super) struct Link {
     free_at: Tick,
-    head: u32,
-    tail: u32,
     packets: u32,
     chunks: u32,
     payload: u32,
@@ -37,25 +42,23 @@ pub(super) struct Link {
 
 const _: () = assert!(std::mem::size_of::<Link>() == 32);
 
-impl Default for Link {
-    fn default() -> Self {
-        Link { free_at: 0, head: NIL, tail: NIL, packets: 0, chunks: 0, payload: 0 }
-    }
-}
-
-/// The coarse tier's links. One event per link stands for its waiting
-/// packets, at the next one's start: a queue of a thousand packets is not a
-/// thousand events far ahead (which would fill the event queue's heap).
-#[derive(Clone, Debug, Default)]
+/// The coarse tier's links, and each link's line: the packets booked on it
+/// whose heads reach the next node more than FAR after they were booked,
+/// (start on the link, packet) oldest first. One event per link stands
+/// for its line (see FAR); it reads the line, not the packets.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Coarse {
     links: Vec<Link>,
+    lines: Vec<VecDeque<(Tick, u32)>>,
 }
 
 impl Coarse {
-    /// The first packet waiting on link `link`, if any (for look-ahead).
+    /// Starts bringing link `link`'s line into the cache (for look-ahead).
     #[inline]
-    pub(super) fn first_waiting(&self, link: usize) -> Option<u32> {
-        self.links.get(link).map(|l| l.head).filter(|&id| id != NIL)
+    pub(super) fn touch_line(&self, link: usize) {
+        if let Some(first) = self.lines.get(link).and_then(|l| l.front()) {
+            crate::engine::prefetch(first);
+        }
     }
 
     /// Starts bringing node `n`'s links into the cache (three lines).
@@ -92,8 +95,11 @@ impl Torus {
         if self.faults.is_some() {
             return Err("the coarse tier needs a torus without dead nodes or links (their detours are the packet tier's)".into());
         }
+        if self.p.hop_latency > FAR - SPAN {
+            return Err(format!("the coarse tier needs a hop latency of at most {} ticks (it is {})", FAR - SPAN, self.p.hop_latency));
+        }
         let links = self.geo.nodes() as usize * NDIR;
-        self.coarse = Some(Box::new(Coarse { links: vec![Link::default(); links] }));
+        self.coarse = Some(Box::new(Coarse { links: vec![Link::default(); links], lines: vec![VecDeque::new(); links] }));
         Ok(())
     }
 
@@ -170,51 +176,61 @@ impl Torus {
         }
         pkm.hops += 1;
         pkm.last_dir = d as u8;
-        if start == now {
+        let next_at = start + p.hop_latency;
+        let line = &mut c.lines[link];
+        if line.is_empty() && next_at <= now + FAR {
+            // Its head's arrival at the next node is scheduled now.
             let next = self.geo.neighbor(n, d);
-            q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_HOP, a: d as u8, b: 0, c: 0, node: next, data: id });
+            q.push_at(next_at, Event { kind: ev::COARSE_HOP, a: d as u8, b: 0, c: 0, node: next, data: id });
         } else {
-            // It waits its turn on the link.
-            pkm.arrived = start;
-            pkm.next = NIL;
-            let l = &mut c.links[link];
-            if l.head == NIL {
-                (l.head, l.tail) = (id, id);
-                q.push_at(start + p.hop_latency, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
-            } else {
-                // The packet ahead keeps the gap between their starts.
-                let ahead = self.pool.get_mut(l.tail);
-                ahead.next = id;
-                ahead.next_gap = u32::try_from(start - ahead.arrived).unwrap_or(GAP_FAR);
-                l.tail = id;
+            // It waits in the link's line (behind packets that arrive later
+            // than FAR from now, or the first of them).
+            if line.is_empty() {
+                q.push_at(next_at - (FAR - SPAN), Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
             }
+            line.push_back((start, id));
         }
         hold
     }
 
-    /// The oldest packet waiting on link `d` of node `n` started on it a
-    /// hop latency ago: its head is at the next node now.
+    /// The first packet waiting on link `d` of node `n` reaches the next
+    /// node `FAR - SPAN` from now: the arrivals there of those that come
+    /// within FAR are scheduled (events of that node, which book its next
+    /// link: a node's links are booked by its own events only, so that
+    /// partitions can run them).
     pub(super) fn on_coarse_link(&mut self, now: Tick, n: u32, d: usize, q: &mut EventQueue) {
         let Some(c) = self.coarse.as_deref_mut() else { unreachable!("on_coarse_link on the packet tier") };
-        let link = n as usize * NDIR + d;
-        let l = &mut c.links[link];
-        let id = l.head;
-        let pk = self.pool.get(id);
-        let (after, gap, started) = (pk.next, pk.next_gap, pk.arrived);
-        if after == NIL {
-            debug_assert_eq!(id, l.tail);
-            (l.head, l.tail) = (NIL, NIL);
-        } else {
-            l.head = after;
-            // The next one's start, from the gap this one keeps (not from
-            // its own record, which is likely out of the cache).
-            let start = if gap != GAP_FAR { started + gap as Tick } else { self.pool.get(after).arrived };
-            debug_assert_eq!(start, self.pool.get(after).arrived);
-            q.push_at(start + self.p.hop_latency, Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
+        let line = &mut c.lines[n as usize * NDIR + d];
+        let next = self.geo.neighbor(n, d);
+        let hop = self.p.hop_latency;
+        debug_assert_eq!(line.front().map(|&(start, _)| start + hop), Some(now + FAR - SPAN));
+        while let Some(&(start, id)) = line.front() {
+            if start + hop > now + FAR {
+                q.push_at(start + hop - (FAR - SPAN), Event { kind: ev::COARSE_LINK, a: d as u8, b: 0, c: 0, node: n, data: 0 });
+                return;
+            }
+            line.pop_front();
+            q.push_at(start + hop, Event { kind: ev::COARSE_HOP, a: d as u8, b: 0, c: 0, node: next, data: id });
         }
-        debug_assert_eq!(self.pool.get(id).arrived + self.p.hop_latency, now);
-        self.pool.get_mut(id).next = NIL;
-        self.coarse_hop(self.geo.neighbor(n, d), id, now, q);
+    }
+
+    /// Packet `id`, whose head is on its way to another partition's node,
+    /// leaves this one (see [`Torus::emigrate`]): its copy goes with the
+    /// event. On the coarse tier nothing here reads it again.
+    pub fn coarse_emigrate(&mut self, id: u32) -> Packet {
+        let copy = *self.pool.get(id);
+        self.pool.release(id);
+        copy
+    }
+
+    /// The coarse links of nodes `lo..hi` of partition `o` (see
+    /// [`Torus::absorb`]): their bookings and counters (their lines hold
+    /// `o`'s packets, none once a run has ended).
+    pub(super) fn absorb_coarse(&mut self, o: &Torus, lo: u32, hi: u32) {
+        if let (Some(c), Some(oc)) = (self.coarse.as_deref_mut(), o.coarse.as_deref()) {
+            let r = lo as usize * NDIR..hi as usize * NDIR;
+            c.links[r.clone()].copy_from_slice(&oc.links[r]);
+        }
     }
 
     /// The token ack a packet that came in through `port` of node `n` sends

@@ -115,8 +115,7 @@ impl Torus {
 
     /// [`Self::touch`] on the coarse tier: what its events read. A head at
     /// a node: its packet, at stage 1 the node's links (their bookings
-    /// and counters). A link's waiting packets: at stage 0 the first one, at
-    /// stage 1 the one after it (whose start the event reads). An arrival:
+    /// and counters). A link's event: at stage 0 its line. An arrival:
     /// its packet.
     #[inline]
     fn touch_coarse(&self, c: &coarse::Coarse, e: &Event, stage: usize) {
@@ -130,17 +129,7 @@ impl Torus {
             (ev::COARSE_HOP, _) => {
                 c.touch_links(e.node);
             }
-            (ev::COARSE_LINK, 0) => {
-                if let Some(p) = c.first_waiting(link).and_then(|id| self.pool.try_get(id)) {
-                    prefetch(p);
-                }
-            }
-            (ev::COARSE_LINK, _) => {
-                let next = c.first_waiting(link).and_then(|id| self.pool.try_get(id)).map(|p| p.next);
-                if let Some(p) = next.and_then(|id| self.pool.try_get(id)) {
-                    prefetch(p);
-                }
-            }
+            (ev::COARSE_LINK, 0) => c.touch_line(link),
             _ => {}
         }
     }

@@ -153,6 +153,7 @@ pub struct TorusPart {
     rerouted: u64,
     pool: Pool,
     share: Option<Share>,
+    coarse: Option<Box<coarse::Coarse>>,
 }
 
 /// A handed-over packet whose tail is still leaving (its `next`, unused
@@ -429,6 +430,7 @@ impl Torus {
             }
             self.routers[n] = r;
         }
+        self.absorb_coarse(o, lo, hi);
         self.global.merge(&o.global);
         if let (Some(f), Some(g)) = (&self.faults, &o.faults) {
             f.add_rerouted(g.rerouted());
@@ -449,6 +451,7 @@ impl Torus {
             rerouted: self.faults.as_ref().map_or(0, |f| f.rerouted()),
             pool: self.pool.clone(),
             share: self.part,
+            coarse: self.coarse.clone(),
         }
     }
 
@@ -463,6 +466,7 @@ impl Torus {
         }
         self.pool = st.pool;
         self.part = st.share;
+        self.coarse = st.coarse;
     }
 
     /// A copy here of the packets of list `l` of pool `from` (see [`Self::absorb`]).

@@ -67,15 +67,7 @@ pub struct Packet {
     pub aux: u8,
     /// Productive directions at the node the packet is at (set on arrival).
     pub prod: u8,
-    /// Coarse tier, a packet waiting for a link: ticks from its start on
-    /// the link to the start of the packet waiting behind it ([`GAP_FAR`]:
-    /// too many for the field, read that packet's start). The link's event
-    /// then need not read the packet behind (a cache miss).
-    pub next_gap: u32,
 }
-
-/// [`Packet::next_gap`] too large for its field.
-pub const GAP_FAR: u32 = u32::MAX;
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 64);
 const _: () = assert!(std::mem::offset_of!(Packet, flags) % 4 == 0);
@@ -105,7 +97,6 @@ impl Packet {
             charge: 0,
             aux: 0,
             prod: 0,
-            next_gap: GAP_FAR,
         }
     }
     #[inline]
