@@ -347,9 +347,8 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
     partition per process, each process the Python of its own ranks; every
     process gets the whole result (the ranks' return values pickled across;
-    the same figures as on one process). Not yet with deposit-bit
-    broadcasts or MPI_Comm_split, nor with what `threads` does not run
-    with."""
+    the same figures as on one process). Not yet with what `threads`
+    does not run with."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,

@@ -157,15 +157,73 @@ def test_a_failing_rank_ends_every_process(tmp_path):
     assert "rank 20 failed" in p.stderr and "rank twenty gives up" in p.stderr
 
 
-def test_comm_split_on_processes_is_refused(tmp_path):
+SPLIT = """
+import sys
+from mpi4py import MPI
+w = MPI.COMM_WORLD
+r = w.Get_rank()
+half = w.Split(r % 2, -r)
+quarter = half.Split(half.Get_rank() // 4, 0)
+none = w.Split(MPI.UNDEFINED if r == 5 else 0, r)
+node = w.Split_type(MPI.COMM_TYPE_SHARED)
+s = quarter.allreduce(r)
+half.Barrier()
+if r in (0, 5, 17, 30):
+    sys.stdout.write(f"rank {r}: half {half.Get_rank()}/{half.Get_size()} quarter {quarter.Get_rank()} sum {s} "
+                     f"none {none == MPI.COMM_NULL} node {node.Get_size()} at {MPI.Wtime()}\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.parametrize("coll", [SOFTWARE + ("--coll", "allgather=ring"), ()], ids=["software", "hardware"])
+def test_comm_split_on_two_processes_is_comm_split_on_one(tmp_path, coll):
+    # The ranks' (color, key) records travel in the allgather's messages
+    # (on one process they go into one shared table): the same groups,
+    # times and figures.
     prog = tmp_path / "split.py"
-    prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.Split(MPI.COMM_WORLD.Get_rank() % 2, 0)\n")
-    p = launch(2, "run", "--shape", "4x4x2", *SOFTWARE, str(prog))
-    assert p.returncode != 0 and "not yet on the processes of an MPI job" in p.stderr, p.stderr
+    prog.write_text(SPLIT)
+    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
+    two = mpirun(2, "run", "--shape", "4x4x2", "--mode", "vn", "--machine", "bgp", *coll, "--json", str(two_json),
+                 str(prog))
+    one = run_cli("run", "--shape", "4x4x2", "--mode", "vn", "--machine", "bgp", *coll, "--json", str(one_json),
+                  str(prog), check=True)
+    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
+    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
+    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
+    assert "rank 5: half 61/64 quarter 1 sum" in one.stdout and "none True node 4" in one.stdout
+    assert ("Split (allgather): ring" if coll else "Split (allgather): tree") in one.stderr
 
 
-def test_deposit_bit_broadcasts_on_processes_are_refused(tmp_path):
+DEPOSIT = """
+import sys
+from mpi4py import MPI
+from bgsim.runtime import compute
+w = MPI.COMM_WORLD
+r = w.Get_rank()
+got = []
+for root in (0, 21, 30, 5):
+    compute(seconds=1e-7 * ((r * 7 + root) % 11))
+    got.append(w.bcast(bytes(range(256)) * (3 + root) if r == root else None, root=root)[-7:].hex())
+sub = w.Dup()
+got.append(sub.bcast({"from": r} if r == 9 else None, root=9)["from"])
+if r in (0, 5, 17, 31):
+    sys.stdout.write(f"rank {r} got {got} at {MPI.Wtime()}\\n")
+    sys.stdout.flush()
+"""
+
+
+def test_deposit_bit_broadcasts_on_two_processes_are_the_broadcasts_on_one(tmp_path):
+    # Line packets that nodes of the other process forward before their
+    # ranks join, from several roots, on two communicators; the root's data
+    # goes with its join to the other process.
     prog = tmp_path / "dep.py"
-    prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.bcast(1, root=0)\n")
-    p = launch(2, "run", "--shape", "4x4x2", "--coll", "bcast=torus_deposit", str(prog))
-    assert p.returncode != 0 and "deposit-bit broadcasts do not run on the processes" in p.stderr, p.stderr
+    prog.write_text(DEPOSIT)
+    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
+    args = ("run", "--shape", "4x4x2", "--coll", "bcast=torus_deposit")
+    two = mpirun(2, *args, "--json", str(two_json), str(prog))
+    one = run_cli(*args, "--json", str(one_json), str(prog), check=True)
+    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
+    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
+    assert d1["collectives"]["bcast"] == {"torus_deposit": 5}
+    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
+    assert "rank 17 got ['f9fafbfcfdfeff'" in one.stdout and ", 9] at" in one.stdout

@@ -776,9 +776,17 @@ impl World {
     fn hw_forget(&mut self, key: u64) {
         self.w.hw_forget(key)
     }
-    /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0).
-    fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64) -> PyResult<u32> {
-        self.w.line_bcast(rank, id, root, nbytes).map_err(to_py)
+    /// Joins message-layer deposit-bit broadcast `id` (the same on every
+    /// rank and process). `payload`: the root's data, which goes to the
+    /// other processes of an MPI job with the root's join.
+    #[pyo3(signature = (rank, id, root, nbytes, payload=None))]
+    fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64, payload: Option<&[u8]>) -> u32 {
+        self.w.line_bcast(rank, id, root, nbytes, payload.map(<[u8]>::to_vec))
+    }
+    /// The root's data of deposit-bit broadcast `id`, on the processes of
+    /// an MPI job once it came (None elsewhere).
+    fn ml_bcast_payload<'py>(&self, py: Python<'py>, id: u32) -> Option<Bound<'py, PyBytes>> {
+        self.w.bcast_payload(id).map(|b| PyBytes::new_bound(py, b))
     }
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)

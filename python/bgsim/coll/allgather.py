@@ -55,13 +55,16 @@ def allgather_records(c: Call, record: bytes, label: str) -> memoryview:
     (recorded under `label`): its messages have the sizes it sends and cost
     what they cost, but their content goes once into the shared table
     (ranks run in one process: n ranks each holding n records would take
-    n^2 memory)."""
+    n^2 memory). On the processes of an MPI job, where the other processes'
+    ranks write no table here, the records travel in the same messages as
+    their content (each rank holds n records for the length of the call)."""
     n, me, size = c.n, c.me, len(record)
     if c.rt.world.process[1] > 1:
-        # The shared table is this process's: the other processes' ranks
-        # would never write theirs.
-        raise UsageError(f"{label}: not yet on the processes of an MPI job (the ranks' records are shared "
-                         "in one process): run on one process")
+        algo = choose(c, "allgather", size, elements=n, label=label)
+        c.layout = Layout(n, size)
+        out = IMPLEMENTATIONS["allgather"][algo](c, record)
+        table = out.whole if isinstance(out, Blocks) and out.uniform == size else b"".join(bytes(b) for b in out)
+        return memoryview(table).toreadonly()
     key = ("records", c.comm._context, c.seq)
     entry = c.rt.shared.get(key)
     if entry is None:

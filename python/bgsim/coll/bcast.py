@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from ..errors import UsageError
 from ..mpishim.requests import _wait_some
 from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
 from .registry import algorithm, generic
@@ -235,20 +236,49 @@ def bcast_deposit(c: Call, data: Optional[bytes], root: int, nbytes: int) -> byt
     gets into the next dimension as soon as it has read it."""
     rt = c.rt
     key = ("deposit", c.comm._context, c.seq)
-    rec = rt.hw_data.setdefault(key, {"parts": {}, "left": c.n})
+    # On an MPI job's processes this process's driver sees its own ranks
+    # only: the ids are the communicator's context and the call's number
+    # (the same on every process), and the root's data goes with its join.
+    apart = bool(rt.remote)
+    rec = rt.hw_data.get(key)
+    if rec is None:
+        left = c.n if not apart else sum(1 for i in range(c.n) if c.world_rank(i) not in rt.remote)
+        rec = rt.hw_data[key] = {"parts": {}, "left": left}
     if c.me == root:
         rec["parts"][root] = data
-    if key not in rt.deposit_ids:
-        rt.deposit_ids[key] = len(rt.deposit_ids)
-    req = rt.world.ml_bcast(c.ctx.rank, rt.deposit_ids[key], c.world_rank(root), nbytes)
+    if apart:
+        bid = deposit_id(c.comm._context, c.seq)
+    else:
+        bid = rt.deposit_ids.setdefault(key, len(rt.deposit_ids))
+    payload = bytes(data) if apart and c.me == root else None
+    req = rt.world.ml_bcast(c.ctx.rank, bid, c.world_rank(root), nbytes, payload)
     c.ctx.call, c.ctx.frame = "MPI.Comm.bcast()", sys._getframe(2)
     rt.wait(c.ctx, [req], 1)
     rt.world.finish(req)
+    if root not in rec["parts"]:
+        rec["parts"][root] = rt.world.ml_bcast_payload(bid)
     rec["left"] -= 1
     out = rec["parts"][root]
     if rec["left"] == 0:
         del rt.hw_data[key]
     return out
+
+
+#: Bits of a deposit-bit broadcast's id on an MPI job's processes: the
+#: communicator (its context / 2) above, the call's number below; ids fit
+#: the message layer's 30 bits of a packet's message id.
+_CALL_BITS, _ID_BITS = 18, 30
+
+
+def deposit_id(context: int, seq: int) -> int:
+    """The id of deposit-bit broadcast `seq` on the communicator of
+    `context`, the same on every process of an MPI job."""
+    comm = context // 2
+    if seq >= 1 << _CALL_BITS or comm >= 1 << (_ID_BITS - _CALL_BITS):
+        raise UsageError(f"deposit-bit broadcasts on the processes of an MPI job: at most {1 << _CALL_BITS} calls on "
+                         f"each of {1 << (_ID_BITS - _CALL_BITS)} communicators (this is call {seq} on communicator "
+                         f"{comm}); run on one process, or choose another bcast algorithm (--coll bcast=binomial)")
+    return comm << _CALL_BITS | seq
 
 
 @algorithm("bcast", "tree")

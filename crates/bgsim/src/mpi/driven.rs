@@ -21,8 +21,9 @@
 //!
 //! A request id handed out names its partition in its low bits.
 //! Hardware collectives run on partitions (`super::hw`; on processes their
-//! contributions travel with the joins), deposit-bit broadcasts on threads.
-//! Not on partitions yet: the message log.
+//! contributions travel with the joins), so do deposit-bit broadcasts (on
+//! processes the root's data go with its note). Not on partitions yet: the
+//! message log.
 
 use super::agent::{advance_agents, Agent, Agents};
 use super::{BlockedRank, HwOp, MpiError, World};
@@ -302,16 +303,18 @@ impl Ranks {
             p.model.hw_forget(key);
         }
     }
-    pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> Result<ReqId, MpiError> {
-        if self.eng.transport().is_some() {
-            // Ids are dense in the order of first use, which the drivers of
-            // the processes do not share.
-            return Err(MpiError::Usage(
-                "deposit-bit broadcasts do not run on the processes of an MPI job yet: run on one process, or choose another bcast algorithm (--coll bcast=binomial)".into(),
-            ));
-        }
-        let r = self.of_mut(rank).line_bcast(rank, id, root, bytes);
-        Ok(self.global(rank, r))
+    /// Joins deposit-bit broadcast `id` (see [`World::line_bcast`]). On
+    /// the processes of an MPI job the ids must be the same on every
+    /// process, and the root's `payload` goes to the others with its note.
+    pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
+        let payload = payload.filter(|_| self.eng.transport().is_some());
+        let r = self.of_mut(rank).line_bcast(rank, id, root, bytes, payload);
+        self.global(rank, r)
+    }
+    /// The root's data of deposit-bit broadcast `id` on the processes of an
+    /// MPI job (None elsewhere: the driver holds it).
+    pub fn bcast_payload(&self, id: u32) -> Option<&[u8]> {
+        self.first().bcast_payload(id)
     }
     pub fn cancel(&mut self, g: ReqId) -> bool {
         let (w, r) = self.req_mut(g);

@@ -424,12 +424,16 @@ impl World {
         Ok(req)
     }
 
-    /// Joins message-layer deposit-bit broadcast `id` (dense ids from 0, the
-    /// same on every rank) of `bytes` from `root` (one rank per node).
-    pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
+    /// Joins message-layer deposit-bit broadcast `id` (the same on every
+    /// rank) of `bytes` from `root` (one rank per node). `payload`: the
+    /// root's data, for ranks of other processes (see [`World::bcast_payload`]).
+    pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
         let now = self.rank_time(rank);
         let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
         if rank == root {
+            if let Some(data) = payload {
+                self.stack.ml.bcast_keep(id, data);
+            }
             // Nodes of other partitions forward its packets before their
             // ranks join: the root tells them the broadcast (`hw`).
             let node = self.stack.ml.place(rank).0;
@@ -438,6 +442,12 @@ impl World {
         }
         self.collect();
         r
+    }
+
+    /// The root's data of deposit-bit broadcast `id`, if it came with the
+    /// root's note (on the processes of an MPI job).
+    pub fn bcast_payload(&self, id: u32) -> Option<&[u8]> {
+        self.stack.ml.bcast_payload(id)
     }
 
     /// Every participant's payload of finished hardware collective `key`,

@@ -62,9 +62,10 @@ pub enum Load {
     Envelope(Envelope),
     /// A rank's join of a hardware collective (to every partition).
     Join(super::hw::Join),
-    /// A deposit-bit broadcast's id, root node and packets (to every
-    /// partition, from its root).
-    Deposit(u32, u32, u32),
+    /// A deposit-bit broadcast's id, root node and packets, and the root's
+    /// data on the processes of an MPI job (to every partition, from its
+    /// root).
+    Deposit(u32, u32, u32, Option<Vec<u8>>),
 }
 
 impl Model for World {
@@ -82,8 +83,8 @@ impl Partitioned for World {
             NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
             super::hw::NOTE_JOIN => Some(Load::Join(self.joins.emigrate(ev))),
             super::hw::NOTE_DEPOSIT => {
-                let (root, packets) = self.stack.ml.bcast_of(ev.data);
-                Some(Load::Deposit(ev.data, root, packets))
+                let (root, packets, payload) = self.stack.ml.bcast_of(ev.data);
+                Some(Load::Deposit(ev.data, root, packets, payload))
             }
             _ => None,
         }
@@ -99,7 +100,9 @@ impl Partitioned for World {
             (NOTE_ENVELOPE, Some(Load::Envelope(e))) => self.stack.ml.take_envelope(e),
             (super::hw::NOTE_JOIN, Some(Load::Join(j))) => self.joins.take(&mut self.stack, q, j),
             (super::hw::NOTE_JOIN, None) => self.joins.take_own(&mut self.stack, q, ev),
-            (super::hw::NOTE_DEPOSIT, Some(Load::Deposit(id, root, packets))) => self.stack.ml.bcast_record(&self.stack.net, id, root, packets),
+            (super::hw::NOTE_DEPOSIT, Some(Load::Deposit(id, root, packets, payload))) => {
+                self.stack.ml.bcast_record(&self.stack.net, id, root, packets, payload)
+            }
             (super::hw::NOTE_DEPOSIT, None) => {}
             (k, _) => unreachable!("note of kind {k} without its load"),
         }

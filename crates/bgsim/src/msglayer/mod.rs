@@ -270,6 +270,9 @@ struct LineBcast {
     /// Whether `root` and `packets` are known yet (a later id's record can
     /// come first on a machine cut into partitions).
     known: bool,
+    /// The root's data, on the processes of an MPI job (it comes with the
+    /// root's note; in one process the driver holds it).
+    payload: Option<Vec<u8>>,
 }
 
 /// Per-rank counters.
@@ -368,7 +371,7 @@ pub struct MsgLayer {
     pub packets_sent: u64,
     /// Data packets that arrived before a packet sent earlier in the same message.
     pub out_of_order: u64,
-    bcasts: Vec<LineBcast>,
+    bcasts: FxHashMap<u32, LineBcast>,
     dims: [u32; 3],
     torus: [bool; 3],
     /// Point-to-point messages logged for timelines (off: None).
@@ -476,7 +479,7 @@ impl MsgLayer {
             messages_done: 0,
             packets_sent: 0,
             out_of_order: 0,
-            bcasts: Vec::new(),
+            bcasts: FxHashMap::default(),
             log: None,
             dims: m.shape.dims,
             torus: m.shape.torus,
@@ -1344,9 +1347,9 @@ impl MsgLayer {
     pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
         let req = self.new_req(ReqKind::Timer, rank);
         let packets = bytes.div_ceil(self.maxp as u64) as u32;
-        self.bcast_record(net, id, self.place(root).0, packets);
+        self.bcast_record(net, id, self.place(root).0, packets, None);
         let node = self.place(rank).0;
-        let b = &mut self.bcasts[id as usize];
+        let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
         if node == b.root {
             b.started = true;
             let (rnode, packets) = (b.root, b.packets);
@@ -1354,7 +1357,7 @@ impl MsgLayer {
             for k in 0..packets {
                 n += self.spread(net, q, now, id, rnode, k, 0);
             }
-            let b = &mut self.bcasts[id as usize];
+            let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
             b.root_expected = n;
             if n == 0 {
                 b.root_done = true;
@@ -1375,32 +1378,46 @@ impl MsgLayer {
     /// Makes sure broadcast `id` (from node `root`, of `packets` packets) has
     /// its record: from a rank's join, or, on a machine cut into
     /// partitions, from the root's note, before any of its packets comes.
-    pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, packets: u32) {
+    pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, packets: u32, payload: Option<Vec<u8>>) {
         let nodes = net.machine.shape.nodes() as usize;
-        while self.bcasts.len() <= id as usize {
-            self.bcasts.push(LineBcast {
-                root: 0,
-                packets: 0,
-                got: vec![0; nodes],
-                waiting: vec![Vec::new(); nodes],
-                done: vec![false; nodes],
-                root_expected: 0,
-                root_written: 0,
-                root_done: false,
-                started: false,
-                known: false,
-            });
-        }
-        let b = &mut self.bcasts[id as usize];
+        let b = self.bcasts.entry(id).or_insert_with(|| LineBcast {
+            root: 0,
+            packets: 0,
+            got: vec![0; nodes],
+            waiting: vec![Vec::new(); nodes],
+            done: vec![false; nodes],
+            root_expected: 0,
+            root_written: 0,
+            root_done: false,
+            started: false,
+            known: false,
+            payload: None,
+        });
         if !b.known {
             (b.root, b.packets, b.known) = (root, packets, true);
         }
+        if payload.is_some() {
+            b.payload = payload;
+        }
     }
 
-    /// Broadcast `id`'s root node and packets (see [`MsgLayer::bcast_record`]).
-    pub fn bcast_of(&self, id: u32) -> (u32, u32) {
-        let b = &self.bcasts[id as usize];
-        (b.root, b.packets)
+    /// The root's data of broadcast `id`, where it came with the root's
+    /// note (on the processes of an MPI job).
+    pub fn bcast_payload(&self, id: u32) -> Option<&[u8]> {
+        self.bcasts.get(&id).and_then(|b| b.payload.as_deref())
+    }
+
+    /// Broadcast `id`'s root node and packets, and the root's data if kept
+    /// (see [`MsgLayer::bcast_record`]).
+    pub fn bcast_of(&self, id: u32) -> (u32, u32, Option<Vec<u8>>) {
+        let b = &self.bcasts[&id];
+        (b.root, b.packets, b.payload.clone())
+    }
+
+    /// Keeps the root's data of broadcast `id` (joined) for the other
+    /// processes of an MPI job.
+    pub fn bcast_keep(&mut self, id: u32, payload: Vec<u8>) {
+        self.bcasts.get_mut(&id).expect("a broadcast's record").payload = Some(payload);
     }
 
     /// Forwards packet `k` of broadcast `id` from `node`, which got it at
@@ -1420,7 +1437,7 @@ impl MsgLayer {
         }
         let colour = k as usize % m;
         let order: Vec<usize> = (0..m).map(|i| dims[(colour + i) % m]).collect();
-        let b = &self.bcasts[id as usize];
+        let b = &self.bcasts[&id];
         let root = net.geometry().coords32(b.root);
         let c = net.geometry().coords32(node);
         let len = (self.maxp as u64).min(b.packets as u64 * self.maxp as u64 - k as u64 * self.maxp as u64) as u32;
@@ -1478,7 +1495,7 @@ impl MsgLayer {
         let (stage, k) = ((offset >> 26) as usize, offset & ((1 << 26) - 1));
         net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
         self.spread(net, q, now, id, node, k, stage);
-        let b = &mut self.bcasts[id as usize];
+        let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
         b.got[node as usize] += 1;
         if b.got[node as usize] == b.packets {
             b.done[node as usize] = true;
@@ -1608,7 +1625,7 @@ impl Software for MsgLayer {
     fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
         if kind == pk::DEPOSIT {
-            let b = &mut self.bcasts[id as usize];
+            let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
             if pkt.src == b.root {
                 b.root_written += 1;
                 if b.root_written == b.root_expected {
