@@ -191,8 +191,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="auto (default): packets where they fit, the coarse tier beyond, for experiments that have "
                         "one; packet or coarse: that tier only (coarse: only experiments that have it)")
     r.add_argument("--threads", type=_count, default=1, metavar="N",
-                   help="run the torus experiments' traffic on N threads, the machine cut into N partitions "
-                        "(default 1; the figures are the same for every N)")
+                   help="run the experiments' traffic and MPI programs on N threads, the machine cut into N "
+                        "partitions (default 1; the figures are the same for every N; the ranks' Python stays on "
+                        "one thread, so programs of many small messages can run slower)")
     r.add_argument("--list", action="store_true", help="list the experiments")
 
     m = sub.add_parser("machine", help="validate a machine description and print it",

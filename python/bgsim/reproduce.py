@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from . import html, plots, progress
+from . import _core, html, plots, progress
 from .api import Machine, process_rank, write_atomic
 from .errors import ModelError
 from .experiments import Context, get, names
@@ -35,7 +35,9 @@ def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False,
             bar: Optional["progress.Suite"] = None, fidelity: str = "auto", threads: int = 1) -> tuple:
     """Runs one experiment; returns (contract JSON object, Outcome)."""
     exp = get(name)
-    ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name, fidelity=fidelity, threads=threads)
+    # Under an MPI launcher the MPI programs run one partition per process.
+    ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name, fidelity=fidelity, threads=threads,
+                  processes=_core.mpi_launched())
     ctx.bar = bar
     t0 = time.time()
     choices: Dict[str, Dict[str, int]] = {}
@@ -161,8 +163,8 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
     todo = names() if target == "all" else [target]
     get(todo[0])  # unknown names fail before anything runs
     # Under an MPI launcher every process runs the suite (the torus
-    # experiments' traffic split among them, the rest whole); process 0
-    # writes and prints.
+    # experiments' traffic and the MPI programs split among them, the rest
+    # whole); process 0 writes and prints.
     lead = process_rank() == 0
     if not lead:
         out_dir, as_json = None, False

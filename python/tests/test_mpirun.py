@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,23 @@ def test_a_torus_experiment_on_two_processes_has_the_same_figures(tmp_path):
     two = json.loads((out / "torus-hot-region.json").read_text())
     one = json.loads(run_cli("reproduce", "torus-hot-region", "--scale", "quick", "--json", check=True).stdout)
     assert two["metrics"] == one["metrics"] and two["series"] == one["series"]
+
+
+#: MPI experiments whose programs then run one partition per process:
+#: deposit-bit broadcasts among others, MPI_Comm_split, the coarse tier,
+#: and machines of fewer nodes than processes (run whole on each).
+MPI_EXPERIMENTS = ("mpi-bcast", "bgp-parallel-colls", "bgp-cartesian", "mpi-latency-hops")
+
+
+@pytest.mark.parametrize("name", MPI_EXPERIMENTS)
+def test_an_mpi_experiment_on_two_processes_has_the_golden_figures(tmp_path, name):
+    from test_golden import GOLDEN, first_difference, strip
+    mpirun(2, "reproduce", name, "--scale", "quick", "--out", str(tmp_path))
+    two = strip(json.loads((tmp_path / f"{name}.json").read_text()))
+    golden = json.loads((Path(GOLDEN) / "quick" / f"{name}.json").read_text())
+    for k in ("metrics", "series"):
+        assert first_difference(golden[k], two[k], k) is None
+    assert golden["metrics"]
 
 
 def test_threads_under_mpirun_are_refused():

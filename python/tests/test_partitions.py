@@ -153,3 +153,14 @@ def test_what_does_not_run_on_partitions_yet_is_refused_clearly(tmp_path):
     for bad in (0, -1, 1.5, True):
         with pytest.raises(UsageError, match="threads"):
             bgsim.run(barrier, "bgl", shape="2x2x2", threads=bad)
+
+
+@pytest.mark.parametrize("name", ["mpi-bcast", "bgp-parallel-colls", "bgp-cartesian", "mpi-tree"])
+def test_an_mpi_experiment_on_threads_has_the_golden_figures(name):
+    # `bgsim reproduce --threads 2`: the experiment's MPI programs on two
+    # partitions (deposit-bit broadcasts, MPI_Comm_split, the coarse tier,
+    # the collective network), figures as stored on one.
+    from bgsim.reproduce import run_one
+    from test_golden import check
+    res, _ = run_one(name, "quick", seed=1, quiet=True, threads=2)
+    check("quick", name, res)

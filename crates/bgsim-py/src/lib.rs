@@ -185,6 +185,15 @@ fn mpi_rank() -> usize {
     ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"].iter().find_map(|k| std::env::var(k).ok()?.parse().ok()).unwrap_or(0)
 }
 
+/// How many processes the MPI job that started this one has (1 outside one).
+#[pyfunction]
+fn mpi_size() -> usize {
+    if !bgsim::engine::parallel::launched_by_mpi() {
+        return 1;
+    }
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"].iter().find_map(|k| std::env::var(k).ok()?.parse().ok()).unwrap_or(1)
+}
+
 /// Whether an MPI launcher started this process as one of several.
 #[pyfunction]
 fn mpi_launched() -> bool {
@@ -982,6 +991,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mpi_finalize, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_abort, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_launched, m)?)?;
+    m.add_function(wrap_pyfunction!(mpi_size, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -32,10 +32,28 @@ class Context:
     #: `auto`: packets where they fit, the coarse tier beyond (experiments
     #: that have one); `packet` or `coarse`: that tier only.
     fidelity: str = "auto"
-    #: Threads (and partitions) of the packet-layer traffic runs of the
-    #: torus experiments; the figures are the same for every count.
+    #: Threads (and partitions) of the experiment's runs, torus traffic
+    #: and MPI programs alike; the figures are the same for every count.
     threads: int = 1
+    #: In a process of an MPI job (`mpirun -n P bgsim reproduce`): the MPI
+    #: programs run one partition per process, each process its own ranks.
+    processes: bool = False
     _t0: float = field(default_factory=time.time)
+
+    def run(self, main: Callable[[], Any], machine: Any, **kw: Any) -> Any:
+        """`bgsim.run(main, machine, **kw)` on this run's threads or
+        processes: the same figures on any number. A machine of fewer
+        nodes than the job has processes runs whole on every process (a
+        process runs at least a node)."""
+        from .. import _core
+        from ..program import run
+        processes = self.processes
+        if processes and kw.get("shape"):
+            nodes = 1
+            for d in str(kw["shape"]).lower().split("x"):
+                nodes *= int(d)
+            processes = nodes >= _core.mpi_size()
+        return run(main, machine, threads=self.threads, processes=processes, **kw)
 
     @property
     def quick(self) -> bool:

@@ -15,7 +15,6 @@ import numpy as np
 from .. import MPI, coarse
 from ..api import Machine
 from ..mapping import order_slots
-from ..program import run
 from ..runtime import shared_array
 from .base import Context, Outcome, register
 from .base import size_label as _label
@@ -81,7 +80,7 @@ def pingpong(ctx: Context) -> Outcome:
     for label, fresh in (("incache", False), ("outcache", True)):
         for nbytes in (0, 1024, MB):
             ctx.log(f"{label} {_label(nbytes)}")
-            r = run(_pingpong(1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh=fresh), BGP, shape="2x1x1",
+            r = ctx.run(_pingpong(1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh=fresh), BGP, shape="2x1x1",
                     mode="smp", seed=ctx.seed)
             half = r.results[0]
             if nbytes < MB:
@@ -102,11 +101,11 @@ def intranode(ctx: Context) -> Outcome:
                      "node for the inter-node bandwidth.")
     for c in (1, 2, 3):
         ctx.log(f"core {c}")
-        r = run(_pingpong(c, 0, iters), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+        r = ctx.run(_pingpong(c, 0, iters), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
         out.metrics[f"latency_us_core{c}_0B"] = round(r.results[0] * 1e6, 3)
-        r = run(_pingpong(c, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+        r = ctx.run(_pingpong(c, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
         out.metrics[f"bw_MBps_core{c}_1MB"] = round(MB / r.results[0] / 1e6, 1)
-    r = run(_pingpong(4, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
+    r = ctx.run(_pingpong(4, MB, max(2, iters // 4)), BGP, shape="2x1x1", mode="vn", mapping="TXYZ", seed=ctx.seed)
     out.metrics["internode_bw_MBps_1MB"] = round(MB / r.results[0] / 1e6, 1)
     out.notes.append("An intra-node message is a copy by the node's DMA engine (3 bytes per cycle each way, about "
                      "6 links' worth) with the messaging software's per-message work on both cores; which core of "
@@ -135,11 +134,11 @@ def hops(ctx: Context) -> Outcome:
             far = (0, 0, 0, 1) if cores == 4 else (dims[0] // 2, dims[1] // 2, dims[2] // 2, 0)
             mf = _mapfile(tmp, f"h{cores}.map", [(0, 0, 0, 0), far])
             for nbytes in (0, 1024):
-                r = run(_pingpong(1, nbytes, iters), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
+                r = ctx.run(_pingpong(1, nbytes, iters), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
                 us = r.results[0] * 1e6
                 out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(us, 3)
                 lat[_label(nbytes)].append(us)
-            r = run(_pingpong(1, MB, 2), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
+            r = ctx.run(_pingpong(1, MB, 2), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
             bw = MB / r.results[0] / 1e6
             out.metrics[f"bw_MBps_{cores}_1MB"] = round(bw, 1)
             bws.append(bw)
@@ -185,7 +184,7 @@ def hotspot(ctx: Context) -> Outcome:
     xs, ys = [], {0: [], 1024: [], 16384: []}
     for cores, shape in sizes.items():
         ctx.log(f"{cores} cores ({shape})")
-        r = run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
+        r = ctx.run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
         xs.append(cores)
         for nbytes, v in r.results[0].items():
             out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(v * 1e6, 3)
@@ -211,7 +210,7 @@ def congestion(ctx: Context) -> Outcome:
         mf = _mapfile(tmp, "line.map", [(i, 0, 0, 0) for i in range(4)])
         for key, pairs in (("nooverlap", [(0, 3)]), ("t1", [(0, 3), (1, 2)]), ("t2", [(0, 2), (1, 3)])):
             ctx.log(key)
-            r = run(_streams(pairs, size, count), BGP, shape="8x8x8", mode="smp", nranks=4, mapping=mf, seed=ctx.seed)
+            r = ctx.run(_streams(pairs, size, count), BGP, shape="8x8x8", mode="smp", nranks=4, mapping=mf, seed=ctx.seed)
             for s, d in pairs:
                 bw = size * count / r.results[d] / 1e6
                 name = "bw_MBps_nooverlap" if key == "nooverlap" else f"bw_MBps_p{s}p{d}"
@@ -232,7 +231,7 @@ def multistream(ctx: Context) -> Outcome:
         count = max(2, min(64, (4 * MB if not ctx.quick else MB) // s))
         ys = []
         for k in (1, 2, 3, 4):
-            r = run(_streams([(i, 4 + i) for i in range(k)], s, count), BGP, shape="2x1x1", mode="vn",
+            r = ctx.run(_streams([(i, 4 + i) for i in range(k)], s, count), BGP, shape="2x1x1", mode="vn",
                     mapping="TXYZ", seed=ctx.seed)
             t = max(r.results[4 + i] for i in range(k))
             agg = k * s * count / t / 1e6
@@ -263,7 +262,7 @@ def fan(ctx: Context) -> Outcome:
         ys = []
         for k in range(1, 7):
             pairs = [(n, center) for n in nbrs[:k]] if way == "fanin" else [(center, n) for n in nbrs[:k]]
-            r = run(_streams(pairs, size, count), BGP, shape="3x3x3", mode="smp", seed=ctx.seed)
+            r = ctx.run(_streams(pairs, size, count), BGP, shape="3x3x3", mode="smp", seed=ctx.seed)
             t = max(r.results[d] for _, d in pairs)
             mbps = 8 * k * size * count / t / 1e6
             out.metrics[f"{way}_Mbps_n{k}"] = round(mbps, 1)
@@ -293,7 +292,7 @@ def flowthrough(ctx: Context) -> Outcome:
             pairs = [(s, d)] + (flow if cond == "flow" else [])
             # The through traffic keeps going for the whole test: longer streams.
             counts = [count] + [4 * count] * (len(pairs) - 1)
-            res = run(_streams(pairs, size, counts), BGP, shape="4x4x4", mode="dual", mapping="TXYZ", seed=ctx.seed)
+            res = ctx.run(_streams(pairs, size, counts), BGP, shape="4x4x4", mode="dual", mapping="TXYZ", seed=ctx.seed)
             bw = size * count / res.results[d] / 1e6
             out.metrics[f"{name}_bw_MBps_{cond}"] = round(bw, 1)
             ctx.log(f"{name} {cond}: {bw:.0f} MB/s")
@@ -350,7 +349,7 @@ def halo(ctx: Context) -> Outcome:
             times = {}
             for name, mp in [(o.lower(), o) for o in orders] + [("grid", gridmap)]:
                 ctx.log(f"{procs} processes, mapping {name}")
-                r = run(main(*grid), BGP, shape=shape, mode="vn", mapping=mp, seed=ctx.seed)
+                r = ctx.run(main(*grid), BGP, shape=shape, mode="vn", mapping=mp, seed=ctx.seed)
                 times[name] = r.results[0] * 1e6
                 out.metrics[f"time_us_{name}_{procs}"] = round(times[name], 3)
                 used = slots if name == "grid" else mapping.order_slots(dims, 4, procs, mp)
@@ -401,7 +400,7 @@ def barrier(ctx: Context) -> Outcome:
     algos = {}
     for cores, shape in sizes.items():
         ctx.log(f"{cores} cores ({shape})")
-        r = run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
+        r = ctx.run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
         res = r.results[0]
         xs.append(cores)
         for k in ("world", "sub", "dup"):
@@ -457,7 +456,7 @@ def parallel_colls(ctx: Context) -> Outcome:
     series: Dict[str, List[float]] = {}
     for cores, shape in sizes.items():
         ctx.log(f"{cores} cores ({shape})")
-        r = run(main, BGP, shape=shape, mode="vn", seed=ctx.seed, buffers="size-only")
+        r = ctx.run(main, BGP, shape=shape, mode="vn", seed=ctx.seed, buffers="size-only")
         xs.append(cores)
         for k, v in r.results[0].items():
             op, c = k.split("_")
@@ -524,7 +523,7 @@ def bcast(ctx: Context) -> Outcome:
     algos: Dict[str, int] = {}
     for cores, shape in sizes.items():
         ctx.log(f"{cores} cores ({shape})")
-        r = run(main(cores <= ring_limit), BGP, shape=shape, mode="vn", seed=ctx.seed)
+        r = ctx.run(main(cores <= ring_limit), BGP, shape=shape, mode="vn", seed=ctx.seed)
         xs.append(cores)
         for k, v in r.results[0].items():
             which, nbytes = k.split("_")

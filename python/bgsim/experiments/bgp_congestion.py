@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import MPI, coarse, mapping, skeleton
-from ..program import RunResult, run
+from ..program import RunResult
 from .base import Context, Outcome, register
 from .bgp import BGP, PARTITIONS
 
@@ -49,7 +49,7 @@ def _record(out: Outcome, r: RunResult, key: str, name: str) -> None:
 
 
 def _run(main: Callable[[], float], procs: int, ctx: Context) -> RunResult:
-    return run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
+    return ctx.run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
 
 
 def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int],

@@ -10,7 +10,6 @@ from typing import Dict, List, Sequence, Tuple
 
 from .. import MPI, skeleton
 from ..api import Machine
-from ..program import run
 from .base import Context, Outcome, register
 from .base import size_label as _label
 
@@ -62,7 +61,7 @@ def bcast(ctx: Context) -> Outcome:
         for s in sizes:
             reps = 4 if s <= 4096 else 1
             ctx.log(f"{key} {_label(s)}")
-            res = run(_timed(lambda comm, s=s: skeleton.bcast(comm, s, 0), reps), BGL, shape="4x4x2", mesh="xyz",
+            res = ctx.run(_timed(lambda comm, s=s: skeleton.bcast(comm, s, 0), reps), BGL, shape="4x4x2", mesh="xyz",
                       seed=ctx.seed, coll={"bcast": algo})
             mbps = s / _span(res) / 1e6
             ys.append(mbps)
@@ -135,7 +134,7 @@ def alltoall(ctx: Context) -> Outcome:
         ys = []
         for s in sizes:
             ctx.log(f"{key} {_label(s)}")
-            res = run(_timed(lambda comm, s=s: skeleton.alltoall(comm, s), 1), BGL, shape=sname, seed=ctx.seed,
+            res = ctx.run(_timed(lambda comm, s=s: skeleton.alltoall(comm, s), 1), BGL, shape=sname, seed=ctx.seed,
                       coll={"alltoall": algo})
             pct = 100 * _alltoall_bound_s(shape, (True, True, True), s) / _span(res)
             ys.append(pct)
@@ -165,7 +164,7 @@ def tree(ctx: Context) -> Outcome:
                 f = (lambda comm, s=s: skeleton.bcast(comm, s, 0))
             else:
                 f = (lambda comm, s=s: skeleton.allreduce(comm, s, 8, floating=False))
-            res = run(_timed(f, 2), BGL, shape=shape, seed=ctx.seed, coll={op: "tree"})
+            res = ctx.run(_timed(f, 2), BGL, shape=shape, seed=ctx.seed, coll={op: "tree"})
             mbps = s / _span(res) / 1e6
             out.metrics[f"{op}_MBps_{_label(s)}"] = round(mbps, 2)
             ys.append(mbps)

@@ -11,7 +11,6 @@ import numpy as np
 from .. import MPI
 from ..api import Machine
 from ..errors import WorkloadError
-from ..program import run
 from .base import Context, Outcome, register
 from .base import size_label as _label
 
@@ -64,7 +63,7 @@ def latency_protocols(ctx: Context) -> Outcome:
         ys = []
         for p in PROTOCOLS:
             ctx.log(f"{level} {p}")
-            r = run(_pingpong(1, 1, iters, 2), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed,
+            r = ctx.run(_pingpong(1, 1, iters, 2), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed,
                     settings=[f'mpi.protocol="{p}"'], layer=level)
             cycles = r.results[0] * MHZ * 1e6
             out.metrics[f"{level}_cycles_{p}"] = round(cycles, 1)
@@ -108,7 +107,7 @@ def latency_hops(ctx: Context) -> Outcome:
         x, y, z = _node_at_hops(h, shape)
         peer = x + shape[0] * (y + shape[1] * z)
         ctx.log(f"{h} hops (rank {peer})")
-        r = run(_pingpong(peer, 1, iters, 2), BGL, shape="x".join(map(str, shape)), seed=ctx.seed)
+        r = ctx.run(_pingpong(peer, 1, iters, 2), BGL, shape="x".join(map(str, shape)), seed=ctx.seed)
         us = r.results[0] * 1e6
         out.metrics[f"latency_us_h{h}"] = round(us, 4)
         lat.append(us)
@@ -162,7 +161,7 @@ def bandwidth_link(ctx: Context) -> Outcome:
     for s in sizes:
         iters = max(2, min(20, (1 << 22) // window // max(s, 1) // (8 if ctx.quick else 1))) if s < (1 << 20) else 1
         ctx.log(f"{_label(s)} x {window} x {iters}")
-        r = run(_exchange([1], s, iters, window=window), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed)
+        r = ctx.run(_exchange([1], s, iters, window=window), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed)
         mbps = 2 * window * s / r.results[0] / 1e6
         ys.append(mbps)
         if _label(s) in ("64B", "1KB", "16KB", "1MB"):
@@ -213,7 +212,7 @@ def multilink(ctx: Context) -> Outcome:
         ys = []
         for k in range(1, 7):
             ctx.log(f"{name}, {k} link(s)")
-            r = run(_exchange(nbrs[:k], nbytes, iters, center), BGL, shape="3x3x3", seed=ctx.seed, settings=sets)
+            r = ctx.run(_exchange(nbrs[:k], nbytes, iters, center), BGL, shape="3x3x3", seed=ctx.seed, settings=sets)
             agg = 2 * k * nbytes / r.results[center] / 1e6
             out.metrics[f"agg_MBps_{name}_l{k}"] = round(agg, 1)
             ys.append(agg)

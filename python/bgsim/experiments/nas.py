@@ -10,17 +10,16 @@ from typing import Dict, List, Tuple
 from .. import mapping as _mapping
 from .. import nas
 from ..errors import WorkloadError
-from ..program import run
 from .base import Context, Outcome, register
 from .mpi import BGL
 
 MODES_BENCHMARKS = ("bt", "sp", "cg", "lu", "mg", "ft", "is", "ep")
 
 
-def _skeleton(name: str, cls: str, shape: str, nranks: int, mode: str, iterations: int, seed: int,
+def _skeleton(ctx: Context, name: str, cls: str, shape: str, nranks: int, mode: str, iterations: int,
               mapfile: str = "") -> Dict:
-    res = run(lambda: nas.run_rank(name, cls, iterations=iterations), BGL, shape=shape, mode=mode,
-              nranks=nranks, seed=seed, mapping=mapfile or None)
+    res = ctx.run(lambda: nas.run_rank(name, cls, iterations=iterations), BGL, shape=shape, mode=mode,
+                  nranks=nranks, seed=ctx.seed, mapping=mapfile or None)
     return res.results[0]
 
 
@@ -36,9 +35,9 @@ def modes(ctx: Context) -> Outcome:
     xs, ratios = [], []
     for k, b in enumerate(MODES_BENCHMARKS):
         co_n = 25 if b in ("bt", "sp") else 32
-        co = _skeleton(b, cls, "4x4x2", co_n, "coprocessor", iters, ctx.seed)
+        co = _skeleton(ctx, b, cls, "4x4x2", co_n, "coprocessor", iters)
         ctx.log(f"{b} coprocessor: {co['mops_per_proc']:.1f} Mop/s per task")
-        vn = _skeleton(b, cls, "4x4x2", 64, "vn", iters, ctx.seed)
+        vn = _skeleton(ctx, b, cls, "4x4x2", 64, "vn", iters)
         ctx.log(f"{b} virtual node: {vn['mops_per_proc']:.1f} Mop/s per task")
         ratio = vn["mops_per_proc"] / co["mops_per_proc"]
         out.metrics[f"per_task_ratio_{b}"] = round(ratio, 4)
@@ -86,7 +85,7 @@ def mapping_bt(ctx: Context) -> Outcome:
             _mapping.write_mapfile(path, opt)
             hb0, hb1 = _mapping.hop_bytes(traffic, base, shape), _mapping.hop_bytes(traffic, opt, shape)
             for key, mf in (("xyzt", ""), ("optimized", path)):
-                r = _skeleton("bt", cls, sname, p, "coprocessor", 1, ctx.seed, mf)
+                r = _skeleton(ctx, "bt", cls, sname, p, "coprocessor", 1, mf)
                 rates[key].append(r["mops_per_proc"])
                 out.metrics[f"mops_per_proc_{key}_{p}"] = round(r["mops_per_proc"], 3)
             out.metrics[f"hop_bytes_ratio_{p}"] = round(hb1 / hb0, 4) if hb0 else 1.0
