@@ -75,6 +75,10 @@ def test_the_cli_runs_a_program_on_the_coarse_tier_and_refuses_what_it_cannot(cl
     assert p.returncode != 0 and "coarse tier" in p.stderr and "dead" in p.stderr
     with pytest.raises(bgsim.errors.UsageError, match="allowed packet, coarse"):
         bgsim.run(lambda: None, shape="2x2x2", fidelity="flow")
+    # A link's line is read a fixed 1,024 ticks ahead of its first arrival:
+    # a hop may take no longer.
+    with pytest.raises(bgsim.errors.UsageError, match="hop latency of at most 1024 ticks .it is 1260"):
+        bgsim.run(lambda: None, shape="2x2x2", fidelity="coarse", settings=["clock.ticks_per_cpu_cycle=20"])
 
 
 def test_the_coarse_links_count_what_crosses_them():
