@@ -80,8 +80,8 @@ def pingpong(ctx: Context) -> Outcome:
     for label, fresh in (("incache", False), ("outcache", True)):
         for nbytes in (0, 1024, MB):
             ctx.log(f"{label} {_label(nbytes)}")
-            r = ctx.run(_pingpong(1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh=fresh), BGP, shape="2x1x1",
-                    mode="smp", seed=ctx.seed)
+            r = ctx.run(_pingpong(1, nbytes, iters if nbytes < MB else max(2, iters // 4), fresh=fresh), BGP,
+                        shape="2x1x1", mode="smp", seed=ctx.seed)
             half = r.results[0]
             if nbytes < MB:
                 out.metrics[f"latency_us_{label}_{_label(nbytes)}"] = round(half * 1e6, 3)
@@ -232,7 +232,7 @@ def multistream(ctx: Context) -> Outcome:
         ys = []
         for k in (1, 2, 3, 4):
             r = ctx.run(_streams([(i, 4 + i) for i in range(k)], s, count), BGP, shape="2x1x1", mode="vn",
-                    mapping="TXYZ", seed=ctx.seed)
+                        mapping="TXYZ", seed=ctx.seed)
             t = max(r.results[4 + i] for i in range(k))
             agg = k * s * count / t / 1e6
             out.metrics[f"agg_MBps_s{k}_{_label(s)}"] = round(agg, 1)

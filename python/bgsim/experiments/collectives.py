@@ -62,7 +62,7 @@ def bcast(ctx: Context) -> Outcome:
             reps = 4 if s <= 4096 else 1
             ctx.log(f"{key} {_label(s)}")
             res = ctx.run(_timed(lambda comm, s=s: skeleton.bcast(comm, s, 0), reps), BGL, shape="4x4x2", mesh="xyz",
-                      seed=ctx.seed, coll={"bcast": algo})
+                          seed=ctx.seed, coll={"bcast": algo})
             mbps = s / _span(res) / 1e6
             ys.append(mbps)
             if _label(s) in ("1KB", "16KB", "256KB", "4MB"):
@@ -135,7 +135,7 @@ def alltoall(ctx: Context) -> Outcome:
         for s in sizes:
             ctx.log(f"{key} {_label(s)}")
             res = ctx.run(_timed(lambda comm, s=s: skeleton.alltoall(comm, s), 1), BGL, shape=sname, seed=ctx.seed,
-                      coll={"alltoall": algo})
+                          coll={"alltoall": algo})
             pct = 100 * _alltoall_bound_s(shape, (True, True, True), s) / _span(res)
             ys.append(pct)
             if _label(s) in ("64B", "1KB", "16KB", "256KB"):

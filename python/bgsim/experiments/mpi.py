@@ -64,7 +64,7 @@ def latency_protocols(ctx: Context) -> Outcome:
         for p in PROTOCOLS:
             ctx.log(f"{level} {p}")
             r = ctx.run(_pingpong(1, 1, iters, 2), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed,
-                    settings=[f'mpi.protocol="{p}"'], layer=level)
+                        settings=[f'mpi.protocol="{p}"'], layer=level)
             cycles = r.results[0] * MHZ * 1e6
             out.metrics[f"{level}_cycles_{p}"] = round(cycles, 1)
             ys.append(cycles)
