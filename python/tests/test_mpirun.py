@@ -134,22 +134,30 @@ SOFTWARE = ("--coll", "barrier=dissemination", "--coll", "allreduce=recursive_do
 RUN_HOST = ("wall_s", "python_wall_s", "processes")
 
 
+def same_on_two_processes(tmp_path, program, *args):
+    """`bgsim run ARGS` of `program` (its text) under `mpirun -n 2` and on
+    one process: the same JSON (host fields aside) and the same lines of
+    output, in some order (each process prints its own ranks' lines).
+    Returns both runs and both JSON documents."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(program)
+    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
+    two = mpirun(2, "run", *args, "--json", str(two_json), str(prog))
+    one = run_cli("run", *args, "--json", str(one_json), str(prog), check=True)
+    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
+    assert (d2["processes"], d1["processes"]) == (2, 1)
+    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
+    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
+    return two, one, d1
+
+
 @pytest.mark.parametrize("coll", [SOFTWARE, (), ("--fidelity", "coarse")], ids=["software", "hardware", "coarse"])
 def test_a_python_program_on_two_processes_is_the_program_on_one(tmp_path, coll):
     # () : the machine's own choices, the barrier and collective networks
     # among them (their contributions travel with the joins). The coarse
     # tier's packets go to the next partition with their heads.
-    prog = tmp_path / "prog.py"
-    prog.write_text(PROGRAM)
-    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
-    two = mpirun(2, "run", "--shape", "4x4x2", *coll, "--json", str(two_json), str(prog))
-    one = run_cli("run", "--shape", "4x4x2", *coll, "--json", str(one_json), str(prog), check=True)
-    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
-    assert (d2["processes"], d1["processes"]) == (2, 1)
-    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
-    # Each process prints its own ranks' lines (rank 0's and rank 17's
-    # processes differ), in some order.
-    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
+    # Rank 0's and rank 17's lines come from different processes.
+    two, one, d1 = same_on_two_processes(tmp_path, PROGRAM, "--shape", "4x4x2", *coll)
     assert "on 2 processes" in two.stderr and two.stderr.count("simulated time") == 1
     if coll != SOFTWARE:
         assert d1["counters"]["tree_operations"] > 0 and "gi" in d1["collectives"]["barrier"]
@@ -198,16 +206,7 @@ def test_comm_split_on_two_processes_is_comm_split_on_one(tmp_path, coll):
     # The ranks' (color, key) records travel in the allgather's messages
     # (on one process they go into one shared table): the same groups,
     # times and figures.
-    prog = tmp_path / "split.py"
-    prog.write_text(SPLIT)
-    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
-    two = mpirun(2, "run", "--shape", "4x4x2", "--mode", "vn", "--machine", "bgp", *coll, "--json", str(two_json),
-                 str(prog))
-    one = run_cli("run", "--shape", "4x4x2", "--mode", "vn", "--machine", "bgp", *coll, "--json", str(one_json),
-                  str(prog), check=True)
-    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
-    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
-    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
+    _, one, _ = same_on_two_processes(tmp_path, SPLIT, "--shape", "4x4x2", "--mode", "vn", "--machine", "bgp", *coll)
     assert "rank 5: half 61/64 quarter 1 sum" in one.stdout and "none True node 4" in one.stdout
     assert ("Split (allgather): ring" if coll else "Split (allgather): tree") in one.stderr
 
@@ -234,14 +233,6 @@ def test_deposit_bit_broadcasts_on_two_processes_are_the_broadcasts_on_one(tmp_p
     # Line packets that nodes of the other process forward before their
     # ranks join, from several roots, on two communicators; the root's data
     # goes with its join to the other process.
-    prog = tmp_path / "dep.py"
-    prog.write_text(DEPOSIT)
-    two_json, one_json = tmp_path / "two.json", tmp_path / "one.json"
-    args = ("run", "--shape", "4x4x2", "--coll", "bcast=torus_deposit")
-    two = mpirun(2, *args, "--json", str(two_json), str(prog))
-    one = run_cli(*args, "--json", str(one_json), str(prog), check=True)
-    d2, d1 = json.loads(two_json.read_text()), json.loads(one_json.read_text())
-    assert {k: v for k, v in d2.items() if k not in RUN_HOST} == {k: v for k, v in d1.items() if k not in RUN_HOST}
+    _, one, d1 = same_on_two_processes(tmp_path, DEPOSIT, "--shape", "4x4x2", "--coll", "bcast=torus_deposit")
     assert d1["collectives"]["bcast"] == {"torus_deposit": 5}
-    assert sorted(two.stdout.splitlines()) == sorted(one.stdout.splitlines())
     assert "rank 17 got ['f9fafbfcfdfeff'" in one.stdout and ", 9] at" in one.stdout

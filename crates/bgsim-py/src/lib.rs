@@ -188,10 +188,7 @@ fn mpi_rank() -> usize {
 /// How many processes the MPI job that started this one has (1 outside one).
 #[pyfunction]
 fn mpi_size() -> usize {
-    if !bgsim::engine::parallel::launched_by_mpi() {
-        return 1;
-    }
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"].iter().find_map(|k| std::env::var(k).ok()?.parse().ok()).unwrap_or(1)
+    bgsim::engine::parallel::launched_processes()
 }
 
 /// Whether an MPI launcher started this process as one of several.

@@ -46,13 +46,12 @@ class Context:
         nodes than the job has processes runs whole on every process (a
         process runs at least a node)."""
         from .. import _core
+        from ..api import Machine
         from ..program import run
         processes = self.processes
-        if processes and kw.get("shape"):
-            nodes = 1
-            for d in str(kw["shape"]).lower().split("x"):
-                nodes *= int(d)
-            processes = nodes >= _core.mpi_size()
+        if processes:
+            m = machine if isinstance(machine, Machine) else Machine(machine)
+            processes = m.with_settings(shape=kw.get("shape")).nodes >= _core.mpi_size()
         return run(main, machine, threads=self.threads, processes=processes, **kw)
 
     @property

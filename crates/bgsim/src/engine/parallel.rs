@@ -69,9 +69,16 @@ pub trait Partitioned: Model + Send {
 /// Whether this process was started by an MPI launcher as one of several
 /// (Open MPI's `mpirun`, or a PMI/PMIx launcher such as Slurm's `srun`).
 pub fn launched_by_mpi() -> bool {
+    launched_processes() > 1
+}
+
+/// How many processes the MPI launcher that started this process started
+/// (1 without one).
+pub fn launched_processes() -> usize {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
         .iter()
-        .any(|k| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok()).is_some_and(|n| n > 1))
+        .find_map(|k| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 1))
+        .unwrap_or(1)
 }
 
 /// The processes of a distributed run (an MPI job, see `engine::mpi`):
