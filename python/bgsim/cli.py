@@ -435,9 +435,8 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                           "no-token counts; error against packets in docs/coarse.md)")
     run.add_argument("--threads", type=_count, default=1, metavar="N",
                      help="run the machine cut into N partitions on N threads, the ranks' Python on one (default 1); "
-                          "the result is the same, bit for bit. Not yet with --timeline "
-                          "(docs/architecture.md). Under `mpirun -n P` each process runs one "
-                          "partition and the Python of its ranks instead (leave this at 1)")
+                          "the result (and --timeline's file) is the same, bit for bit. Under `mpirun -n P` each "
+                          "process runs one partition and the Python of its ranks instead (leave this at 1)")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")

@@ -341,14 +341,14 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
 
     `threads=N` cuts the machine into N partitions run on N threads (the
     ranks' Python stays on one): the same result, bit for bit, hardware
-    collectives, deposit-bit broadcasts and the coarse tier included. Not
-    yet with a timeline.
+    collectives, deposit-bit broadcasts, the coarse tier and timelines
+    included.
 
     `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
     partition per process, each process the Python of its own ranks; every
     process gets the whole result (the ranks' return values pickled across;
-    the same figures as on one process). Not yet with what `threads`
-    does not run with."""
+    the same figures as on one process; a timeline's file is written by
+    the first process)."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,

@@ -451,8 +451,9 @@ class Runtime:
                 gc.freeze()
                 started = True
                 # From now on a waiting rank may run the simulation itself
-                # (not with a timeline, sampled at every step, nor with
-                # host CPU time charged, which that would count).
+                # (not with a timeline, whose wait slices the scheduler's
+                # turns time, nor with host CPU time charged, which that
+                # would count).
                 self.may_park = self.timeline is None and not cpu
                 self.direct = self.may_park and fast_path and self.modules is None
             self.python_wall += time.perf_counter() - t0 - (self.world.run_wall - parked_wall)
@@ -470,8 +471,6 @@ class Runtime:
                     raise RankExit(*self.exited[0]) from None
                 raise DeadlockError(self._deadlock_message(e)) from None
             runnable.extend(ready)
-            if self.timeline is not None:
-                self.timeline.sample(self.world.now())
             if time.monotonic() - last_check > MEMORY_CHECK_S:
                 last_check = time.monotonic()
                 self._check_memory()

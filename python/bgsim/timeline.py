@@ -11,17 +11,28 @@
   completed.
 - Counter tracks for chosen nodes (process "nodes"): the utilization of
   each of the six outgoing torus links and the bytes in the node's
-  injection FIFOs, sampled as the simulation advances.
+  injection FIFOs, sampled by the core every `SAMPLE_PACKETS` largest
+  packets' time on a link (BG/L: 5.9 us; BG/P: 2.4 us), or a power-of-two
+  multiple of it: a node keeps at most `SAMPLES` samples, and its
+  interval doubles past that (`mpi::timeline` in the core). A packet's
+  bytes count when it starts on its link, so a short interval can show
+  more than 100%; four packets' time keeps that below 125%.
 
 The file stays bounded on large runs: only the watched ranks (by default
-the first 16) have tracks, messages are logged up to a limit, and events
-past `max_events` are dropped; the file's `otherData` says what was left
-out. Times are simulated microseconds.
+the first 16) have tracks, each with at most its share of `max_events`
+slices (its first ones), messages are logged up to a limit; the file's
+`otherData` says what was left out. Times are simulated microseconds.
+
+The file is the same, byte for byte, for any number of threads or MPI
+processes the run takes: the core's samples and message log do not
+depend on where the machine is cut, and the slices are written in the
+order of their track and start.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any, Dict, List, Optional, Sequence
 
 from .api import write_atomic
@@ -33,6 +44,12 @@ PROTOCOLS = ("one packet", "eager", "adaptive eager", "rendezvous", "intranode")
 DIRS = ("x+", "x-", "y+", "y-", "z+", "z-")
 #: Ranks with a track when none are chosen.
 DEFAULT_RANKS = 16
+#: Samples a node keeps at most.
+SAMPLES = 4096
+#: Messages logged at most.
+MESSAGES = 1_000_000
+#: The first sampling interval, in largest packets' time on a link.
+SAMPLE_PACKETS = 4
 
 
 def parse_ranks(text: Optional[str], nranks: int) -> List[int]:
@@ -72,21 +89,24 @@ class Timeline:
     """What one run records for its timeline (see the module's doc)."""
 
     def __init__(self, world: Any, ranks: Sequence[int], nodes: Sequence[int], max_events: int = 2_000_000,
-                 max_messages: int = 1_000_000):
+                 max_messages: Optional[int] = None):
         self.world = world
         self.ranks = list(ranks)
         self.watched = set(ranks)
         self.nodes = list(nodes)
         self.max_events = max_events
+        #: Slices a rank keeps at most (the same on every process of a job).
+        self.per_rank = max(max_events // max(len(self.ranks), 1), 1)
+        self.count: Dict[int, int] = {}
         self.us = 1e6 / world.ticks_per_second
         self.events: List[dict] = []
         self.dropped = 0
         self.depth: Dict[int, int] = {}
         #: Link bytes per second of one direction, for utilization.
         self.link_bytes_s = world.ticks_per_second / world.ticks_per_link_byte
-        self._last: Dict[int, tuple] = {}
-        self._last_sample = -1
-        world.record_messages([r in self.watched for r in range(world.nranks)], max_messages)
+        world.record_messages([r in self.watched for r in range(world.nranks)],
+                              MESSAGES if max_messages is None else max_messages)
+        world.sample_nodes(self.nodes, SAMPLE_PACKETS * world.max_packet_bytes * world.ticks_per_link_byte, SAMPLES)
 
     # -- recording --
 
@@ -96,32 +116,50 @@ class Timeline:
     def slice(self, rank: int, name: str, cat: str, t0: int, t1: int, args: Optional[dict] = None) -> None:
         if rank not in self.watched:
             return
-        if len(self.events) >= self.max_events:
+        n = self.count.get(rank, 0)
+        if n >= self.per_rank:
             self.dropped += 1
             return
+        self.count[rank] = n + 1
         ev = {"ph": "X", "name": name, "cat": cat, "pid": 0, "tid": rank, "ts": t0 * self.us,
               "dur": max(t1 - t0, 0) * self.us}
         if args:
             ev["args"] = args
         self.events.append(ev)
 
-    def sample(self, now: int) -> None:
-        """Counter samples of the chosen nodes at simulated time `now`."""
-        if now <= self._last_sample or len(self.events) >= self.max_events:
-            return
-        ts = now * self.us
-        for node in self.nodes:
-            links, fifo = self.world.node_sample(node)
-            prev = self._last.get(node)
-            if prev is not None:
-                dt = (now - prev[0]) / self.world.ticks_per_second
-                util = {d: round(100.0 * (b - a) / (dt * self.link_bytes_s), 3) for d, a, b in zip(DIRS, prev[1], links)}
-                self.events.append({"ph": "C", "name": f"node {node} link utilization %", "pid": 1, "ts": ts,
-                                    "args": util})
-            self.events.append({"ph": "C", "name": f"node {node} injection FIFO bytes", "pid": 1, "ts": ts,
-                                "args": {"bytes": fifo}})
-            self._last[node] = (now, links)
-        self._last_sample = now
+    def counters(self) -> List[dict]:
+        """The chosen nodes' counter events, from the core's samples (read
+        once the run has ended)."""
+        out: List[dict] = []
+        for node, samples in self.world.node_samples():
+            prev = None
+            for tick, links, fifo in samples:
+                ts = tick * self.us
+                if prev is not None:
+                    dt = (tick - prev[0]) / self.world.ticks_per_second
+                    util = {d: round(100.0 * (b - a) / (dt * self.link_bytes_s), 3)
+                            for d, a, b in zip(DIRS, prev[1], links)}
+                    out.append({"ph": "C", "name": f"node {node} link utilization %", "pid": 1, "ts": ts,
+                                "args": util})
+                out.append({"ph": "C", "name": f"node {node} injection FIFO bytes", "pid": 1, "ts": ts,
+                            "args": {"bytes": fifo}})
+                prev = (tick, links)
+        return out
+
+    def slices(self) -> tuple:
+        """Every watched rank's slices (on the processes of an MPI job,
+        gathered from the process that runs each rank) in the order of
+        their track and start (the outer first), and how many were left
+        out."""
+        events, dropped = self.events, self.dropped
+        if self.world.process[1] > 1:
+            events, dropped = [], 0
+            for blob in self.world.share(pickle.dumps((self.events, self.dropped))):
+                theirs, d = pickle.loads(blob)
+                events += theirs
+                dropped += d
+        # Stable: a rank's slices come from one process, in its order.
+        return sorted(events, key=lambda e: (e["tid"], e["ts"], -e["dur"])), dropped
 
     # -- writing --
 
@@ -136,9 +174,11 @@ class Timeline:
             meta.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": r,
                          "args": {"name": f"rank {r} ({x},{y},{z},{t})"}})
             meta.append({"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": r, "args": {"sort_index": r}})
+        slices, dropped = self.slices()
+        counters = self.counters()
         records, past_limit = w.message_log()
         msgs: List[dict] = []
-        room = max(self.max_events - len(self.events), 0)
+        room = max(self.max_events - len(slices) - len(counters), 0)
         shown = 0
         for i, (src, dst, nbytes, proto, posted, _sent, done) in enumerate(records):
             if 4 * (shown + 1) > room:
@@ -161,11 +201,15 @@ class Timeline:
         other = {"simulator": "bgsim", "time_unit": "simulated microseconds",
                  "ranks_shown": len(self.ranks), "ranks": w.nranks, "nodes_sampled": self.nodes,
                  "messages_shown": shown, "messages_logged": len(records),
-                 "messages_left_out": past_limit + len(records) - shown, "events_dropped": self.dropped}
-        return {"traceEvents": meta + self.events + msgs, "displayTimeUnit": "ns", "otherData": other}
+                 "messages_left_out": past_limit + len(records) - shown, "events_dropped": dropped}
+        return {"traceEvents": meta + slices + counters + msgs, "displayTimeUnit": "ns", "otherData": other}
 
     def write(self, path: str) -> None:
-        write_atomic(path, json.dumps(self.trace(), separators=(",", ":")) + "\n")
+        """Writes the trace (every process of an MPI job gathers it; the
+        first one writes the file)."""
+        text = json.dumps(self.trace(), separators=(",", ":")) + "\n"
+        if self.world.process[0] == 0:
+            write_atomic(path, text)
 
 
 #: Methods that only read or set local state: no slice of their own.

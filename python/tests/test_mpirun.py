@@ -236,3 +236,19 @@ def test_deposit_bit_broadcasts_on_two_processes_are_the_broadcasts_on_one(tmp_p
     _, one, d1 = same_on_two_processes(tmp_path, DEPOSIT, "--shape", "4x4x2", "--coll", "bcast=torus_deposit")
     assert d1["collectives"]["bcast"] == {"torus_deposit": 5}
     assert "rank 17 got ['f9fafbfcfdfeff'" in one.stdout and ", 9] at" in one.stdout
+
+
+def test_a_timeline_on_two_processes_is_the_timeline_on_one(tmp_path):
+    # Each process times its own ranks' calls and samples its own nodes
+    # (0 and 31 are in different processes); process 0 writes the file.
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    args = ("run", "--quiet", "--shape", "4x4x2", *SOFTWARE, "--timeline-ranks", "0-2,16-18", "--timeline-nodes", "0,31")
+    mpirun(2, *args, "--timeline", str(tmp_path / "two.json"), str(prog))
+    run_cli(*args, "--timeline", str(tmp_path / "one.json"), str(prog), check=True)
+    two, one = (tmp_path / "two.json").read_text(), (tmp_path / "one.json").read_text()
+    assert two == one
+    trace = json.loads(one)
+    assert {e["tid"] for e in trace["traceEvents"] if e["ph"] == "X"} == {0, 1, 2, 16, 17, 18}
+    assert {e["name"] for e in trace["traceEvents"] if e["ph"] == "C"} >= {"node 31 injection FIFO bytes"}
+    assert trace["otherData"]["messages_shown"] > 0

@@ -144,12 +144,37 @@ def test_a_deadlock_on_partitions_names_the_same_ranks():
     assert "rank 3" in msgs[0] and "rank 12" in msgs[0]
 
 
-def test_what_does_not_run_on_partitions_yet_is_refused_clearly(tmp_path):
+@pytest.mark.parametrize("fidelity", ["packet", "coarse"])
+def test_a_timeline_on_partitions_is_the_timeline_on_one(tmp_path, monkeypatch, fidelity):
+    # Few samples a node and few messages logged: the nodes' intervals
+    # double and the partitions' logs are cut at the limit, the same way
+    # for every cut. Nodes 0 and 31 are in different partitions.
+    monkeypatch.setattr(bgsim.timeline, "SAMPLES", 6)
+    monkeypatch.setattr(bgsim.timeline, "MESSAGES", 150)
+    files = []
+    for threads in (1, 2, 4):
+        path = tmp_path / f"t{threads}.json"
+        bgsim.run(program, "bgl", shape="4x4x2", coll=SOFTWARE, fidelity=fidelity, threads=threads,
+                  timeline=str(path), timeline_ranks="0-3,16-19,30,31", timeline_nodes="0,9,31")
+        files.append(path.read_text())
+    assert files[1] == files[0] and files[2] == files[0]
+    trace = json.loads(files[0])
+    other = trace["otherData"]
+    assert other["messages_logged"] == 150 and other["messages_left_out"] > 0
+    fifo = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "node 31 injection FIFO bytes"]
+    # At most 6 samples and the one at the run's end, on a grid that
+    # doubled from 4 packets' time (5.85 us on BG/L) past 100 us.
+    assert 3 <= len(fifo) <= 7
+    gaps = {round(b["ts"] - a["ts"], 6) for a, b in zip(fifo[:-1], fifo[1:-1])}
+    assert len(gaps) == 1 and gaps.pop() > 100
+    util = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "node 0 link utilization %"]
+    assert any(v > 0 for e in util for v in e["args"].values())
+
+
+def test_bad_thread_counts_are_refused_clearly():
     def barrier():
         MPI.COMM_WORLD.Barrier()
 
-    with pytest.raises(Exception, match="message log"):
-        bgsim.run(barrier, "bgl", shape="2x2x2", threads=2, coll=SOFTWARE, timeline=str(tmp_path / "t.json"))
     for bad in (0, -1, 1.5, True):
         with pytest.raises(UsageError, match="threads"):
             bgsim.run(barrier, "bgl", shape="2x2x2", threads=bad)

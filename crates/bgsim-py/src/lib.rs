@@ -247,6 +247,10 @@ struct World {
 /// send_done, recv_done).
 type LogRecord = (u32, u32, u32, u8, u64, u64, u64);
 
+/// A node's counters as Python sees them: (tick, bytes sent on each of its
+/// six links, bytes in its injection FIFOs).
+type NodeSample = (u64, [u64; 6], u64);
+
 /// Largest MPI tag (mpi4py's `TAG_UB`).
 const TAG_UB: i64 = i32::MAX as i64;
 
@@ -513,6 +517,11 @@ impl World {
     fn ticks_per_link_byte(&self) -> u64 {
         self.w.machine().tick_byte
     }
+    /// The largest torus packet, bytes.
+    #[getter]
+    fn max_packet_bytes(&self) -> u32 {
+        self.w.machine().max_packet_bytes()
+    }
     #[getter]
     fn ticks_per_cycle(&self) -> u64 {
         self.w.machine().tick_cycle
@@ -581,22 +590,34 @@ impl World {
         if watched.len() != self.w.nranks() as usize {
             return Err(errors::usage(format!("{} flags for {} ranks", watched.len(), self.w.nranks())));
         }
-        self.w.record_messages(watched, limit).map_err(to_py)
+        self.w.record_messages(watched, limit);
+        Ok(())
     }
     /// The message log: ([(src, dst, bytes, protocol, posted, send_done,
-    /// recv_done)] in ticks, messages past the limit).
+    /// recv_done)] in ticks, ordered by (posted, src); messages past the
+    /// limit).
     fn message_log(&self) -> (Vec<LogRecord>, u64) {
         let (recs, dropped) = self.w.message_log();
         (recs.iter().map(|r| (r.src, r.dst, r.bytes, r.proto, r.posted, r.send_done, r.recv_done)).collect(), dropped)
     }
-    /// One node's outgoing link bytes so far (six directions) and bytes in
-    /// its injection FIFOs now.
-    fn node_sample(&self, node: u32) -> PyResult<([u64; 6], u64)> {
-        let nodes = self.w.machine().shape.nodes();
-        if node >= nodes {
-            return Err(errors::usage(format!("node {node}: the partition has {nodes} nodes")));
+    /// From now on, samples the outgoing link bytes (six directions) and
+    /// injection FIFO bytes of `nodes` every `interval` ticks, at most `cap`
+    /// samples a node (the interval doubles past that).
+    fn sample_nodes(&mut self, nodes: Vec<u32>, interval: u64, cap: usize) -> PyResult<()> {
+        let n = self.w.machine().shape.nodes();
+        if let Some(bad) = nodes.iter().find(|&&x| x >= n) {
+            return Err(errors::usage(format!("node {bad}: the partition has {n} nodes")));
         }
-        Ok(self.w.node_sample(node))
+        if interval == 0 || cap < 2 {
+            return Err(errors::usage(format!("sampling every {interval} ticks, {cap} samples: expected at least 1 tick and 2 samples")));
+        }
+        self.w.sample_nodes(&nodes, interval, cap);
+        Ok(())
+    }
+    /// The sampled nodes' samples once the run is drained: [(node, [(tick,
+    /// link bytes (6), FIFO bytes)])], by node.
+    fn node_samples(&self) -> Vec<(u32, Vec<NodeSample>)> {
+        self.w.node_samples().into_iter().map(|(n, v)| (n, v.iter().map(|s| (s.tick, s.links, s.fifo)).collect())).collect()
     }
     fn rank_time(&self, rank: u32) -> u64 {
         self.w.rank_time(rank)

@@ -22,11 +22,11 @@
 //! A request id handed out names its partition in its low bits.
 //! Hardware collectives run on partitions (`super::hw`; on processes their
 //! contributions travel with the joins), so do deposit-bit broadcasts (on
-//! processes the root's data go with its note). Not on partitions yet: the
-//! message log.
+//! processes the root's data go with its note), so do timelines' message
+//! log and node samples (`super::timeline`).
 
 use super::agent::{advance_agents, Agent, Agents};
-use super::{BlockedRank, HwOp, MpiError, World};
+use super::{timeline, BlockedRank, HwOp, MpiError, World};
 use crate::engine::{Engine, Halt, Partitioning, Tick, Transport};
 use crate::machine::{Machine, Protocol};
 use crate::msglayer::{MsgRecord, ReqId, SendMode, Status};
@@ -66,6 +66,8 @@ pub struct Ranks {
     on_one: u64,
     /// The tick of the ranks last returned.
     now: Tick,
+    /// The message log's limit (see [`Ranks::record_messages`]).
+    log_limit: usize,
 }
 
 impl Ranks {
@@ -107,6 +109,7 @@ impl Ranks {
             fresh: true,
             on_one: LEAST_ON_ONE,
             now: 0,
+            log_limit: 0,
         })
     }
 
@@ -135,7 +138,7 @@ impl Ranks {
                 if node >= lo && node < hi { 0 } else { REMOTE }
             })
             .collect();
-        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0 })
+        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0, log_limit: 0 })
     }
 
     /// How many partitions the machine is cut into (over every process).
@@ -158,6 +161,18 @@ impl Ranks {
         match self.eng.transport() {
             Some(t) => super::parts::share(t, bytes),
             None => vec![bytes],
+        }
+    }
+    /// Every process's `mine`, in process order (this process's alone if
+    /// it is the only one).
+    fn gathered<T: serde::Serialize + serde::de::DeserializeOwned>(&self, mine: Vec<T>) -> Vec<T> {
+        match self.eng.transport() {
+            Some(_) => self
+                .share(bincode::serialize(&mine).expect("a run's figures serialize"))
+                .iter()
+                .flat_map(|b| bincode::deserialize::<Vec<T>>(b).expect("figures from a process of this job"))
+                .collect(),
+            None => mine,
         }
     }
     /// The whole world, when it is not cut.
@@ -221,12 +236,6 @@ impl Ranks {
     pub fn protocol_for(&self, bytes: u32, force: Option<Protocol>) -> Protocol {
         self.first().protocol_for(bytes, force)
     }
-    /// One node's torus activity so far (see [`World::node_sample`]).
-    pub fn node_sample(&self, node: u32) -> ([u64; 6], u64) {
-        let p = self.eng.parts.iter().find(|p| node >= p.lo && node < p.hi).expect("a node of the machine");
-        p.model.node_sample(node)
-    }
-
     pub fn record_traffic(&mut self) {
         for p in self.eng.parts.iter_mut() {
             p.model.record_traffic();
@@ -234,29 +243,39 @@ impl Ranks {
     }
     /// The recorded traffic (each send is counted where it is posted).
     pub fn traffic_matrix(&self) -> Vec<(u32, u32, u64)> {
-        let mine: Vec<(u32, u32, u64)> = self.eng.parts.iter().flat_map(|p| p.model.traffic_matrix()).collect();
-        let mut v: Vec<(u32, u32, u64)> = match self.eng.transport() {
-            Some(_) => self
-                .share(bincode::serialize(&mine).expect("traffic serializes"))
-                .iter()
-                .flat_map(|b| bincode::deserialize::<Vec<(u32, u32, u64)>>(b).expect("traffic from a process of this job"))
-                .collect(),
-            None => mine,
-        };
+        let mut v = self.gathered(self.eng.parts.iter().flat_map(|p| p.model.traffic_matrix()).collect());
         v.sort_unstable();
         v
     }
-    pub fn record_messages(&mut self, watched: Vec<bool>, limit: usize) -> Result<(), MpiError> {
-        match self.whole() {
-            Some(w) => {
-                w.record_messages(watched, limit);
-                Ok(())
-            }
-            None => Err(MpiError::Usage("the message log (timelines) is kept on one partition only: run on one thread".into())),
+    /// From now on, logs the point-to-point messages of the ranks
+    /// `watched` says, at most `limit` of them (see [`World::record_messages`]).
+    pub fn record_messages(&mut self, watched: Vec<bool>, limit: usize) {
+        for p in self.eng.parts.iter_mut() {
+            p.model.record_messages(watched.clone(), limit);
+        }
+        self.log_limit = limit;
+    }
+    /// The message log: the records of every partition (on every process),
+    /// merged ([`timeline::merge_logs`]), and how many were left out.
+    pub fn message_log(&self) -> (Vec<MsgRecord>, u64) {
+        let parts = self.gathered(self.eng.parts.iter().map(|p| p.model.message_log()).collect());
+        let first = self.first();
+        timeline::merge_logs(parts, self.log_limit, |r| first.place(r).0)
+    }
+    /// From now on, samples the torus counters of `nodes` (see
+    /// [`World::sample_nodes`]).
+    pub fn sample_nodes(&mut self, nodes: &[u32], interval: Tick, cap: usize) {
+        for p in self.eng.parts.iter_mut() {
+            p.model.sample_nodes(nodes, interval, cap);
         }
     }
-    pub fn message_log(&self) -> (&[MsgRecord], u64) {
-        self.first().message_log()
+    /// Every sampled node's samples (by node; on every process), once the
+    /// run is drained ([`Ranks::drain`]) and ends at [`Ranks::now`].
+    pub fn node_samples(&self) -> Vec<(u32, Vec<timeline::Sample>)> {
+        let end = self.now();
+        let mut v = self.gathered(self.eng.parts.iter().flat_map(|p| p.model.node_samples(end)).collect());
+        v.sort_unstable_by_key(|(n, _)| *n);
+        v
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -135,7 +135,7 @@ impl Joins {
 /// The operation of `joins` (every participant's), its releases no
 /// earlier than `floor`.
 fn release(stack: &mut Stack, q: &mut EventQueue, joins: Vec<Join>, floor: Tick) {
-    let Stack { net, ml } = stack;
+    let Stack { net, ml, .. } = stack;
     let who: Vec<Participant> = joins.iter().map(|j| Participant { node: j.node, core: j.core, tag: j.tag, joined: j.joined }).collect();
     match joins[0].what {
         HwOp::Barrier => net.barrier_operation(q, &who, floor),

@@ -20,12 +20,13 @@ pub mod driven;
 mod hw;
 pub mod parts;
 pub mod skeleton;
+pub mod timeline;
 
 use crate::collective::{Tree, TreeCounters};
 use crate::engine::{EngineStats, Event, EventQueue, Model, Tick, WindowEnd, NO_NODE};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
-use crate::msglayer::{MsgLayer, MsgLog, MsgRecord, RankStats, ReqId, ReqKind, SendMode, Status};
+use crate::msglayer::{MsgLayer, MsgLog, RankStats, ReqId, ReqKind, SendMode, Status};
 use crate::node::{CoreCounters, Work};
 use crate::packet::Net;
 use thiserror::Error;
@@ -101,11 +102,16 @@ struct Wait {
 struct Stack {
     net: Net,
     ml: MsgLayer,
+    /// Samples of chosen nodes' counters, for timelines ([`timeline`]).
+    sampler: Option<Box<timeline::Sampler>>,
 }
 
 impl Model for Stack {
     #[inline]
     fn handle(&mut self, now: Tick, ev: crate::engine::Event, q: &mut EventQueue) {
+        if let Some(s) = self.sampler.as_deref_mut() {
+            s.see(&self.net, now, ev.node);
+        }
         self.net.handle(&mut self.ml, now, ev, q);
     }
     #[inline]
@@ -183,7 +189,7 @@ impl World {
         let mut q = EventQueue::windowed(0, machine.shape.nodes());
         q.window = (0, lookahead);
         Ok(World {
-            stack: Stack { net, ml },
+            stack: Stack { net, ml, sampler: None },
             q,
             lookahead,
             window_end: WindowEnd::default(),
@@ -228,22 +234,31 @@ impl World {
     /// counted): for timelines.
     pub fn record_messages(&mut self, watched: Vec<bool>, limit: usize) {
         assert_eq!(watched.len(), self.nranks as usize);
-        assert!(self.part.is_none(), "the message log is kept on one partition only");
-        self.stack.ml.log = Some(MsgLog { watched, limit, records: Vec::new(), dropped: 0 });
+        self.stack.ml.log = Some(MsgLog { watched, limit, ..Default::default() });
     }
-    /// The message log: (records, messages past the limit).
-    pub fn message_log(&self) -> (&[MsgRecord], u64) {
-        self.stack.ml.log.as_ref().map_or((&[], 0), |l| (&l.records[..], l.dropped))
-    }
-    /// One node's torus activity so far: bytes sent on each of its six
-    /// outgoing links (cumulative) and bytes held in its injection FIFOs now.
-    pub fn node_sample(&self, node: u32) -> ([u64; 6], u64) {
-        let t = &self.stack.net.torus;
-        let mut links = [0u64; 6];
-        for (d, l) in links.iter_mut().enumerate() {
-            *l = t.link(node, d).bytes;
+    /// This world's part of the message log (its own ranks' sends on a
+    /// partition; see [`timeline::merge_logs`]).
+    pub fn message_log(&self) -> timeline::LogPart {
+        let (lo, hi) = self.own_nodes();
+        let mut part = timeline::LogPart { lo, hi, ..Default::default() };
+        if let Some(l) = &self.stack.ml.log {
+            part.records.clone_from(&l.records);
+            part.remote_done.clone_from(&l.remote_done);
+            part.dropped = l.dropped;
         }
-        (links, t.inj_used_total(node))
+        part
+    }
+    /// From now on, samples the torus counters of `nodes` every `interval`
+    /// ticks, at most `cap` samples each ([`timeline::Sampler`]).
+    pub fn sample_nodes(&mut self, nodes: &[u32], interval: Tick, cap: usize) {
+        let n = self.machine().shape.nodes();
+        self.stack.sampler = Some(Box::new(timeline::Sampler::new(n, nodes, interval, cap)));
+    }
+    /// The samples of the sampled nodes this world runs, the run ending at
+    /// `end` with every event handled.
+    pub fn node_samples(&self, end: Tick) -> Vec<(u32, Vec<timeline::Sample>)> {
+        let (lo, hi) = self.own_nodes();
+        self.stack.sampler.as_ref().map_or_else(Vec::new, |s| s.finish(&self.stack.net, end, |n| n >= lo && n < hi))
     }
     /// The recorded traffic: (source, destination, bytes), sorted.
     pub fn traffic_matrix(&self) -> Vec<(u32, u32, u64)> {
@@ -343,7 +358,7 @@ impl World {
     /// events' are (see [`World::next_event`]).
     fn at_rank<R>(&mut self, rank: u32, f: impl FnOnce(&mut Net, &mut MsgLayer, &mut EventQueue) -> R) -> R {
         self.q.cur = self.stack.ml.place(rank).0;
-        let Stack { net, ml } = &mut self.stack;
+        let Stack { net, ml, .. } = &mut self.stack;
         let r = f(net, ml, &mut self.q);
         self.q.cur = NO_NODE;
         r
@@ -378,7 +393,7 @@ impl World {
     /// returned request completes when it is done.
     pub fn compute(&mut self, rank: u32, ticks: Tick) -> ReqId {
         let now = self.q.now();
-        let Stack { net, ml } = &mut self.stack;
+        let Stack { net, ml, .. } = &mut self.stack;
         let (node, core) = ml.place(rank);
         let done = net.charge(&mut self.q, now, node, core, ticks, Work::Compute);
         ml.timer_req(net, &mut self.q, rank, done)
@@ -390,7 +405,7 @@ impl World {
     pub fn poll(&mut self, rank: u32) -> ReqId {
         let now = self.q.now();
         let ticks = self.stack.net.machine.spec.cpu.poll_cycles as Tick * self.stack.net.machine.tick_cycle;
-        let Stack { net, ml } = &mut self.stack;
+        let Stack { net, ml, .. } = &mut self.stack;
         let (node, core) = ml.place(rank);
         let done = net.charge(&mut self.q, now, node, core, ticks.max(1), Work::Poll);
         ml.timer_req(net, &mut self.q, rank, done)

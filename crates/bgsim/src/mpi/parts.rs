@@ -21,7 +21,8 @@
 //! partitions through [`super::driven::Ranks`]; hardware collectives'
 //! joins and deposit-bit broadcasts' roots are notes to every partition
 //! ([`super::hw`]); so does the coarse torus (a node's links are booked by
-//! its own events). Not on partitions yet: the message log.
+//! its own events), and so do timelines' message log and node samples
+//! (`super::timeline`).
 
 use super::{BlockedRank, MpiError, World};
 use crate::engine::{Engine, EngineStats, Event, EventQueue, Model, Partitioned, Tick, Transport, NO_NODE};
@@ -159,6 +160,11 @@ impl World {
         self.q.window = (0, self.lookahead);
         self.part = Some(PartState { lo, hi, program: None, failed: None, last: 0, stop: None, opened: 0 });
         Ok(())
+    }
+
+    /// The nodes this world runs: its partition's, or all of them.
+    pub(super) fn own_nodes(&self) -> (u32, u32) {
+        self.part.as_ref().map_or((0, self.machine().shape.nodes()), |p| (p.lo, p.hi))
     }
 
     /// The time of the last event this partition handled.

@@ -106,6 +106,9 @@ pub struct Envelope {
     /// its partition sent to other partitions.
     slot: MsgId,
     seq: u32,
+    /// Its record in the sender's partition's message log (`NO_RECORD`:
+    /// not logged).
+    record: u32,
     data: Vec<u8>,
 }
 
@@ -232,7 +235,7 @@ const NO_RECORD: u32 = u32::MAX;
 /// One point-to-point message of a run, when the layer logs them
 /// (timelines): ranks, size, protocol (`Protocol::index`, 4 = between two
 /// tasks of a node), when it was posted, and when each side completed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MsgRecord {
     pub src: u32,
     pub dst: u32,
@@ -245,12 +248,20 @@ pub struct MsgRecord {
 
 /// The message log: records of the messages whose sender or receiver is
 /// watched, up to a limit; the messages past it are counted.
+///
+/// A record is kept by its sender's partition. Past `limit` records one
+/// posted at the same tick as the last kept one is kept too, so that the
+/// logs of any cut of the machine, merged (`mpi::timeline`), hold the
+/// first `limit` records in (posted, sender) order.
 #[derive(Clone, Debug, Default)]
 pub struct MsgLog {
     pub watched: Vec<bool>,
     pub limit: usize,
     pub records: Vec<MsgRecord>,
     pub dropped: u64,
+    /// Receives completed here of messages whose records another
+    /// partition keeps: (sender, its record there, completion time).
+    pub remote_done: Vec<(u32, u32, Tick)>,
 }
 
 /// A message-layer broadcast with deposit-bit line packets (three colours,
@@ -531,7 +542,8 @@ impl MsgLayer {
             recv_req: NONE,
             packets: e.packets,
             direct: e.direct,
-            record: NO_RECORD,
+            // The sender's partition's record (see `recv_complete`).
+            record: e.record,
             sides: RECV_SIDE,
             seq: e.seq,
             peer: e.slot,
@@ -671,7 +683,7 @@ impl MsgLayer {
         if !(log.watched[src as usize] || log.watched[dst as usize]) {
             return NO_RECORD;
         }
-        if log.records.len() >= log.limit {
+        if log.records.len() >= log.limit && log.records.last().is_none_or(|r| now > r.posted) {
             log.dropped += 1;
             return NO_RECORD;
         }
@@ -816,6 +828,7 @@ impl MsgLayer {
             packets: m.packets,
             slot: id,
             seq,
+            record: m.record,
             data: std::mem::take(&mut m.data),
         };
         let node = self.ranks[e.dst as usize].node;
@@ -1240,10 +1253,11 @@ impl MsgLayer {
     fn recv_complete(&mut self, now: Tick, id: MsgId) {
         let m = &mut self.msgs[id as usize];
         m.recv_done = true;
-        if let (Some(log), r) = (self.log.as_mut(), m.record) {
-            if r != NO_RECORD {
-                log.records[r as usize].recv_done = now;
-            }
+        match (self.log.as_mut(), m.record) {
+            (None, _) | (_, NO_RECORD) => {}
+            // The record is the sender's partition's.
+            (Some(log), r) if m.sides == RECV_SIDE => log.remote_done.push((m.src, r, now)),
+            (Some(log), r) => log.records[r as usize].recv_done = now,
         }
         let req = m.recv_req;
         let cap = self.reqs[req as usize].capacity;
