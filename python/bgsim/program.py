@@ -270,7 +270,10 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     if memory_check:
         m = Machine(machine.source, sets)
         ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
-        memory.check(m.nodes, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}")
+        # Each partition on a thread holds a copy of the machine's state
+        # (every node's); the ranks' Python is one.
+        memory.check(m.nodes * threads, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}"
+                     + (f" in {threads} partitions" if threads > 1 else ""))
     if processes and _core.mpi_launched():
         from .api import register_mpi_finalize
         register_mpi_finalize()

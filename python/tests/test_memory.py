@@ -25,6 +25,12 @@ def test_a_run_that_cannot_fit_is_refused_before_it_allocates(monkeypatch):
     monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + (50 << 20))
     with pytest.raises(errors.MemoryLimitError, match="an MPI run of 4,096 ranks on 16x16x16"):
         bgsim.run(lambda: None, shape="16x16x16")
+    # On threads each partition holds a copy of every node's state: what
+    # fits on one thread may not on eight.
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + memory.estimate_bytes(512, 512) + (5 << 20))
+    bgsim.run(lambda: None, shape="8x8x8")
+    with pytest.raises(errors.MemoryLimitError, match=r"512 ranks on 8x8x8 in 8 partitions needs .* \(4,096 nodes"):
+        bgsim.run(lambda: None, shape="8x8x8", threads=8)
     # Asked to, it runs anyway.
     assert bgsim.run_traffic("uniform", shape="2x2x2", measure_ncycles=100, memory_check=False).completed
 
