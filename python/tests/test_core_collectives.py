@@ -216,3 +216,36 @@ def test_an_alltoall_of_small_blocks_in_large_buffers_takes_and_writes_only_the_
     for r, (blocks, tail_kept) in enumerate(res):
         assert blocks == [[(s * n + r) % 251] * 3 for s in range(n)], r
         assert tail_kept, r
+
+
+@pytest.mark.parametrize("size", [64, 4096])  # eager, rendezvous
+def test_a_ring_allgather_in_the_core_is_its_messages(size):
+    # Each step passes on to the right the block that came from the left at
+    # the step before, in one call into the core.
+    def program(by_hand):
+        def main():
+            comm = MPI.COMM_WORLD.Dup()
+            n, r = comm.Get_size(), comm.Get_rank()
+            _late_start(comm, r)
+            mine = np.full(size, r * 7 % 251, "u1")
+            got = np.zeros(n * size, "u1")
+            t0 = MPI.Wtime()
+            if by_hand:
+                got[r * size:(r + 1) * size] = mine
+                for step in range(n - 1):
+                    out, into = (r - step) % n, (r - step - 1) % n
+                    comm.Sendrecv(got[out * size:(out + 1) * size], (r + 1) % n, 0,
+                                  got[into * size:(into + 1) * size], (r - 1) % n, 0)
+            else:
+                comm.Allgather(mine, got)
+            t1 = MPI.Wtime()
+            _after(comm, r, n)
+            return t1 - t0, MPI.Wtime() - t0, got.tobytes()
+        return main
+    a = bgsim.run(program(False), shape="2x2x3", coll={"allgather": "ring"})
+    b = bgsim.run(program(True), shape="2x2x3")
+    assert a.collectives["allgather"] == {"ring": 1}
+    want = b"".join(bytes([s * 7 % 251]) * size for s in range(12))
+    assert all(x[2] == want for x in a.results)
+    assert a.results == b.results
+    assert a.counters["packets_delivered"] == b.counters["packets_delivered"]

@@ -12,7 +12,7 @@ use bgsim::mpi::coll;
 use bgsim::msglayer::SendMode;
 use bgsim::workload::{self, Pattern, TrafficSpec};
 use pyo3::buffer::PyBuffer;
-use pyo3::types::{PyBytes, PyMemoryView};
+use pyo3::types::{PyBytes, PyMemoryView, PyTuple};
 use std::collections::HashSet;
 use std::sync::Arc;
 use pyo3::types::{PyDict, PyList};
@@ -850,21 +850,19 @@ impl World {
     /// of `dests` in that order and receives from each of `srcs`, on the
     /// communicator's collective context with `tag` (`parts` an int: every
     /// send that many bytes without content; a pair (buffer, size): block d
-    /// of the buffer's bytes for rank d). `steps`: None, all at
-    /// once; "pairwise", the k-th receive and send as step k; or a list of
-    /// (receives, sends) per step. `parts` is a list by communicator rank
-    /// or a dict. Returns true if the rank waits (the driver switches away;
-    /// `run` gives it back).
+    /// of the buffer's bytes for rank d; ("relay", first): the first send
+    /// `first`, every later one what this rank received last). `steps`:
+    /// None, all at once; "pairwise", the k-th receive and send as step k;
+    /// or a list of (receives, sends) per step. `parts` is a list by
+    /// communicator rank or a dict. `packed`: what arrives is kept in one
+    /// buffer, for `coll_result_packed`. Returns true if the rank waits
+    /// (the driver switches away; `run` gives it back).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0))]
+    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0, packed=false))]
     fn coll_exchange(&mut self, rank: u32, comm: &Members, tag: i32, parts: &Bound<'_, PyAny>, dests: Vec<u32>, srcs: Vec<u32>,
-                     steps: Option<&Bound<'_, PyAny>>, mode: u8) -> PyResult<bool> {
+                     steps: Option<&Bound<'_, PyAny>>, mode: u8, packed: bool) -> PyResult<bool> {
         let dict = parts.downcast::<PyDict>().ok();
-        let payload = |d: u32| -> PyResult<Option<Payload>> {
-            let p = match dict {
-                Some(dict) => dict.get_item(d)?.ok_or_else(|| errors::usage(format!("no part for rank {d}")))?,
-                None => parts.get_item(d)?,
-            };
+        let convert = |p: Bound<'_, PyAny>| -> PyResult<Option<Payload>> {
             if p.is_none() {
                 return Ok(None);
             }
@@ -877,12 +875,30 @@ impl World {
             let buf = PyBuffer::<u8>::get_bound(&p)?;
             Ok(Some(Payload::Bytes(buf.to_vec(p.py())?)))
         };
+        let payload = |d: u32| -> PyResult<Option<Payload>> {
+            convert(match dict {
+                Some(dict) => dict.get_item(d)?.ok_or_else(|| errors::usage(format!("no part for rank {d}")))?,
+                None => parts.get_item(d)?,
+            })
+        };
+        // ("relay", first): the first send carries `first`, every later
+        // one what this rank received last (a ring).
+        let relay = parts
+            .downcast::<PyTuple>()
+            .ok()
+            .filter(|t| t.len() == 2 && t.get_item(0).is_ok_and(|k| k.extract::<&str>().is_ok_and(|k| k == "relay")));
         let steps = match steps {
             None => Steps::All,
             Some(s) if s.extract::<&str>().is_ok_and(|s| s == "pairwise") => Steps::Pairwise,
             Some(s) => Steps::Counts(s.extract().map_err(|_| errors::usage("steps: None, \"pairwise\" or a list of (receives, sends)"))?),
         };
-        let parts = if let Ok(n) = parts.extract::<u32>() {
+        let parts = if let Some(t) = relay {
+            let mut each: Vec<Option<Payload>> = vec![None; dests.len()];
+            if let Some(first) = each.first_mut() {
+                *first = convert(t.get_item(1)?)?;
+            }
+            Parts::Each(each)
+        } else if let Ok(n) = parts.extract::<u32>() {
             Parts::Same(n)
         } else if let Ok((whole, size)) = parts.extract::<(Bound<'_, PyAny>, usize)>() {
             // Block d of one buffer: bytes d * size .. (d + 1) * size.
@@ -894,7 +910,7 @@ impl World {
             Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?)
         };
         let x = Exchange { peers: comm.ranks.clone(), ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
-        self.w.start(rank, Agent::new(x)).map_err(to_py)
+        self.w.start(rank, if packed { Agent::packed(x) } else { Agent::new(x) }).map_err(to_py)
     }
     /// Advances a rank `run` returned marked with the agent bit (its bit
     /// cleared); true if it waits again.
@@ -934,6 +950,13 @@ impl World {
     /// contiguous buffer): the message from communicator rank s at byte
     /// s * `size`. Returns None, or (source, bytes) of a message longer
     /// than `size` (nothing is written from it: MPI_ERR_TRUNCATE).
+    /// What a finished exchange started with `packed` received, in the
+    /// order of its receives: (one bytes object, where each message ends
+    /// in it); None if a message had no content.
+    fn coll_result_packed(&mut self, py: Python<'_>, rank: u32) -> PyResult<Option<(PyObject, Vec<usize>)>> {
+        let agent = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?;
+        Ok(agent.into_packed().map(|(bytes, ends)| (PyBytes::new_bound(py, &bytes).into_py(py), ends)))
+    }
     fn coll_result_into(&mut self, py: Python<'_>, rank: u32, buf: &Bound<'_, PyAny>, size: usize) -> PyResult<Option<(u32, usize)>> {
         let got = self.finished_exchange(rank)?;
         let buf = PyBuffer::<u8>::get_bound(buf)?;

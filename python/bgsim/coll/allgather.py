@@ -5,6 +5,8 @@ from __future__ import annotations
 import array
 from typing import Any
 
+import numpy as np
+
 from ..errors import UsageError
 from .base import BlockRun, Blocks, Call, Layout, _cat, _size, _slice, hw_join
 from .registry import IMPLEMENTATIONS, algorithm, choose
@@ -13,39 +15,39 @@ from .registry import IMPLEMENTATIONS, algorithm, choose
 @algorithm("allgather", "ring")
 def allgather_ring(c: Call, data: Any) -> Any:
     """n - 1 steps; at each a rank passes on to its right the block it got
-    from its left. Bytes go into one rank-ordered buffer (`Blocks`)."""
+    from its left, the core running the ring in one call. Bytes go into
+    one rank-ordered buffer (`Blocks`)."""
     n, me = c.n, c.me
-    right, left = (me + 1) % n, (me - 1) % n
+    ring = (("relay", data), [(me + 1) % n] * (n - 1), [(me - 1) % n] * (n - 1), "pairwise")
     if isinstance(data, int):  # sizes without content: their total
-        total = last = data
-        for _ in range(n - 1):
-            last = c.sendrecv(last, right, left)
-            total += _size(last)
-        return total
+        return data + sum(_size(got) for _, got in c.exchange(*ring, dense=False)) if n > 1 else data
     size = len(data)
-    # Blocks of one size (MPI_Allgather) go straight to their rank's place;
-    # the first block of another size (MPI_Allgatherv) switches to start and
-    # end offsets per rank.
-    buf = bytearray(n * size)
-    buf[me * size:(me + 1) * size] = data
-    starts = ends = None
-    last = data
-    for step in range(n - 1):
-        i = (me - step - 1) % n
-        last = c.sendrecv(last, right, left)
-        if starts is None and len(last) == size:
-            buf[i * size:(i + 1) * size] = last
-            continue
-        if starts is None:
-            done = [(me - k) % n for k in range(step + 1)]
-            starts, ends = array.array("q", bytes(8 * n)), array.array("q", bytes(8 * n))
-            for r in done:
-                starts[r], ends[r] = r * size, (r + 1) * size
-            del buf[(max(done) + 1) * size:]
-        starts[i] = len(buf)
-        buf += last
-        ends[i] = len(buf)
-    return Blocks(buf, n, size) if starts is None else Blocks(buf, n, -1, starts, ends)
+    if n == 1:
+        return Blocks(bytearray(data), n, size)
+    # What came at step k is rank me - 1 - k's block, in one buffer.
+    got = c.exchange(*ring, packed=True)
+    if got is None:
+        raise UsageError(f"MPI.Comm.{c.op}(): a rank sent a size without content where this one sent data")
+    came, ends = got
+    if all(e == (k + 1) * size for k, e in enumerate(ends)):
+        # Blocks of one size (MPI_Allgather) go to their ranks' places:
+        # the steps' blocks in reverse are those of ranks me + 1 .. me - 1.
+        buf = bytearray(n * size)
+        buf[me * size:(me + 1) * size] = data
+        if size:
+            out = np.frombuffer(buf, dtype="u1").reshape(n, size)
+            out[(me + 1 + np.arange(n - 1)) % n] = np.frombuffer(came, dtype="u1").reshape(n - 1, size)[::-1]
+        return Blocks(buf, n, size)
+    # Blocks of other sizes (MPI_Allgatherv): this rank's, then the others'
+    # in the order they came, with start and end offsets per rank.
+    starts, ends_at = array.array("q", bytes(8 * n)), array.array("q", bytes(8 * n))
+    starts[me], ends_at[me] = 0, size
+    at = 0
+    for k, end in enumerate(ends):
+        i = (me - 1 - k) % n
+        starts[i], ends_at[i] = size + at, size + end
+        at = end
+    return Blocks(bytearray(data) + came, n, -1, starts, ends_at)
 
 
 def allgather_records(c: Call, record: bytes, label: str) -> memoryview:

@@ -102,18 +102,21 @@ class Call:
             r._raise()
 
     def exchange(self, parts: Any, dests: Sequence[int], srcs: Sequence[int], steps: Any = None, mode: int = 0,
-                 dense: bool = True) -> Any:
+                 dense: bool = True, packed: bool = False) -> Any:
         """Runs an exchange in the core (`mpi::agent`), one call for the
         whole of it: receives from every rank of `srcs` and sends `parts[d]`
         to every rank of `dests` (bytes, an int: a size without content, or
         None: what this rank received last; `parts` a `Same`: every send
-        that size without content), in steps that each post their
+        that size without content; `("relay", first)`: the first send
+        `first`, every later one what this rank received last), in steps that each post their
         receives, then their sends, then wait for all of them. `steps`:
         None, one step; "pairwise", the k-th receive and send as step k; or
         a list of (receives, sends) per step. The same messages at the same
         simulated times as posting them from here. Returns what arrived: a
         list by rank (None where nothing came), or (`dense` false) a list of
-        (source, data) in the order of `srcs`."""
+        (source, data) in the order of `srcs`, or (`packed`) the bytes of
+        every message in the order of `srcs` as one bytes object and where
+        each ends in it (None if a message was a size without content)."""
         ctx, rt = self.ctx, self.rt
         w = rt.world
         ctx.call, ctx.frame = f"MPI.Comm.{self.op}()", sys._getframe(2)
@@ -125,12 +128,14 @@ class Call:
             # Only the blocks' bytes (the buffer may be far larger: the
             # core copies what it is given).
             parts = (parts.whole, parts.uniform)
-        if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode):
+        if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode, packed):
             rt.park(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:
                 tl.slice(ctx.rank, "wait", "wait", t0, t1)
+        if packed:
+            return w.coll_result_packed(ctx.rank)
         into = getattr(self, "into", None)
         if into is not None and dense:
             # Straight into the receive buffer (`Call.into`: the buffer and

@@ -98,30 +98,80 @@ pub enum Steps {
 
 /// What an exchange received: sizes alone while nothing had content (4
 /// bytes each: a skeleton's all-to-all on n ranks keeps n of them per
-/// rank), else payloads.
+/// rank), else payloads, or (an exchange whose driver takes its result
+/// whole, [`Agent::packed`]) their bytes in one buffer, `ends[k]` where
+/// the k-th ends: one allocation per rank, not one per message, which the
+/// allocator gives back whole.
 #[derive(Debug)]
 enum Got {
     Sizes(Vec<u32>),
     Payloads(Vec<Payload>),
+    Packed { bytes: Vec<u8>, ends: Vec<usize> },
 }
 
 impl Got {
-    fn push(&mut self, p: Payload) {
+    /// Takes `p` in, of `expect` messages in all; returns the buffer it
+    /// came in if its bytes were copied (for reuse).
+    fn push(&mut self, p: Payload, pack: bool, expect: usize) -> Option<Vec<u8>> {
         match (&mut *self, p) {
             (Got::Sizes(v), Payload::Size(n)) => v.push(n),
             (Got::Payloads(v), p) => v.push(p),
+            (Got::Packed { bytes, ends }, Payload::Bytes(b)) => {
+                bytes.extend_from_slice(&b);
+                ends.push(bytes.len());
+                return Some(b);
+            }
+            (Got::Sizes(v), Payload::Bytes(b)) if pack && v.is_empty() => {
+                // Room for as many more of this size.
+                let mut bytes = Vec::with_capacity(b.len() * expect);
+                bytes.extend_from_slice(&b);
+                *self = Got::Packed { ends: vec![b.len()], bytes };
+                return Some(b);
+            }
+            (Got::Packed { .. }, p) => {
+                let mut all = std::mem::replace(self, Got::Sizes(Vec::new())).into_payloads();
+                all.push(p);
+                *self = Got::Payloads(all);
+            }
             (Got::Sizes(v), p) => {
                 let mut all: Vec<Payload> = v.drain(..).map(Payload::Size).collect();
                 all.push(p);
                 *self = Got::Payloads(all);
             }
         }
+        None
     }
 
-    fn last(&self) -> Option<Payload> {
+    /// A copy of the last message, in one of `w`'s spare buffers.
+    fn last(&self, w: &mut World) -> Option<Payload> {
         match self {
             Got::Sizes(v) => v.last().map(|&n| Payload::Size(n)),
-            Got::Payloads(v) => v.last().cloned(),
+            Got::Payloads(v) => v.last().map(|p| match p {
+                Payload::Bytes(b) => Payload::Bytes(w.buffer_from(b)),
+                Payload::Size(n) => Payload::Size(*n),
+            }),
+            Got::Packed { bytes, ends } => {
+                let k = ends.len().checked_sub(1)?;
+                let from = if k == 0 { 0 } else { ends[k - 1] };
+                Some(Payload::Bytes(w.buffer_from(&bytes[from..ends[k]])))
+            }
+        }
+    }
+
+    fn into_payloads(self) -> Vec<Payload> {
+        match self {
+            Got::Sizes(v) => v.into_iter().map(Payload::Size).collect(),
+            Got::Payloads(v) => v,
+            Got::Packed { bytes, ends } => {
+                let mut from = 0;
+                ends.iter()
+                    .map(|&e| {
+                        let p = Payload::Bytes(bytes[from..e].to_vec());
+                        from = e;
+                        p
+                    })
+                    .collect()
+            }
         }
     }
 }
@@ -140,6 +190,8 @@ struct Running {
     recvs_before: usize,
     /// What arrived, in the order of `recvs`.
     got: Got,
+    /// Keep what arrives packed ([`Agent::packed`]).
+    pack: bool,
     /// Sends posted so far.
     sent: usize,
 }
@@ -160,7 +212,15 @@ impl Agent {
             Steps::Pairwise => x.recvs.len().max(x.dests.len()),
             Steps::Counts(c) => c.len(),
         };
-        Agent(Running { got: Got::Sizes(Vec::with_capacity(x.recvs.len())), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0 })
+        Agent(Running { got: Got::Sizes(Vec::with_capacity(x.recvs.len())), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0, pack: false })
+    }
+
+    /// An agent whose driver takes what arrived whole
+    /// ([`Agent::into_packed`]): the contents are kept in one buffer.
+    pub fn packed(x: Exchange) -> Agent {
+        let mut a = Agent::new(x);
+        a.0.pack = true;
+        a
     }
 
     /// Collects the step just done, then posts the next ones until one
@@ -193,7 +253,9 @@ impl Agent {
                     None if count > 0 => Payload::Size(count),
                     None => Payload::Bytes(Vec::new()),
                 };
-                r.got.push(p);
+                if let Some(b) = r.got.push(p, r.pack, r.x.recvs.len()) {
+                    w.recycle(b);
+                }
             }
             w.release(req);
         }
@@ -221,7 +283,7 @@ impl Agent {
             let d = r.x.peers[r.x.dests[k] as usize] as i64;
             let p = match r.x.parts.take(k) {
                 Some(p) => p,
-                None => match r.got.last() {
+                None => match r.got.last(w) {
                     Some(p) => p,
                     None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
                 },
@@ -240,11 +302,25 @@ impl Agent {
     /// What arrived, in the order the receives were posted: (source
     /// communicator rank, payload).
     pub fn into_received(self) -> Vec<(u32, Payload)> {
-        let got = match self.0.got {
-            Got::Sizes(v) => v.into_iter().map(Payload::Size).collect(),
-            Got::Payloads(v) => v,
-        };
-        self.0.x.recvs.into_iter().zip(got).collect()
+        self.0.x.recvs.into_iter().zip(self.0.got.into_payloads()).collect()
+    }
+
+    /// What arrived, in the order the receives were posted, as one buffer
+    /// and where each message ends in it; None if a message had no content
+    /// (a size alone).
+    pub fn into_packed(self) -> Option<(Vec<u8>, Vec<usize>)> {
+        match self.0.got {
+            Got::Packed { bytes, ends } => Some((bytes, ends)),
+            got => {
+                let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+                for p in got.into_payloads() {
+                    let Payload::Bytes(b) = p else { return None };
+                    bytes.extend_from_slice(&b);
+                    ends.push(bytes.len());
+                }
+                Some((bytes, ends))
+            }
+        }
     }
 }
 
