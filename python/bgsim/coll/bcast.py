@@ -117,12 +117,13 @@ def bcast_scatter_allgather(c: Call, data: Optional[bytes], root: int, nbytes: i
             held = _cat([held, got] if partner > rel else [got, held])
             mask <<= 1
         return held
-    # Ring: at step i pass on to the right the part got from the left.
+    # Ring, run by the core in one call: at step i pass on to the right the
+    # part got from the left.
     out = _Assembly(nbytes)
     out.put(at(rel), mine)
-    last, j = mine, rel
-    for _ in range(n - 1):
-        last = c.sendrecv(last, peer(rel + 1), peer(rel - 1))
+    came = c.exchange(("relay", mine), [peer(rel + 1)] * (n - 1), [peer(rel - 1)] * (n - 1), "pairwise", dense=False)
+    j = rel
+    for _, last in came:
         j = (j - 1) % n
         out.put(at(j), last)
     return out.result()
