@@ -451,9 +451,9 @@ class Runtime:
                 gc.freeze()
                 started = True
                 # From now on a waiting rank may run the simulation itself
-                # (not with a timeline, whose wait slices the scheduler's
-                # turns time, nor with host CPU time charged, which that
-                # would count).
+                # (not with a timeline, which times every wait as a slice
+                # around the scheduler's turn, nor with host CPU time
+                # charged, which that would count).
                 self.may_park = self.timeline is None and not cpu
                 self.direct = self.may_park and fast_path and self.modules is None
             self.python_wall += time.perf_counter() - t0 - (self.world.run_wall - parked_wall)

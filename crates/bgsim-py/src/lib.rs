@@ -363,8 +363,11 @@ impl World {
     /// What `rank`'s finished exchange received, (source, payload) in
     /// receive order.
     fn finished_exchange(&mut self, rank: u32) -> PyResult<Vec<(u32, Payload)>> {
-        let agent = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?;
-        Ok(agent.into_received())
+        Ok(self.finished_agent(rank)?.into_received())
+    }
+    /// `rank`'s finished exchange.
+    fn finished_agent(&mut self, rank: u32) -> PyResult<Agent> {
+        self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))
     }
 }
 
@@ -946,17 +949,16 @@ impl World {
             None => PyList::new_bound(py, got.into_iter().map(|(s, p)| -> PyObject { (s, item(p)).into_py(py) })).into_py(py),
         })
     }
-    /// What a finished exchange received, written into `buf` (a writable
-    /// contiguous buffer): the message from communicator rank s at byte
-    /// s * `size`. Returns None, or (source, bytes) of a message longer
-    /// than `size` (nothing is written from it: MPI_ERR_TRUNCATE).
     /// What a finished exchange started with `packed` received, in the
     /// order of its receives: (one bytes object, where each message ends
     /// in it); None if a message had no content.
     fn coll_result_packed(&mut self, py: Python<'_>, rank: u32) -> PyResult<Option<(PyObject, Vec<usize>)>> {
-        let agent = self.w.take_result(rank).ok_or_else(|| errors::usage(format!("rank {rank} has no finished collective")))?;
-        Ok(agent.into_packed().map(|(bytes, ends)| (PyBytes::new_bound(py, &bytes).into_py(py), ends)))
+        Ok(self.finished_agent(rank)?.into_packed().map(|(bytes, ends)| (PyBytes::new_bound(py, &bytes).into_py(py), ends)))
     }
+    /// What a finished exchange received, written into `buf` (a writable
+    /// contiguous buffer): the message from communicator rank s at byte
+    /// s * `size`. Returns None, or (source, bytes) of a message longer
+    /// than `size` (nothing is written from it: MPI_ERR_TRUNCATE).
     fn coll_result_into(&mut self, py: Python<'_>, rank: u32, buf: &Bound<'_, PyAny>, size: usize) -> PyResult<Option<(u32, usize)>> {
         let got = self.finished_exchange(rank)?;
         let buf = PyBuffer::<u8>::get_bound(buf)?;

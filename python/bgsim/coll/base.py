@@ -108,8 +108,9 @@ class Call:
         to every rank of `dests` (bytes, an int: a size without content, or
         None: what this rank received last; `parts` a `Same`: every send
         that size without content; `("relay", first)`: the first send
-        `first`, every later one what this rank received last), in steps that each post their
-        receives, then their sends, then wait for all of them. `steps`:
+        `first`, every later one what this rank received last), in steps
+        that each post their receives, then their sends, then wait for all
+        of them. `steps`:
         None, one step; "pairwise", the k-th receive and send as step k; or
         a list of (receives, sends) per step. The same messages at the same
         simulated times as posting them from here. Returns what arrived: a

@@ -122,8 +122,9 @@ impl Got {
                 return Some(b);
             }
             (Got::Sizes(v), Payload::Bytes(b)) if pack && v.is_empty() => {
-                // Room for as many more of this size.
-                let mut bytes = Vec::with_capacity(b.len() * expect);
+                // Room for as many more of this size (up to 64 MiB at
+                // first: the others may be smaller).
+                let mut bytes = Vec::with_capacity(b.len().saturating_mul(expect).min(64 << 20));
                 bytes.extend_from_slice(&b);
                 *self = Got::Packed { ends: vec![b.len()], bytes };
                 return Some(b);
