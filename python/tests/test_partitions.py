@@ -189,3 +189,33 @@ def test_an_mpi_experiment_on_threads_has_the_golden_figures(name):
     from test_golden import check
     res, _ = run_one(name, "quick", seed=1, quiet=True, threads=2)
     check("quick", name, res)
+
+
+def test_collectives_the_core_runs_go_on_inside_their_partitions():
+    # Multi-step collectives run by the core (pairwise all-to-all, ring
+    # allgather, dissemination barrier) advance inside each partition
+    # without stopping for the driver, while ranks of other partitions run
+    # their Python at the same ticks: the result is the one-thread result.
+    def main():
+        comm = MPI.COMM_WORLD
+        n, r = comm.Get_size(), comm.Get_rank()
+        compute(seconds=1e-6 * (r % 3))
+        send = np.repeat(np.arange(n, dtype="u1") + r, 64)
+        recv = np.empty(n * 64, dtype="u1")
+        comm.Alltoall(send, recv)
+        t1 = MPI.Wtime()
+        if r % 4 == 0:
+            # Early finishers trade messages while others are still in it.
+            comm.send(r, dest=(r + 4) % n, tag=3)
+            comm.recv(source=(r - 4) % n, tag=3)
+        got = np.empty(n * 8, dtype="u1")
+        comm.Allgather(np.full(8, r, dtype="u1"), got)
+        comm.Barrier()
+        return t1, MPI.Wtime(), recv.tobytes(), got.tobytes()
+
+    coll = {"alltoall": "pairwise", "allgather": "ring", "barrier": "dissemination"}
+    one = bgsim.run(main, "bgl", shape="4x4x2", coll=coll, fidelity="coarse")
+    assert one.collectives["alltoall"] == {"pairwise": 1}
+    for threads in (2, 3):
+        cut = bgsim.run(main, "bgl", shape="4x4x2", coll=coll, fidelity="coarse", threads=threads)
+        assert cut.results == one.results and figures(cut) == figures(one), threads

@@ -390,10 +390,11 @@ impl Ranks {
             return w.run();
         }
         loop {
-            let mut ready = self.run_parts()?;
-            if let Some(e) = self.eng.parts.iter_mut().find_map(|p| p.model.joins.error.take()) {
+            let ready = self.run_parts();
+            if let Some(e) = self.eng.parts.iter_mut().find_map(|p| p.model.joins.error.take().or_else(|| p.model.take_failure())) {
                 return Err(e);
             }
+            let mut ready = ready?;
             advance_agents(self, &mut ready)?;
             if !ready.is_empty() {
                 return Ok(ready);

@@ -228,6 +228,11 @@ impl World {
                     }
                     self.q.cur = NO_NODE;
                     self.collect();
+                    if self.advance_own_agents() {
+                        // Every rank that went on was in a collective the
+                        // core runs, and is waiting again: no stop.
+                        continue;
+                    }
                     stop = Some(t);
                     break;
                 }
@@ -240,6 +245,41 @@ impl World {
             self.q.advance_to(end);
         }
         stop
+    }
+
+    /// Advances the agents (`super::agent`) of this partition's ready
+    /// ranks in rank order up to the first rank the driver must resume,
+    /// as [`World::run`] does, without stopping for the driver: true if
+    /// none is left to resume. What an agent does at tick t reaches other
+    /// partitions a hop later, and the driver's ranks of other partitions
+    /// ready at t act on their own nodes: the result is the one the driver
+    /// would get advancing every agent in the global rank order. An error
+    /// is kept for the driver ([`World::take_failure`]).
+    fn advance_own_agents(&mut self) -> bool {
+        if self.agents.is_empty() || self.part.as_ref().is_some_and(|p| p.program.is_some()) {
+            return false;
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.sort_unstable();
+        if let Err(e) = self.advance_agents(&mut ready) {
+            self.part.as_mut().expect("a partition").failed.get_or_insert(e);
+            ready.clear();
+            self.ready = ready;
+            return false;
+        }
+        // The driver marks the ranks it steps itself, over every
+        // partition's list.
+        for r in ready.iter_mut() {
+            *r &= !super::agent::AGENT_RANK;
+        }
+        self.ready = ready;
+        self.ready.is_empty()
+    }
+
+    /// The first error an agent of this partition gave (see
+    /// [`World::advance_own_agents`]).
+    pub(super) fn take_failure(&mut self) -> Option<MpiError> {
+        self.part.as_mut().and_then(|p| p.failed.take())
     }
 
     /// Steps the ready ranks in rank order, and those their calls made
