@@ -159,7 +159,10 @@ def render(rows: list) -> str:
                 "| program | events | Python's share (1 thread) | 1 thread | 2 threads | 1 thread / 2 threads |",
                 "|---|---|---|---|---|---|"]
         for name, what in (("far", "Sendrecv of 256 KB half the machine away, twice"),
-                           ("ring", "300 Sendrecv of 8 B around a ring")):
+                           ("ring", "300 Sendrecv of 8 B around a ring"),
+                           ("a2a", "pairwise all-to-all skeleton of 1 KB")):
+            if name not in pt:
+                continue
             r = pt[name]
             w1, w2 = r["wall_s_1"], r["wall_s_2"]
             out.append(f"| {what} | {r['events']:,} | {r['python_wall_s']:.2f} s | {w1[0]:.2f}-{w1[-1]:.2f} s | "

@@ -1,8 +1,10 @@
 """A Python MPI program on the machine cut into partitions on threads
 (`bgsim.run(threads=N)`): 512 ranks on an 8x8x8 BG/L, each exchanging
 256 KB with the rank half the machine away (Sendrecv, rendezvous; the
-network's share of the run is large) and then a ring of 8-byte messages
-around all ranks, 300 times (the driver's share is large). Runs each on 1
+network's share of the run is large), a ring of 8-byte messages around
+all ranks, 300 times (the driver's share is large), and a pairwise
+all-to-all skeleton of 1 KB (511 steps the core runs for each rank,
+inside the partitions). Runs each on 1
 and on THREADS threads (default 2) in alternation, PAIRS times (default
 3), each run a process of its own, checks that the figures are the same
 and prints one JSON line for bench_report.py with the wall times. Usage:
@@ -20,9 +22,9 @@ import time
 import numpy as np
 
 import bgsim
-from bgsim import MPI
+from bgsim import MPI, skeleton
 
-SOFTWARE = {"barrier": "dissemination", "allreduce": "recursive_doubling"}
+SOFTWARE = {"barrier": "dissemination", "allreduce": "recursive_doubling", "alltoall": "pairwise"}
 
 
 def far():
@@ -44,7 +46,11 @@ def ring():
     c.Barrier()
 
 
-PROGRAMS = {"far": far, "ring": ring}
+def a2a():
+    skeleton.alltoall(MPI.COMM_WORLD, 1024)
+
+
+PROGRAMS = {"far": far, "ring": ring, "a2a": a2a}
 
 
 def once(name: str, threads: int) -> None:
