@@ -66,8 +66,6 @@ pub struct Ranks {
     on_one: u64,
     /// The tick of the ranks last returned.
     now: Tick,
-    /// The message log's limit (see [`Ranks::record_messages`]).
-    log_limit: usize,
 }
 
 impl Ranks {
@@ -109,7 +107,6 @@ impl Ranks {
             fresh: true,
             on_one: LEAST_ON_ONE,
             now: 0,
-            log_limit: 0,
         })
     }
 
@@ -138,7 +135,7 @@ impl Ranks {
                 if node >= lo && node < hi { 0 } else { REMOTE }
             })
             .collect();
-        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0, log_limit: 0 })
+        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0 })
     }
 
     /// How many partitions the machine is cut into (over every process).
@@ -253,14 +250,13 @@ impl Ranks {
         for p in self.eng.parts.iter_mut() {
             p.model.record_messages(watched.clone(), limit);
         }
-        self.log_limit = limit;
     }
     /// The message log: the records of every partition (on every process),
     /// merged ([`timeline::merge_logs`]), and how many were left out.
     pub fn message_log(&self) -> (Vec<MsgRecord>, u64) {
         let parts = self.gathered(self.eng.parts.iter().map(|p| p.model.message_log()).collect());
         let first = self.first();
-        timeline::merge_logs(parts, self.log_limit, |r| first.place(r).0)
+        timeline::merge_logs(parts, first.message_limit(), |r| first.place(r).0)
     }
     /// From now on, samples the torus counters of `nodes` (see
     /// [`World::sample_nodes`]).

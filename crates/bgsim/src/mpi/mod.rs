@@ -236,6 +236,10 @@ impl World {
         assert_eq!(watched.len(), self.nranks as usize);
         self.stack.ml.log = Some(MsgLog { watched, limit, ..Default::default() });
     }
+    /// How many records the message log keeps (0: none kept).
+    pub fn message_limit(&self) -> usize {
+        self.stack.ml.log.as_ref().map_or(0, |l| l.limit)
+    }
     /// This world's part of the message log (its own ranks' sends on a
     /// partition; see [`timeline::merge_logs`]).
     pub fn message_log(&self) -> timeline::LogPart {
@@ -444,11 +448,9 @@ impl World {
     /// root's data, for ranks of other processes (see [`World::bcast_payload`]).
     pub fn line_bcast(&mut self, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
         let now = self.rank_time(rank);
-        let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes));
+        let payload = payload.filter(|_| rank == root);
+        let r = self.at_rank(rank, |net, ml, q| ml.line_bcast(net, q, now, rank, id, root, bytes, payload));
         if rank == root {
-            if let Some(data) = payload {
-                self.stack.ml.bcast_keep(id, data);
-            }
             // Nodes of other partitions forward its packets before their
             // ranks join: the root tells them the broadcast (`hw`).
             let node = self.stack.ml.place(rank).0;

@@ -79,30 +79,7 @@ impl Sampler {
     pub fn see(&mut self, net: &Net, now: Tick, n: u32) {
         let Some(&i) = self.slot.get(n as usize) else { return };
         if i != NONE && now >= self.nodes[i as usize].next {
-            self.catch_up(net, i as usize, now);
-        }
-    }
-
-    /// Node `i`'s samples due up to `now` (the node has no event between
-    /// its last one and `now`), from its counters now.
-    fn catch_up(&mut self, net: &Net, i: usize, now: Tick) {
-        let cap = self.cap;
-        let s = &mut self.nodes[i];
-        if now < s.next {
-            return;
-        }
-        let last = now / s.interval * s.interval;
-        let here = Sample::of(net, s.id, s.next);
-        s.samples.push(here);
-        if last > s.next {
-            s.samples.push(Sample { tick: last, ..here });
-        }
-        s.next = last + s.interval;
-        while s.samples.len() > cap {
-            s.interval *= 2;
-            let grid = s.interval;
-            s.samples.retain(|x| x.tick % grid == 0);
-            s.next = s.next.div_ceil(grid) * grid;
+            self.nodes[i as usize].catch_up(net, now, self.cap);
         }
     }
 
@@ -111,20 +88,38 @@ impl Sampler {
     /// `end`: those due up to `end`, and one at `end` itself.
     pub fn finish(&self, net: &Net, end: Tick, owns: impl Fn(u32) -> bool) -> Vec<(u32, Vec<Sample>)> {
         let mut out = Vec::new();
-        for i in 0..self.nodes.len() {
-            let id = self.nodes[i].id;
-            if !owns(id) {
-                continue;
+        for node in self.nodes.iter().filter(|s| owns(s.id)) {
+            let mut node = node.clone();
+            node.catch_up(net, end, self.cap);
+            if node.samples.last().is_some_and(|x| x.tick < end) {
+                node.samples.push(Sample::of(net, node.id, end));
             }
-            let mut me = Sampler { slot: Vec::new(), nodes: vec![self.nodes[i].clone()], cap: self.cap };
-            me.catch_up(net, 0, end);
-            let mut v = std::mem::take(&mut me.nodes[0].samples);
-            if v.last().is_some_and(|x| x.tick < end) {
-                v.push(Sample::of(net, id, end));
-            }
-            out.push((id, v));
+            out.push((node.id, node.samples));
         }
         out
+    }
+}
+
+impl Node {
+    /// The samples due up to `now` (the node has no event between its
+    /// last one and `now`), from its counters now; at most `cap` kept.
+    fn catch_up(&mut self, net: &Net, now: Tick, cap: usize) {
+        if now < self.next {
+            return;
+        }
+        let last = now / self.interval * self.interval;
+        let here = Sample::of(net, self.id, self.next);
+        self.samples.push(here);
+        if last > self.next {
+            self.samples.push(Sample { tick: last, ..here });
+        }
+        self.next = last + self.interval;
+        while self.samples.len() > cap {
+            self.interval *= 2;
+            let grid = self.interval;
+            self.samples.retain(|x| x.tick % grid == 0);
+            self.next = self.next.div_ceil(grid) * grid;
+        }
     }
 }
 

@@ -1353,15 +1353,17 @@ impl MsgLayer {
         net.timer(q, at, node, core, timer_tag(tk::REQ_DONE, req));
     }
 
-    /// Joins message-layer broadcast `id` (dense, the same on every rank,
-    /// ids from 0 in the order of first use) of `bytes` from `root`; one rank
-    /// per node. The root starts sending when it joins; every other node
-    /// forwards each packet into the next dimensions as soon as it has read
-    /// it, whether or not its rank has joined yet.
-    pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64) -> ReqId {
+    /// Joins message-layer broadcast `id` (the same on every rank) of
+    /// `bytes` from `root`; one rank per node. The root starts sending when
+    /// it joins; every other node forwards each packet into the next
+    /// dimensions as soon as it has read it, whether or not its rank has
+    /// joined yet. `payload`: the root's data, kept for the other processes
+    /// of an MPI job (see [`MsgLayer::bcast_record`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
         let req = self.new_req(ReqKind::Timer, rank);
         let packets = bytes.div_ceil(self.maxp as u64) as u32;
-        self.bcast_record(net, id, self.place(root).0, packets, None);
+        self.bcast_record(net, id, self.place(root).0, packets, payload);
         let node = self.place(rank).0;
         let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
         if node == b.root {
@@ -1426,12 +1428,6 @@ impl MsgLayer {
     pub fn bcast_of(&self, id: u32) -> (u32, u32, Option<Vec<u8>>) {
         let b = &self.bcasts[&id];
         (b.root, b.packets, b.payload.clone())
-    }
-
-    /// Keeps the root's data of broadcast `id` (joined) for the other
-    /// processes of an MPI job.
-    pub fn bcast_keep(&mut self, id: u32, payload: Vec<u8>) {
-        self.bcasts.get_mut(&id).expect("a broadcast's record").payload = Some(payload);
     }
 
     /// Forwards packet `k` of broadcast `id` from `node`, which got it at
