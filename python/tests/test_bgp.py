@@ -41,7 +41,7 @@ def test_preset_has_four_cores_faster_links_and_a_dma_engine():
 
 
 def test_calibrated_latency_and_link_bound_bandwidth():
-    # bgp.md's calibration row: about 2.8 us one way between neighbours.
+    # BG/P's published calibration figure: about 2.8 us one way between neighbours.
     r = bgsim.run(pingpong(1), "bgp", shape="2x1x1", mode="smp")
     assert abs(r.results[0] * 1e6 - 2.8) < 0.01
     # Large messages stream at the link's payload rate, 425 x 240/262 MB/s.

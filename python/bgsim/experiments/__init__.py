@@ -1,6 +1,6 @@
 """The `bgsim reproduce` suite: every published measurement or simulation
 study bgsim must reproduce, as named experiments with a quick and a paper
-scale. See `../shared/spec/experiments.md` for the contract."""
+scale. See `docs/experiments.md` for the contract."""
 
 from .base import REGISTRY, Context, Experiment, Outcome, get, names
 from . import torus  # noqa: F401  (registers the torus-* experiments)

@@ -13,7 +13,7 @@ SCALES = ("quick", "paper")
 
 
 def size_label(b: int) -> str:
-    """A size as the keys of experiments.md write it: 64B, 1KB, 16KB, 1MB."""
+    """A size as the keys of docs/experiments.md write it: 64B, 1KB, 16KB, 1MB."""
     if b >= 1 << 20 and b % (1 << 20) == 0:
         return f"{b >> 20}MB"
     if b >= 1024 and b % 1024 == 0:
@@ -114,7 +114,7 @@ class Experiment:
     machine: str
     title: str
     run: Callable[[Context], Outcome]
-    #: Published figures of bgl.md / bgp.md to show beside the results: label -> (value, metric key or None).
+    #: Published figures (docs/parameters.md) to show beside the results: label -> (value, metric key or None).
     published: Dict[str, tuple] = field(default_factory=dict)
     #: It can run sizes on the coarse tier (`--fidelity`).
     coarse: bool = False

@@ -25,7 +25,7 @@ MB = 1 << 20
 
 Slot = Tuple[int, int, int, int]
 
-#: Cores in VN mode -> torus shape: bgp.md's partitions from 2,048 cores
+#: Cores in VN mode -> torus shape: the published BG/P partitions from 2,048 cores
 #: on, smaller ones for quick runs.
 PARTITIONS = {32: "2x2x2", 64: "2x2x4", 128: "4x4x2", 512: "4x4x8", 2048: "8x8x8", 4096: "8x8x16",
               8192: "8x8x32", 16384: "8x16x32", 32768: "8x32x32", 65536: "16x32x32", 131072: "32x32x32"}
@@ -70,7 +70,7 @@ def _streams(pairs: Sequence[Tuple[int, int]], nbytes: int, count: "int | Sequen
 # ---------------------------------------------------------------- ping-pong
 
 @register("bgp-pingpong", "bgp", "Latency and bandwidth between neighbouring nodes, buffers in and out of cache",
-          published={"MPI one-way latency of a small (1-byte) message, neighbours, us (bgp.md calibration)": (2.8, None)})
+          published={"MPI one-way latency of a small (1-byte) message, neighbours, us (BG/P calibration)": (2.8, None)})
 def pingpong(ctx: Context) -> Outcome:
     out = Outcome()
     iters = 4 if ctx.quick else 20
@@ -87,7 +87,7 @@ def pingpong(ctx: Context) -> Outcome:
                 out.metrics[f"latency_us_{label}_{_label(nbytes)}"] = round(half * 1e6, 3)
             else:
                 out.metrics[f"bw_MBps_{label}_1MB"] = round(nbytes / half / 1e6, 1)
-    out.notes.append("bgp.md: BG/P has no paging, every buffer is always pinned, and the DMA engine reads and "
+    out.notes.append("Published: BG/P has no paging, every buffer is always pinned, and the DMA engine reads and "
                      "writes memory whatever the caches hold: the model predicts the same figures for both.")
     return out
 
@@ -296,7 +296,7 @@ def flowthrough(ctx: Context) -> Outcome:
             bw = size * count / res.results[d] / 1e6
             out.metrics[f"{name}_bw_MBps_{cond}"] = round(bw, 1)
             ctx.log(f"{name} {cond}: {bw:.0f} MB/s")
-    out.notes.append("Packets passing through a node use its router only, not its DMA engine (bgp.md), and the "
+    out.notes.append("Packets passing through a node use its router only, not its DMA engine (published), and the "
                      "through traffic here runs on B's x links: neither test shares anything with it but the "
                      "router.")
     return out

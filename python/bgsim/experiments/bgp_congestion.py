@@ -23,7 +23,7 @@ from .bgp import BGP, PARTITIONS
 
 KB64 = 64 * 1024
 
-#: The logical 3D grids that machine's MPI returned (bgp.md), and the same
+#: The logical 3D grids that machine's MPI returned (published), and the same
 #: rule (procs / 64 x 8 x 8) for the quick sizes.
 LOGICAL_3D = {128: (2, 8, 8), 512: (8, 8, 8), 2048: (32, 8, 8), 4096: (64, 8, 8), 8192: (128, 8, 8),
               16384: (128, 16, 8), 32768: (128, 32, 8)}
@@ -121,7 +121,7 @@ def cartesian(ctx: Context) -> Outcome:
     sizes = [] if ctx.fidelity == "coarse" else ([128] if ctx.quick else [128, 512, 2048, 4096])
     coarse_sizes = [] if ctx.fidelity == "packet" else ([128, 512] if ctx.quick else sorted(LOGICAL_3D))
     out.setup.append("VN mode, every core a rank (XYZT); MPI_Cart_create with the logical 3D grid that machine's "
-                     "MPI returned (bgp.md; procs / 64 x 8 x 8 for the quick sizes), not reordered; "
+                     "MPI returned (published; procs / 64 x 8 x 8 for the quick sizes), not reordered; "
                      "MPI_Cart_sub keeping the first two dimensions gives one communicator per logical plane; "
                      "every plane runs a 64 KB all-to-all at once (a communication skeleton). Packets up to 4,096 "
                      "processes: at 8,192 the planes' all-to-alls are 550 GB, beyond packets on one core.")

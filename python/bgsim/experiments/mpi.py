@@ -48,7 +48,7 @@ def _pingpong(peer: int, nbytes: int, iters: int, warmup: int = 0, fresh: bool =
 # ---------------------------------------------------------------- latency by protocol
 
 @register("mpi-latency-protocols", "bgl", "1-byte half round trip between neighbours, per protocol, message layer and MPI",
-          published={f"{lvl} {p}, cycles (bgl.md calibration)": (v, f"{key}_cycles_{p}")
+          published={f"{lvl} {p}, cycles (BG/L calibration)": (v, f"{key}_cycles_{p}")
                      for lvl, key, vals in [("message layer", "msglayer", [1600, 2700, 3300, 12000]),
                                             ("MPI", "mpi", [2350, 4000, 11000, 17500])]
                      for p, v in zip(PROTOCOLS, vals)})
@@ -92,8 +92,8 @@ def _node_at_hops(h: int, dims: Sequence[int]) -> List[int]:
 
 
 @register("mpi-latency-hops", "bgl", "MPI 1-byte half round trip from rank 0 to nodes 1..12 hops away (8x8x8)",
-          published={"latency at 1 hop, us (bgl.md calibration)": (3.35, "latency_us_h1"),
-                     "slope, ns per hop (bgl.md calibration)": (90.0, "slope_ns_per_hop")})
+          published={"latency at 1 hop, us (BG/L calibration)": (3.35, "latency_us_h1"),
+                     "slope, ns per hop (BG/L calibration)": (90.0, "slope_ns_per_hop")})
 def latency_hops(ctx: Context) -> Outcome:
     out = Outcome()
     shape = (4, 4, 4) if ctx.quick else (8, 8, 8)
@@ -146,8 +146,8 @@ def _exchange(peers: Sequence[int], nbytes: int, iters: int, center: int = 0, wi
 
 
 @register("mpi-bandwidth-link", "bgl", "MPI bandwidth of one link used both ways at once, 1 B..1 MB",
-          published={"raw limit, MB/s (bgl.md: 2 x 175)": (350.0, None),
-                     "payload limit, MB/s (bgl.md: 0.89 x 2 x 175)": (310.0, "peak_MBps")})
+          published={"raw limit, MB/s (published: 2 x 175)": (350.0, None),
+                     "payload limit, MB/s (published: 0.89 x 2 x 175)": (310.0, "peak_MBps")})
 def bandwidth_link(ctx: Context) -> Outcome:
     out = Outcome()
     sizes = [1 << k for k in range(0, 21, 2 if ctx.quick else 1)]
@@ -189,8 +189,8 @@ MULTI = {
 
 
 @register("mpi-multilink", "bgl", "One node exchanging with 1..6 neighbours at once, per protocol",
-          published={"links the main core keeps up with, eager (bgl.md calibration: two)": (2.0, "links_handled_eager"),
-                     "links the main core keeps up with, rendezvous (bgl.md calibration: two)":
+          published={"links the main core keeps up with, eager (BG/L calibration: two)": (2.0, "links_handled_eager"),
+                     "links the main core keeps up with, rendezvous (BG/L calibration: two)":
                          (2.0, "links_handled_rendezvous")})
 def multilink(ctx: Context) -> Outcome:
     out = Outcome()
@@ -223,7 +223,7 @@ def multilink(ctx: Context) -> Outcome:
     out.notes.append("Link limit: 2 x 155 MB/s of payload per link used both ways. The centre's main core reads "
                      "every arriving packet (204 cycles) and writes every departing one, each with the message "
                      "layer's own per-packet work (msglayer.packet_handler_cycles), so with several links the core, "
-                     "not the network, sets the pace - unless the coprocessor receives. bgl.md's statement that the "
+                     "not the network, sets the pace - unless the coprocessor receives. The published BG/L statement that the "
                      "main core handles two links with eager and rendezvous, and not even two with adaptive eager, "
                      "calibrated msglayer.packet_handler_cycles and msglayer.adaptive_packet_cycles.")
     return out

@@ -32,7 +32,7 @@ def _steady(series: List[float]) -> List[float]:
 # ---------------------------------------------------------------- pingpong
 
 @register("torus-pingpong", "bgl", "Packet-layer ping-pong on a 2x2x2 mesh, 1-3 hops, 32B-16KB",
-          published={"per-hop latency, ns (bgl.md, calibration of torus.hop_latency_cycles)": (90.0, "hop_latency_ns")})
+          published={"per-hop latency, ns (published, calibration of torus.hop_latency_cycles)": (90.0, "hop_latency_ns")})
 def pingpong(ctx: Context) -> Outcome:
     out = Outcome()
     out.key_metrics = ["total_cycles_h1_32B", "total_cycles_h3_32B", "total_cycles_h1_16KB", "bound_cycles_h1_16KB", "hop_latency_ns"]
@@ -74,7 +74,7 @@ def alltoall(ctx: Context) -> Outcome:
     out.setup.append("Every node sends P payload bytes to every other node (16 bytes of headers per packet, "
                      "so P = 16 is one 32-byte packet per pair), one packet to each destination in turn; each node "
                      "starts its walk over the destinations at a random offset, as the message layer's all-to-all "
-                     "spreads its injection order (system.md), so the nodes do not send in lock-step shifts; "
+                     "spreads its injection order (the published description), so the nodes do not send in lock-step shifts; "
                      "dynamic routing; time to the last packet read; % of peak = busiest-link bound / time.")
     if ctx.quick:
         out.setup.append("quick scale: 8x8x8 only with P = 16 and 240.")

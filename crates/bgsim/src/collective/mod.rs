@@ -282,7 +282,7 @@ mod tests {
         }
         assert!(kids.iter().all(|&k| k <= 2));
         // One-packet allreduce over the full machine, network part only:
-        // bgl.md gives 2.5 us round trip (hop latency derived from it).
+        // The published BG/L figures give 2.5 us round trip (hop latency derived from it).
         let join = vec![Some(0); t.parent.len()];
         let done = t.run(TreeOp::Allreduce, &join, 1);
         let net = done.iter().max().unwrap() - t.write - t.read;
