@@ -22,17 +22,42 @@
 //! the per-message MPI cost (`machine.mpi`) when the layer runs under MPI.
 //! Completion (`senddone`, `recvdone`) is recorded on requests, which the
 //! MPI layer above hands out and waits on.
+//!
+//! Where things are: this file holds the layer's state, requests, and the
+//! dispatch of packets and timers (`Software`); `send.rs` and `recv.rs` the
+//! two sides every protocol shares; `protocol/` one file per torus protocol
+//! behind the `Wire` trait; `intranode.rs` messages within a node;
+//! `deposit.rs` the deposit-bit broadcast; `workfifo.rs` the DMA engine's
+//! work FIFO as the layer fills it; `partition.rs` messages that cross to
+//! another partition; `log.rs` the message log of timelines; `wire.rs` the
+//! packet and timer tags; `matching.rs` the posted and unexpected queues.
 
 use crate::engine::{Event, EventQueue, Tick};
 use crate::machine::{NodeMode, Protocol, Slot};
 use crate::node::Work;
-use crate::packet::{Net, Routing, Software};
-use crate::torus::{flags, Packet, NRX, RX_GROUP};
+use crate::packet::{Net, Software};
+use crate::torus::{Packet, NRX, RX_GROUP};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+mod deposit;
+mod intranode;
+mod log;
 mod matching;
+mod partition;
+mod protocol;
+mod recv;
+mod send;
+mod wire;
+mod workfifo;
+
+use deposit::LineBcast;
+pub use log::{MsgLog, MsgRecord};
 use matching::Queue;
+pub use partition::{Envelope, NOTE_ENVELOPE};
+use partition::{RECV_SIDE, SEND_SIDE};
+use protocol::{AdaptiveEager, Rendezvous};
+use wire::{pk, tk, timer_tag, untag};
 
 /// Empty per-peer send queues a rank keeps (with their buffers) for the next
 /// message to the same peer: a neighbour exchange then allocates nothing per
@@ -46,82 +71,6 @@ pub type ReqId = u32;
 pub const NONE: u32 = u32::MAX;
 /// ANY_SOURCE / ANY_TAG in receive criteria.
 pub const ANY: i32 = -1;
-
-/// Packet kinds (top bits of the packet tag).
-mod pk {
-    pub const ONE: u64 = 1;
-    pub const EAGER: u64 = 2;
-    pub const ADAPT: u64 = 3;
-    pub const SCOUT: u64 = 4;
-    pub const RACK: u64 = 5;
-    pub const RDATA: u64 = 6;
-    pub const CONFIRM: u64 = 7;
-    pub const SYNCACK: u64 = 8;
-    pub const DEPOSIT: u64 = 9;
-}
-
-/// Timer kinds (top bits of a timer tag).
-mod tk {
-    pub const INTRA_ARRIVE: u32 = 1;
-    pub const INTRA_FREE: u32 = 2;
-    pub const REQ_DONE: u32 = 3;
-    pub const RECV_COPIED: u32 = 4;
-    pub const START: u32 = 5;
-    pub const ENVELOPE: u32 = 6;
-    pub const POSTED: u32 = 7;
-}
-
-/// A message id with this bit, in a packet from another partition, is not a
-/// record here but the message's sequence number at its sender (see
-/// [`Envelope`]); real ids stay below 2^28.
-const REMOTE: MsgId = 1 << 29;
-
-/// Which sides of a message a record holds: on one partition both; with
-/// the sender's and receiver's nodes in two partitions, each has a record
-/// of its own side.
-const SEND_SIDE: u8 = 1;
-const RECV_SIDE: u8 = 2;
-
-/// The kind of the note that hands a message's envelope to the receiver's
-/// partition (`engine::Crossing::note`; never an event).
-pub const NOTE_ENVELOPE: u8 = crate::engine::event_kind(15, 0);
-
-/// What the receiver's partition needs of a message whose sender is in
-/// another partition, sent when the send is posted: it arrives at the end
-/// of that window, before any of the message's packets can (they take a
-/// hop at least). Its packets to the receiver then carry `seq` (with
-/// [`REMOTE`]) instead of an id, and its acks back carry `slot`.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Envelope {
-    src: u32,
-    dst: u32,
-    ctx: u32,
-    tag: i32,
-    bytes: u32,
-    proto: Option<Protocol>,
-    sync: bool,
-    direct: bool,
-    packets: u32,
-    /// The sender's record, and the message's number among the messages
-    /// its partition sent to other partitions.
-    slot: MsgId,
-    seq: u32,
-    /// Its record in the sender's partition's message log (`NO_RECORD`:
-    /// not logged).
-    record: u32,
-    data: Vec<u8>,
-}
-
-fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
-    (kind << 60) | ((msg as u64) << 30) | offset as u64
-}
-fn untag(t: u64) -> (u64, MsgId, u32) {
-    (t >> 60, ((t >> 30) & ((1 << 30) - 1)) as MsgId, (t & ((1 << 30) - 1)) as u32)
-}
-fn timer_tag(kind: u32, id: u32) -> u32 {
-    debug_assert!(id < 1 << 28);
-    (kind << 28) | id
-}
 
 /// Send modes of MPI point-to-point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,62 +177,6 @@ struct Msg {
     /// the sender's record, which its acks name.
     seq: u32,
     peer: MsgId,
-}
-
-const NO_RECORD: u32 = u32::MAX;
-
-/// One point-to-point message of a run, when the layer logs them
-/// (timelines): ranks, size, protocol (`Protocol::index`, 4 = between two
-/// tasks of a node), when it was posted, and when each side completed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct MsgRecord {
-    pub src: u32,
-    pub dst: u32,
-    pub bytes: u32,
-    pub proto: u8,
-    pub posted: Tick,
-    pub send_done: Tick,
-    pub recv_done: Tick,
-}
-
-/// The message log: records of the messages whose sender or receiver is
-/// watched, up to a limit; the messages past it are counted.
-///
-/// A record is kept by its sender's partition. Past `limit` records one
-/// posted at the same tick as the last kept one is kept too, so that the
-/// logs of any cut of the machine, merged (`mpi::timeline`), hold the
-/// first `limit` records in (posted, sender) order.
-#[derive(Clone, Debug, Default)]
-pub struct MsgLog {
-    pub watched: Vec<bool>,
-    pub limit: usize,
-    pub records: Vec<MsgRecord>,
-    pub dropped: u64,
-    /// Receives completed here of messages whose records another
-    /// partition keeps: (sender, its record there, completion time).
-    pub remote_done: Vec<(u32, u32, Tick)>,
-}
-
-/// A message-layer broadcast with deposit-bit line packets (three colours,
-/// each spread along its own dimension order, forwarded per packet).
-struct LineBcast {
-    root: u32,
-    packets: u32,
-    /// Per node: packets read; the rank's request once it joined; done.
-    got: Vec<u32>,
-    waiting: Vec<Vec<ReqId>>,
-    done: Vec<bool>,
-    /// Line packets the root writes, and how many it has written.
-    root_expected: u32,
-    root_written: u32,
-    root_done: bool,
-    started: bool,
-    /// Whether `root` and `packets` are known yet (a later id's record can
-    /// come first on a machine cut into partitions).
-    known: bool,
-    /// The root's data, on the processes of an MPI job (it comes with the
-    /// root's note; in one process the driver holds it).
-    payload: Option<Vec<u8>>,
 }
 
 /// Per-rank counters.
@@ -503,114 +396,34 @@ impl MsgLayer {
         }
     }
 
-    /// Makes this the copy of the layer for the partition owning nodes
-    /// `lo..hi` of a windowed run: messages to the other nodes go as an
-    /// envelope and packets (see [`Envelope`]).
-    pub fn set_partition(&mut self, lo: u32, hi: u32) {
-        self.own = (lo, hi);
-    }
-
-    fn owns(&self, node: u32) -> bool {
-        node >= self.own.0 && node < self.own.1
-    }
-
-    /// The envelope of the note `i` of this window, for the engine to hand
-    /// over (see [`Envelope`]; it hands over every note of a window).
-    pub fn take_note(&mut self, i: u32) -> Envelope {
-        let e = std::mem::take(&mut self.notes[i as usize]);
-        self.notes_taken += 1;
-        if self.notes_taken == self.notes.len() {
-            self.notes.clear();
-            self.notes_taken = 0;
-        }
-        e
-    }
-
-    /// A message from another partition: the receiver's record.
-    pub fn take_envelope(&mut self, e: Envelope) {
-        let key = (self.place(e.src).0, e.seq);
-        let id = self.new_msg(Msg {
-            src: e.src,
-            dst: e.dst,
-            ctx: e.ctx,
-            tag: e.tag,
-            bytes: e.bytes,
-            proto: e.proto,
-            sync: e.sync,
-            data: e.data,
-            send_req: NONE,
-            recv_req: NONE,
-            packets: e.packets,
-            direct: e.direct,
-            // The sender's partition's record (see `recv_complete`).
-            record: e.record,
-            sides: RECV_SIDE,
-            seq: e.seq,
-            peer: e.slot,
-            ..Default::default()
-        });
-        let old = self.from_away.insert(key, id);
-        debug_assert!(old.is_none(), "message {key:?} taken in twice");
-    }
-
-    /// The id a packet of message `id` to its receiver carries: its
-    /// sequence number if the receiver is in another partition (see
-    /// [`Envelope`]).
-    #[inline]
-    fn wire_id(&self, id: MsgId) -> MsgId {
-        let m = &self.msgs[id as usize];
-        if m.sides == SEND_SIDE { REMOTE | m.seq } else { id }
-    }
-
-    /// The sender's record of a packet it wrote (see [`Self::wire_id`]).
-    #[inline]
-    fn written_record(&self, id: MsgId) -> MsgId {
-        if id & REMOTE == 0 {
-            return id;
-        }
-        self.away_slots[&(id & !REMOTE)]
-    }
-
-    /// The record a packet names here (see [`Envelope`]).
-    #[inline]
-    fn record_of(&self, pkt: &Packet, id: MsgId) -> MsgId {
-        if id & REMOTE == 0 {
-            return id;
-        }
-        *self.from_away.get(&(pkt.src, id & !REMOTE)).expect("the envelope comes before the message's packets")
-    }
-
-    /// The id the receiver's acks name the message by at its sender.
-    fn sender_id(&self, id: MsgId) -> MsgId {
-        let m = &self.msgs[id as usize];
-        if m.sides & SEND_SIDE != 0 { id } else { m.peer }
-    }
-
     pub fn nranks(&self) -> u32 {
         self.ranks.len() as u32
     }
+
     /// Node and core a rank runs on.
     pub fn place(&self, rank: u32) -> (u32, usize) {
         let r = &self.ranks[rank as usize];
         (r.node, r.core as usize)
     }
+
     /// Where `rank`'s packets are written from: its core, or its node's DMA
     /// engine.
     fn injector(&self, rank: u32) -> (u32, usize) {
         let r = &self.ranks[rank as usize];
         (r.node, self.dma.unwrap_or(r.core as usize))
     }
+
     pub fn task(&self, rank: u32) -> u32 {
         self.ranks[rank as usize].task as u32
     }
+
     pub fn stats(&self, rank: u32) -> RankStats {
         self.ranks[rank as usize].stats
     }
+
     fn copy_ticks(&self, bytes: u32) -> Tick {
         ((bytes as f64 / self.costs.copy_bytes_per_cycle).ceil() as Tick) * self.costs.tick_cycle
     }
-
-    // ----- requests -----
 
     fn new_req(&mut self, kind: ReqKind, rank: u32) -> ReqId {
         let r = Req {
@@ -660,8 +473,6 @@ impl MsgLayer {
         }
     }
 
-    // ----- messages -----
-
     fn new_msg(&mut self, m: Msg) -> MsgId {
         match self.free_msgs.pop() {
             Some(id) => {
@@ -674,21 +485,6 @@ impl MsgLayer {
                 (self.msgs.len() - 1) as MsgId
             }
         }
-    }
-
-    /// A new record in the message log, if messages are logged and one of
-    /// the two ranks is watched (else `NO_RECORD`).
-    fn log_record(&mut self, src: u32, dst: u32, bytes: u32, proto: u8, now: Tick) -> u32 {
-        let Some(log) = self.log.as_mut() else { return NO_RECORD };
-        if !(log.watched[src as usize] || log.watched[dst as usize]) {
-            return NO_RECORD;
-        }
-        if log.records.len() >= log.limit && log.records.last().is_none_or(|r| now > r.posted) {
-            log.dropped += 1;
-            return NO_RECORD;
-        }
-        log.records.push(MsgRecord { src, dst, bytes, proto, posted: now, send_done: 0, recv_done: 0 });
-        (log.records.len() - 1) as u32
     }
 
     fn maybe_free_msg(&mut self, id: MsgId) {
@@ -713,310 +509,6 @@ impl MsgLayer {
         }
     }
 
-    /// Data packets a message takes under its protocol.
-    fn data_packets(&self, proto: Protocol, bytes: u32) -> u32 {
-        match proto {
-            Protocol::OnePacket => 1,
-            Protocol::Eager | Protocol::AdaptiveEager => {
-                let first = self.maxp - self.meta;
-                1 + bytes.saturating_sub(first).div_ceil(self.maxp)
-            }
-            Protocol::Rendezvous => bytes.div_ceil(self.maxp),
-        }
-    }
-
-    /// Posts a send of `data` from `rank` to `dest` with the MPI envelope
-    /// (`ctx`, `tag`). The protocol is chosen by the caller; messages to a
-    /// rank on the same node use the intra-node protocol.
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, proto: Protocol, mode: SendMode) -> ReqId {
-        let bytes = data.len() as u32;
-        self.isend_sized(net, q, now, rank, dest, ctx, tag, data, bytes, proto, mode)
-    }
-
-    /// As [`MsgLayer::isend`], for a message of `bytes` whose content is
-    /// `data` or, when `data` is empty, not carried at all (communication
-    /// skeletons: only the size matters).
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend_sized(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, proto: Protocol, mode: SendMode) -> ReqId {
-        let req = self.new_req(ReqKind::Send, rank);
-        debug_assert!(data.is_empty() || data.len() as u32 == bytes);
-        assert!(bytes < 1 << 30, "messages are limited to 1 GiB");
-        let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
-        let direct = mode == SendMode::Direct;
-        let proto = if direct || (proto == Protocol::OnePacket && bytes + self.meta > self.maxp) { Protocol::Eager } else { proto };
-        let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
-        let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
-        let away = !self.owns(self.ranks[dest as usize].node);
-        let msg = self.new_msg(Msg {
-            src: rank,
-            dst: dest,
-            ctx,
-            tag,
-            bytes,
-            proto: if intranode { None } else { Some(proto) },
-            intranode,
-            sync: mode == SendMode::Synchronous,
-            data,
-            send_req: req,
-            recv_req: NONE,
-            packets,
-            direct: direct && !intranode,
-            record,
-            sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
-            ..Default::default()
-        });
-        if away {
-            self.send_away(q, msg);
-        }
-        self.reqs[req as usize].msg = msg;
-        let st = &mut self.ranks[rank as usize].stats;
-        st.sends += 1;
-        st.bytes_sent += bytes as u64;
-        st.by_protocol[if intranode { 4 } else { proto.index() }] += 1;
-        // A standard send to one's own rank of a size that would go eager
-        // is buffered as MPI buffers it (MPICH's self path): copied, and
-        // complete, before any receive is posted. (Between two tasks of a
-        // node the receiver copies from the send buffer, as the machine's
-        // VN protocol does.)
-        let to_self = rank == dest && mode == SendMode::Standard && proto != Protocol::Rendezvous;
-        if mode == SendMode::Buffered || to_self {
-            // The data is copied into the attached buffer: the request is
-            // complete after the copy, the message goes on by itself.
-            let (node, core) = self.place(rank);
-            let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
-            self.msgs[msg as usize].send_req = NONE;
-            net.timer(q, done, node, core, timer_tag(tk::REQ_DONE, req));
-        }
-        if self.msgs[msg as usize].direct {
-            self.stream(net, q, now, msg);
-            return req;
-        }
-        let queue = self.ranks[rank as usize].peers.entry(dest).or_default();
-        queue.push_back(msg);
-        if queue.len() == 1 {
-            // The rank's calls run one after the other on its core: a send
-            // posted while the core still works on earlier calls starts
-            // when it is free.
-            let (node, core) = self.place(rank);
-            let busy = net.core_busy_until(node, core);
-            if busy > now {
-                net.timer(q, busy, node, core, timer_tag(tk::START, msg));
-            } else {
-                self.start(net, q, now, msg);
-            }
-        }
-        req
-    }
-
-    /// Hands message `id`'s envelope (and data) to its receiver's partition.
-    fn send_away(&mut self, q: &mut EventQueue, id: MsgId) {
-        let seq = self.sent_away;
-        self.sent_away = (seq + 1) & (REMOTE - 1);
-        let m = &mut self.msgs[id as usize];
-        m.seq = seq;
-        self.away_slots.insert(seq, id);
-        let e = Envelope {
-            src: m.src,
-            dst: m.dst,
-            ctx: m.ctx,
-            tag: m.tag,
-            bytes: m.bytes,
-            proto: m.proto,
-            sync: m.sync,
-            direct: m.direct,
-            packets: m.packets,
-            slot: id,
-            seq,
-            record: m.record,
-            data: std::mem::take(&mut m.data),
-        };
-        let node = self.ranks[e.dst as usize].node;
-        self.notes.push(e);
-        let ev = Event { kind: NOTE_ENVELOPE, a: 0, b: 0, c: 0, node, data: (self.notes.len() - 1) as u32 };
-        crate::engine::Crossing::note(q, ev);
-    }
-
-    /// Starts the head message of a peer queue.
-    fn start(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
-        let m = &self.msgs[id as usize];
-        let (node, core) = self.place(m.src);
-        if m.intranode {
-            let (dnode, dcore) = self.place(m.dst);
-            let cost = self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()];
-            let done = net.charge(q, now, node, core, cost, Work::Protocol);
-            net.timer(q, done, dnode, dcore, timer_tag(tk::INTRA_ARRIVE, id));
-            let (src, dst) = (m.src, m.dst);
-            self.advance_peer(net, q, now, src, dst);
-            return;
-        }
-        let p = m.proto.expect("network message").index();
-        if self.dma.is_some() {
-            // A descriptor goes into the rank's work FIFO; with the FIFO
-            // full the message waits for room (see `descriptor_done`).
-            let src = m.src as usize;
-            if self.ranks[src].dma_posted >= self.costs.work_fifo {
-                self.ranks[src].dma_waiting.push_back(id);
-                return;
-            }
-            self.ranks[src].dma_posted += 1;
-        }
-        let cost = self.costs.send_msg[p] + self.costs.mpi_half[p] + self.costs.descriptor;
-        let posted = net.charge(q, now, node, core, cost, Work::Protocol);
-        if self.dma.is_some() && posted > now {
-            // The DMA engine starts on the message once the core has
-            // written its descriptor.
-            net.timer(q, posted, node, core, timer_tag(tk::POSTED, id));
-        } else {
-            self.stream(net, q, now, id);
-        }
-    }
-
-    /// A descriptor of `rank`'s work FIFO is done. A rank that found its
-    /// FIFO full gets the interrupt it asked for and refills the FIFO with
-    /// the messages that waited.
-    fn descriptor_done(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32) {
-        let r = &mut self.ranks[rank as usize];
-        r.dma_posted -= 1;
-        if r.dma_waiting.is_empty() {
-            return;
-        }
-        let (node, core) = (r.node, r.core as usize);
-        net.charge(q, now, node, core, self.costs.interrupt_refill, Work::Interrupt);
-        while self.ranks[rank as usize].dma_posted < self.costs.work_fifo {
-            let Some(id) = self.ranks[rank as usize].dma_waiting.pop_front() else { break };
-            self.start(net, q, now, id);
-        }
-    }
-
-    /// Puts a message on its sender's core's list of streams.
-    fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
-        let (node, core) = self.injector(self.msgs[id as usize].src);
-        let ci = net.core_index(node, core);
-        self.streams[ci].push_back(id);
-        if net.pending(node, core) == 0 {
-            self.emit(net, q, now, node, core);
-        }
-    }
-
-    /// The next message of a peer queue may start.
-    fn advance_peer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, src: u32, dst: u32) {
-        let queue = self.ranks[src as usize].peers.get_mut(&dst).expect("peer queue");
-        queue.pop_front();
-        if let Some(&next) = queue.front() {
-            self.start(net, q, now, next);
-        } else if self.ranks[src as usize].peers.len() > PEER_QUEUES_KEPT {
-            self.ranks[src as usize].peers.remove(&dst);
-        }
-    }
-
-    /// The injection FIFO of a packet from a task: FIFOs are pinned to
-    /// directions; in VN mode each task has its own share of them.
-    fn fifo(&self, net: &Net, node: u32, task: usize, p: &Packet) -> usize {
-        let k = self.fifos_per_task;
-        let base = if self.tasks_per_node > 1 { task * k } else { 0 };
-        let fifo_of = |d: usize| base + d * k / 6;
-        let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
-        if !Routing::of(p.flags).adaptive() || p.hint.count_ones() < 2 {
-            return fifo_of(first);
-        }
-        (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.inj_used(node, f)).unwrap_or(fifo_of(first))
-    }
-
-    fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32, kind: u64, msg: MsgId, offset: u32, payload: u32, routing: Routing, group1: bool) {
-        let (node, _) = self.place(from);
-        let (dnode, _) = self.place(to);
-        let mut p = net.packet(node, dnode, payload, routing, now);
-        p.tag = tag(kind, msg, offset);
-        if group1 {
-            p.flags |= flags::GROUP1;
-        }
-        let f = self.fifo(net, node, self.ranks[from as usize].task as usize, &p);
-        self.packets_sent += 1;
-        net.send(q, now, node, p, Some(f));
-    }
-
-    /// Emits the next packets of the core's streams, round-robin between
-    /// messages: as the advance loop fills an injection FIFO, a message's
-    /// data goes out up to a FIFO's worth of packets per turn (so starting
-    /// the next messages, which costs the core far more than a packet, does
-    /// not leave the link waiting between two packets); a scout ends the
-    /// turn.
-    fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
-        let ci = net.core_index(node, core);
-        let Some(id) = self.streams[ci].pop_front() else { return };
-        // The message layer's direct-injection alltoall interleaves its
-        // destinations packet by packet: one packet per turn there. A DMA
-        // engine serves its injection FIFOs' descriptors in turn, one
-        // packet each.
-        let burst = if self.msgs[id as usize].direct || self.dma.is_some() { 1 } else { self.burst };
-        let mut more = true;
-        for _ in 0..burst {
-            more = self.emit_packet(net, q, now, id);
-            if !more {
-                break;
-            }
-        }
-        if more {
-            self.streams[ci].push_back(id);
-        }
-    }
-
-    /// Emits one packet of message `id`; true if more are to come.
-    fn emit_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
-        let m = &self.msgs[id as usize];
-        let proto = m.proto.expect("network message");
-        let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);
-        let group1 = self.tasks_per_node > 1 && self.ranks[dst as usize].task == 1;
-        let more;
-        match proto {
-            Protocol::Rendezvous if !m.scout_sent => {
-                self.msgs[id as usize].scout_sent = true;
-                self.send_packet(net, q, now, src, dst, pk::SCOUT, self.wire_id(id), 0, self.meta, Routing::Deterministic, group1);
-                self.advance_peer(net, q, now, src, dst);
-                more = false;
-            }
-            Protocol::Rendezvous => {
-                let len = (bytes - queued).min(self.maxp);
-                let g1 = group1 || m.coproc;
-                self.msgs[id as usize].queued += len;
-                self.send_packet(net, q, now, src, dst, pk::RDATA, self.wire_id(id), queued, len, Routing::Dynamic, g1);
-                more = queued + len < bytes;
-            }
-            Protocol::OnePacket => {
-                self.msgs[id as usize].queued = bytes;
-                self.send_packet(net, q, now, src, dst, pk::ONE, self.wire_id(id), 0, self.meta + bytes, Routing::Deterministic, group1);
-                more = false;
-                self.advance_peer(net, q, now, src, dst);
-            }
-            Protocol::Eager | Protocol::AdaptiveEager => {
-                let (kind, routing) = if m.direct {
-                    (pk::EAGER, Routing::Dynamic)
-                } else if proto == Protocol::Eager {
-                    (pk::EAGER, Routing::Deterministic)
-                } else {
-                    (pk::ADAPT, Routing::Dynamic)
-                };
-                let (len, payload) = if queued == 0 {
-                    let l = bytes.min(self.maxp - self.meta);
-                    (l, l + self.meta)
-                } else {
-                    let l = (bytes - queued).min(self.maxp);
-                    (l, l)
-                };
-                self.msgs[id as usize].queued += len;
-                // A zero-byte message still sends its first packet.
-                self.msgs[id as usize].scout_sent = true;
-                self.send_packet(net, q, now, src, dst, kind, self.wire_id(id), queued, payload, routing, group1);
-                more = queued + len < bytes;
-                if !more && !self.msgs[id as usize].direct && (proto == Protocol::Eager || self.msgs[id as usize].acked) {
-                    self.advance_peer(net, q, now, src, dst);
-                }
-            }
-        }
-        more
-    }
-
     /// Data bytes in a packet of `kind` with `payload` at `offset`.
     fn data_len(&self, kind: u64, offset: u32, payload: u32) -> u32 {
         match kind {
@@ -1024,288 +516,6 @@ impl MsgLayer {
             pk::EAGER | pk::ADAPT if offset == 0 => payload - self.meta,
             pk::EAGER | pk::ADAPT | pk::RDATA => payload,
             _ => 0,
-        }
-    }
-
-    // ----- receiving -----
-
-    /// Posts a receive for `rank`: source (or ANY), context, tag (or ANY),
-    /// room for `capacity` bytes. Matches the oldest unexpected message first.
-    #[allow(clippy::too_many_arguments)]
-    pub fn irecv(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> ReqId {
-        let req = self.new_req(ReqKind::Recv, rank);
-        {
-            let r = &mut self.reqs[req as usize];
-            r.src = src;
-            r.ctx = ctx;
-            r.tag = tag;
-            r.capacity = capacity;
-            r.unaligned = unaligned;
-        }
-        let rs = &mut self.ranks[rank as usize];
-        match rs.unexpected.take_message(ctx, src, tag) {
-            Some(msg) => self.bind(net, q, now, msg, req),
-            None => rs.posted.push(ctx, src, tag, req),
-        }
-        req
-    }
-
-    /// Posts a probe: completes when a matching message is (or becomes)
-    /// visible, without receiving it.
-    pub fn probe(&mut self, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32) -> ReqId {
-        let req = self.new_req(ReqKind::Probe, rank);
-        {
-            let r = &mut self.reqs[req as usize];
-            r.src = src;
-            r.ctx = ctx;
-            r.tag = tag;
-        }
-        if let Some(m) = self.ranks[rank as usize].unexpected.peek_message(ctx, src, tag) {
-            self.finish_probe(req, m, now);
-        } else {
-            self.ranks[rank as usize].probes.push(req);
-        }
-        req
-    }
-
-    fn finish_probe(&mut self, req: ReqId, msg: MsgId, now: Tick) {
-        let m = &self.msgs[msg as usize];
-        self.reqs[req as usize].status = Status { source: m.src as i32, tag: m.tag, count: m.bytes, ..Default::default() };
-        self.complete(req, now);
-    }
-
-    /// Cancels a pending receive or probe; true if it was still pending.
-    pub fn cancel(&mut self, now: Tick, req: ReqId) -> bool {
-        let r = &self.reqs[req as usize];
-        if r.done {
-            return false;
-        }
-        let (rank, ctx, src) = (r.rank as usize, r.ctx, r.src);
-        let found = match r.kind {
-            ReqKind::Recv => self.ranks[rank].posted.remove(ctx, src, req),
-            ReqKind::Probe => {
-                let probes = &mut self.ranks[rank].probes;
-                probes.iter().position(|&x| x == req).map(|i| probes.remove(i)).is_some()
-            }
-            _ => return false,
-        };
-        if found {
-            self.reqs[req as usize].status.cancelled = true;
-            self.complete(req, now);
-            true
-        } else {
-            false
-        }
-    }
-
-    /// A message's first packet (or scout) has been read: its envelope is
-    /// taken up now or, when the protocol waits (`Costs::wait`), later - and
-    /// never before an earlier envelope from the same source.
-    fn arrived_envelope(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, core: usize) {
-        let m = &self.msgs[id as usize];
-        let (dst, src) = (m.dst, m.src);
-        let wait = match m.proto {
-            Some(p) if !m.direct => self.costs.wait[p.index()],
-            _ => 0,
-        };
-        let ready = &mut self.ranks[dst as usize].envelope_ready;
-        if wait == 0 && ready.is_empty() {
-            // (The usual case: no waiting, none pending from anyone.)
-            return self.envelope(net, q, now, id, core);
-        }
-        let at = (now + wait).max(ready.get(&src).copied().unwrap_or(0));
-        if at > now {
-            ready.insert(src, at);
-            let (node, _) = self.place(dst);
-            net.timer(q, at, node, core, timer_tag(tk::ENVELOPE, id));
-        } else {
-            self.envelope(net, q, now, id, core);
-        }
-    }
-
-    /// A message's envelope reached its receiver: charge `recvnew`, match.
-    fn envelope(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, core: usize) {
-        self.msgs[id as usize].envelope = true;
-        let m = &self.msgs[id as usize];
-        let (dst, src, ctx, tag) = (m.dst, m.src, m.ctx, m.tag);
-        let (node, _) = self.place(dst);
-        let cost = match m.proto {
-            _ if m.direct => 0,
-            Some(p) => self.costs.recv_msg[p.index()] - self.recv_done_ticks(id) + self.costs.mpi_half[p.index()],
-            None => self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()],
-        };
-        net.charge(q, now, node, core, cost, Work::Protocol);
-        if m.proto == Some(Protocol::AdaptiveEager) {
-            self.send_packet(net, q, now, dst, src, pk::CONFIRM, self.sender_id(id), 0, 8, Routing::Deterministic, false);
-        }
-        match self.ranks[dst as usize].posted.take_receive(ctx, src, tag) {
-            Some(req) => self.bind(net, q, now, id, req),
-            None => {
-                self.msgs[id as usize].unexpected = true;
-                let rs = &mut self.ranks[dst as usize];
-                rs.unexpected.push(ctx, src as i32, tag, id);
-                rs.stats.unexpected += 1;
-                if let Some(i) = rs.probes.iter().position(|&p| {
-                    let r = &self.reqs[p as usize];
-                    let m = &self.msgs[id as usize];
-                    r.ctx == m.ctx && (r.src == ANY || r.src as u32 == m.src) && (r.tag == ANY || r.tag == m.tag)
-                }) {
-                    let p = self.ranks[dst as usize].probes.remove(i);
-                    self.finish_probe(p, id, now);
-                }
-            }
-        }
-    }
-
-    /// A receive request takes a message whose envelope has arrived.
-    fn bind(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, req: ReqId) {
-        let m = &mut self.msgs[id as usize];
-        m.matched = true;
-        m.recv_req = req;
-        let (src, dst, proto, sync, bytes, intranode) = (m.src, m.dst, m.proto, m.sync, m.bytes, m.intranode);
-        self.reqs[req as usize].msg = id;
-        let (node, core) = self.place(dst);
-        if intranode {
-            // Copy straight from the sender's buffer, then free it: by the
-            // receiving core, or by the node's DMA engine at its own rate
-            // (both halves, shared with the network's packets).
-            let done = match self.dma {
-                Some(d) => {
-                    let t = net.dma_ticks(bytes);
-                    net.charge(q, now, node, d, t, Work::Copy).max(net.charge(q, now, node, d + 1, t, Work::Copy))
-                }
-                None => net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy),
-            };
-            self.msgs[id as usize].arrived = bytes;
-            let (snode, score) = self.place(src);
-            net.timer(q, done, node, core, timer_tag(tk::RECV_COPIED, id));
-            net.timer(q, done, snode, score, timer_tag(tk::INTRA_FREE, id));
-            return;
-        }
-        match proto {
-            Some(Protocol::Rendezvous) => {
-                // Ack with the buffer address; the data may now come.
-                // The ack tells the sender whether the coprocessor reads the data.
-                if self.coproc_rendezvous {
-                    self.msgs[id as usize].coproc = true;
-                    net.charge(q, now, node, core, self.costs.workunit, Work::Protocol);
-                }
-                let coproc = self.msgs[id as usize].coproc as u32;
-                self.send_packet(net, q, now, dst, src, pk::RACK, self.sender_id(id), coproc, 16, Routing::Deterministic, false);
-            }
-            _ if sync => {
-                self.send_packet(net, q, now, dst, src, pk::SYNCACK, self.sender_id(id), 0, 8, Routing::Deterministic, false);
-            }
-            _ => {}
-        }
-        self.check_recv(net, q, now, id);
-    }
-
-    /// The receiver's per-message work done when the message is complete
-    /// (`recvdone`): half of `recv_message_cycles`, the other half (dispatch,
-    /// `recvnew`) being done when its envelope is taken up.
-    fn recv_done_ticks(&self, id: MsgId) -> Tick {
-        match &self.msgs[id as usize] {
-            m if m.direct => 0,
-            Msg { proto: Some(p), .. } => self.costs.recv_msg[p.index()] / 2,
-            _ => 0,
-        }
-    }
-
-    /// Completes the receive of a message once matched and all its data is in.
-    fn check_recv(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
-        let m = &self.msgs[id as usize];
-        if !m.matched || !m.envelope || m.arrived < m.bytes || m.recv_done || m.finishing {
-            return;
-        }
-        if !m.unexpected && !m.realigned && !m.intranode && self.reqs[m.recv_req as usize].unaligned {
-            // Packets are read into an aligned area and copied into place;
-            // the part of the copy not overlapped with the reads costs time.
-            let (node, core) = self.place(m.dst);
-            let ticks = (self.copy_ticks(m.bytes) as f64 * self.costs.unaligned_fraction) as Tick;
-            self.msgs[id as usize].realigned = true;
-            net.charge(q, now, node, core, ticks, Work::Copy);
-        }
-        let m = &self.msgs[id as usize];
-        let (node, core) = self.place(m.dst);
-        net.charge(q, now, node, core, self.recv_done_ticks(id), Work::Protocol);
-        let m = &self.msgs[id as usize];
-        if m.unexpected {
-            // The data waited in a temporary buffer: copy it out (realigning
-            // it on the way if need be).
-            let done = net.charge(q, now, node, core, self.copy_ticks(m.bytes), Work::Copy);
-            self.msgs[id as usize].unexpected = false;
-            self.msgs[id as usize].finishing = true;
-            net.timer(q, done, node, core, timer_tag(tk::RECV_COPIED, id));
-            return;
-        }
-        // `recvdone` runs when the receiving rank's core has finished the
-        // work charged for this message so far.
-        let busy = net.core_busy_until(node, core);
-        if busy > now {
-            self.msgs[id as usize].finishing = true;
-            net.timer(q, busy, node, core, timer_tag(tk::RECV_COPIED, id));
-        } else {
-            self.recv_complete(now, id);
-        }
-    }
-
-    fn recv_complete(&mut self, now: Tick, id: MsgId) {
-        let m = &mut self.msgs[id as usize];
-        m.recv_done = true;
-        match (self.log.as_mut(), m.record) {
-            (None, _) | (_, NO_RECORD) => {}
-            // The record is the sender's partition's.
-            (Some(log), r) if m.sides == RECV_SIDE => log.remote_done.push((m.src, r, now)),
-            (Some(log), r) => log.records[r as usize].recv_done = now,
-        }
-        let req = m.recv_req;
-        let cap = self.reqs[req as usize].capacity;
-        let mut data = std::mem::take(&mut m.data);
-        let truncated = m.bytes > cap;
-        if truncated {
-            data.truncate(cap as usize);
-        }
-        // (A message without content - a skeleton's - arrives as empty data.)
-        let status = Status { source: m.src as i32, tag: m.tag, count: m.bytes.min(cap), cancelled: false, truncated };
-        let dst = m.dst;
-        let st = &mut self.ranks[dst as usize].stats;
-        st.recvs += 1;
-        st.bytes_received += status.count as u64;
-        let r = &mut self.reqs[req as usize];
-        r.status = status;
-        r.data = Some(data);
-        self.complete(req, now);
-        // (The sender may still be writing packets: the slot is kept until then.)
-        self.maybe_free_msg(id);
-    }
-
-    fn send_complete(&mut self, now: Tick, id: MsgId) {
-        let m = &mut self.msgs[id as usize];
-        if m.send_done {
-            return;
-        }
-        m.send_done = true;
-        if let (Some(log), r) = (self.log.as_mut(), m.record) {
-            if r != NO_RECORD {
-                log.records[r as usize].send_done = now;
-            }
-        }
-        let req = m.send_req;
-        if req != NONE {
-            self.complete(req, now);
-        }
-        self.maybe_free_msg(id);
-    }
-
-    /// The sender's side is done when every data packet is written (and, for
-    /// a synchronous send, the receiver has matched).
-    fn check_send(&mut self, now: Tick, id: MsgId) {
-        let m = &self.msgs[id as usize];
-        let synced = !m.sync || m.acked || m.proto == Some(Protocol::Rendezvous);
-        let written = m.written >= m.packets && (m.proto != Some(Protocol::Rendezvous) || m.acked);
-        if synced && written {
-            self.send_complete(now, id);
         }
     }
 
@@ -1351,169 +561,6 @@ impl MsgLayer {
     pub fn complete_at(&mut self, net: &mut Net, q: &mut EventQueue, req: ReqId, at: Tick) {
         let (node, core) = self.place(self.reqs[req as usize].rank);
         net.timer(q, at, node, core, timer_tag(tk::REQ_DONE, req));
-    }
-
-    /// Joins message-layer broadcast `id` (the same on every rank) of
-    /// `bytes` from `root`; one rank per node. The root starts sending when
-    /// it joins; every other node forwards each packet into the next
-    /// dimensions as soon as it has read it, whether or not its rank has
-    /// joined yet. `payload`: the root's data, kept for the other processes
-    /// of an MPI job (see [`MsgLayer::bcast_record`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
-        let req = self.new_req(ReqKind::Timer, rank);
-        let packets = bytes.div_ceil(self.maxp as u64) as u32;
-        self.bcast_record(net, id, self.place(root).0, packets, payload);
-        let node = self.place(rank).0;
-        let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
-        if node == b.root {
-            b.started = true;
-            let (rnode, packets) = (b.root, b.packets);
-            let mut n = 0;
-            for k in 0..packets {
-                n += self.spread(net, q, now, id, rnode, k, 0);
-            }
-            let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
-            b.root_expected = n;
-            if n == 0 {
-                b.root_done = true;
-            }
-            if b.root_done {
-                self.complete(req, now);
-            } else {
-                b.waiting[node as usize].push(req);
-            }
-        } else if b.done[node as usize] || b.packets == 0 {
-            self.complete(req, now);
-        } else {
-            b.waiting[node as usize].push(req);
-        }
-        req
-    }
-
-    /// Makes sure broadcast `id` (from node `root`, of `packets` packets) has
-    /// its record: from a rank's join, or, on a machine cut into
-    /// partitions, from the root's note, before any of its packets comes.
-    pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, packets: u32, payload: Option<Vec<u8>>) {
-        let nodes = net.machine.shape.nodes() as usize;
-        let b = self.bcasts.entry(id).or_insert_with(|| LineBcast {
-            root: 0,
-            packets: 0,
-            got: vec![0; nodes],
-            waiting: vec![Vec::new(); nodes],
-            done: vec![false; nodes],
-            root_expected: 0,
-            root_written: 0,
-            root_done: false,
-            started: false,
-            known: false,
-            payload: None,
-        });
-        if !b.known {
-            (b.root, b.packets, b.known) = (root, packets, true);
-        }
-        if payload.is_some() {
-            b.payload = payload;
-        }
-    }
-
-    /// The root's data of broadcast `id`, where it came with the root's
-    /// note (on the processes of an MPI job).
-    pub fn bcast_payload(&self, id: u32) -> Option<&[u8]> {
-        self.bcasts.get(&id).and_then(|b| b.payload.as_deref())
-    }
-
-    /// Broadcast `id`'s root node and packets, and the root's data if kept
-    /// (see [`MsgLayer::bcast_record`]).
-    pub fn bcast_of(&self, id: u32) -> (u32, u32, Option<Vec<u8>>) {
-        let b = &self.bcasts[&id];
-        (b.root, b.packets, b.payload.clone())
-    }
-
-    /// Forwards packet `k` of broadcast `id` from `node`, which got it at
-    /// `stage` (0: the root). Colour c = k mod m (m: dimensions longer than
-    /// one) spreads along its own rotation (d0, d1, d2) of them: stage 1 the
-    /// root's d0 line, stage 2 d1 lines from it, stage 3 d2 lines from that
-    /// plane - every node outside the root's d0 = R plane; stage 4 one hop
-    /// into that plane from its neighbour plane. The root sends only along
-    /// d0, so each colour leaves the root by its own link and the colours'
-    /// line packets use disjoint links (on a torus the lines run + only; on a
-    /// mesh both ways from the sender). Returns the packets sent.
-    fn spread(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: u32, node: u32, k: u32, stage: usize) -> u32 {
-        let dims: Vec<usize> = (0..3).filter(|&d| self.dims[d] > 1).collect();
-        let m = dims.len();
-        if m == 0 {
-            return 0;
-        }
-        let colour = k as usize % m;
-        let order: Vec<usize> = (0..m).map(|i| dims[(colour + i) % m]).collect();
-        let b = &self.bcasts[&id];
-        let root = net.geometry().coords32(b.root);
-        let c = net.geometry().coords32(node);
-        let len = (self.maxp as u64).min(b.packets as u64 * self.maxp as u64 - k as u64 * self.maxp as u64) as u32;
-        // (direction, hops, stage) of every line packet to send.
-        let mut lines: Vec<(usize, u32, usize)> = Vec::new();
-        let stages = if stage == 0 { 1..=1 } else { (stage + 1)..=m };
-        for st in stages {
-            let d = order[st - 1];
-            let size = self.dims[d];
-            if self.torus[d] {
-                lines.push((2 * d, size - 1, st));
-            } else {
-                lines.push((2 * d, size - 1 - c[d], st));
-                lines.push((2 * d + 1, c[d], st));
-            }
-        }
-        // The step into the root's d0 plane.
-        let d0 = order[0];
-        if m >= 2 && (1..=m).contains(&stage) {
-            let size = self.dims[d0];
-            let (from, dir) = if self.torus[d0] {
-                ((root[d0] + size - 1) % size, 2 * d0)
-            } else if root[d0] + 1 < size {
-                (root[d0] + 1, 2 * d0 + 1)
-            } else {
-                (root[d0] - 1, 2 * d0)
-            };
-            let mut t = c;
-            t[d0] = root[d0];
-            if c[d0] == from && t != root {
-                lines.push((dir, 1, m + 1));
-            }
-        }
-        let mut sent = 0;
-        for (dir, hops, st) in lines {
-            if hops == 0 {
-                continue;
-            }
-            let d = dir / 2;
-            let size = self.dims[d];
-            let mut t = c;
-            t[d] = if dir % 2 == 0 { (c[d] + hops) % size } else { (c[d] + size - hops) % size };
-            let dest = net.geometry().index(t);
-            let mut p = net.line_packet(node, dest, dir, len, now);
-            p.tag = tag(pk::DEPOSIT, id, ((st as u32) << 26) | k);
-            let f = self.fifo(net, node, 0, &p);
-            self.packets_sent += 1;
-            net.send(q, now, node, p, Some(f));
-            sent += 1;
-        }
-        sent
-    }
-
-    fn line_bcast_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, id: u32, offset: u32) {
-        let (stage, k) = ((offset >> 26) as usize, offset & ((1 << 26) - 1));
-        net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
-        self.spread(net, q, now, id, node, k, stage);
-        let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
-        b.got[node as usize] += 1;
-        if b.got[node as usize] == b.packets {
-            b.done[node as usize] = true;
-            let busy = net.core_busy_until(node, core).max(now);
-            for r in std::mem::take(&mut b.waiting[node as usize]) {
-                self.complete_at(net, q, r, busy);
-            }
-        }
     }
 
     /// A timer request (compute) completing at `at`.
@@ -1604,25 +651,8 @@ impl Software for MsgLayer {
                 self.check_recv(net, q, now, id);
             }
             pk::SCOUT => self.arrived_envelope(net, q, now, id, core),
-            pk::RACK => {
-                let m = &mut self.msgs[id as usize];
-                m.acked = true;
-                m.coproc = offset != 0;
-                if m.bytes == 0 {
-                    self.check_send(now, id);
-                } else {
-                    self.stream(net, q, now, id);
-                }
-            }
-            pk::CONFIRM => {
-                let m = &mut self.msgs[id as usize];
-                m.acked = true;
-                let (src, dst, all_queued) = (m.src, m.dst, m.scout_sent && m.queued >= m.bytes);
-                if all_queued {
-                    self.advance_peer(net, q, now, src, dst);
-                }
-                self.maybe_free_msg(id);
-            }
+            pk::RACK => Rendezvous::acked(self, net, q, now, id, offset != 0),
+            pk::CONFIRM => AdaptiveEager::confirmed(self, net, q, now, id),
             pk::DEPOSIT => self.line_bcast_packet(net, q, now, node, core, id, offset),
             pk::SYNCACK => {
                 self.msgs[id as usize].acked = true;
@@ -1635,18 +665,7 @@ impl Software for MsgLayer {
     fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
         if kind == pk::DEPOSIT {
-            let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
-            if pkt.src == b.root {
-                b.root_written += 1;
-                if b.root_written == b.root_expected {
-                    b.root_done = true;
-                    let root = b.root as usize;
-                    for r in std::mem::take(&mut b.waiting[root]) {
-                        self.complete(r, now);
-                    }
-                }
-            }
-            return;
+            return self.line_bcast_written(now, id, pkt.src);
         }
         if matches!(kind, pk::RACK | pk::CONFIRM | pk::SYNCACK) {
             // A receiver's ack: it names the sender's record, which may be

@@ -1,0 +1,54 @@
+//! *Eager*: the sender streams deterministically routed packets, kept in
+//! order by FIFO pinning (every packet to one peer through the same
+//! injection FIFO) and dimension-ordered routes; the first carries the
+//! metadata block, the receiver unpacks with a running offset. Also the
+//! message layer's direct injection (`SendMode::Direct`), whose packets
+//! go dynamically routed in any order.
+
+use super::Wire;
+use crate::engine::{EventQueue, Tick};
+use crate::msglayer::wire::pk;
+use crate::msglayer::{MsgId, MsgLayer};
+use crate::packet::{Net, Routing};
+
+pub(super) struct Eager;
+
+impl Wire for Eager {
+    fn data_packets(ml: &MsgLayer, bytes: u32) -> u32 {
+        let first = ml.maxp - ml.meta;
+        1 + bytes.saturating_sub(first).div_ceil(ml.maxp)
+    }
+
+    fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
+        let routing = if ml.msgs[id as usize].direct { Routing::Dynamic } else { Routing::Deterministic };
+        stream_packet(ml, net, q, now, id, pk::EAGER, routing)
+    }
+}
+
+/// Writes the next packet of an eager or adaptive-eager message (`kind`):
+/// the first has the metadata block, the others are full of data. After
+/// the last, the next message to the peer may start - for adaptive eager
+/// only once the receiver's confirmation is back (`AdaptiveEager`).
+pub(super) fn stream_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, kind: u64, routing: Routing) -> bool {
+    let m = &ml.msgs[id as usize];
+    let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);
+    let (len, payload) = if queued == 0 {
+        let l = bytes.min(ml.maxp - ml.meta);
+        (l, l + ml.meta)
+    } else {
+        let l = (bytes - queued).min(ml.maxp);
+        (l, l)
+    };
+    let m = &mut ml.msgs[id as usize];
+    m.queued += len;
+    // A zero-byte message still sends its first packet.
+    m.scout_sent = true;
+    let group1 = ml.to_group1(dst);
+    ml.send_packet(net, q, now, src, dst, kind, ml.wire_id(id), queued, payload, routing, group1);
+    let more = queued + len < bytes;
+    let m = &ml.msgs[id as usize];
+    if !more && !m.direct && (kind == pk::EAGER || m.acked) {
+        ml.advance_peer(net, q, now, src, dst);
+    }
+    more
+}

@@ -1,0 +1,26 @@
+//! *One-packet*: the metadata block and the data in one deterministically
+//! routed packet; the cheapest protocol, for messages that fit.
+
+use super::Wire;
+use crate::engine::{EventQueue, Tick};
+use crate::msglayer::wire::pk;
+use crate::msglayer::{MsgId, MsgLayer};
+use crate::packet::{Net, Routing};
+
+pub(super) struct OnePacket;
+
+impl Wire for OnePacket {
+    fn data_packets(_ml: &MsgLayer, _bytes: u32) -> u32 {
+        1
+    }
+
+    fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
+        let m = &mut ml.msgs[id as usize];
+        let (src, dst, bytes) = (m.src, m.dst, m.bytes);
+        m.queued = bytes;
+        let group1 = ml.to_group1(dst);
+        ml.send_packet(net, q, now, src, dst, pk::ONE, ml.wire_id(id), 0, ml.meta + bytes, Routing::Deterministic, group1);
+        ml.advance_peer(net, q, now, src, dst);
+        false
+    }
+}

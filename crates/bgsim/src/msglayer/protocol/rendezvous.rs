@@ -1,0 +1,68 @@
+//! *Rendezvous*: a deterministically routed scout asks the receiver for
+//! permission; once a receive matches, the receiver acks with its buffer's
+//! address, and the data packets then go dynamically routed, each
+//! addressed to its final offset, counted by the receiver. In coprocessor
+//! mode the second core may receive the data (`msglayer.coprocessor_rendezvous`);
+//! on BG/P the data is a remote get the DMA engine serves.
+
+use super::Wire;
+use crate::engine::{EventQueue, Tick};
+use crate::msglayer::wire::pk;
+use crate::msglayer::{MsgId, MsgLayer};
+use crate::node::Work;
+use crate::packet::{Net, Routing};
+
+pub(in crate::msglayer) struct Rendezvous;
+
+impl Wire for Rendezvous {
+    fn data_packets(ml: &MsgLayer, bytes: u32) -> u32 {
+        bytes.div_ceil(ml.maxp)
+    }
+
+    /// The scout first (it ends the sender's turn and lets the next message
+    /// to the peer start); after the ack, the data.
+    fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
+        let m = &ml.msgs[id as usize];
+        let (src, dst, bytes, queued, coproc) = (m.src, m.dst, m.bytes, m.queued, m.coproc);
+        let group1 = ml.to_group1(dst);
+        if !m.scout_sent {
+            ml.msgs[id as usize].scout_sent = true;
+            ml.send_packet(net, q, now, src, dst, pk::SCOUT, ml.wire_id(id), 0, ml.meta, Routing::Deterministic, group1);
+            ml.advance_peer(net, q, now, src, dst);
+            return false;
+        }
+        let len = (bytes - queued).min(ml.maxp);
+        ml.msgs[id as usize].queued += len;
+        ml.send_packet(net, q, now, src, dst, pk::RDATA, ml.wire_id(id), queued, len, Routing::Dynamic, group1 || coproc);
+        queued + len < bytes
+    }
+
+    /// Ack with the buffer's address (and whether the coprocessor reads
+    /// the data): the data may now come.
+    fn matched(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
+        let m = &ml.msgs[id as usize];
+        let (src, dst) = (m.src, m.dst);
+        if ml.coproc_rendezvous {
+            let (node, core) = ml.place(dst);
+            ml.msgs[id as usize].coproc = true;
+            net.charge(q, now, node, core, ml.costs.workunit, Work::Protocol);
+        }
+        let coproc = ml.msgs[id as usize].coproc as u32;
+        ml.send_packet(net, q, now, dst, src, pk::RACK, ml.sender_id(id), coproc, 16, Routing::Deterministic, false);
+    }
+}
+
+impl Rendezvous {
+    /// The receiver's ack reached the sender: stream the data (a message
+    /// of no bytes is done).
+    pub(in crate::msglayer) fn acked(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, coproc: bool) {
+        let m = &mut ml.msgs[id as usize];
+        m.acked = true;
+        m.coproc = coproc;
+        if m.bytes == 0 {
+            ml.check_send(now, id);
+        } else {
+            ml.stream(net, q, now, id);
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The sending side: posting a send, the per-peer queues that keep a
+//! rank's messages to one peer in order, the injection FIFO a packet goes
+//! into, and the advance loop's turns between a core's messages. What
+//! differs between protocols is in `protocol/`.
+
+use super::partition::{RECV_SIDE, SEND_SIDE};
+use super::wire::*;
+use super::{Msg, MsgId, MsgLayer, ReqId, ReqKind, SendMode, NONE, PEER_QUEUES_KEPT};
+use crate::engine::{EventQueue, Tick};
+use crate::machine::Protocol;
+use crate::node::Work;
+use crate::packet::{Net, Routing};
+use crate::torus::{flags, Packet};
+
+
+impl MsgLayer {
+    /// Posts a send of `data` from `rank` to `dest` with the MPI envelope
+    /// (`ctx`, `tag`). The protocol is chosen by the caller; messages to a
+    /// rank on the same node use the intra-node protocol.
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, proto: Protocol, mode: SendMode) -> ReqId {
+        let bytes = data.len() as u32;
+        self.isend_sized(net, q, now, rank, dest, ctx, tag, data, bytes, proto, mode)
+    }
+
+    /// As [`MsgLayer::isend`], for a message of `bytes` whose content is
+    /// `data` or, when `data` is empty, not carried at all (communication
+    /// skeletons: only the size matters).
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend_sized(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, proto: Protocol, mode: SendMode) -> ReqId {
+        let req = self.new_req(ReqKind::Send, rank);
+        debug_assert!(data.is_empty() || data.len() as u32 == bytes);
+        assert!(bytes < 1 << 30, "messages are limited to 1 GiB");
+        let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
+        let direct = mode == SendMode::Direct;
+        let proto = if direct || (proto == Protocol::OnePacket && bytes + self.meta > self.maxp) { Protocol::Eager } else { proto };
+        let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
+        let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
+        let away = !self.owns(self.ranks[dest as usize].node);
+        let msg = self.new_msg(Msg {
+            src: rank,
+            dst: dest,
+            ctx,
+            tag,
+            bytes,
+            proto: if intranode { None } else { Some(proto) },
+            intranode,
+            sync: mode == SendMode::Synchronous,
+            data,
+            send_req: req,
+            recv_req: NONE,
+            packets,
+            direct: direct && !intranode,
+            record,
+            sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
+            ..Default::default()
+        });
+        if away {
+            self.send_away(q, msg);
+        }
+        self.reqs[req as usize].msg = msg;
+        let st = &mut self.ranks[rank as usize].stats;
+        st.sends += 1;
+        st.bytes_sent += bytes as u64;
+        st.by_protocol[if intranode { 4 } else { proto.index() }] += 1;
+        // A standard send to one's own rank of a size that would go eager
+        // is buffered as MPI buffers it (MPICH's self path): copied, and
+        // complete, before any receive is posted. (Between two tasks of a
+        // node the receiver copies from the send buffer, as the machine's
+        // VN protocol does.)
+        let to_self = rank == dest && mode == SendMode::Standard && proto != Protocol::Rendezvous;
+        if mode == SendMode::Buffered || to_self {
+            // The data is copied into the attached buffer: the request is
+            // complete after the copy, the message goes on by itself.
+            let (node, core) = self.place(rank);
+            let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
+            self.msgs[msg as usize].send_req = NONE;
+            net.timer(q, done, node, core, timer_tag(tk::REQ_DONE, req));
+        }
+        if self.msgs[msg as usize].direct {
+            self.stream(net, q, now, msg);
+            return req;
+        }
+        let queue = self.ranks[rank as usize].peers.entry(dest).or_default();
+        queue.push_back(msg);
+        if queue.len() == 1 {
+            // The rank's calls run one after the other on its core: a send
+            // posted while the core still works on earlier calls starts
+            // when it is free.
+            let (node, core) = self.place(rank);
+            let busy = net.core_busy_until(node, core);
+            if busy > now {
+                net.timer(q, busy, node, core, timer_tag(tk::START, msg));
+            } else {
+                self.start(net, q, now, msg);
+            }
+        }
+        req
+    }
+
+    /// Starts the head message of a peer queue.
+    pub(super) fn start(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
+        let m = &self.msgs[id as usize];
+        if m.intranode {
+            return self.intra_start(net, q, now, id);
+        }
+        let (node, core) = self.place(m.src);
+        let p = m.proto.expect("network message").index();
+        if self.dma.is_some() {
+            // A descriptor goes into the rank's work FIFO; with the FIFO
+            // full the message waits for room (see `descriptor_done`).
+            let src = m.src as usize;
+            if self.ranks[src].dma_posted >= self.costs.work_fifo {
+                self.ranks[src].dma_waiting.push_back(id);
+                return;
+            }
+            self.ranks[src].dma_posted += 1;
+        }
+        let cost = self.costs.send_msg[p] + self.costs.mpi_half[p] + self.costs.descriptor;
+        let posted = net.charge(q, now, node, core, cost, Work::Protocol);
+        if self.dma.is_some() && posted > now {
+            // The DMA engine starts on the message once the core has
+            // written its descriptor.
+            net.timer(q, posted, node, core, timer_tag(tk::POSTED, id));
+        } else {
+            self.stream(net, q, now, id);
+        }
+    }
+
+    /// Puts a message on its sender's core's list of streams.
+    pub(super) fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
+        let (node, core) = self.injector(self.msgs[id as usize].src);
+        let ci = net.core_index(node, core);
+        self.streams[ci].push_back(id);
+        if net.pending(node, core) == 0 {
+            self.emit(net, q, now, node, core);
+        }
+    }
+
+    /// The next message of a peer queue may start.
+    pub(super) fn advance_peer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, src: u32, dst: u32) {
+        let queue = self.ranks[src as usize].peers.get_mut(&dst).expect("peer queue");
+        queue.pop_front();
+        if let Some(&next) = queue.front() {
+            self.start(net, q, now, next);
+        } else if self.ranks[src as usize].peers.len() > PEER_QUEUES_KEPT {
+            self.ranks[src as usize].peers.remove(&dst);
+        }
+    }
+
+    /// The injection FIFO of a packet from a task: FIFOs are pinned to
+    /// directions; in VN mode each task has its own share of them.
+    pub(super) fn fifo(&self, net: &Net, node: u32, task: usize, p: &Packet) -> usize {
+        let k = self.fifos_per_task;
+        let base = if self.tasks_per_node > 1 { task * k } else { 0 };
+        let fifo_of = |d: usize| base + d * k / 6;
+        let first = if p.hint == 0 { 0 } else { p.hint.trailing_zeros() as usize };
+        if !Routing::of(p.flags).adaptive() || p.hint.count_ones() < 2 {
+            return fifo_of(first);
+        }
+        (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.inj_used(node, f)).unwrap_or(fifo_of(first))
+    }
+
+    pub(super) fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32, kind: u64, msg: MsgId, offset: u32, payload: u32, routing: Routing, group1: bool) {
+        let (node, _) = self.place(from);
+        let (dnode, _) = self.place(to);
+        let mut p = net.packet(node, dnode, payload, routing, now);
+        p.tag = tag(kind, msg, offset);
+        if group1 {
+            p.flags |= flags::GROUP1;
+        }
+        let f = self.fifo(net, node, self.ranks[from as usize].task as usize, &p);
+        self.packets_sent += 1;
+        net.send(q, now, node, p, Some(f));
+    }
+
+    /// Emits the next packets of the core's streams, round-robin between
+    /// messages: as the advance loop fills an injection FIFO, a message's
+    /// data goes out up to a FIFO's worth of packets per turn (so starting
+    /// the next messages, which costs the core far more than a packet, does
+    /// not leave the link waiting between two packets); a scout ends the
+    /// turn.
+    pub(super) fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        let ci = net.core_index(node, core);
+        let Some(id) = self.streams[ci].pop_front() else { return };
+        // The message layer's direct-injection alltoall interleaves its
+        // destinations packet by packet: one packet per turn there. A DMA
+        // engine serves its injection FIFOs' descriptors in turn, one
+        // packet each.
+        let burst = if self.msgs[id as usize].direct || self.dma.is_some() { 1 } else { self.burst };
+        let mut more = true;
+        for _ in 0..burst {
+            more = self.emit_packet(net, q, now, id);
+            if !more {
+                break;
+            }
+        }
+        if more {
+            self.streams[ci].push_back(id);
+        }
+    }
+}
