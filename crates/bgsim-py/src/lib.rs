@@ -1,220 +1,33 @@
 //! Python binding of bgsim: conversions, GIL release and error mapping only.
-//! No model logic lives here.
+//! No model logic lives here. `World` (an MPI run driven by the Python
+//! runtime) is here; the rest is one file per concern: `registry` (what can
+//! be chosen: machines, patterns, collectives), `traffic` (traffic runs),
+//! `launcher` (the MPI job that started the process), `members`
+//! (communicators for the fast calls), `errors` (one mapping to Python
+//! exceptions).
 
 mod errors;
+mod launcher;
+mod members;
+mod registry;
+mod traffic;
 
 use errors::to_py;
+use members::Members;
+use registry::load_machine;
 
-use bgsim::machine::{self, MachineSource};
 use bgsim::machine::{Mapping, Protocol};
 use bgsim::mpi;
 use bgsim::mpi::coll;
 use bgsim::msglayer::SendMode;
-use bgsim::workload::{self, Pattern, TrafficSpec};
 use pyo3::buffer::PyBuffer;
 use pyo3::types::{PyBytes, PyMemoryView, PyTuple};
-use std::collections::HashSet;
-use std::sync::Arc;
 use pyo3::types::{PyDict, PyList};
 use bgsim::mpi::agent::{Agent, Exchange, Parts, Payload, Steps};
-use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
 /// What `finish` returns: (source, tag, count, cancelled, truncated, data).
 type Finished<'py> = (i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>);
-
-
-fn load_machine(machine: &str, settings: Vec<String>) -> PyResult<machine::Machine> {
-    let src = MachineSource::from_arg(machine).map_err(to_py)?;
-    machine::load(&src, &settings).map_err(to_py)
-}
-
-/// Validates a machine and returns it as TOML text plus derived values (JSON).
-#[pyfunction]
-#[pyo3(signature = (machine, settings=vec![]))]
-fn machine_info(machine: &str, settings: Vec<String>) -> PyResult<(String, String)> {
-    let m = load_machine(machine, settings)?;
-    let derived = serde_json::json!({
-        "name": m.name(),
-        "shape": m.shape.dims,
-        "torus": m.shape.torus,
-        "nodes": m.shape.nodes(),
-        "dead_nodes": m.faults.nodes.len(),
-        "dead_links": m.faults.links.len(),
-        "mode": m.mode.name(),
-        "tasks_per_node": m.tasks_per_node(),
-        "ticks_per_cpu_cycle": m.tick_cycle,
-        "ticks_per_link_byte": m.tick_byte,
-        "hop_latency_ticks": m.hop_latency,
-        "vcs_per_receiver": m.vcs,
-        "max_packet_bytes": m.max_packet_bytes(),
-        "max_payload_bytes": m.max_payload_bytes(),
-        "link_MBps": m.link_bytes_per_s() / 1e6,
-        "cpu_mhz": m.spec.clock.cpu_mhz,
-        "cores": m.cores(),
-        "partition_shapes": m.spec.partition.shapes,
-        "components": m.spec.components().iter().map(|c| c.name()).collect::<Vec<_>>(),
-    });
-    Ok((m.to_toml(), derived.to_string()))
-}
-
-/// Names of the built-in traffic patterns.
-/// Every selectable collective algorithm: [(op, [names])] ("auto" first).
-#[pyfunction]
-fn collective_algorithms() -> Vec<(&'static str, Vec<&'static str>)> {
-    coll::OPERATIONS.iter().map(|op| (op.name, coll::choices(op))).collect()
-}
-
-/// One algorithm of the registry: (name, description, [needs], hardware).
-type AlgorithmRow = (&'static str, &'static str, Vec<String>, bool);
-
-/// The collective registry: [(op, [algorithm])].
-#[pyfunction]
-fn collective_registry() -> Vec<(&'static str, Vec<AlgorithmRow>)> {
-    let need = |n: &coll::Need| serde_json::to_value(n).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    coll::OPERATIONS
-        .iter()
-        .map(|op| (op.name, op.algorithms.iter().map(|a| (a.name, a.description, a.needs.iter().map(need).collect(), a.hardware)).collect()))
-        .collect()
-}
-
-/// What the algorithm `generic` of `op` runs for `nbytes` on `n` ranks.
-#[pyfunction]
-fn collective_generic(op: &str, nbytes: u64, n: u32) -> PyResult<&'static str> {
-    coll::operation(op).and_then(|o| coll::generic(o, nbytes, n)).ok_or_else(|| errors::usage(format!("`{op}` has no generic algorithm")))
-}
-
-/// The algorithm of one collective call: `wanted` ("auto" or a name) and
-/// what the call offers -> (algorithm, why the wanted one cannot run, if so).
-#[pyfunction]
-#[pyo3(signature = (op, wanted, nbytes, n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements=None, faulty_torus=false))]
-#[allow(clippy::too_many_arguments)]
-fn collective_choose(op: &str, wanted: &str, nbytes: u64, n: u32, whole_partition: bool, one_task_per_node: bool, collective_network: bool,
-                     barrier_network: bool, alu: bool, elements: Option<u64>, faulty_torus: bool) -> PyResult<(&'static str, Option<String>)> {
-    let operation = coll::operation(op).ok_or_else(|| errors::usage(format!("`{op}` is not a collective operation")))?;
-    let facts = coll::CallFacts { n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements, faulty_torus };
-    let c = coll::choose(operation, wanted, &facts, nbytes);
-    Ok((c.algorithm, c.fallback))
-}
-
-/// The routing algorithms: [(name, description)].
-#[pyfunction]
-fn routings() -> Vec<(&'static str, &'static str)> {
-    bgsim::torus::Routing::ALL.iter().map(|r| (r.name(), r.description())).collect()
-}
-
-#[pyfunction]
-fn patterns() -> Vec<&'static str> {
-    Pattern::ALL.iter().map(|p| p.name()).collect()
-}
-
-/// Every traffic pattern: [(name, description, timed, its options with
-/// their defaults as JSON)], and the options every pattern has (JSON).
-#[pyfunction]
-fn pattern_options() -> (Vec<(&'static str, &'static str, bool, String)>, String) {
-    let patterns = Pattern::ALL.iter().map(|p| (p.name(), p.description(), p.is_timed(), serde_json::Value::Object(p.options()).to_string())).collect();
-    let common = serde_json::to_string(&workload::spec::Common::default()).expect("plain data");
-    (patterns, common)
-}
-
-/// Runs a traffic pattern. `spec_json` is a TrafficSpec as JSON; returns the
-/// result as JSON. `progress(fraction, ncycles, events)` is called now and then with the GIL
-/// held; Ctrl-C stops the run.
-#[pyfunction]
-#[pyo3(signature = (machine, settings, spec_json, progress=None, threads=1, partitions=1))]
-fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: &str, progress: Option<PyObject>, threads: usize, partitions: usize) -> PyResult<String> {
-    let m = load_machine(machine, settings)?;
-    let spec = TrafficSpec::from_json(spec_json).map_err(to_py)?;
-    if threads < 1 || partitions < threads {
-        return Err(errors::usage(format!("threads {threads}, partitions {partitions}: at least 1 thread and as many partitions as threads")));
-    }
-    let opts = workload::RunOptions { threads, partitions };
-    let distributed = bgsim::engine::parallel::launched_by_mpi();
-    if distributed && (threads, partitions) != (1, 1) {
-        return Err(errors::usage(format!(
-            "threads {threads}, partitions {partitions}: under an MPI launcher each process runs one partition on one thread; leave both at 1"
-        )));
-    }
-    #[cfg(not(feature = "mpi"))]
-    if distributed {
-        return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
-    }
-    let mut interrupted = false;
-    let mut callback_error: Option<PyErr> = None;
-    let result = py.allow_threads(|| {
-        let mut report = |f: workload::RunProgress| {
-            Python::with_gil(|py| {
-                if let Err(e) = py.check_signals() {
-                    interrupted = true;
-                    callback_error = Some(e);
-                    return false;
-                }
-                if let Some(cb) = &progress {
-                    if let Err(e) = cb.call1(py, (f.fraction, f.ncycles, f.events)) {
-                        callback_error = Some(e);
-                        return false;
-                    }
-                }
-                true
-            })
-        };
-        #[cfg(feature = "mpi")]
-        if distributed {
-            use bgsim::engine::mpi;
-            mpi::init();
-            // Process 0 merges the partitions; every process gets the result.
-            return workload::run_distributed(&m, &spec, Box::new(mpi::Mpi::world()), &mut report).map(|r| {
-                let json = r.map(|r| serde_json::to_string(&r).expect("a traffic result is plain data")).unwrap_or_default();
-                String::from_utf8(mpi::Mpi::world().broadcast(json.into_bytes())).expect("JSON from process 0")
-            });
-        }
-        workload::run_with(&m, &spec, opts, &mut report).map(|r| serde_json::to_string(&r).expect("a traffic result is plain data"))
-    });
-    if let Some(e) = callback_error {
-        return Err(if interrupted { PyKeyboardInterrupt::new_err("bgsim run interrupted") } else { e });
-    }
-    result.map_err(to_py)
-}
-
-/// This process's index in the MPI job that started it (0 outside one).
-#[pyfunction]
-fn mpi_rank() -> usize {
-    if !bgsim::engine::parallel::launched_by_mpi() {
-        return 0;
-    }
-    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"].iter().find_map(|k| std::env::var(k).ok()?.parse().ok()).unwrap_or(0)
-}
-
-/// How many processes the MPI job that started this one has (1 outside one).
-#[pyfunction]
-fn mpi_size() -> usize {
-    bgsim::engine::parallel::launched_processes()
-}
-
-/// Whether an MPI launcher started this process as one of several.
-#[pyfunction]
-fn mpi_launched() -> bool {
-    bgsim::engine::parallel::launched_by_mpi()
-}
-
-/// Ends MPI in this process if a distributed run started it (at exit).
-#[pyfunction]
-fn mpi_finalize() {
-    #[cfg(feature = "mpi")]
-    bgsim::engine::mpi::finalize();
-}
-
-/// Ends every process of the MPI job that started this one with `code`
-/// (MPI_Abort), after a failure here that would leave the others waiting.
-/// Does nothing outside one.
-#[pyfunction]
-fn mpi_abort(code: i32) {
-    #[cfg(feature = "mpi")]
-    if bgsim::engine::parallel::launched_by_mpi() {
-        bgsim::engine::mpi::abort(code);
-    }
-    let _ = code;
-}
 
 /// Copies `data` into the start of `buf` (which holds at least as many bytes).
 fn copy_into(py: Python<'_>, buf: &PyBuffer<u8>, data: &[u8]) -> PyResult<()> {
@@ -253,47 +66,6 @@ type NodeSample = (u64, [u64; 6], u64);
 
 /// Largest MPI tag (mpi4py's `TAG_UB`).
 const TAG_UB: i64 = i32::MAX as i64;
-
-/// A communicator as the fast point-to-point calls need it: its context id,
-/// its ranks' world ranks and who is a member. Rebuilt by the MPI module
-/// whenever the communicator's group or context changes.
-#[pyclass(frozen, module = "bgsim._core")]
-struct Members {
-    ctx: u32,
-    ranks: Arc<[u32]>,
-    /// World ranks of the members, unless rank i of the communicator is
-    /// world rank i for every i (the world communicator), which needs none.
-    others: Option<HashSet<u32>>,
-}
-
-#[pymethods]
-impl Members {
-    #[new]
-    fn new(ctx: u32, ranks: Vec<u32>) -> Self {
-        let identity = ranks.iter().enumerate().all(|(i, &r)| i as u32 == r);
-        let others = (!identity).then(|| ranks.iter().copied().collect());
-        Members { ctx, ranks: ranks.into(), others }
-    }
-    /// Whether rank i of the communicator is world rank i for every i.
-    #[getter]
-    fn identity(&self) -> bool {
-        self.others.is_none()
-    }
-}
-
-impl Members {
-    fn has(&self, world_rank: u32) -> bool {
-        match &self.others {
-            None => (world_rank as usize) < self.ranks.len(),
-            Some(s) => s.contains(&world_rank),
-        }
-    }
-    /// The world rank of communicator rank `r`, if `r` is an int in range.
-    fn world(&self, r: &Bound<'_, PyAny>) -> Option<u32> {
-        let r: i64 = r.extract().ok()?;
-        usize::try_from(r).ok().and_then(|i| self.ranks.get(i)).copied()
-    }
-}
 
 /// What `send_fast` / `recv_fast` did, in the low two bits of their result
 /// (above them the request, and from bit 40 on a rank + 1).
@@ -435,7 +207,7 @@ impl World {
                 return Err(errors::usage(format!("threads {threads}: under an MPI launcher each process runs one partition on one thread; leave it at 1")));
             }
             #[cfg(not(feature = "mpi"))]
-            return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
+            return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build`"));
             #[cfg(feature = "mpi")]
             {
                 bgsim::engine::mpi::init();
@@ -566,7 +338,7 @@ impl World {
         }
         #[cfg(not(feature = "mpi"))]
         if distributed {
-            return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build-mpi`"));
+            return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build`"));
         }
         let halo = mpi::skeleton::Halo { grid, bytes: nbytes, iters };
         let w = self.w.whole().ok_or_else(|| errors::usage("a core-driven halo runs on a world of one partition (its `threads` cut it)"))?;
@@ -1021,20 +793,20 @@ impl World {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<World>()?;
     m.add_class::<Members>()?;
-    m.add_function(wrap_pyfunction!(machine_info, m)?)?;
-    m.add_function(wrap_pyfunction!(patterns, m)?)?;
-    m.add_function(wrap_pyfunction!(routings, m)?)?;
-    m.add_function(wrap_pyfunction!(pattern_options, m)?)?;
-    m.add_function(wrap_pyfunction!(collective_algorithms, m)?)?;
-    m.add_function(wrap_pyfunction!(collective_registry, m)?)?;
-    m.add_function(wrap_pyfunction!(collective_choose, m)?)?;
-    m.add_function(wrap_pyfunction!(collective_generic, m)?)?;
-    m.add_function(wrap_pyfunction!(run_traffic, m)?)?;
-    m.add_function(wrap_pyfunction!(mpi_rank, m)?)?;
-    m.add_function(wrap_pyfunction!(mpi_finalize, m)?)?;
-    m.add_function(wrap_pyfunction!(mpi_abort, m)?)?;
-    m.add_function(wrap_pyfunction!(mpi_launched, m)?)?;
-    m.add_function(wrap_pyfunction!(mpi_size, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::machine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::patterns, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::routings, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::pattern_options, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::collective_algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::collective_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::collective_choose, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::collective_generic, m)?)?;
+    m.add_function(wrap_pyfunction!(traffic::run_traffic, m)?)?;
+    m.add_function(wrap_pyfunction!(launcher::mpi_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(launcher::mpi_finalize, m)?)?;
+    m.add_function(wrap_pyfunction!(launcher::mpi_abort, m)?)?;
+    m.add_function(wrap_pyfunction!(launcher::mpi_launched, m)?)?;
+    m.add_function(wrap_pyfunction!(launcher::mpi_size, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
