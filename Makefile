@@ -25,13 +25,15 @@ $(VENV)/.ready: pyproject.toml
 env: $(VENV)/.ready
 
 # Builds the Rust core (release) and installs the bgsim package into .venv.
-build: $(VENV)/.ready
-	$(VENV)/bin/maturin develop --release --quiet
-
-# The same with traffic runs on the processes of an MPI job
-# (`mpirun -n 2 .venv/bin/bgsim traffic ...`): needs Open MPI and libclang.
-build-mpi: $(VENV)/.ready mpi
+# One build serves every target: it has MPI support (runs spread over the
+# processes of an MPI job, `mpirun -n 2 .venv/bin/bgsim ...`), so it needs
+# Open MPI and libclang, which `mpi` installs when they are missing.
+# maturin rebuilds only what changed.
+build: $(VENV)/.ready mpi
 	$(VENV)/bin/maturin develop --release --quiet --features mpi
+
+# (The name earlier versions used for the build above.)
+build-mpi: build
 
 # The main job: every experiment at quick scale on the default machine,
 # with a summary table of their key figures.
@@ -43,7 +45,7 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --exclude bgsim-py
 
-test-python: build-mpi browser
+test-python: build browser
 	$(PY) -m pytest -q python/tests
 
 # Headless Chromium for the results page test (index.html opened and
@@ -56,11 +58,11 @@ browser:
 
 # A real MPI (Open MPI, from Debian's packages) for the trace tests (a C
 # program is recorded under it by bgsim record and replayed) and for traffic
-# runs across processes (build-mpi; its bindings are generated with libclang).
+# runs across processes (its Rust bindings are generated with libclang).
 mpi:
 	@{ command -v mpicc && command -v mpirun && ls /usr/lib/llvm-*/lib/libclang.so*; } >/dev/null 2>&1 || \
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libopenmpi-dev openmpi-bin libclang-dev >/dev/null; } || \
-	  { echo "make: the trace tests and build-mpi need a real MPI and libclang: install Debian's libopenmpi-dev, openmpi-bin and libclang-dev" >&2; exit 1; }
+	  { echo "make: bgsim's build needs a real MPI and libclang: install Debian's libopenmpi-dev, openmpi-bin and libclang-dev" >&2; exit 1; }
 
 # Speed and memory benchmarks; the newest run goes on top of BENCHMARKS.md
 # with its date, machine and command (the torus workload also on 2 and 4

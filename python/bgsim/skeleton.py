@@ -111,7 +111,7 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
     into that many partitions, each a copy of the world running its own
     nodes on a thread of its own - the same result, bit for bit (packet
     tier only; memory grows with the copies). Under an MPI launcher
-    (`mpirun -n P`, a bgsim built with `make build-mpi`) every process
+    (`mpirun -n P`, a bgsim built with `make build`) every process
     makes the same call and runs one partition; each gets the result.
     `world`: `make_world`'s
     shape, mode, mapping, seed, memory_check. Returns ranks, messages,

@@ -1,7 +1,7 @@
 """Traffic runs on the processes of a real MPI job (`mpirun -n 2`): each
 process runs one partition of the windowed engine, and the result is the
 one a single process gives, field for field (make test builds bgsim with
-MPI: `make build-mpi`)."""
+MPI: `make build`)."""
 
 import json
 import os
