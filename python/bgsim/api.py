@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import atexit
 import csv
+import errno
 import functools
 import io
 import json
 import math
 import os
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -23,12 +26,57 @@ def coords(n: int, dims) -> tuple:
     return n % dims[0], (n // dims[0]) % dims[1], n // (dims[0] * dims[1])
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Writes a file whole or not at all (through a temporary and a rename)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+class OutputError(OSError):
+    """An output file could not be written; the message names the file."""
+
+
+def write_atomic(path: str, text) -> None:
+    """Writes `text` (str, or bytes) to `path` whole or not at all.
+
+    A regular file (new or existing) is written through a temporary file
+    in its directory that is renamed over it once complete, so a failure
+    leaves the old file as it was and no temporary behind. Anything else
+    that exists at `path` is written to, never replaced: a device
+    (/dev/null, /dev/stdout), a FIFO, a terminal - and a symbolic link is
+    followed, so the link stays and its target gets the text. A directory
+    is refused. Errors are `OutputError`s naming `path`."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real) if os.path.lexists(path) else None
+    except OSError as e:
+        raise OutputError(e.errno, f"cannot write {path}: {e.strerror}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError(errno.EISDIR, f"cannot write {path}: it is a directory; give a file name")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with (open(real, "wb") if isinstance(text, bytes) else open(real, "w", encoding="utf-8")) as f:
+                f.write(text)
+        except OSError as e:
+            raise OutputError(e.errno, f"cannot write {path}: {e.strerror}") from None
+        return
+    d = os.path.dirname(real) or "."
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(real) + ".", suffix=".tmp", dir=d)
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as f:
+            f.write(text)
+        os.chmod(tmp, st.st_mode & 0o7777 if st is not None else 0o666 & ~_umask())
+        os.replace(tmp, real)
+        tmp = None
+    except OSError as e:
+        raise OutputError(e.errno, f"cannot write {path}: {e.strerror}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
 
 
 def _settings(shape: Optional[str], mesh: Optional[str], mode: Optional[str], settings: Iterable[str]) -> list:
@@ -239,7 +287,7 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     threads; the result is the same, bit for bit, for every choice
     (``docs/architecture.md``, "Partitions and the parallel window
     protocol"). Ping-pong runs as one partition. Under an MPI launcher
-    (``mpirun -n P``, a bgsim built with ``make build-mpi``) every process
+    (``mpirun -n P``, a bgsim built with ``make build``) every process
     makes the same call and runs one partition; each gets the result.
     """
     if isinstance(machine, str):

@@ -605,9 +605,11 @@ def _read_traffic(path: str) -> Dict[tuple, int]:
 
 def _map(a: argparse.Namespace) -> int:
     from . import mapping
-    from .api import Machine
+    from .api import Machine, write_atomic
     from .program import partition_for, run_file
 
+    if err := _out_file_error(a.out, "-o"):
+        raise UsageError(err)
     if a.traffic_matrix:
         traffic = _read_traffic(a.traffic_matrix)
         nranks = a.nranks or (max(max(s, d) for s, d in traffic) + 1 if traffic else 1)
@@ -639,9 +641,7 @@ def _map(a: argparse.Namespace) -> int:
     for name, slots in (("XYZT", default), (new_name, folded)):
         load = mapping.link_loads(traffic, slots, shape, torus)
         print(f"{name:<10} {mapping.hop_bytes(traffic, slots, shape, torus):>16,} {int(load.max()):>22,}")
-    tmp = a.out + ".tmp"
-    mapping.write_mapfile(tmp, folded)
-    os.replace(tmp, a.out)
+    write_atomic(a.out, mapping.mapfile_text(folded))
     print(f"wrote {a.out}")
     if a.verify:
         program, *args = a.verify

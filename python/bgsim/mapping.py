@@ -180,12 +180,17 @@ def optimize(traffic: Dict[Tuple[int, int], int], shape: Sequence[int], tasks: i
     return slots
 
 
-def write_mapfile(path: str, slots: Sequence[Slot]) -> None:
+def mapfile_text(slots: Sequence[Slot]) -> str:
     """A mapfile `bgsim run --map FILE` reads: one `x y z t` line per rank."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("# x y z t, one line per rank (written by bgsim.mapping)\n")
-        for s in slots:
-            f.write(f"{s[0]} {s[1]} {s[2]} {s[3]}\n")
+    lines = ["# x y z t, one line per rank (written by bgsim.mapping)"]
+    lines += [f"{s[0]} {s[1]} {s[2]} {s[3]}" for s in slots]
+    return "\n".join(lines) + "\n"
+
+
+def write_mapfile(path: str, slots: Sequence[Slot]) -> None:
+    """Writes `mapfile_text(slots)` to `path`, whole or not at all."""
+    from .api import write_atomic
+    write_atomic(path, mapfile_text(slots))
 
 
 # ------------------------------------------------------------ logical grids

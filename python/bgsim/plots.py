@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import io
 from typing import Dict, List, Sequence
 
 
@@ -16,9 +16,11 @@ def _plt():
 
 
 def _atomic_save(fig, path: str) -> None:
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    """Saves a figure as PNG, whole or not at all (`api.write_atomic`)."""
+    from .api import write_atomic
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    write_atomic(path, buf.getvalue())
 
 
 def series_plot(series: Dict[str, dict], names: Sequence[str], path: str, title: str) -> None:
