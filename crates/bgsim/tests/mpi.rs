@@ -91,7 +91,7 @@ fn every_protocol_delivers_the_data() {
             assert_eq!(w.take_data(r).unwrap(), data, "{proto:?} {bytes}");
             w.drain();
             assert!(w.is_done(s));
-            assert_eq!(w.net().torus.live_packets(), 0);
+            assert_eq!(w.net().torus().live_packets(), 0);
         }
     }
 }

@@ -30,7 +30,7 @@ impl Recorder {
 
 impl Software for Recorder {
     fn start(&mut self, net: &mut Net, q: &mut EventQueue) {
-        for n in 0..net.torus.node_count() {
+        for n in 0..net.torus().node_count() {
             net.compute(q, 0, n, 0, 0);
         }
     }
@@ -69,7 +69,7 @@ fn run_all<S: Software>(m: &Machine, sw: S) -> Harness<S> {
     let mut t = 0;
     while !q.is_empty() {
         t = run_until(&mut h, &mut q, t + 50_000, &mut st);
-        assert!(h.net.torus.max_vc_used() <= m.vc_tokens as u16, "VC holds more than its size");
+        assert!(h.net.torus().max_vc_used() <= m.vc_tokens as u16, "VC holds more than its size");
         assert!(t < 1_000_000_000, "run did not finish");
     }
     h
@@ -109,13 +109,13 @@ fn check_conservation(m: &Machine, routing: Routing, payload: u32) {
         seen[i] = true;
         assert_eq!((p.src, p.dest), (sends[i].0, sends[i].1));
         // Minimal routes.
-        assert_eq!(p.hops as u32, h.net.torus.geo.distance(p.src, p.dest), "non-minimal route {} -> {}", p.src, p.dest);
+        assert_eq!(p.hops as u32, h.net.torus().geo.distance(p.src, p.dest), "non-minimal route {} -> {}", p.src, p.dest);
     }
     // Every token came back, nothing is left anywhere.
-    h.net.torus.check_tokens_quiescent().unwrap();
-    assert_eq!(h.net.torus.live_packets(), 0);
-    assert_eq!(h.net.torus.global.injected_packets, total as u64);
-    assert_eq!(h.net.torus.global.delivered_packets, total as u64);
+    h.net.torus().check_tokens_quiescent().unwrap();
+    assert_eq!(h.net.torus().live_packets(), 0);
+    assert_eq!(h.net.torus().global.injected_packets, total as u64);
+    assert_eq!(h.net.torus().global.delivered_packets, total as u64);
 }
 
 /// A link counts a packet's payload from the moment its transfer starts,
@@ -133,15 +133,15 @@ fn check_link_payload(m: &Machine) {
     let (mut t, mut under_way) = (0, 0);
     while !q.is_empty() {
         t = run_until(&mut h, &mut q, t + 300, &mut st);
-        let (packets, payload) = h.net.torus.links().fold((0, 0), |(a, b), l| (a + l.packets, b + l.payload));
+        let (packets, payload) = h.net.torus().links().fold((0, 0), |(a, b), l| (a + l.packets, b + l.payload));
         assert_eq!(payload, packets * PAYLOAD as u64, "at tick {t}");
         under_way += (packets > h.sw.got.iter().map(|p| p.hops as u64).sum::<u64>()) as u32;
     }
     assert!(under_way > 10, "too few looks with packets on their way: {under_way}");
     let hops: u64 = h.sw.got.iter().map(|p| p.hops as u64).sum();
     assert_eq!(h.sw.got.len(), sends.len());
-    assert_eq!(h.net.torus.links().map(|l| l.packets).sum::<u64>(), hops);
-    assert_eq!(h.net.torus.links().map(|l| l.payload).sum::<u64>(), hops * PAYLOAD as u64);
+    assert_eq!(h.net.torus().links().map(|l| l.packets).sum::<u64>(), hops);
+    assert_eq!(h.net.torus().links().map(|l| l.payload).sum::<u64>(), hops * PAYLOAD as u64);
 }
 
 #[test]
@@ -230,8 +230,8 @@ fn deposit_bit_reaches_every_node_of_the_line() {
     let mut got = h.sw.got.clone();
     got.sort();
     assert_eq!(got, vec![0, 1, 3, 4, 5, 6, 7]);
-    h.net.torus.check_tokens_quiescent().unwrap();
-    assert_eq!(h.net.torus.live_packets(), 0);
+    h.net.torus().check_tokens_quiescent().unwrap();
+    assert_eq!(h.net.torus().live_packets(), 0);
     // Along y in the y=0..1 ring of x=0: only the one other node.
     let h = run_all(&m, LineCast { from: 0, to: 8, dir: 2, got: vec![] });
     assert_eq!(h.sw.got, vec![8]);
@@ -388,8 +388,8 @@ fn running_in_lookahead_windows_gives_the_same_result() {
         } else {
             run_until(&mut sim, &mut q, end, &mut st);
         }
-        let g = &sim.net.torus.global;
-        (st.events, g.hops, g.delivered_packets, g.latency.sum, sim.net.torus.links().map(|l| l.bytes).collect::<Vec<_>>())
+        let g = &sim.net.torus().global;
+        (st.events, g.hops, g.delivered_packets, g.latency.sum, sim.net.torus().links().map(|l| l.bytes).collect::<Vec<_>>())
     };
     let a = run(false);
     let b = run(true);
@@ -408,7 +408,7 @@ impl bgsim::engine::Model for Conserving {
     fn handle(&mut self, now: Tick, ev: bgsim::engine::Event, q: &mut EventQueue) {
         let node = ev.node;
         self.sim.handle(now, ev, q);
-        if let Some(head) = self.sim.net.torus.movable_head(node) {
+        if let Some(head) = self.sim.net.torus().movable_head(node) {
             panic!("at tick {now}, after event kind {}: {head}", ev.kind);
         }
         self.checked += 1;
@@ -457,7 +457,7 @@ fn arbitration_leaves_no_head_that_could_move() {
         sim.driver.start(&mut sim.net, &mut q);
         let mut c = Conserving { sim, checked: 0 };
         run_until(&mut c, &mut q, end, &mut st);
-        let hops = c.sim.net.torus.global.hops;
+        let hops = c.sim.net.torus().global.hops;
         assert!(hops > 300 && c.checked > 3 * hops, "{shape} {settings:?}: {hops} hops, {} events checked", c.checked);
     }
 }

@@ -271,7 +271,7 @@ impl World {
         v
     }
     pub fn machine(&self) -> &Machine {
-        &self.stack.net.machine
+        self.stack.net.machine()
     }
     /// Current simulated time, ticks.
     pub fn now(&self) -> Tick {
@@ -408,7 +408,7 @@ impl World {
     /// so a polling loop lets the other ranks and the network go on.
     pub fn poll(&mut self, rank: u32) -> ReqId {
         let now = self.q.now();
-        let ticks = self.stack.net.machine.spec.cpu.poll_cycles as Tick * self.stack.net.machine.tick_cycle;
+        let ticks = self.stack.net.machine().spec.cpu.poll_cycles as Tick * self.stack.net.machine().tick_cycle;
         let Stack { net, ml, .. } = &mut self.stack;
         let (node, core) = ml.place(rank);
         let done = net.charge(&mut self.q, now, node, core, ticks.max(1), Work::Poll);
@@ -731,6 +731,6 @@ impl World {
 
     /// Converts a time to microseconds / cycles.
     pub fn micros(&self, t: Tick) -> f64 {
-        self.stack.net.machine.micros(t)
+        self.stack.net.machine().micros(t)
     }
 }

@@ -29,7 +29,7 @@ pub struct Sample {
 impl Sample {
     /// Node `n`'s counters in `net` now, stamped `tick`.
     pub fn of(net: &Net, n: u32, tick: Tick) -> Sample {
-        let t = &net.torus;
+        let t = &net.torus();
         let mut links = [0u64; 6];
         for (d, l) in links.iter_mut().enumerate() {
             *l = t.link(n, d).bytes;

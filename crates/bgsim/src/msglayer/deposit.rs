@@ -75,7 +75,7 @@ impl MsgLayer {
     /// its record: from a rank's join, or, on a machine cut into
     /// partitions, from the root's note, before any of its packets comes.
     pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, packets: u32, payload: Option<Vec<u8>>) {
-        let nodes = net.machine.shape.nodes() as usize;
+        let nodes = net.machine().shape.nodes() as usize;
         let b = self.bcasts.entry(id).or_insert_with(|| LineBcast {
             root: 0,
             packets: 0,

@@ -299,7 +299,7 @@ impl MsgLayer {
     /// The layer on `net` for ranks placed on `slots`; `mpi` adds MPI's own
     /// per-message costs.
     pub fn new(net: &mut Net, slots: &[Slot], mpi: bool) -> Self {
-        let m = net.machine.clone();
+        let m = net.machine().clone();
         let geo = net.geometry().clone();
         let tpn = m.tasks_per_node() as usize;
         let cores = m.cores() as usize;

@@ -203,8 +203,8 @@ pub struct TrafficRun {
 /// the driver knows.
 pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -> TrafficResult {
     let TrafficRun { from, end, now, bound, peak_rate, deadlock_at, .. } = run;
-    let m = &net.machine;
-    let t = &net.torus;
+    let m = &net.machine();
+    let t = &net.torus();
     let tb = m.tick_byte as f64;
     let span = end.saturating_sub(from).max(1) as f64;
     let counters_span = now.saturating_sub(t.counters_since).max(1) as f64;
@@ -262,7 +262,7 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
             stalls: g.stalls_by_vc[v],
         })
         .collect();
-    let cores = net.cores.totals();
+    let cores = net.cores().totals();
     let cyc = m.tick_cycle as f64;
     let cores = CoreCounters {
         inject_ticks: (cores.inject_ticks as f64 / cyc) as u64,

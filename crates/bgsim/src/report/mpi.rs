@@ -156,7 +156,7 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         })
         .collect();
     let net = world.net();
-    let g = &net.torus.global;
+    let g = &net.torus().global;
     let tree = world.tree_counters();
     let counters = MpiCounters {
         events: world.events(),
@@ -167,7 +167,7 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         packet_hops: g.hops,
         messages_completed: world.messages_done(),
         out_of_order_packets: world.out_of_order_packets(),
-        packets_in_network: net.torus.live_packets(),
+        packets_in_network: net.torus().live_packets(),
         tree_operations: tree.operations,
         tree_link_packets: tree.link_packets,
         link_retransmissions: g.retransmissions,
@@ -175,7 +175,7 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
     };
     let byte_s = secs(m.tick_byte);
     let (mut link_packets, mut link_util_pct, mut link_stalls) = (vec![], vec![], vec![]);
-    for l in net.torus.links() {
+    for l in net.torus().links() {
         link_packets.push(l.packets);
         link_util_pct.push(if end > 0 { 100.0 * (l.bytes + l.ack_bytes) as f64 * byte_s / secs(end) } else { 0.0 });
         link_stalls.push(l.stalls);

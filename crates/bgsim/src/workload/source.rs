@@ -84,11 +84,11 @@ impl Source {
     /// The payload of a node's next packet: drawn when sizes vary.
     pub fn payload(&mut self, node: u32, net: &Net, sizes: &Sizes) -> u32 {
         if sizes.variable_size {
-            let m = &net.machine;
+            let m = &net.machine();
             let chunks = 1 + self.rngs[node as usize].below(m.torus().max_packet_chunks);
             (chunks * m.torus().chunk_bytes).saturating_sub(m.torus().hw_header_bytes + m.torus().sw_header_bytes)
         } else {
-            sizes.payload(&net.machine)
+            sizes.payload(net.machine())
         }
     }
 

@@ -37,13 +37,13 @@ impl TrafficPattern for Alltoall {
         let n = src.geo.nodes();
         if n < 2 {
             let pattern = if self.message_bytes.is_some() { "alltoall" } else { "alltoall_stream" };
-            return Err(WorkloadError::Unfit { pattern, reason: format!("needs at least 2 nodes (shape {})", net.machine.shape) });
+            return Err(WorkloadError::Unfit { pattern, reason: format!("needs at least 2 nodes (shape {})", net.machine().shape) });
         }
         let random = self.random_start;
         self.start = (0..n).map(|v| if random { src.rngs[v as usize].below(n - 1) } else { v % (n - 1) }).collect();
         self.next = vec![0; n as usize];
         if let Some(bytes) = self.message_bytes {
-            let per_pair = bytes.div_ceil(net.machine.max_payload_bytes());
+            let per_pair = bytes.div_ceil(net.machine().max_payload_bytes());
             self.items_per_node = per_pair * (n - 1);
             src.progress.expected_reads = n as u64 * self.items_per_node as u64;
         }
@@ -66,7 +66,7 @@ impl TrafficPattern for Alltoall {
             Some(bytes) => {
                 // Packet r of the pair's message.
                 let r = i / (n - 1);
-                let maxp = net.machine.max_payload_bytes();
+                let maxp = net.machine().max_payload_bytes();
                 (bytes - r * maxp).min(maxp)
             }
             None => src.payload(node, net, &self.sizes),

@@ -56,14 +56,14 @@ fn line_end(src: &Source, n: u32, d: usize) -> (u32, u32) {
 impl TrafficPattern for Fill {
     fn setup(&mut self, src: &mut Source, net: &Net) -> Result<(), WorkloadError> {
         let geo = &src.geo;
-        let shape = &net.machine.shape;
+        let shape = &net.machine().shape;
         if !self.plane && geo.dims[0] < 2 {
             return Err(WorkloadError::Unfit { pattern: "line_fill", reason: format!("needs an X dimension of at least 2 (shape {shape})") });
         }
         if self.plane && (geo.dims[0] < 2 || geo.dims[1] < 2 || !geo.torus[0] || !geo.torus[1]) {
             return Err(WorkloadError::Unfit { pattern: "plane_fill", reason: format!("needs X and Y torus dimensions of at least 2 (shape {shape})") });
         }
-        let npk = self.spec.message_bytes.div_ceil(net.machine.max_payload_bytes());
+        let npk = self.spec.message_bytes.div_ceil(net.machine().max_payload_bytes());
         let receivers = if self.plane { geo.dims[0] as u64 * geo.dims[1] as u64 - 1 } else { geo.dims[0] as u64 - 1 };
         src.progress.expected_reads = npk as u64 * receivers;
         // Line: colour + on core 0, colour - on core 1 (both on the one core
@@ -85,7 +85,7 @@ impl TrafficPattern for Fill {
             return;
         }
         let Some(i) = self.next_item(core) else { return };
-        let maxp = net.machine.max_payload_bytes();
+        let maxp = net.machine().max_payload_bytes();
         if self.plane {
             let colour = (i % 4) as usize;
             let (d1, _) = PLANE_COLOURS[colour];
@@ -111,7 +111,7 @@ impl TrafficPattern for Fill {
         let colour = (pkt.tag >> 32) as usize & 3;
         let stage = (pkt.tag >> 40) & 3;
         let (d1, d2) = PLANE_COLOURS[colour];
-        let maxp = net.machine.max_payload_bytes();
+        let maxp = net.machine().max_payload_bytes();
         let root_c = src.geo.coords32(ROOT);
         let c = src.geo.coords32(node);
         match stage {

@@ -47,7 +47,7 @@ impl TrafficPattern for HotSpot {
         self.next[node as usize] += 1;
         let dest = self.hot[(i as usize + node as usize) % self.hot.len()];
         let pl = src.payload(node, net, &self.spec.sizes);
-        let m = &net.machine;
+        let m = &net.machine();
         src.sent.wire_bytes += m.wire_bytes(m.packet_bytes_for_payload(pl)) as f64;
         let p = net.packet(node, dest, pl, src.routing, now);
         src.send(net, q, now, node, p);

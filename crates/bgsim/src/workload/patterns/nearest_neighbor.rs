@@ -56,7 +56,7 @@ impl TrafficPattern for NearestNeighbor {
             let dest = src.geo.neighbor(node, dir);
             let pl = src.payload(node, net, &self.spec.sizes);
             if let Some(load) = &mut src.sent.load {
-                let m = &net.machine;
+                let m = &net.machine();
                 load.add_line(&src.geo, m, node, dir, 1, m.packet_bytes_for_payload(pl), 1.0);
             }
             let mut p = net.packet(node, dest, pl, src.routing, now);

@@ -25,7 +25,7 @@ impl Pingpong {
     }
 
     fn send_message(&self, src: &mut Source, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32) {
-        let maxp = net.machine.max_payload_bytes();
+        let maxp = net.machine().max_payload_bytes();
         let mut left = self.spec.message_bytes;
         for i in 0..self.npk {
             let pl = left.min(maxp);
@@ -60,9 +60,9 @@ impl TrafficPattern for Pingpong {
         self.b = node_at_hops(&src.geo, self.spec.hops).ok_or_else(|| WorkloadError::Invalid {
             key: "hops",
             value: self.spec.hops.to_string(),
-            allowed: format!("the partition {} has no node that far from node 0", net.machine.shape),
+            allowed: format!("the partition {} has no node that far from node 0", net.machine().shape),
         })?;
-        self.npk = self.spec.message_bytes.div_ceil(net.machine.max_payload_bytes());
+        self.npk = self.spec.message_bytes.div_ceil(net.machine().max_payload_bytes());
         src.progress.expected_reads = self.npk as u64 * 2 * self.spec.iters as u64;
         Ok(())
     }

@@ -51,7 +51,7 @@ impl TrafficPattern for Random {
     fn setup(&mut self, src: &mut Source, net: &Net) -> Result<(), WorkloadError> {
         if src.geo.nodes() < 2 {
             let pattern = if self.hot.is_some() { "hot_region" } else { "uniform" };
-            return Err(WorkloadError::Unfit { pattern, reason: format!("needs at least 2 nodes (shape {})", net.machine.shape) });
+            return Err(WorkloadError::Unfit { pattern, reason: format!("needs at least 2 nodes (shape {})", net.machine().shape) });
         }
         if let Some((spec, hot)) = &mut self.hot {
             *hot = region_nodes(src, &spec.region)?.0;
