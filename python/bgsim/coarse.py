@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import MPI, skeleton
+from .coll.bcast import BCAST_LONG_MSG
 from .api import Machine
 from .mapping import order_slots, route_loads
 from .program import run
@@ -147,7 +148,7 @@ def bcast_scatter_allgather(slots: np.ndarray, shape: Sequence[int], nbytes: int
     ceil(nbytes / n) bytes; the binomial scatter as log2 n phases (the
     phase of mask m: every rank that holds parts, a multiple of 2m, sends
     its upper half's parts to rank + m); then the allgather: on a power of
-    two below 512 KB recursive doubling (phase k: every rank swaps its 2^k
+    two below `BCAST_LONG_MSG` (512 KB) recursive doubling (phase k: every rank swaps its 2^k
     parts with rank ^ 2^k), else the ring, n - 1 phases alike (every rank
     passes one part to its right: one phase computed, times n - 1). Each
     phase is calibrated at its largest message."""
@@ -176,7 +177,7 @@ def bcast_scatter_allgather(slots: np.ndarray, shape: Sequence[int], nbytes: int
         phase(src, dst, at(np.minimum(dst + m, n)) - at(dst))
         m >>= 1
     ranks = np.arange(n)
-    if nbytes < 512 * 1024 and n & (n - 1) == 0:
+    if nbytes < BCAST_LONG_MSG and n & (n - 1) == 0:
         m = 1
         while m < n:
             partner = ranks ^ m

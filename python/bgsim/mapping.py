@@ -18,20 +18,16 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
+from . import _core
+
 Slot = Tuple[int, int, int, int]
 
 
 def order_slots(shape: Sequence[int], tasks: int, nranks: int, order: str = "XYZT") -> List[Slot]:
-    """The slots of ranks 0..nranks-1 under a mapping order (first letter fastest)."""
-    ext = {"X": shape[0], "Y": shape[1], "Z": shape[2], "T": tasks}
-    letters = order.upper()
-    out: List[Slot] = []
-    for idx in product(*(range(ext[c]) for c in reversed(letters))):
-        pos = dict(zip(reversed(letters), idx))
-        out.append((pos["X"], pos["Y"], pos["Z"], pos["T"]))
-        if len(out) == nranks:
-            break
-    return out
+    """The slots of ranks 0..nranks-1 under a mapping order (first letter
+    fastest), as a run places them: the core's placement
+    (`machine::Mapping::slots`)."""
+    return [tuple(s) for s in _core.order_slots([int(d) for d in shape], int(tasks), int(nranks), order.upper())]
 
 
 def _dist(a: Slot, b: Slot, shape: Sequence[int], torus: Sequence[bool]) -> int:

@@ -101,3 +101,10 @@ pub(crate) fn pattern_options() -> (Vec<(&'static str, &'static str, bool, Strin
     let common = serde_json::to_string(&workload::spec::Common::default()).expect("plain data");
     (patterns, common)
 }
+
+/// The sizes (bytes) at which the portable collective algorithms switch,
+/// by name (`mpi::coll::THRESHOLDS`).
+#[pyfunction]
+pub(crate) fn collective_thresholds() -> std::collections::HashMap<&'static str, u64> {
+    coll::THRESHOLDS.iter().copied().collect()
+}

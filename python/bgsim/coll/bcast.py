@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from .. import _core
 from ..errors import UsageError
 from ..mpishim.requests import _wait_some
 from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
@@ -44,8 +45,9 @@ def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -
 
 
 # MPICH's broadcast: below this many bytes a power-of-two communicator
-# gathers the scattered parts back by recursive doubling, else by a ring.
-BCAST_LONG_MSG = 512 * 1024
+# gathers the scattered parts back by recursive doubling, else by a ring
+# (the core's `mpi::coll::BCAST_RING`).
+BCAST_LONG_MSG = _core.collective_thresholds()["bcast_ring"]
 
 
 class _Assembly:

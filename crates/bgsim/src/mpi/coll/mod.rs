@@ -36,6 +36,21 @@ pub const ALLREDUCE_LONG: u64 = 2 * 1024;
 pub const ALLGATHER_LONG: u64 = 512 * 1024;
 pub const ALLGATHER_SHORT: u64 = 80 * 1024;
 pub const ALLTOALL_LONG: u64 = 32 * 1024;
+/// Inside the long broadcast (scatter, then allgather): below this size a
+/// power-of-two communicator gathers the parts by recursive doubling,
+/// else by a ring (MPICH's long-message broadcast size).
+pub const BCAST_RING: u64 = 512 * 1024;
+
+/// Every switching size above by name, for the Python algorithms and the
+/// phase model, which read them from here.
+pub const THRESHOLDS: [(&str, u64); 6] = [
+    ("bcast_long", BCAST_LONG),
+    ("bcast_ring", BCAST_RING),
+    ("allreduce_long", ALLREDUCE_LONG),
+    ("allgather_long", ALLGATHER_LONG),
+    ("allgather_short", ALLGATHER_SHORT),
+    ("alltoall_long", ALLTOALL_LONG),
+];
 
 /// What a call must offer for an algorithm to apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
