@@ -73,6 +73,10 @@ def test_the_cli_runs_a_program_on_the_coarse_tier_and_refuses_what_it_cannot(cl
     assert p.returncode == 2 and "--fidelity" in p.stderr and "coarse" in p.stderr
     p = cli("run", "--shape", "4x4x4", "--fidelity", "coarse", "--set", 'torus.dead_links=["1,0,0:x+"]', str(prog))
     assert p.returncode != 0 and "coarse tier" in p.stderr and "dead" in p.stderr
+    # Bit errors and their retransmissions are the packet tier's too: a run
+    # that asks for them is refused, not silently error-free.
+    with pytest.raises(bgsim.errors.UsageError, match="coarse tier models error-free links .torus.link_bit_error_rate is 0.0001"):
+        bgsim.run(lambda: None, shape="2x2x2", fidelity="coarse", settings=["torus.link_bit_error_rate=1e-4"])
     with pytest.raises(bgsim.errors.UsageError, match="allowed packet, coarse"):
         bgsim.run(lambda: None, shape="2x2x2", fidelity="flow")
     # A link's line is read a fixed 1,024 ticks ahead of its first arrival:

@@ -90,10 +90,18 @@ impl Coarse {
 
 impl Torus {
     /// Runs this torus on the coarse tier. Refused on a partition with dead
-    /// nodes or links (routes around them are the packet tier's).
+    /// nodes or links (routes around them are the packet tier's) and on
+    /// links with bit errors (their retransmissions are too).
     pub fn set_coarse(&mut self) -> Result<(), String> {
         if self.faults.is_some() {
             return Err("the coarse tier needs a torus without dead nodes or links (their detours are the packet tier's)".into());
+        }
+        if self.p.bit_error_rate > 0.0 {
+            return Err(format!(
+                "the coarse tier models error-free links (torus.link_bit_error_rate is {}; CRC retransmissions are the packet tier's): \
+                 run on packets (--fidelity packet) or set torus.link_bit_error_rate=0",
+                self.p.bit_error_rate
+            ));
         }
         if self.p.hop_latency > FAR - SPAN {
             return Err(format!("the coarse tier needs a hop latency of at most {} ticks (it is {})", FAR - SPAN, self.p.hop_latency));
