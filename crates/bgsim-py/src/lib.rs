@@ -4,9 +4,10 @@
 //! be chosen: machines, patterns, collectives), `traffic` (traffic runs),
 //! `launcher` (the MPI job that started the process), `members`
 //! (communicators for the fast calls), `errors` (one mapping to Python
-//! exceptions).
+//! exceptions), `geometry` (the core's placement and routes).
 
 mod errors;
+mod geometry;
 mod launcher;
 mod members;
 mod registry;
@@ -28,6 +29,15 @@ use pyo3::prelude::*;
 
 /// What `finish` returns: (source, tag, count, cancelled, truncated, data).
 type Finished<'py> = (i32, i32, u32, bool, bool, Option<Bound<'py, PyBytes>>);
+
+/// Refuses a message larger than the message layer carries, before
+/// anything is copied.
+fn check_message_size(bytes: u64) -> PyResult<()> {
+    if bytes > bgsim::msglayer::MAX_MESSAGE_BYTES {
+        return Err(to_py(mpi::MpiError::message_too_large(bytes)));
+    }
+    Ok(())
+}
 
 /// Copies `data` into the start of `buf` (which holds at least as many bytes).
 fn copy_into(py: Python<'_>, buf: &PyBuffer<u8>, data: &[u8]) -> PyResult<()> {
@@ -412,11 +422,15 @@ impl World {
     /// bytes without content (communication skeletons).
     #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None, length=None))]
     #[allow(clippy::too_many_arguments)]
-    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>, length: Option<u32>) -> PyResult<u32> {
+    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>, length: Option<u64>) -> PyResult<u32> {
         let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(to_py)?;
         match length {
-            Some(n) => self.w.isend_sized(rank, dest, ctx, tag, Vec::new(), n, send_mode(mode)?, force),
+            Some(n) => {
+                check_message_size(n)?;
+                self.w.isend_sized(rank, dest, ctx, tag, Vec::new(), n as u32, send_mode(mode)?, force)
+            }
             None => {
+                check_message_size(data.len() as u64)?;
                 let data = self.w.buffer_from(data);
                 self.w.isend(rank, dest, ctx, tag, data, send_mode(mode)?, force)
             }
@@ -431,7 +445,7 @@ impl World {
     /// then handles it and raises the errors mpi4py would.
     fn isend_fast(&mut self, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8]) -> i64 {
         let (Some(wdest), Some(tag)) = (comm.world(dest), plain_tag(tag, 0)) else { return -1 };
-        if !comm.has(rank) {
+        if !comm.has(rank) || data.len() as u64 > bgsim::msglayer::MAX_MESSAGE_BYTES {
             return -1;
         }
         let data = self.w.buffer_from(data);
@@ -645,9 +659,11 @@ impl World {
                 return Ok(Some(Payload::Size(n)));
             }
             if let Ok(b) = p.downcast::<PyBytes>() {
+                check_message_size(b.as_bytes().len() as u64)?;
                 return Ok(Some(Payload::Bytes(b.as_bytes().to_vec())));
             }
             let buf = PyBuffer::<u8>::get_bound(&p)?;
+            check_message_size(buf.len_bytes() as u64)?;
             Ok(Some(Payload::Bytes(buf.to_vec(p.py())?)))
         };
         let payload = |d: u32| -> PyResult<Option<Payload>> {
@@ -807,6 +823,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(launcher::mpi_abort, m)?)?;
     m.add_function(wrap_pyfunction!(launcher::mpi_launched, m)?)?;
     m.add_function(wrap_pyfunction!(launcher::mpi_size, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::collective_thresholds, m)?)?;
+    m.add_function(wrap_pyfunction!(geometry::order_slots, m)?)?;
+    m.add_function(wrap_pyfunction!(geometry::deterministic_route, m)?)?;
+    m.add("MAX_MESSAGE_BYTES", bgsim::msglayer::MAX_MESSAGE_BYTES)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -14,6 +14,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _core
 from ..mpishim.buffers import Same
 from ..mpishim.constants import TAG_UB
 from ..mpishim.errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE
@@ -86,7 +87,7 @@ class Call:
 
     def irecv(self, src: int, sub: Optional[int] = None):
         # A message without content (a skeleton's) arrives as its size.
-        return self.comm._irecv_into((1 << 30) - 1, src, self._tag(sub), lambda st, d: d if d or not st[2] else st[2],
+        return self.comm._irecv_into(_core.MAX_MESSAGE_BYTES, src, self._tag(sub), lambda st, d: d if d or not st[2] else st[2],
                                      ctx_off=1)
 
     def _tag(self, sub: Optional[int]) -> int:

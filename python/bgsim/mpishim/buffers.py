@@ -404,7 +404,9 @@ def _load(b: bytes) -> Any:
     return pickle.loads(b) if b else None
 
 
-_BIG = (1 << 30) - 1
+#: The largest message (the core's `msglayer::MAX_MESSAGE_BYTES`): the
+#: capacity of a receive that takes whatever comes.
+_BIG = _core.MAX_MESSAGE_BYTES
 
 # A run's communicators as the core's fast point-to-point calls know them,
 # shared by every rank's copy of a communicator: (context, id of the ranks

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import numpy as np
 
-from .. import MPI
+from .. import MPI, _core
 from ..errors import UsageError
 from ..runtime import compute
 
@@ -141,6 +141,9 @@ def _parse(name: str, rank: int, n: int) -> List[Call]:
         for k, v in zip(CALLS[what], args):
             if k in ("dest", "root") and not 0 <= v < n or k in ("src",) and not -1 <= v < n:
                 raise UsageError(f"{where}: {k} {v} is not a rank of the {n} ranks")
+            if k == "bytes" and not 0 <= v <= _core.MAX_MESSAGE_BYTES:
+                raise UsageError(f"{where}: a message of {v} bytes: bgsim's messages hold 0 to "
+                                 f"{_core.MAX_MESSAGE_BYTES} bytes (4 GiB - 1)")
         calls.append(Call(t0, t1, what, args, dtype, op, where))
     return calls
 

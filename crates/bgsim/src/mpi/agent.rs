@@ -24,17 +24,17 @@ pub enum Payload {
 }
 
 impl Payload {
-    fn len(&self) -> u32 {
+    fn size(&self) -> u64 {
         match self {
-            Payload::Bytes(b) => b.len() as u32,
-            Payload::Size(n) => *n,
+            Payload::Bytes(b) => b.len() as u64,
+            Payload::Size(n) => *n as u64,
         }
     }
 }
 
 /// Largest message a collective's receive accepts (as the Python
 /// algorithms' receives).
-const RECV_CAPACITY: u32 = (1 << 30) - 1;
+const RECV_CAPACITY: u32 = crate::msglayer::MAX_MESSAGE_BYTES as u32;
 
 /// An exchange of parts between the ranks of a communicator, in steps:
 /// every step posts its receives, then its sends, then waits for all of
@@ -77,10 +77,12 @@ impl Parts {
         }
     }
 
-    fn largest(&self) -> u32 {
+    /// The largest part, in bytes (as held: a part may be larger than a
+    /// message can be, which the exchange refuses).
+    fn largest(&self) -> u64 {
         match self {
-            Parts::Each(v) => v.iter().flatten().map(Payload::len).max().unwrap_or(0),
-            Parts::Same(n) => *n,
+            Parts::Each(v) => v.iter().flatten().map(Payload::size).max().unwrap_or(0),
+            Parts::Same(n) => *n as u64,
         }
     }
 }
@@ -360,8 +362,8 @@ impl World {
                 return Err(MpiError::Usage(format!("a collective's {} parts for {} sends", v.len(), x.dests.len())));
             }
         }
-        if x.parts.largest() > RECV_CAPACITY {
-            return Err(MpiError::Usage(format!("a collective's message of {} bytes (at most {RECV_CAPACITY})", x.parts.largest())));
+        if x.parts.largest() > crate::msglayer::MAX_MESSAGE_BYTES {
+            return Err(MpiError::message_too_large(x.parts.largest()));
         }
         if let Steps::Counts(c) = &x.steps {
             let (r, s) = c.iter().fold((0usize, 0usize), |(r, s), &(a, b)| (r + a as usize, s + b as usize));

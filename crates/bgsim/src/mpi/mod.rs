@@ -56,6 +56,16 @@ pub enum MpiError {
     Usage(String),
 }
 
+impl MpiError {
+    /// A message larger than the message layer carries.
+    pub fn message_too_large(bytes: u64) -> Self {
+        MpiError::Usage(format!(
+            "a message of {bytes} bytes: messages are limited to {} bytes (4 GiB - 1); send it in parts",
+            crate::msglayer::MAX_MESSAGE_BYTES
+        ))
+    }
+}
+
 /// A rank that waits forever, and for what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BlockedRank {
@@ -338,7 +348,7 @@ impl World {
     /// Posts a send.
     #[allow(clippy::too_many_arguments)]
     pub fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
-        let n = data.len() as u32;
+        let n = u32::try_from(data.len()).map_err(|_| MpiError::message_too_large(data.len() as u64))?;
         self.isend_sized(rank, dest, ctx, tag, data, n, mode, force)
     }
 

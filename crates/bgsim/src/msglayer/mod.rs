@@ -69,6 +69,25 @@ const PEER_QUEUES_KEPT: usize = 32;
 pub type MsgId = u32;
 pub type ReqId = u32;
 pub const NONE: u32 = u32::MAX;
+/// One packet the layer sends: from rank `from` to rank `to`, of `kind`
+/// (`wire::pk`), naming message `msg` as the receiving side knows it,
+/// with `arg` (a data packet's number in its message, or a control
+/// packet's argument), `payload` bytes after the headers, `routing`, and
+/// whether it goes to the receiving node's second reception group.
+struct PacketOut {
+    from: u32,
+    to: u32,
+    kind: u64,
+    msg: MsgId,
+    arg: u32,
+    payload: u32,
+    routing: crate::packet::Routing,
+    group1: bool,
+}
+
+/// The largest message, in bytes (a message's size is a u32).
+pub const MAX_MESSAGE_BYTES: u64 = u32::MAX as u64;
+
 /// ANY_SOURCE / ANY_TAG in receive criteria.
 pub const ANY: i32 = -1;
 
@@ -637,6 +656,7 @@ impl Software for MsgLayer {
         };
         match kind {
             pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA => {
+                let offset = self.packet_offset(kind, offset);
                 let len = self.data_len(kind, offset, pkt.payload as u32);
                 let first = kind != pk::RDATA && offset == 0;
                 let m = &mut self.msgs[id as usize];

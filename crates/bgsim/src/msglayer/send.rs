@@ -5,7 +5,7 @@
 
 use super::partition::{RECV_SIDE, SEND_SIDE};
 use super::wire::*;
-use super::{Msg, MsgId, MsgLayer, ReqId, ReqKind, SendMode, NONE, PEER_QUEUES_KEPT};
+use super::{Msg, MsgId, MsgLayer, PacketOut, ReqId, ReqKind, SendMode, NONE, PEER_QUEUES_KEPT};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
@@ -30,10 +30,9 @@ impl MsgLayer {
     pub fn isend_sized(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, proto: Protocol, mode: SendMode) -> ReqId {
         let req = self.new_req(ReqKind::Send, rank);
         debug_assert!(data.is_empty() || data.len() as u32 == bytes);
-        assert!(bytes < 1 << 30, "messages are limited to 1 GiB");
         let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
         let direct = mode == SendMode::Direct;
-        let proto = if direct || (proto == Protocol::OnePacket && bytes + self.meta > self.maxp) { Protocol::Eager } else { proto };
+        let proto = if direct || (proto == Protocol::OnePacket && bytes > self.maxp - self.meta) { Protocol::Eager } else { proto };
         let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
         let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
         let away = !self.owns(self.ranks[dest as usize].node);
@@ -161,11 +160,14 @@ impl MsgLayer {
         (0..6).filter(|&d| p.hint & (1 << d) != 0).map(fifo_of).min_by_key(|&f| net.inj_used(node, f)).unwrap_or(fifo_of(first))
     }
 
-    pub(super) fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, from: u32, to: u32, kind: u64, msg: MsgId, offset: u32, payload: u32, routing: Routing, group1: bool) {
+    /// Writes one packet of the layer (a [`PacketOut`]) into the injection
+    /// FIFO its sender's task and direction pin it to.
+    pub(super) fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, out: PacketOut) {
+        let PacketOut { from, to, kind, msg, arg, payload, routing, group1 } = out;
         let (node, _) = self.place(from);
         let (dnode, _) = self.place(to);
         let mut p = net.packet(node, dnode, payload, routing, now);
-        p.tag = tag(kind, msg, offset);
+        p.tag = tag(kind, msg, arg);
         if group1 {
             p.flags |= flags::GROUP1;
         }

@@ -2,7 +2,7 @@
 //! packet kinds of its protocols, its timer kinds, and how a message id and
 //! an offset share a tag with them.
 
-use super::MsgId;
+use super::{MsgId, MsgLayer};
 
 /// Packet kinds (top bits of the packet tag).
 pub(super) mod pk {
@@ -37,4 +37,62 @@ pub(super) fn untag(t: u64) -> (u64, MsgId, u32) {
 pub(super) fn timer_tag(kind: u32, id: u32) -> u32 {
     debug_assert!(id < 1 << 28);
     (kind << 28) | id
+}
+
+impl MsgLayer {
+    /// The number a data packet of `kind` starting at byte `offset` of its
+    /// message carries in its tag: its index in the message (0 for the
+    /// first), so that the tag's 30 bits serve messages of any size up to
+    /// [`super::MAX_MESSAGE_BYTES`] (a byte offset would stop at 1 GiB).
+    pub(super) fn packet_number(&self, kind: u64, offset: u32) -> u32 {
+        match kind {
+            pk::EAGER | pk::ADAPT if offset > 0 => 1 + (offset - (self.maxp - self.meta)) / self.maxp,
+            pk::RDATA => offset / self.maxp,
+            _ => 0,
+        }
+    }
+
+    /// The byte offset of data packet `number` of `kind` in its message
+    /// (the inverse of [`MsgLayer::packet_number`]): eager packets after
+    /// the first, which carries the metadata block, and rendezvous packets
+    /// are full.
+    pub(super) fn packet_offset(&self, kind: u64, number: u32) -> u32 {
+        match kind {
+            pk::EAGER | pk::ADAPT if number > 0 => (self.maxp - self.meta) + (number - 1) * self.maxp,
+            pk::RDATA => number * self.maxp,
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pk;
+    use crate::machine::{self, MachineSource};
+    use crate::msglayer::{MsgLayer, MAX_MESSAGE_BYTES};
+    use crate::packet::Net;
+
+    /// Data packets name their place in the message by number, so messages
+    /// up to the largest size fit the tag's 30 bits, and the receiver gets
+    /// every packet's byte offset back.
+    #[test]
+    fn packet_numbers_cover_the_largest_message_and_give_the_offsets_back() {
+        let m = machine::load(&MachineSource::Preset("bgl".into()), &["partition.shape=\"2x1x1\"".into()]).unwrap();
+        let mut net = Net::new(&m, 1);
+        let ml = MsgLayer::new(&mut net, &[[0, 0, 0, 0], [1, 0, 0, 0]], true);
+        let (maxp, first) = (ml.maxp, ml.maxp - ml.meta);
+        let last = MAX_MESSAGE_BYTES as u32;
+        for kind in [pk::EAGER, pk::ADAPT] {
+            let offsets = [0, first, first + maxp, first + 7 * maxp, first + (last - first) / maxp * maxp];
+            for (i, &o) in offsets.iter().enumerate() {
+                let n = ml.packet_number(kind, o);
+                assert!(n < 1 << 30 && ml.packet_offset(kind, n) == o, "{kind} {o}");
+                assert!(i == 0 || n > ml.packet_number(kind, offsets[i - 1]));
+            }
+        }
+        for o in [0, maxp, 9 * maxp, last / maxp * maxp] {
+            let n = ml.packet_number(pk::RDATA, o);
+            assert!(n < 1 << 30 && ml.packet_offset(pk::RDATA, n) == o);
+        }
+    }
 }

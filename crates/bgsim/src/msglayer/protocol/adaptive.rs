@@ -7,7 +7,7 @@ use super::eager::{stream_packet, Eager};
 use super::Wire;
 use crate::engine::{EventQueue, Tick};
 use crate::msglayer::wire::pk;
-use crate::msglayer::{MsgId, MsgLayer};
+use crate::msglayer::{MsgId, MsgLayer, PacketOut};
 use crate::packet::{Net, Routing};
 
 pub(in crate::msglayer) struct AdaptiveEager;
@@ -25,7 +25,7 @@ impl Wire for AdaptiveEager {
     fn envelope_taken(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let m = &ml.msgs[id as usize];
         let (src, dst) = (m.src, m.dst);
-        ml.send_packet(net, q, now, dst, src, pk::CONFIRM, ml.sender_id(id), 0, 8, Routing::Deterministic, false);
+        ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::CONFIRM, msg: ml.sender_id(id), arg: 0, payload: 8, routing: Routing::Deterministic, group1: false });
     }
 }
 

@@ -8,7 +8,7 @@
 use super::Wire;
 use crate::engine::{EventQueue, Tick};
 use crate::msglayer::wire::pk;
-use crate::msglayer::{MsgId, MsgLayer};
+use crate::msglayer::{MsgId, MsgLayer, PacketOut};
 use crate::packet::{Net, Routing};
 
 pub(super) struct Eager;
@@ -44,7 +44,8 @@ pub(super) fn stream_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue
     // A zero-byte message still sends its first packet.
     m.scout_sent = true;
     let group1 = ml.to_group1(dst);
-    ml.send_packet(net, q, now, src, dst, kind, ml.wire_id(id), queued, payload, routing, group1);
+    let number = ml.packet_number(kind, queued);
+    ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind, msg: ml.wire_id(id), arg: number, payload, routing, group1 });
     let more = queued + len < bytes;
     let m = &ml.msgs[id as usize];
     if !more && !m.direct && (kind == pk::EAGER || m.acked) {

@@ -20,7 +20,7 @@ use one_packet::OnePacket;
 pub(super) use rendezvous::Rendezvous;
 
 use super::wire::pk;
-use super::{MsgId, MsgLayer};
+use super::{MsgId, MsgLayer, PacketOut};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::packet::{Net, Routing};
@@ -46,7 +46,7 @@ pub(super) trait Wire {
         let m = &ml.msgs[id as usize];
         if m.sync {
             let (src, dst) = (m.src, m.dst);
-            ml.send_packet(net, q, now, dst, src, pk::SYNCACK, ml.sender_id(id), 0, 8, Routing::Deterministic, false);
+            ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::SYNCACK, msg: ml.sender_id(id), arg: 0, payload: 8, routing: Routing::Deterministic, group1: false });
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::Wire;
 use crate::engine::{EventQueue, Tick};
 use crate::msglayer::wire::pk;
-use crate::msglayer::{MsgId, MsgLayer};
+use crate::msglayer::{MsgId, MsgLayer, PacketOut};
 use crate::packet::{Net, Routing};
 
 pub(super) struct OnePacket;
@@ -19,7 +19,7 @@ impl Wire for OnePacket {
         let (src, dst, bytes) = (m.src, m.dst, m.bytes);
         m.queued = bytes;
         let group1 = ml.to_group1(dst);
-        ml.send_packet(net, q, now, src, dst, pk::ONE, ml.wire_id(id), 0, ml.meta + bytes, Routing::Deterministic, group1);
+        ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::ONE, msg: ml.wire_id(id), arg: 0, payload: ml.meta + bytes, routing: Routing::Deterministic, group1 });
         ml.advance_peer(net, q, now, src, dst);
         false
     }

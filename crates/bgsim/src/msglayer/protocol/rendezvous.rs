@@ -8,7 +8,7 @@
 use super::Wire;
 use crate::engine::{EventQueue, Tick};
 use crate::msglayer::wire::pk;
-use crate::msglayer::{MsgId, MsgLayer};
+use crate::msglayer::{MsgId, MsgLayer, PacketOut};
 use crate::node::Work;
 use crate::packet::{Net, Routing};
 
@@ -27,13 +27,14 @@ impl Wire for Rendezvous {
         let group1 = ml.to_group1(dst);
         if !m.scout_sent {
             ml.msgs[id as usize].scout_sent = true;
-            ml.send_packet(net, q, now, src, dst, pk::SCOUT, ml.wire_id(id), 0, ml.meta, Routing::Deterministic, group1);
+            ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::SCOUT, msg: ml.wire_id(id), arg: 0, payload: ml.meta, routing: Routing::Deterministic, group1 });
             ml.advance_peer(net, q, now, src, dst);
             return false;
         }
         let len = (bytes - queued).min(ml.maxp);
         ml.msgs[id as usize].queued += len;
-        ml.send_packet(net, q, now, src, dst, pk::RDATA, ml.wire_id(id), queued, len, Routing::Dynamic, group1 || coproc);
+        let number = ml.packet_number(pk::RDATA, queued);
+        ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::RDATA, msg: ml.wire_id(id), arg: number, payload: len, routing: Routing::Dynamic, group1: group1 || coproc });
         queued + len < bytes
     }
 
@@ -48,7 +49,7 @@ impl Wire for Rendezvous {
             net.charge(q, now, node, core, ml.costs.workunit, Work::Protocol);
         }
         let coproc = ml.msgs[id as usize].coproc as u32;
-        ml.send_packet(net, q, now, dst, src, pk::RACK, ml.sender_id(id), coproc, 16, Routing::Deterministic, false);
+        ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::RACK, msg: ml.sender_id(id), arg: coproc, payload: 16, routing: Routing::Deterministic, group1: false });
     }
 }
 
