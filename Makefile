@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 RUSTFLAGS ?= -C target-cpu=native
 export RUSTFLAGS
 
-.PHONY: all env build build-mpi browser mpi run test test-rust test-python bench clean
+.PHONY: all env build build-mpi browser mpi run test test-rust test-python conformance bench clean
 
 all: build
 
@@ -40,13 +40,20 @@ build-mpi: build
 run: build
 	$(BGSIM) reproduce all --scale quick --out results/
 
-test: test-rust test-python
+test: test-rust test-python conformance
 
 test-rust:
 	cargo test --workspace --exclude bgsim-py
 
 test-python: build browser
 	$(PY) -m pytest -q python/tests
+
+# mpi4py's own test suite (its 16 MPI-1 core modules, fetched from the
+# pinned mpi4py 4.1.2 source distribution) at 2 and 4 ranks, with the counts
+# per module; fails below the floor in scripts/conformance-floor.json.
+conformance: build
+	$(PY) -m pip install --quiet "unittest-xml-reporting>=3"
+	$(PY) scripts/conformance.py
 
 # Headless Chromium for the results page test (index.html opened and
 # screenshot), from Debian's packages when it is not there.

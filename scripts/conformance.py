@@ -1,0 +1,148 @@
+"""mpi4py's own test suite on the simulated MPI: `make conformance`.
+
+Runs the 16 MPI-1 core modules of mpi4py 4.1.2's test suite, unmodified
+(`test/main.py -i '^test_MODULE.py$'`, the suite's own skip conditions
+included), under `bgsim run` at 2 ranks (2x1x1) and at 4 ranks (2x2x1) of
+a BG/L, and prints per module and in all how many tests pass, by
+unittest's count (a failing subtest counts once each) and counting the
+tests that are not skipped. It exits 1 when a total falls below the floor
+kept in `scripts/conformance-floor.json` (raise the floor as conformance
+improves), so `make test`, which runs it, fails on a regression.
+
+The suite is not part of bgsim: it is taken from mpi4py's source
+distribution on PyPI (pinned by version and SHA-256, as
+`scripts/bench_osu.py` takes its demo) into .bench-cache/. Each rank
+writes unittest-xml-reporting's XML report; this script reads rank 0's.
+
+    python3 scripts/conformance.py [--json] [--module NAME ...] [--ranks 2|4 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+import xml.etree.ElementTree as ET
+
+URL = ("https://files.pythonhosted.org/packages/75/83/231445bbcf7ef10864746c244ff2d82000011449b79275642c5d4ed8c8f4/"
+       "mpi4py-4.1.2.tar.gz")
+SHA256 = "56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02"
+TOP = "mpi4py-4.1.2/test/"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, ".bench-cache")
+FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
+
+#: The MPI-1 core of the suite: point-to-point, collectives, communicators,
+#: groups, topologies, datatypes, ops, status, attributes, errors.
+MODULES = ["attributes", "cco_buf", "cco_obj", "cco_vec", "comm", "comm_topo", "datatype", "environ",
+           "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status"]
+
+#: ranks -> partition shape
+SHAPES = {2: "2x1x1", 4: "2x2x1"}
+
+
+def suite() -> str:
+    """The suite's test directory, fetched and checked once."""
+    testdir = os.path.join(CACHE, "mpi4py-4.1.2-test")
+    if os.path.exists(os.path.join(testdir, "main.py")):
+        return testdir
+    os.makedirs(CACHE, exist_ok=True)
+    sdist = os.path.join(CACHE, os.path.basename(URL))
+    if not os.path.exists(sdist):
+        with urllib.request.urlopen(URL, timeout=120) as r, open(sdist + ".tmp", "wb") as f:
+            f.write(r.read())
+        os.replace(sdist + ".tmp", sdist)
+    with open(sdist, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    if digest != SHA256:
+        sys.exit(f"conformance: {sdist}: SHA-256 {digest}, expected {SHA256}")
+    tmp = tempfile.mkdtemp(dir=CACHE)
+    with tarfile.open(sdist) as t:
+        for m in t.getmembers():
+            if m.name.startswith(TOP) and m.isfile():
+                m.name = m.name[len(TOP):]
+                t.extract(m, tmp, filter="data")
+    os.replace(tmp, testdir)
+    return testdir
+
+
+def counts(xml_dir: str) -> dict:
+    """Rank 0's results from its XML reports, by test method (a method
+    whose subtests fail is one failed test): tests, skipped, failed
+    (failures and errors), passed, and the failing methods' names."""
+    status: dict = {}
+    for name in sorted(os.listdir(xml_dir)):
+        if not name.endswith("-0.xml"):
+            continue
+        for case in ET.parse(os.path.join(xml_dir, name)).getroot().iter("testcase"):
+            # A subtest's entry is named "method (its parameters)".
+            test = f"{case.get('classname')}.{case.get('name').split(' (', 1)[0]}"
+            if case.find("failure") is not None or case.find("error") is not None:
+                status[test] = "failed"
+            elif case.find("skipped") is not None:
+                status.setdefault(test, "skipped")
+            else:
+                status.setdefault(test, "passed")
+    c = {k: sum(1 for v in status.values() if v == k) for k in ("passed", "skipped", "failed")}
+    c["tests"] = len(status)
+    c["failing"] = sorted(t for t, v in status.items() if v == "failed")
+    return c
+
+
+def run_module(testdir: str, module: str, ranks: int) -> dict:
+    bgsim = os.path.join(ROOT, ".venv", "bin", "bgsim")
+    with tempfile.TemporaryDirectory() as xml_dir:
+        cmd = [bgsim, "run", "--quiet", "--machine", "bgl", "--shape", SHAPES[ranks], "-n", str(ranks),
+               "--no-memory-check", os.path.join(testdir, "main.py"), "-q", "--xml", xml_dir,
+               "-i", f"^test_{module}.py$"]
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=testdir, timeout=1800)
+        c = counts(xml_dir)
+        if c["tests"] == 0:
+            c["error"] = (p.stderr.strip().splitlines() or ["no report"])[-1]
+        return c
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
+    ap.add_argument("--ranks", action="append", type=int, choices=sorted(SHAPES), help="only this rank count")
+    ap.add_argument("--json", action="store_true", help="print the counts as one JSON object")
+    ap.add_argument("--no-floor", action="store_true", help="report only; do not compare with the floor")
+    a = ap.parse_args()
+    testdir = suite()
+    modules = a.module or MODULES
+    out: dict = {}
+    failed_floor = []
+    floor = json.load(open(FLOOR)) if os.path.exists(FLOOR) and not a.no_floor else {}
+    for ranks in a.ranks or sorted(SHAPES):
+        t0 = time.time()
+        per = {m: run_module(testdir, m, ranks) for m in modules}
+        total = {k: sum(c[k] for c in per.values()) for k in ("tests", "skipped", "failed", "passed")}
+        out[str(ranks)] = {"modules": per, "total": total, "wall_s": round(time.time() - t0, 1)}
+        if not a.json:
+            print(f"mpi4py 4.1.2 test suite, {ranks} ranks ({SHAPES[ranks]} BG/L):")
+            print(f"  {'module':<14} {'passed':>6} {'of run':>6} {'of all':>6}")
+            for m, c in per.items():
+                note = f"  ({c['error']})" if "error" in c else ""
+                print(f"  {m:<14} {c['passed']:>6} {c['tests'] - c['skipped']:>6} {c['tests']:>6}{note}")
+            print(f"  {'all':<14} {total['passed']:>6} {total['tests'] - total['skipped']:>6} {total['tests']:>6}"
+                  f"   ({out[str(ranks)]['wall_s']} s)")
+        want = floor.get(str(ranks))
+        if want is not None and not a.module and total["passed"] < want:
+            failed_floor.append(f"{ranks} ranks: {total['passed']} passed, below the floor of {want}")
+    if a.json:
+        print(json.dumps(out, indent=1))
+    for f in failed_floor:
+        print(f"conformance: {f} ({os.path.relpath(FLOOR, ROOT)})", file=sys.stderr)
+    return 1 if failed_floor else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
