@@ -328,3 +328,24 @@ def test_core_driven_skeleton_ranks_time_what_a_python_program_does(grid, shape,
         cut = skeleton.halo_in_core(grid, 1024, 2, "bgp", shape=shape, mode=mode, threads=threads)
         assert {k: cut[k] for k in ("ranks", "messages", "simulated_s", "events")} == \
             {k: core[k] for k in ("ranks", "messages", "simulated_s", "events")}, threads
+
+
+def test_the_dma_engine_counts_descriptors_and_full_work_fifos():
+    """The engine (`crate::dma`) owns the work FIFOs: sends to seven peers
+    posted at once (a rank starts one message per peer at a time) into a
+    FIFO of two descriptors post seven descriptors, and the ones that found
+    it full waited for room; a machine without an engine counts 0."""
+    def main():
+        comm = MPI.COMM_WORLD
+        if comm.Get_rank() == 0:
+            MPI.Request.Waitall([comm.Isend(np.zeros(2048, "u1"), p) for p in range(1, 8)])
+        else:
+            comm.Recv(np.zeros(2048, "u1"), 0)
+
+    r = bgsim.run(main, machine="bgp", shape="2x2x2", mode="smp", nranks=8, settings=["dma.work_fifo_descriptors=2"])
+    assert r.counters["dma_descriptors"] == 7 and r.counters["dma_work_fifo_full"] > 0
+    roomy = bgsim.run(main, machine="bgp", shape="2x2x2", mode="smp", nranks=8)
+    assert roomy.counters["dma_descriptors"] == 7 and roomy.counters["dma_work_fifo_full"] == 0
+    assert roomy.time_us < r.time_us
+    bgl = bgsim.run(main, machine="bgl", shape="2x2x2", nranks=8).counters
+    assert bgl["dma_descriptors"] == bgl["dma_work_fifo_full"] == 0

@@ -11,6 +11,7 @@
 
 pub mod barrier;
 pub mod collective;
+pub mod dma;
 pub mod engine;
 pub mod machine;
 pub mod mpi;

@@ -141,7 +141,7 @@ fn main() {
     let before = rss_kb();
     let t0 = Instant::now();
     let torus = Torus::new(&big, 1);
-    let cores = bgsim::node::Cores::new(&big);
+    let cores = bgsim::node::Cores::new(&big, bgsim::dma::Dma::new(&big).as_ref().map(bgsim::dma::Dma::injection_unit));
     let build_s = t0.elapsed().as_secs_f64();
     let after = rss_kb();
     let nodes = big.shape.nodes() as f64;

@@ -225,10 +225,8 @@ struct RankState {
     /// `Costs::wait`): when it will be taken up. A later envelope from the
     /// same source is not taken up before it, so matching keeps MPI's order.
     envelope_ready: FxHashMap<u32, Tick>,
-    /// With a DMA engine: descriptors in the rank's work FIFO (messages
-    /// posted whose packets the engine has not all injected yet), and the
-    /// messages waiting for room in it.
-    dma_posted: u32,
+    /// With a DMA engine: the messages waiting for room in the rank's
+    /// work FIFO (the FIFO itself is the engine's, `crate::dma`).
     dma_waiting: VecDeque<MsgId>,
     stats: RankStats,
 }
@@ -245,9 +243,8 @@ struct Costs {
     /// and per descriptor posted.
     memfifo_packet: Tick,
     descriptor: Tick,
-    /// Descriptors a work FIFO holds (u32::MAX without a DMA engine), and
-    /// the interrupt that tells a rank with a full one that there is room.
-    work_fifo: u32,
+    /// The interrupt that tells a rank whose work FIFO was full that there
+    /// is room.
     interrupt_refill: Tick,
     /// Waiting between a message's first packet (or scout) arriving and its
     /// envelope being taken up, by protocol: the rendezvous handshake's and
@@ -360,7 +357,6 @@ impl MsgLayer {
                     probes: Vec::new(),
                     peers: FxHashMap::default(),
                     envelope_ready: FxHashMap::default(),
-                    dma_posted: 0,
                     dma_waiting: VecDeque::new(),
                     stats: RankStats::default(),
                 }
@@ -381,7 +377,6 @@ impl MsgLayer {
                 adaptive_packet: ml.adaptive_packet_cycles as Tick * t,
                 memfifo_packet: m.spec.dma.as_ref().map_or(0, |d| d.memfifo_packet_cycles as Tick * t),
                 descriptor: m.spec.dma.as_ref().map_or(0, |d| d.descriptor_cycles as Tick * t),
-                work_fifo: m.spec.dma.as_ref().map_or(u32::MAX, |d| d.work_fifo_descriptors),
                 interrupt_refill: m.spec.cpu.interrupt_cycles as Tick * t,
                 wait,
                 workunit: ml.coprocessor_workunit_cycles as Tick * t,

@@ -109,11 +109,10 @@ impl MsgLayer {
             // A descriptor goes into the rank's work FIFO; with the FIFO
             // full the message waits for room (see `descriptor_done`).
             let src = m.src as usize;
-            if self.ranks[src].dma_posted >= self.costs.work_fifo {
+            if !net.dma_post(self.ranks[src].node, self.ranks[src].task as u32) {
                 self.ranks[src].dma_waiting.push_back(id);
                 return;
             }
-            self.ranks[src].dma_posted += 1;
         }
         let cost = self.costs.send_msg[p] + self.costs.mpi_half[p] + self.costs.descriptor;
         let posted = net.charge(q, now, node, core, cost, Work::Protocol);

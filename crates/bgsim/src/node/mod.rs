@@ -77,16 +77,15 @@ fn reader_core(f: usize, comm: usize) -> usize {
     }
 }
 
-/// The cores of all nodes (and, on a machine with a DMA engine, the
-/// engine's two halves, which the model runs as two more "cores" of each
-/// node: one injects every packet, the other receives every packet).
+/// The agents of all nodes that read and write the torus's FIFOs: the
+/// processor cores and, on a machine with a DMA engine (`crate::dma`), the
+/// engine's two units after them (one writes every packet, the other reads
+/// every packet).
 pub struct Cores {
-    /// Core slots per node: the processor cores, then the DMA engine's two
-    /// halves where the machine has one.
+    /// Agent slots per node: the processor cores, then the DMA engine's
+    /// two units where the machine has one.
     pub per_node: usize,
-    /// The first DMA slot (injection; reception is the next), if any.
-    pub dma: Option<usize>,
-    /// Cores that run communication work (2 on BG/L except heater mode).
+    /// Slots that run communication work (2 on BG/L except heater mode).
     pub comm: usize,
     /// Per core: the reception FIFOs it reads (see `reader_of`).
     group_masks: Vec<u16>,
@@ -99,8 +98,9 @@ pub struct Cores {
 }
 
 impl Cores {
-    pub fn new(m: &Machine) -> Self {
-        let dma = m.spec.dma.is_some().then_some(m.cores() as usize);
+    /// The agents of machine `m`; `dma`: the DMA engine's injection unit's
+    /// slot, where it has one (its reception unit is the next slot).
+    pub fn new(m: &Machine, dma: Option<usize>) -> Self {
         let per_node = m.cores() as usize + if dma.is_some() { 2 } else { 0 };
         let comm = if dma.is_some() { per_node } else { m.mode.comm_cores(m.cores()) as usize };
         let nodes = m.shape.nodes() as usize;
@@ -113,7 +113,6 @@ impl Cores {
         }
         let mut c = Cores {
             per_node,
-            dma,
             comm,
             group_masks: Vec::new(),
             readers,
@@ -135,11 +134,6 @@ impl Cores {
         self.group_masks = (0..self.per_node)
             .map(|c| (0..NRX).filter(|&f| readers[f] as usize == c).fold(0u16, |m, f| m | (1 << f)))
             .collect();
-    }
-    /// Whether `core` is a half of the DMA engine.
-    #[inline]
-    pub fn is_dma(&self, core: usize) -> bool {
-        self.dma.is_some_and(|d| core >= d)
     }
     #[inline]
     pub fn idx(&self, node: u32, core: usize) -> usize {

@@ -10,6 +10,7 @@
 use crate::engine::{Event, EventQueue, Tick};
 use crate::barrier::Barrier;
 use crate::collective::{Participant, Tree, TreeOp};
+use crate::dma::Dma;
 use crate::machine::{Component, Machine};
 use crate::node::{CoreCounters, Cores};
 pub use crate::torus::Routing;
@@ -35,17 +36,6 @@ pub struct Costs {
     pub write_memory: Tick,
     pub poll: Tick,
     pub interrupt: Tick,
-    /// The DMA engine's time per byte and per packet, where it has one.
-    pub dma_per_byte: f64,
-    pub dma_packet: Tick,
-}
-
-impl Costs {
-    /// The DMA engine's time to move a packet of `bytes` (one half).
-    #[inline]
-    pub fn dma(&self, bytes: u32) -> Tick {
-        self.dma_packet + (bytes as f64 * self.dma_per_byte).ceil() as Tick
-    }
 }
 
 impl Costs {
@@ -58,8 +48,6 @@ impl Costs {
             write_memory: c.packet_write_cycles_memory as Tick * t,
             poll: c.poll_cycles as Tick * t,
             interrupt: c.interrupt_cycles as Tick * t,
-            dma_per_byte: m.spec.dma.as_ref().map_or(0.0, |d| t as f64 / d.bytes_per_cycle),
-            dma_packet: m.spec.dma.as_ref().map_or(0, |d| d.packet_cycles as Tick * t),
         }
     }
 }
@@ -84,6 +72,7 @@ pub struct Net {
     cores: Cores,
     tree: Option<Tree>,
     barrier: Option<Barrier>,
+    dma: Option<Dma>,
     costs: Costs,
     /// Writes come from main memory (true) or cache (false).
     write_from_memory: bool,
@@ -125,9 +114,11 @@ pub trait Software {
 
 impl Net {
     pub fn new(machine: &Machine, seed: u64) -> Self {
+        let dma = Dma::new(machine);
         Net {
             torus: Torus::new(machine, seed),
-            cores: Cores::new(machine),
+            cores: Cores::new(machine, dma.as_ref().map(Dma::injection_unit)),
+            dma,
             tree: machine.spec.collective.is_some().then(|| Tree::new(machine)),
             barrier: machine.spec.barrier.is_some().then(|| Barrier::new(machine)),
             costs: Costs::from_machine(machine),
@@ -170,14 +161,37 @@ impl Net {
     }
 
     /// The node's DMA engine, where the machine has one: the slot of its
-    /// injection half (the reception half is the next).
+    /// injection unit (the reception unit is the next).
     pub fn dma_slot(&self) -> Option<usize> {
-        self.cores.dma
+        self.dma.as_ref().map(Dma::injection_unit)
     }
 
-    /// The DMA engine's time for one transfer of `bytes` (one half).
+    /// The DMA engines, to read (their counters), where the machine has them.
+    pub fn dma(&self) -> Option<&Dma> {
+        self.dma.as_ref()
+    }
+
+    /// The DMA engine's time for one transfer of `bytes` (one unit).
+    /// Panics on a machine without one: check [`Net::dma_slot`].
     pub fn dma_ticks(&self, bytes: u32) -> Tick {
-        self.costs.dma(bytes)
+        self.dma.as_ref().expect("a machine with a DMA engine").transfer_ticks(bytes)
+    }
+
+    /// Posts a descriptor to the DMA work FIFO of `task` on `node` (see
+    /// [`Dma::post`]); false when it is full.
+    pub fn dma_post(&mut self, node: u32, task: u32) -> bool {
+        self.dma.as_mut().expect("a machine with a DMA engine").post(node, task)
+    }
+
+    /// A descriptor of the DMA work FIFO of `task` on `node` is done (see
+    /// [`Dma::retire`]).
+    pub fn dma_retire(&mut self, node: u32, task: u32) {
+        self.dma.as_mut().expect("a machine with a DMA engine").retire(node, task)
+    }
+
+    /// Whether the DMA work FIFO of `task` on `node` has room.
+    pub fn dma_has_room(&self, node: u32, task: u32) -> bool {
+        self.dma.as_ref().expect("a machine with a DMA engine").has_room(node, task)
     }
 
     /// Software's work per packet a core writes, done with the write (one
@@ -215,7 +229,7 @@ impl Net {
     /// (On a machine with a DMA engine the engine reads and writes every
     /// FIFO whatever software asks.)
     pub fn assign_fifos(&mut self, readers: [u8; NRX], reading_cores: usize, owners: Option<Vec<u8>>) {
-        if self.cores.dma.is_some() {
+        if self.dma.is_some() {
             return;
         }
         self.cores.set_readers(readers, reading_cores);
@@ -573,8 +587,8 @@ impl Net {
                 can_send = false;
             }
         }
-        let engine = self.cores.is_dma(core);
-        let poll = if c.idle && !engine { self.costs.poll } else { 0 };
+        let engine = self.dma.as_ref().filter(|d| d.is_unit(core));
+        let poll = if c.idle && engine.is_none() { self.costs.poll } else { 0 };
         let do_read = rx_mask != 0 && (!can_send || !c.turn);
         if do_read {
             // Round-robin over the FIFOs of this core's group.
@@ -586,7 +600,10 @@ impl Net {
                 }
             }
             let id = self.torus.rx_pop(node, f, now, q);
-            let cost = poll + if engine { self.costs.dma(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes) } else { self.costs.read };
+            let cost = poll + match engine {
+                Some(d) => d.transfer_ticks(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes),
+                None => self.costs.read,
+            };
             let done = now + cost;
             {
                 let c = &mut self.cores.cores[ci];
@@ -615,9 +632,9 @@ impl Net {
                 (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
             };
             if self.torus.inj_reserve(node, f, bytes, now) {
-                let extra = if engine { 0 } else { self.sw_write_ticks };
-                let cost = poll + extra + if engine {
-                    self.costs.dma(bytes)
+                let extra = if engine.is_some() { 0 } else { self.sw_write_ticks };
+                let cost = poll + extra + if let Some(d) = engine {
+                    d.transfer_ticks(bytes)
                 } else if self.write_from_memory {
                     self.costs.write_memory
                 } else {

@@ -58,6 +58,11 @@ pub struct MpiCounters {
     /// go with no downstream tokens (BG/P's hardware counters; see
     /// `MpiReport::link_stalls`).
     pub no_token_stalls: u64,
+    /// On a machine with a DMA engine (`crate::dma`): descriptors posted
+    /// to work FIFOs, and times a process found its work FIFO full (0
+    /// without an engine).
+    pub dma_descriptors: u64,
+    pub dma_work_fifo_full: u64,
 }
 
 impl MpiCounters {
@@ -75,6 +80,8 @@ impl MpiCounters {
         self.out_of_order_packets += o.out_of_order_packets;
         self.packets_in_network += o.packets_in_network;
         self.link_retransmissions += o.link_retransmissions;
+        self.dma_descriptors += o.dma_descriptors;
+        self.dma_work_fifo_full += o.dma_work_fifo_full;
     }
 }
 
@@ -172,6 +179,8 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         tree_link_packets: tree.link_packets,
         link_retransmissions: g.retransmissions,
         no_token_stalls: 0,
+        dma_descriptors: net.dma().map_or(0, |d| d.counters().descriptors),
+        dma_work_fifo_full: net.dma().map_or(0, |d| d.counters().work_fifo_full),
     };
     let byte_s = secs(m.tick_byte);
     let (mut link_packets, mut link_util_pct, mut link_stalls) = (vec![], vec![], vec![]);
