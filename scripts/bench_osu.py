@@ -10,7 +10,6 @@ shorter check; default the demo's 1 MB).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,12 +18,10 @@ import subprocess
 import sys
 import tarfile
 import time
-import urllib.request
 
-URL = ("https://files.pythonhosted.org/packages/75/83/231445bbcf7ef10864746c244ff2d82000011449b79275642c5d4ed8c8f4/"
-       "mpi4py-4.1.2.tar.gz")
-SHA256 = "56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02"
-MEMBER = "mpi4py-4.1.2/demo/osu_alltoall.py"
+from mpi4py_sdist import TOP, sdist
+
+MEMBER = TOP + "demo/osu_alltoall.py"
 CACHE = ".bench-cache"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,16 +33,7 @@ def demo() -> str:
     if os.path.exists(path):
         return path
     os.makedirs(cache, exist_ok=True)
-    sdist = os.path.join(cache, os.path.basename(URL))
-    if not os.path.exists(sdist):
-        with urllib.request.urlopen(URL, timeout=120) as r, open(sdist + ".tmp", "wb") as f:
-            f.write(r.read())
-        os.replace(sdist + ".tmp", sdist)
-    with open(sdist, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if digest != SHA256:
-        sys.exit(f"bench_osu: {sdist}: SHA-256 {digest}, expected {SHA256}")
-    with tarfile.open(sdist) as t:
+    with tarfile.open(sdist()) as t:
         data = t.extractfile(MEMBER).read()
     with open(path + ".tmp", "wb") as f:
         f.write(data)

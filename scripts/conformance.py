@@ -10,8 +10,9 @@ kept in `scripts/conformance-floor.json` (raise the floor as conformance
 improves), so `make test`, which runs it, fails on a regression.
 
 The suite is not part of bgsim: it is taken from mpi4py's source
-distribution on PyPI (pinned by version and SHA-256, as
-`scripts/bench_osu.py` takes its demo) into .bench-cache/. Each rank
+distribution on PyPI (pinned by version and SHA-256,
+`scripts/mpi4py_sdist.py`, as `scripts/bench_osu.py` takes its demo) into
+.bench-cache/. Each rank
 writes unittest-xml-reporting's XML report; this script reads rank 0's.
 
     python3 scripts/conformance.py [--json] [--module NAME ...] [--ranks 2|4 ...]
@@ -20,7 +21,6 @@ writes unittest-xml-reporting's XML report; this script reads rank 0's.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -28,15 +28,11 @@ import sys
 import tarfile
 import tempfile
 import time
-import urllib.request
 import xml.etree.ElementTree as ET
 
-URL = ("https://files.pythonhosted.org/packages/75/83/231445bbcf7ef10864746c244ff2d82000011449b79275642c5d4ed8c8f4/"
-       "mpi4py-4.1.2.tar.gz")
-SHA256 = "56860286dc45f20e8821e93cb06669e30462348bf866f685553fa4b712d58d02"
-TOP = "mpi4py-4.1.2/test/"
+from mpi4py_sdist import CACHE, TOP, sdist
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE = os.path.join(ROOT, ".bench-cache")
 FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
 
 #: The MPI-1 core of the suite: point-to-point, collectives, communicators,
@@ -53,21 +49,11 @@ def suite() -> str:
     testdir = os.path.join(CACHE, "mpi4py-4.1.2-test")
     if os.path.exists(os.path.join(testdir, "main.py")):
         return testdir
-    os.makedirs(CACHE, exist_ok=True)
-    sdist = os.path.join(CACHE, os.path.basename(URL))
-    if not os.path.exists(sdist):
-        with urllib.request.urlopen(URL, timeout=120) as r, open(sdist + ".tmp", "wb") as f:
-            f.write(r.read())
-        os.replace(sdist + ".tmp", sdist)
-    with open(sdist, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    if digest != SHA256:
-        sys.exit(f"conformance: {sdist}: SHA-256 {digest}, expected {SHA256}")
     tmp = tempfile.mkdtemp(dir=CACHE)
-    with tarfile.open(sdist) as t:
+    with tarfile.open(sdist()) as t:
         for m in t.getmembers():
-            if m.name.startswith(TOP) and m.isfile():
-                m.name = m.name[len(TOP):]
+            if m.name.startswith(TOP + "test/") and m.isfile():
+                m.name = m.name[len(TOP + "test/"):]
                 t.extract(m, tmp, filter="data")
     os.replace(tmp, testdir)
     return testdir
