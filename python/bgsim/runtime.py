@@ -69,8 +69,8 @@ MEMORY_CHECK_S = 0.5
 PARK_ROUNDS = 64
 
 #: A rank `World.run` returns with this bit set is in a collective the core
-#: runs for it (`mpi::agent::AGENT_RANK`).
-AGENT_RANK = 1 << 31
+#: runs for it (the core's `mpi::agent::AGENT_RANK`).
+AGENT_RANK = _core.AGENT_RANK
 
 #: The context of the rank the scheduler switched to, while MPI calls may
 #: take their fast path (no host CPU time to charge); None otherwise.

@@ -827,6 +827,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(geometry::order_slots, m)?)?;
     m.add_function(wrap_pyfunction!(geometry::deterministic_route, m)?)?;
     m.add("MAX_MESSAGE_BYTES", bgsim::msglayer::MAX_MESSAGE_BYTES)?;
+    m.add("AGENT_RANK", mpi::agent::AGENT_RANK)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -587,8 +587,8 @@ impl Net {
                 can_send = false;
             }
         }
-        let engine = self.dma.as_ref().filter(|d| d.is_unit(core));
-        let poll = if c.idle && engine.is_none() { self.costs.poll } else { 0 };
+        let engine = self.dma.as_ref().is_some_and(|d| d.is_unit(core));
+        let poll = if c.idle && !engine { self.costs.poll } else { 0 };
         let do_read = rx_mask != 0 && (!can_send || !c.turn);
         if do_read {
             // Round-robin over the FIFOs of this core's group.
@@ -600,10 +600,7 @@ impl Net {
                 }
             }
             let id = self.torus.rx_pop(node, f, now, q);
-            let cost = poll + match engine {
-                Some(d) => d.transfer_ticks(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes),
-                None => self.costs.read,
-            };
+            let cost = poll + if engine { self.dma_ticks(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes) } else { self.costs.read };
             let done = now + cost;
             {
                 let c = &mut self.cores.cores[ci];
@@ -632,9 +629,9 @@ impl Net {
                 (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
             };
             if self.torus.inj_reserve(node, f, bytes, now) {
-                let extra = if engine.is_some() { 0 } else { self.sw_write_ticks };
-                let cost = poll + extra + if let Some(d) = engine {
-                    d.transfer_ticks(bytes)
+                let extra = if engine { 0 } else { self.sw_write_ticks };
+                let cost = poll + extra + if engine {
+                    self.dma_ticks(bytes)
                 } else if self.write_from_memory {
                     self.costs.write_memory
                 } else {
