@@ -9,6 +9,16 @@
 
 use crate::engine::event_kind;
 
+/// Reception FIFOs per node of the torus: one per arrival direction plus
+/// a high-priority one, in each of its groups.
+pub const NRX: usize = 14;
+/// Reception FIFOs per group (6 directions + high priority).
+pub const RX_GROUP: usize = 7;
+/// Groups of reception FIFOs per node (one per task that reads its own):
+/// a fixed property of the torus hardware, which a machine's node modes
+/// must respect (validated when it is loaded).
+pub const RX_GROUPS: usize = NRX / RX_GROUP;
+
 /// A hardware component of the simulated machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -12,7 +12,7 @@ mod mapping;
 mod shape;
 mod spec;
 
-pub use component::Component;
+pub use component::{Component, NRX, RX_GROUP, RX_GROUPS};
 pub use faults::Faults;
 pub use mapping::{Mapping, MappingError, Slot};
 

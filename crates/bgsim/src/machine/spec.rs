@@ -519,9 +519,9 @@ impl Machine {
         // (With a DMA engine the engine reads and writes every FIFO.)
         let tasks = p.mode.tasks_per_node(n.cores);
         if spec.dma.is_none() {
-            check(tasks <= crate::torus::RX_GROUPS as u32, src, "node.cores", n.cores,
+            check(tasks <= super::RX_GROUPS as u32, src, "node.cores", n.cores,
                 &format!("at most {} tasks per node in mode {} (one reception FIFO group each; this mode runs one task per core)",
-                    crate::torus::RX_GROUPS, p.mode.name()))?;
+                    super::RX_GROUPS, p.mode.name()))?;
             check(t.injection_fifos >= tasks, src, "torus.injection_fifos", t.injection_fifos,
                 &format!("at least one per task: {tasks} in mode {}", p.mode.name()))?;
         }

@@ -49,14 +49,11 @@ use crate::machine::Machine;
 pub const MAXV: usize = 7;
 /// Most injection FIFOs per node.
 pub const MAXF: usize = 24;
-/// Reception FIFOs per node: one per arrival direction plus high priority.
-pub const NRX: usize = 14;
+/// Reception FIFOs per node, per group, and groups (hardware constants the
+/// machine description validates against).
+pub use crate::machine::{NRX, RX_GROUP, RX_GROUPS};
 /// Index of the high-priority reception FIFO.
 pub const RX_HP: usize = 6;
-/// Reception FIFOs per group (6 directions + high priority).
-pub const RX_GROUP: usize = 7;
-/// Groups of reception FIFOs per node (one per task that reads its own).
-pub const RX_GROUPS: usize = NRX / RX_GROUP;
 
 /// The reception FIFO a packet arriving through `port` goes to: its
 /// direction's FIFO (or the high-priority one) in the group the sender chose.
