@@ -44,6 +44,7 @@ impl MsgLayer {
     /// message carries in its tag: its index in the message (0 for the
     /// first), so that the tag's 30 bits serve messages of any size up to
     /// [`super::MAX_MESSAGE_BYTES`] (a byte offset would stop at 1 GiB).
+    #[inline]
     pub(super) fn packet_number(&self, kind: u64, offset: u32) -> u32 {
         match kind {
             pk::EAGER | pk::ADAPT if offset > 0 => 1 + (offset - (self.maxp - self.meta)) / self.maxp,
@@ -56,6 +57,7 @@ impl MsgLayer {
     /// (the inverse of [`MsgLayer::packet_number`]): eager packets after
     /// the first, which carries the metadata block, and rendezvous packets
     /// are full.
+    #[inline]
     pub(super) fn packet_offset(&self, kind: u64, number: u32) -> u32 {
         match kind {
             pk::EAGER | pk::ADAPT if number > 0 => (self.maxp - self.meta) + (number - 1) * self.maxp,

@@ -17,6 +17,7 @@ impl Wire for AdaptiveEager {
         Eager::data_packets(ml, bytes)
     }
 
+    #[inline]
     fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         stream_packet(ml, net, q, now, id, pk::ADAPT, Routing::Dynamic)
     }

@@ -19,6 +19,7 @@ impl Wire for Eager {
         1 + bytes.saturating_sub(first).div_ceil(ml.maxp)
     }
 
+    #[inline]
     fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         let routing = if ml.msgs[id as usize].direct { Routing::Dynamic } else { Routing::Deterministic };
         stream_packet(ml, net, q, now, id, pk::EAGER, routing)
@@ -29,6 +30,7 @@ impl Wire for Eager {
 /// the first has the metadata block, the others are full of data. After
 /// the last, the next message to the peer may start - for adaptive eager
 /// only once the receiver's confirmation is back (`AdaptiveEager`).
+#[inline]
 pub(super) fn stream_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, kind: u64, routing: Routing) -> bool {
     let m = &ml.msgs[id as usize];
     let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);

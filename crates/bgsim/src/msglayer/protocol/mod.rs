@@ -53,6 +53,7 @@ pub(super) trait Wire {
 
 impl MsgLayer {
     /// [`Wire::data_packets`] of `proto`.
+    #[inline]
     pub(super) fn data_packets(&self, proto: Protocol, bytes: u32) -> u32 {
         match proto {
             Protocol::OnePacket => OnePacket::data_packets(self, bytes),
@@ -63,6 +64,7 @@ impl MsgLayer {
     }
 
     /// [`Wire::emit_packet`] of message `id`'s protocol.
+    #[inline]
     pub(super) fn emit_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         match self.msgs[id as usize].proto.expect("network message") {
             Protocol::OnePacket => OnePacket::emit_packet(self, net, q, now, id),
@@ -73,6 +75,7 @@ impl MsgLayer {
     }
 
     /// [`Wire::envelope_taken`] of message `id`'s protocol.
+    #[inline]
     pub(super) fn envelope_taken(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         match self.msgs[id as usize].proto {
             Some(Protocol::OnePacket) => OnePacket::envelope_taken(self, net, q, now, id),
@@ -84,6 +87,7 @@ impl MsgLayer {
     }
 
     /// [`Wire::matched`] of message `id`'s protocol.
+    #[inline]
     pub(super) fn protocol_matched(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         match self.msgs[id as usize].proto.expect("network message") {
             Protocol::OnePacket => OnePacket::matched(self, net, q, now, id),
@@ -96,6 +100,7 @@ impl MsgLayer {
     /// Whether packets from `rank`'s node to `dst` go to the receiving
     /// node's second reception group (the second task's, in VN and DUAL
     /// modes).
+    #[inline]
     pub(super) fn to_group1(&self, dst: u32) -> bool {
         self.tasks_per_node > 1 && self.ranks[dst as usize].task == 1
     }

@@ -14,6 +14,7 @@ impl Wire for OnePacket {
         1
     }
 
+    #[inline]
     fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         let m = &mut ml.msgs[id as usize];
         let (src, dst, bytes) = (m.src, m.dst, m.bytes);

@@ -21,6 +21,7 @@ impl Wire for Rendezvous {
 
     /// The scout first (it ends the sender's turn and lets the next message
     /// to the peer start); after the ack, the data.
+    #[inline]
     fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         let m = &ml.msgs[id as usize];
         let (src, dst, bytes, queued, coproc) = (m.src, m.dst, m.bytes, m.queued, m.coproc);
