@@ -9,7 +9,6 @@ use crate::engine::{EventQueue, Tick};
 use crate::node::Work;
 use crate::packet::Net;
 
-
 /// A message-layer broadcast with deposit-bit line packets (three colours,
 /// each spread along its own dimension order, forwarded per packet).
 pub(super) struct LineBcast {

@@ -4,7 +4,6 @@
 use super::MsgLayer;
 use crate::engine::Tick;
 
-
 pub(super) const NO_RECORD: u32 = u32::MAX;
 
 /// One point-to-point message of a run, when the layer logs them

@@ -8,8 +8,6 @@ use crate::engine::{Event, EventQueue};
 use crate::machine::Protocol;
 use crate::torus::Packet;
 
-
-
 /// A message id with this bit, in a packet from another partition, is not a
 /// record here but the message's sequence number at its sender (see
 /// [`Envelope`]); real ids stay below 2^28.

@@ -11,7 +11,6 @@ use crate::machine::Protocol;
 use crate::node::Work;
 use crate::packet::Net;
 
-
 impl MsgLayer {
     /// Posts a receive for `rank`: source (or ANY), context, tag (or ANY),
     /// room for `capacity` bytes. Matches the oldest unexpected message first.

@@ -12,7 +12,6 @@ use crate::node::Work;
 use crate::packet::{Net, Routing};
 use crate::torus::{flags, Packet};
 
-
 impl MsgLayer {
     /// Posts a send of `data` from `rank` to `dest` with the MPI envelope
     /// (`ctx`, `tag`). The protocol is chosen by the caller; messages to a

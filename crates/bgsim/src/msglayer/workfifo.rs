@@ -9,7 +9,6 @@ use crate::engine::{EventQueue, Tick};
 use crate::node::Work;
 use crate::packet::Net;
 
-
 impl MsgLayer {
     /// A descriptor of `rank`'s work FIFO is done. A rank that found its
     /// FIFO full gets the interrupt it asked for and refills the FIFO with
