@@ -39,6 +39,13 @@ def _read_int(path: str) -> Optional[int]:
     return int(text) if text.isdigit() else None
 
 
+#: Share of the memory a process may use at which the core's watch stops
+#: an MPI run, whatever it is doing (`World.watch_memory`); the runtime's
+#: clean stop comes first, at `GUARD_SHARE`, when it gets to look.
+WATCH_SHARE = 0.96
+GUARD_SHARE = 0.92
+
+
 def rss_bytes() -> int:
     """Resident memory of this process now."""
     try:

@@ -435,18 +435,27 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         nodes = world.shape[0] * world.shape[1] * world.shape[2]
         tl = _timeline.Timeline(world, _timeline.parse_ranks(tl_ranks, world.nranks),
                                 _timeline.parse_nodes(tl_nodes, nodes))
-    rt = Runtime(world, cpu_factor, progress, seed, memory_limit=memory.limit_bytes() if memory_check else None,
-                 private_dir=private_dir, buffers=buffers)
+    limit = memory.limit_bytes() if memory_check else None
+    rt = Runtime(world, cpu_factor, progress, seed, memory_limit=limit, private_dir=private_dir, buffers=buffers)
+    if limit is not None:
+        # The runtime stops the run cleanly at 92% of the limit, between
+        # calls into the core; the core's watch stops the process at 96%
+        # whatever it is doing, before the kernel would kill it.
+        world.watch_memory(min(int(memory.WATCH_SHARE * limit), 2**63), limit)
     rt.timeline = tl
     _reset(world.nranks)
     if traffic_matrix:
         world.record_traffic()
-    if tl is None:
-        rt.run(main)
-    else:
-        with _timeline.instrument(tl):
+    try:
+        if tl is None:
             rt.run(main)
-        tl.write(path)
+        else:
+            with _timeline.instrument(tl):
+                rt.run(main)
+            tl.write(path)
+    finally:
+        # What the program does after the run is not the watch's to judge.
+        world.watch_memory_end()
     wall = time.perf_counter() - t0
     # The core's report (components' counters, per-rank statistics) and
     # what only the Python side knows.

@@ -491,7 +491,7 @@ class Runtime:
         if self.memory_limit is None:
             return
         rss = memory.rss_bytes()
-        if rss > 0.92 * self.memory_limit:
+        if rss > memory.GUARD_SHARE * self.memory_limit:
             self._abort()
             raise MemoryLimitError(memory.guard_message(rss, self.memory_limit, self.seconds(self.world.now()) * 1e6))
 

@@ -18,6 +18,10 @@ def test_the_estimate_grows_with_nodes_and_ranks():
 
 
 def test_a_run_that_cannot_fit_is_refused_before_it_allocates(monkeypatch):
+    # These limits are made up for the test, a few MB above what the process
+    # holds: the core's watch (the backstop near a real limit, tested below)
+    # stays out of it.
+    monkeypatch.setattr(memory, "WATCH_SHARE", 100.0)
     monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + (100 << 20))
     with pytest.raises(errors.MemoryLimitError, match=r"traffic on 64x32x32 needs about 0\.2 GB \(65,536 nodes\) beside") as e:
         bgsim.run_traffic("uniform", shape="64x32x32", measure_ncycles=100)
@@ -36,6 +40,7 @@ def test_a_run_that_cannot_fit_is_refused_before_it_allocates(monkeypatch):
 
 
 def test_an_mpi_run_that_nears_the_limit_stops_cleanly(monkeypatch):
+    monkeypatch.setattr(memory, "WATCH_SHARE", 100.0)
     monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + (150 << 20))
     monkeypatch.setattr(runtime, "MEMORY_CHECK_S", 0.0)
 
@@ -51,3 +56,22 @@ def test_an_mpi_run_that_nears_the_limit_stops_cleanly(monkeypatch):
     # Without the check it runs to its end.
     r = bgsim.run(lambda: MPI.COMM_WORLD.allreduce(1), shape="2x1x1", memory_check=False)
     assert r.results == [2, 2]
+
+
+def test_the_cores_watch_stops_the_process_with_a_message_whatever_it_does():
+    """The backstop for memory that grows inside one call into the core:
+    the watch samples the process every 100 ms and ends it with a message
+    (status 1) once it holds more than its bound - here 1 byte."""
+    import subprocess
+    import sys
+    code = "\n".join([
+        "import time",
+        "from bgsim import _core",
+        "w = _core.World('bgl', ['partition.shape=\"2x1x1\"'], 2, 'XYZT', None, 1, True, 'packet', 1, False)",
+        "w.watch_memory(1, 8 << 30)",
+        "time.sleep(5)",
+        "print('not stopped')",
+    ])
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "not stopped" not in p.stdout
+    assert "the run was stopped: it holds" in p.stderr and "of the about 8.0 GB this process may use" in p.stderr

@@ -12,6 +12,7 @@ mod launcher;
 mod members;
 mod registry;
 mod traffic;
+mod watch;
 
 use errors::to_py;
 use members::Members;
@@ -64,6 +65,8 @@ struct World {
     run_wall: std::time::Duration,
     /// What the last run inside a blocking fast call returned.
     ready: Vec<u32>,
+    /// The memory watch of the run, once started (`watch_memory`).
+    watch: Option<watch::Watch>,
 }
 
 /// A logged message as Python sees it: (src, dst, bytes, protocol, posted,
@@ -226,7 +229,17 @@ impl World {
         } else {
             mpi::driven::Ranks::new(w, threads).map_err(to_py)?
         };
-        Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, ready: Vec::new() })
+        Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, ready: Vec::new(), watch: None })
+    }
+    /// Stops the process, with a message, when it holds more than
+    /// `stop_at` bytes (`limit`: what it may use in all), whatever it is
+    /// doing (see `watch.rs`); until this world is dropped.
+    fn watch_memory(&mut self, stop_at: u64, limit: u64) {
+        self.watch = Some(watch::Watch::start(stop_at, limit));
+    }
+    /// Ends the memory watch, if one runs.
+    fn watch_memory_end(&mut self) {
+        self.watch = None;
     }
     /// Partitions of the machine, each run on a thread of its own (or,
     /// under an MPI launcher, on a process of its own).
