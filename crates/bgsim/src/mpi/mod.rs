@@ -26,7 +26,7 @@ use crate::collective::{Tree, TreeCounters};
 use crate::engine::{EngineStats, Event, EventQueue, Model, Tick, WindowEnd, NO_NODE};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
-use crate::msglayer::{MsgLayer, MsgLog, RankStats, ReqId, ReqKind, SendMode, Status};
+use crate::msglayer::{MsgLayer, MsgLog, RankStats, ReqId, ReqKind, SendMode, SendReq, Status};
 use crate::node::{CoreCounters, Work};
 use crate::packet::Net;
 use thiserror::Error;
@@ -362,7 +362,8 @@ impl World {
         }
         let proto = self.protocol_for(bytes, force);
         let now = self.q.now();
-        let r = self.at_rank(rank, |net, ml, q| ml.isend_sized(net, q, now, rank, dest, ctx, tag, data, bytes, proto, mode));
+        let send = SendReq { rank, dest, ctx, tag, data, bytes, proto, mode };
+        let r = self.at_rank(rank, |net, ml, q| ml.post_send(net, q, now, send));
         self.collect();
         Ok(r)
     }

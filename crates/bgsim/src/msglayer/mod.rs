@@ -91,6 +91,22 @@ pub const MAX_MESSAGE_BYTES: u64 = u32::MAX as u64;
 /// ANY_SOURCE / ANY_TAG in receive criteria.
 pub const ANY: i32 = -1;
 
+/// One send as the layer posts it (`MsgLayer::post_send`): from `rank` to
+/// `dest` with the MPI envelope (`ctx`, `tag`), `bytes` long, its content
+/// `data` or, when `data` is empty, none at all (communication skeletons:
+/// only the size matters), by protocol `proto` in send mode `mode`.
+#[derive(Clone, Debug)]
+pub struct SendReq {
+    pub rank: u32,
+    pub dest: u32,
+    pub ctx: u32,
+    pub tag: i32,
+    pub data: Vec<u8>,
+    pub bytes: u32,
+    pub proto: Protocol,
+    pub mode: SendMode,
+}
+
 /// Send modes of MPI point-to-point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendMode {

@@ -5,7 +5,7 @@
 
 use super::partition::{RECV_SIDE, SEND_SIDE};
 use super::wire::*;
-use super::{Msg, MsgId, MsgLayer, PacketOut, ReqId, ReqKind, SendMode, NONE, PEER_QUEUES_KEPT};
+use super::{Msg, MsgId, MsgLayer, PacketOut, ReqId, ReqKind, SendMode, SendReq, NONE, PEER_QUEUES_KEPT};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
@@ -13,20 +13,11 @@ use crate::packet::{Net, Routing};
 use crate::torus::{flags, Packet};
 
 impl MsgLayer {
-    /// Posts a send of `data` from `rank` to `dest` with the MPI envelope
-    /// (`ctx`, `tag`). The protocol is chosen by the caller; messages to a
-    /// rank on the same node use the intra-node protocol.
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, proto: Protocol, mode: SendMode) -> ReqId {
-        let bytes = data.len() as u32;
-        self.isend_sized(net, q, now, rank, dest, ctx, tag, data, bytes, proto, mode)
-    }
-
-    /// As [`MsgLayer::isend`], for a message of `bytes` whose content is
-    /// `data` or, when `data` is empty, not carried at all (communication
-    /// skeletons: only the size matters).
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend_sized(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, dest: u32, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, proto: Protocol, mode: SendMode) -> ReqId {
+    /// Posts a send (see [`SendReq`]). The protocol is chosen by the
+    /// caller; messages to a rank on the same node use the intra-node
+    /// protocol.
+    pub fn post_send(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, s: SendReq) -> ReqId {
+        let SendReq { rank, dest, ctx, tag, data, bytes, proto, mode } = s;
         let req = self.new_req(ReqKind::Send, rank);
         debug_assert!(data.is_empty() || data.len() as u32 == bytes);
         let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
