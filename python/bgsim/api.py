@@ -42,7 +42,8 @@ def write_atomic(path: str, text) -> None:
     is refused. Errors are `OutputError`s naming `path`."""
     try:
         real = os.path.realpath(path)
-        st = os.stat(real) if os.path.lexists(path) else None
+        # (A dangling symbolic link gets its target created.)
+        st = os.stat(real) if os.path.exists(real) else None
     except OSError as e:
         raise OutputError(e.errno, f"cannot write {path}: {e.strerror}") from None
     if st is not None and stat.S_ISDIR(st.st_mode):

@@ -30,6 +30,10 @@ def test_a_symlink_stays_a_link_and_its_target_gets_the_text(tmp_path):
     link.symlink_to(target)
     write_atomic(str(link), "new")
     assert link.is_symlink() and target.read_text() == "new"
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "made.json")
+    write_atomic(str(dangling), "made")
+    assert dangling.is_symlink() and (tmp_path / "made.json").read_text() == "made"
 
 
 def test_a_character_device_is_written_to_not_replaced():
