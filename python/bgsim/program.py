@@ -438,9 +438,10 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
     limit = memory.limit_bytes() if memory_check else None
     rt = Runtime(world, cpu_factor, progress, seed, memory_limit=limit, private_dir=private_dir, buffers=buffers)
     if limit is not None:
-        # The runtime stops the run cleanly at 92% of the limit, between
-        # calls into the core; the core's watch stops the process at 96%
-        # whatever it is doing, before the kernel would kill it.
+        # The runtime stops the run cleanly at memory.GUARD_SHARE of the
+        # limit, between calls into the core; the core's watch stops the
+        # process at memory.WATCH_SHARE whatever it is doing, before the
+        # kernel would kill it.
         world.watch_memory(min(int(memory.WATCH_SHARE * limit), 2**63), limit)
     rt.timeline = tl
     _reset(world.nranks)

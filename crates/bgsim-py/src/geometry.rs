@@ -28,15 +28,14 @@ pub(crate) fn order_slots(shape: [u32; 3], tasks: u32, nranks: u32, order: &str,
 pub(crate) fn deterministic_route(shape: [u32; 3], torus: [bool; 3], src: u32, dst: u32) -> Vec<(u32, u8)> {
     let geo = Geometry::new(&Shape { dims: shape, torus });
     let (a, b) = (geo.coords32(src), geo.coords32(dst));
-    let mut at = a;
+    let mut node = src;
     let mut links = Vec::new();
     for k in 0..3 {
         let o = geo.offset(k, a[k], b[k]);
         let dir = 2 * k + (o < 0) as usize;
         for _ in 0..o.unsigned_abs() {
-            let node = geo.index(at);
             links.push((node, dir as u8));
-            at[k] = if o > 0 { (at[k] + 1) % shape[k] } else { (at[k] + shape[k] - 1) % shape[k] };
+            node = geo.neighbor(node, dir);
         }
     }
     links

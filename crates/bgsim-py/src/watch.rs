@@ -14,14 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Resident memory of this process, bytes (0 if unknown).
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 fn gb(b: u64) -> String {
     format!("{:.1} GB", b as f64 / (1u64 << 30) as f64)
 }
@@ -43,7 +35,7 @@ impl Watch {
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(100));
-                    let rss = rss_bytes();
+                    let rss = bgsim::engine::process_memory_bytes("VmRSS").unwrap_or(0);
                     if rss > stop_at && !flag.load(Ordering::Relaxed) {
                         eprintln!(
                             "bgsim: error: the run was stopped: it holds {} of the about {} this process may use, and \

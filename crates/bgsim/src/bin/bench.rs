@@ -16,17 +16,11 @@ use serde_json::json;
 use std::time::Instant;
 
 fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
-        .unwrap_or(0)
+    bgsim::engine::process_memory_bytes("VmRSS").unwrap_or(0) / 1024
 }
 
 fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
-        .unwrap_or(0)
+    bgsim::engine::process_memory_bytes("VmHWM").unwrap_or(0) / 1024
 }
 
 const USAGE: &str = "usage: bgsim-bench [--torus-only] [--quick] [--shape AxBxC] [--runs N]

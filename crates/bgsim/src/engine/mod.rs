@@ -115,6 +115,14 @@ pub fn run_until<M: Model + ?Sized>(model: &mut M, q: &mut EventQueue, until: Ti
     q.now()
 }
 
+/// A `kB` field of this process's `/proc/self/status` (`VmRSS`: resident
+/// memory now, `VmHWM`: its peak), in bytes; None where it cannot be read.
+pub fn process_memory_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
 /// A vector of `n` elements made by `f` whose buffer the kernel is asked to
 /// back with huge pages (see [`advise_huge`]) before anything is written.
 pub fn huge_vec<T>(n: usize, f: impl FnMut(usize) -> T) -> Vec<T> {
@@ -195,6 +203,15 @@ pub fn fast_bit_deposit() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn process_memory_reads_the_named_field_in_bytes() {
+        let rss = process_memory_bytes("VmRSS").expect("Linux's /proc/self/status");
+        assert!(rss > 1 << 20 && rss % 1024 == 0);
+        assert!(process_memory_bytes("VmHWM").unwrap() >= rss);
+        // A field whose name is only the start of another's is not it.
+        assert_eq!(process_memory_bytes("VmRS"), None);
+    }
 
     #[test]
     fn nth_set_bit_finds_the_set_bit_with_k_below_it() {

@@ -1,6 +1,7 @@
 //! What the message layer writes into a packet's tag and a timer's tag: the
 //! packet kinds of its protocols, its timer kinds, and how a message id and
-//! an offset share a tag with them.
+//! an argument (a data packet's number in its message, a control packet's
+//! flag, a deposit packet's stage and index) share a tag with them.
 
 use super::{MsgId, MsgLayer};
 
@@ -28,8 +29,9 @@ pub(super) mod tk {
     pub const POSTED: u32 = 7;
 }
 
-pub(super) fn tag(kind: u64, msg: MsgId, offset: u32) -> u64 {
-    (kind << 60) | ((msg as u64) << 30) | offset as u64
+pub(super) fn tag(kind: u64, msg: MsgId, arg: u32) -> u64 {
+    debug_assert!(arg < 1 << 30);
+    (kind << 60) | ((msg as u64) << 30) | arg as u64
 }
 pub(super) fn untag(t: u64) -> (u64, MsgId, u32) {
     (t >> 60, ((t >> 30) & ((1 << 30) - 1)) as MsgId, (t & ((1 << 30) - 1)) as u32)

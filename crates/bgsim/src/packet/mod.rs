@@ -174,24 +174,33 @@ impl Net {
     /// The DMA engine's time for one transfer of `bytes` (one unit).
     /// Panics on a machine without one: check [`Net::dma_slot`].
     pub fn dma_ticks(&self, bytes: u32) -> Tick {
-        self.dma.as_ref().expect("a machine with a DMA engine").transfer_ticks(bytes)
+        self.engine().transfer_ticks(bytes)
+    }
+
+    /// The DMA engines of a machine that has them (the `dma_*` calls are
+    /// for such machines only).
+    fn engine(&self) -> &Dma {
+        self.dma.as_ref().expect("a machine with a DMA engine")
+    }
+    fn engine_mut(&mut self) -> &mut Dma {
+        self.dma.as_mut().expect("a machine with a DMA engine")
     }
 
     /// Posts a descriptor to the DMA work FIFO of `task` on `node` (see
     /// [`Dma::post`]); false when it is full.
     pub fn dma_post(&mut self, node: u32, task: u32) -> bool {
-        self.dma.as_mut().expect("a machine with a DMA engine").post(node, task)
+        self.engine_mut().post(node, task)
     }
 
     /// A descriptor of the DMA work FIFO of `task` on `node` is done (see
     /// [`Dma::retire`]).
     pub fn dma_retire(&mut self, node: u32, task: u32) {
-        self.dma.as_mut().expect("a machine with a DMA engine").retire(node, task)
+        self.engine_mut().retire(node, task)
     }
 
     /// Whether the DMA work FIFO of `task` on `node` has room.
     pub fn dma_has_room(&self, node: u32, task: u32) -> bool {
-        self.dma.as_ref().expect("a machine with a DMA engine").has_room(node, task)
+        self.engine().has_room(node, task)
     }
 
     /// Software's work per packet a core writes, done with the write (one
