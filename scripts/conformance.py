@@ -49,8 +49,9 @@ def suite() -> str:
     testdir = os.path.join(CACHE, "mpi4py-4.1.2-test")
     if os.path.exists(os.path.join(testdir, "main.py")):
         return testdir
+    archive = sdist()  # makes the cache directory on a fresh checkout
     tmp = tempfile.mkdtemp(dir=CACHE)
-    with tarfile.open(sdist()) as t:
+    with tarfile.open(archive) as t:
         for m in t.getmembers():
             if m.name.startswith(TOP + "test/") and m.isfile():
                 m.name = m.name[len(TOP + "test/"):]
