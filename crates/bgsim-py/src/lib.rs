@@ -364,17 +364,20 @@ impl World {
             return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build`"));
         }
         let halo = mpi::skeleton::Halo { grid, bytes: nbytes, iters };
-        let w = self.w.whole().ok_or_else(|| errors::usage("a core-driven halo runs on a world of one partition (its `threads` cut it)"))?;
+        if self.w.partitions() > 1 {
+            return Err(errors::usage("a core-driven halo runs on a world of one partition (its `threads` cut it)"));
+        }
+        let w = &mut self.w;
         let r = py
             .allow_threads(|| {
                 #[cfg(feature = "mpi")]
                 if distributed {
                     // One partition per process; every process gets the result.
                     bgsim::engine::mpi::init();
-                    return halo.run_distributed(w, Box::new(bgsim::engine::mpi::Mpi::world()));
+                    return halo.run_distributed(w.first(), Box::new(bgsim::engine::mpi::Mpi::world()));
                 }
                 if threads > 1 {
-                    halo.run_parts(w, threads, threads)
+                    halo.run_parts(w.first(), threads, threads)
                 } else {
                     halo.run(w)
                 }

@@ -3,6 +3,7 @@
 //! ordering, data integrity, the blocked-rank report.
 
 use bgsim::machine::{self, Machine, Mapping, Protocol};
+use bgsim::mpi::driven::Ranks;
 use bgsim::mpi::{MpiError, World};
 use bgsim::msglayer::SendMode;
 
@@ -13,13 +14,14 @@ fn machine(shape: &str, extra: &[&str]) -> Machine {
     machine::bgl(&refs).unwrap()
 }
 
-fn world(shape: &str, n: u32, extra: &[&str]) -> World {
-    World::new(&machine(shape, extra), n, &Mapping::default(), 1, true).unwrap()
+/// The ranks of a world on one partition.
+fn world(shape: &str, n: u32, extra: &[&str]) -> Ranks {
+    Ranks::new(World::new(&machine(shape, extra), n, &Mapping::default(), 1, true).unwrap(), 1).unwrap()
 }
 
 /// Runs until `rank` is ready (others may become ready too; they stay
 /// blocked from the driver's point of view and are returned).
-fn wait(w: &mut World, rank: u32, reqs: Vec<u32>) {
+fn wait(w: &mut Ranks, rank: u32, reqs: Vec<u32>) {
     if !w.block(rank, reqs, usize::MAX) {
         return;
     }
@@ -32,7 +34,7 @@ fn wait(w: &mut World, rank: u32, reqs: Vec<u32>) {
 }
 
 /// Half round trip of a ping-pong between ranks 0 and `peer`, ticks (last of `iters`).
-fn pingpong(w: &mut World, peer: u32, bytes: usize, proto: Option<Protocol>, iters: usize) -> u64 {
+fn pingpong(w: &mut Ranks, peer: u32, bytes: usize, proto: Option<Protocol>, iters: usize) -> u64 {
     let mut half = 0;
     for _ in 0..iters {
         let t0 = w.now();
@@ -55,7 +57,7 @@ fn pingpong(w: &mut World, peer: u32, bytes: usize, proto: Option<Protocol>, ite
         for r in [s, r0, r1, s1] {
             w.release(r);
         }
-        w.drain();
+        w.drain().unwrap();
     }
     half
 }
@@ -89,9 +91,9 @@ fn every_protocol_delivers_the_data() {
             let st = w.status(r);
             assert_eq!((st.source, st.tag, st.count as usize), (0, 5, bytes), "{proto:?} {bytes}");
             assert_eq!(w.take_data(r).unwrap(), data, "{proto:?} {bytes}");
-            w.drain();
+            w.drain().unwrap();
             assert!(w.is_done(s));
-            assert_eq!(w.net().torus().live_packets(), 0);
+            assert_eq!(w.first().net().torus().live_packets(), 0);
         }
     }
 }
@@ -115,7 +117,7 @@ fn matching_follows_posted_order_and_wildcards() {
     let b = w.isend(1, 3, 0, 2, b"t2".to_vec(), SendMode::Standard, None).unwrap();
     let c = w.isend(1, 3, 7, 1, b"ctx7".to_vec(), SendMode::Standard, None).unwrap();
     wait(&mut w, 1, vec![a, b, c]);
-    w.drain();
+    w.drain().unwrap();
     let r2 = w.irecv(3, 1, 0, 2, 16).unwrap();
     let rc = w.irecv(3, 1, 7, -1, 16).unwrap();
     let r1 = w.irecv(3, -1, 0, -1, 16).unwrap();
@@ -163,9 +165,9 @@ fn rendezvous_data_arrives_out_of_order_and_is_reassembled() {
     let r = w.irecv(21, 0, 0, 0, data.len() as u32).unwrap();
     wait(&mut w, 21, vec![r]);
     assert_eq!(w.take_data(r).unwrap(), data);
-    w.drain();
+    w.drain().unwrap();
     assert!(w.is_done(s));
-    let ooo = w.out_of_order_packets();
+    let ooo = w.first().out_of_order_packets();
     assert!(ooo > 0, "expected dynamic packets to arrive out of order");
 }
 
@@ -222,9 +224,9 @@ fn vn_mode_intranode_and_network() {
         w.block(a, vec![s], 1);
         wait(&mut w, b, vec![r]);
         assert_eq!(w.take_data(r).unwrap(), data);
-        w.drain();
+        w.drain().unwrap();
     }
-    assert_eq!(w.rank_stats(0).by_protocol[4], 1, "0 -> 2 is intra-node");
+    assert_eq!(w.first().rank_stats(0).by_protocol[4], 1, "0 -> 2 is intra-node");
 }
 
 #[test]
@@ -250,8 +252,9 @@ fn coarse_torus_queues_packets_on_busy_links() {
     let bytes = 20_000usize;
     let data = |r: u32| -> Vec<u8> { (0..bytes as u32).map(|i| ((i + r) % 251) as u8).collect() };
     let run = |senders: u32| {
-        let mut w = world("4x4x4", 64, &[]);
-        w.set_coarse().unwrap();
+        let mut c = World::new(&machine("4x4x4", &[]), 64, &Mapping::default(), 1, true).unwrap();
+        c.set_coarse().unwrap();
+        let mut w = Ranks::new(c, 1).unwrap();
         let mut recvs = Vec::new();
         for r in 1..=senders {
             w.isend(r, 0, 0, r as i32, data(r), SendMode::Standard, None).unwrap();
@@ -330,7 +333,7 @@ fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
         let mut b = world("2x2x3", n, &[]);
         let mut step = vec![0u32; n as usize];
         let mut reqs: Vec<Vec<u32>> = vec![Vec::new(); n as usize];
-        let post = |b: &mut World, r: u32, k: u32| -> Vec<u32> {
+        let post = |b: &mut Ranks, r: u32, k: u32| -> Vec<u32> {
             let mut q = Vec::new();
             let (lo, hi) = if pairwise { (k + 1, k + 2) } else { (1, n) };
             for j in lo..hi {
@@ -349,7 +352,7 @@ fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
         let steps_n = if pairwise { n - 1 } else { 1 };
         let mut running = 0;
         let mut ends = vec![0u64; n as usize];
-        let go = |b: &mut World, r: u32, step: &mut [u32], reqs: &mut [Vec<u32>], ends: &mut [u64]| -> bool {
+        let go = |b: &mut Ranks, r: u32, step: &mut [u32], reqs: &mut [Vec<u32>], ends: &mut [u64]| -> bool {
             loop {
                 for &q in &reqs[r as usize] {
                     b.release(q);

@@ -20,13 +20,16 @@ fn same(a: &SkeletonRun, b: &SkeletonRun) -> bool {
     a.ranks == b.ranks && a.messages == b.messages && a.events == b.events && a.simulated_s.to_bits() == b.simulated_s.to_bits()
 }
 
-/// The halo on `w` (one partition), then on copies of it cut 2, 3 and 4
-/// ways on one and two threads: every run must give the first one's result.
+/// The halo on the ranks of a world (one partition), then on copies of it
+/// cut 2, 3 and 4 ways on one and two threads: every run must give the
+/// first one's result.
 fn check(m: &Machine, nranks: u32, mapping: &str, halo: &Halo) -> SkeletonRun {
     let map = Mapping::order(mapping).unwrap();
-    let mut w = World::new(m, nranks, &map, 7, true).unwrap();
+    let w = World::new(m, nranks, &map, 7, true).unwrap();
     let fresh = w.fresh_copy().unwrap();
-    let one = halo.run(&mut w).unwrap();
+    let mut ranks = Ranks::new(w, 1).unwrap();
+    let one = halo.run(&mut ranks).unwrap();
+    assert!(matches!(halo.run(&mut ranks), Err(MpiError::Usage(_))), "a second run on ranks that have run is refused");
     assert_eq!(one.messages, nranks as u64 * 2 * halo.grid.len() as u64 * halo.iters as u64);
     for (parts, threads) in [(1, 1), (2, 1), (2, 2), (3, 2), (4, 2)] {
         let r = halo.run_parts(&fresh, parts, threads).unwrap();

@@ -3,6 +3,7 @@
 //! used to lose every packet are refused by name.
 
 use bgsim::machine::{self, Machine, Mapping};
+use bgsim::mpi::driven::Ranks;
 use bgsim::mpi::World;
 use bgsim::msglayer::SendMode;
 use bgsim::workload::{self, Pattern, Routing, TrafficSpec};
@@ -35,7 +36,7 @@ fn drains(m: &Machine, routing: Routing, variable: bool) {
 /// (and one to itself); all arrive, byte for byte.
 fn messages_arrive(m: &Machine) {
     let n = (m.shape.nodes() - m.faults.nodes.len() as u32) * m.tasks_per_node();
-    let mut w = World::new(m, n, &Mapping::default(), 1, true).unwrap();
+    let mut w = Ranks::new(World::new(m, n, &Mapping::default(), 1, true).unwrap(), 1).unwrap();
     let sizes = [8usize, 200, 900, 5_000];
     let mut recvs = vec![];
     let mut sends = vec![];

@@ -12,7 +12,7 @@ mod queue;
 mod rng;
 mod window;
 
-pub use parallel::{Engine, Halt, Part, Partitioned, Transport, WindowEnd};
+pub use parallel::{Engine, Halt, Part, Partitioned, Transport};
 pub use queue::{Crossing, EventQueue, NOTE, NO_NODE};
 pub use rng::{stream_seed, Draws, Rng, StreamDraw, StreamState};
 pub use window::{Partitioning, WindowPlan};

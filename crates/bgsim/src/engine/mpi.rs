@@ -32,26 +32,35 @@ pub fn finalize() {
 /// failure would otherwise leave the others waiting for it.
 pub fn abort(code: i32) -> ! {
     init();
-    Mpi::world().world.abort(code)
+    Mpi::world().comm().abort(code)
 }
 
-/// The world communicator as a transport. [`init`] first.
+/// The world communicator as a transport. [`init`] first. It holds no
+/// handle (MPI_COMM_WORLD is named at each call), so that it may move with
+/// the run it serves to the thread that runs it.
 pub struct Mpi {
-    world: SimpleCommunicator,
+    _started: (),
 }
 
 impl Mpi {
     pub fn world() -> Mpi {
         let u = UNIVERSE.lock().expect("MPI state");
-        Mpi { world: u.as_ref().expect("MPI was started (engine::mpi::init)").world() }
+        assert!(u.is_some(), "MPI was started (engine::mpi::init)");
+        Mpi { _started: () }
+    }
+
+    /// MPI_COMM_WORLD.
+    fn comm(&self) -> SimpleCommunicator {
+        SimpleCommunicator::world()
     }
 
     /// Process 0's `bytes`, on every process.
     pub fn broadcast(&self, bytes: Vec<u8>) -> Vec<u8> {
-        let root = self.world.process_at_rank(0);
+        let world = self.comm();
+        let root = world.process_at_rank(0);
         let mut len = bytes.len() as u64;
         root.broadcast_into(&mut len);
-        let mut buf = if self.world.rank() == 0 { bytes } else { vec![0u8; len as usize] };
+        let mut buf = if self.comm().rank() == 0 { bytes } else { vec![0u8; len as usize] };
         root.broadcast_into(&mut buf[..]);
         buf
     }
@@ -68,15 +77,15 @@ fn displacements(counts: &[Count]) -> Vec<Count> {
 
 impl Transport for Mpi {
     fn rank(&self) -> usize {
-        self.world.rank() as usize
+        self.comm().rank() as usize
     }
     fn size(&self) -> usize {
-        self.world.size() as usize
+        self.comm().size() as usize
     }
     fn exchange(&self, out: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
         let send_counts: Vec<Count> = out.iter().map(|b| b.len() as Count).collect();
         let mut recv_counts = vec![0 as Count; out.len()];
-        self.world.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        self.comm().all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         // Never empty: two empty vectors share one dangling address, and
         // MPI refuses a send buffer that is the receive buffer.
         let mut flat: Vec<u8> = out.concat();
@@ -86,27 +95,28 @@ impl Transport for Mpi {
         {
             let send = Partition::new(&flat[..], &send_counts[..], &sd[..]);
             let mut into = PartitionMut::new(&mut recv[..], &recv_counts[..], &rd[..]);
-            self.world.all_to_all_varcount_into(&send, &mut into);
+            self.comm().all_to_all_varcount_into(&send, &mut into);
         }
         rd.iter().zip(&recv_counts).map(|(&d, &c)| recv[d as usize..(d + c) as usize].to_vec()).collect()
     }
     fn reduce(&self, sums: &mut [u64], maxes: &mut [u64]) {
         if !sums.is_empty() {
             let mine = sums.to_vec();
-            self.world.all_reduce_into(&mine[..], sums, SystemOperation::sum());
+            self.comm().all_reduce_into(&mine[..], sums, SystemOperation::sum());
         }
         if !maxes.is_empty() {
             let mine = maxes.to_vec();
-            self.world.all_reduce_into(&mine[..], maxes, SystemOperation::max());
+            self.comm().all_reduce_into(&mine[..], maxes, SystemOperation::max());
         }
     }
     fn gather(&self, bytes: Vec<u8>) -> Option<Vec<Vec<u8>>> {
-        let root = self.world.process_at_rank(0);
+        let world = self.comm();
+        let root = world.process_at_rank(0);
         let len = bytes.len() as Count;
         // Never empty (see `exchange`).
         let mut bytes = bytes;
         bytes.push(0);
-        if self.world.rank() != 0 {
+        if self.comm().rank() != 0 {
             root.gather_into(&len);
             root.gather_varcount_into(&bytes[..len as usize]);
             return None;

@@ -83,8 +83,8 @@ pub fn launched_processes() -> usize {
 
 /// The processes of a distributed run (an MPI job, see `engine::mpi`):
 /// each runs one partition, and every process makes the same calls in the
-/// same order.
-pub trait Transport {
+/// same order. A transport may move to the thread that runs its partition.
+pub trait Transport: Send {
     /// This process's index, and how many there are.
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
@@ -109,11 +109,23 @@ pub struct Part<M> {
     /// Scratch of [`sort_held`].
     keys: Vec<u64>,
     spare: Vec<Crossing>,
+    /// The only partition of a run on one process: its held events are
+    /// scheduled in order without being moved into order first.
+    alone: bool,
 }
 
 impl<M: Partitioned> Part<M> {
-    fn new(model: M, lo: u32, hi: u32) -> Self {
-        Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new() }
+    fn new(model: M, lo: u32, hi: u32, alone: bool) -> Self {
+        Part { model, q: EventQueue::windowed(lo, hi), lo, hi, stats: EngineStats::default(), local: Vec::new(), keys: Vec::new(), spare: Vec::new(), alone }
+    }
+
+    /// Puts the window's held events in order (see [`sort_held`]), unless
+    /// the partition is alone: [`Part::take_in`] then schedules them in
+    /// order where they are.
+    fn order_held(&mut self) {
+        if !self.alone {
+            sort_held(&mut self.q.outbox, &mut self.keys, &mut self.spare);
+        }
     }
 
     /// Runs the window `[t, end)` and puts the events it held for other
@@ -123,7 +135,7 @@ impl<M: Partitioned> Part<M> {
         let before = self.stats.events;
         self.q.window = (t, end);
         self.model.run_window(&mut self.q, end, &mut self.stats);
-        sort_held(&mut self.q.outbox, &mut self.keys, &mut self.spare);
+        self.order_held();
         self.stats.events != before || !self.q.outbox.is_empty()
     }
 
@@ -173,6 +185,9 @@ impl<M: Partitioned> Part<M> {
     /// in one order: by order key (equal keys come from one node, so from
     /// one list). Whether there were any.
     fn take_in(&mut self, others: Vec<(&[Crossing], &[M::Load])>) -> bool {
+        if self.alone {
+            return self.take_in_alone();
+        }
         let local = std::mem::take(&mut self.local);
         let mut lists = others;
         lists.push((&local[..], &[]));
@@ -194,6 +209,27 @@ impl<M: Partitioned> Part<M> {
         drop(lists);
         self.local = local;
         self.local.clear();
+        got
+    }
+
+    /// [`Part::take_in`] for the only partition: its own held events, in
+    /// order of their keys ([`held_order`]), none carrying a load.
+    fn take_in_alone(&mut self) -> bool {
+        let mut local = std::mem::take(&mut self.local);
+        let mut keys = std::mem::take(&mut self.keys);
+        if held_order(&mut local, &mut keys) {
+            for &k in &keys {
+                self.schedule_held(local[(k & PLACE_MASK) as usize], &[]);
+            }
+        } else {
+            for &c in &local {
+                self.schedule_held(c, &[]);
+            }
+        }
+        let got = !local.is_empty();
+        local.clear();
+        self.local = local;
+        self.keys = keys;
         got
     }
 
@@ -258,7 +294,7 @@ impl<M: Partitioned> Engine<M> {
             .enumerate()
             .map(|(k, model)| {
                 let (lo, hi) = (bounds[k], bounds[k + 1]);
-                Part::new(model, lo, hi)
+                Part::new(model, lo, hi, p == 1)
             })
             .collect();
         let mail = (0..p).map(|_| RwLock::new(Mail { to: (0..p).map(|_| (Vec::new(), Vec::new())).collect() })).collect();
@@ -272,7 +308,7 @@ impl<M: Partitioned> Engine<M> {
         let (k, n) = (transport.rank(), transport.size());
         let split = Partitioning { nodes, parts: n as u32 };
         let (lo, hi) = (first_node(&split, k as u32), first_node(&split, k as u32 + 1));
-        Engine { parts: vec![Part::new(model, lo, hi)], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some(transport) }
+        Engine { parts: vec![Part::new(model, lo, hi, false)], split, lookahead: lookahead.max(1), threads: 1, now: 0, mail: Vec::new(), remote: Some(transport) }
     }
 
     /// The start of the current window (the end of the last, or later).
@@ -356,7 +392,7 @@ impl<M: Partitioned> Engine<M> {
         if let Some(transport) = &self.remote {
             // One partition here; the others on the processes.
             let p = &mut self.parts[0];
-            sort_held(&mut p.q.outbox, &mut p.keys, &mut p.spare);
+            p.order_held();
             let busy = ran[0] || !p.q.outbox.is_empty();
             let mut to = (0..transport.size()).map(|_| (Vec::new(), Vec::new())).collect::<Vec<Letter<M::Load>>>();
             let first = exchange_remote(p, split, transport.as_ref(), busy, &mut to);
@@ -364,7 +400,7 @@ impl<M: Partitioned> Engine<M> {
         }
         let mut busy = vec![false; self.parts.len()];
         for (k, p) in self.parts.iter_mut().enumerate() {
-            sort_held(&mut p.q.outbox, &mut p.keys, &mut p.spare);
+            p.order_held();
             busy[k] = ran[k] || !p.q.outbox.is_empty();
             let mut m = mail[k].write().expect("one thread");
             p.hand_out(k, split, &mut m.to);
@@ -510,43 +546,6 @@ fn held_order(v: &mut [Crossing], keys: &mut Vec<u64>) -> bool {
         i = j;
     }
     true
-}
-
-/// The end of a window of a run on one partition driven from outside (an
-/// MPI program's world, see `mpi::World`): the window's held events, put in
-/// order ([`sort_held`]) and scheduled, as [`Engine`] does for each of its
-/// partitions.
-#[derive(Default)]
-pub struct WindowEnd {
-    keys: Vec<u64>,
-    held: Vec<Crossing>,
-}
-
-impl WindowEnd {
-    /// Schedules the events `q` held in the window that ended, and hands
-    /// its notes (to every partition: this one's, see [`Crossing::note_all`])
-    /// to `note`, in the engine's order.
-    pub fn close(&mut self, q: &mut EventQueue, note: &mut dyn FnMut(&mut EventQueue, &Event)) {
-        std::mem::swap(&mut self.held, &mut q.outbox);
-        let mut take = |q: &mut EventQueue, c: &Crossing| {
-            if c.t == NOTE {
-                note(q, &c.ev)
-            } else {
-                q.schedule(c.t, c.ev)
-            }
-        };
-        if held_order(&mut self.held, &mut self.keys) {
-            for &k in &self.keys {
-                take(q, &self.held[(k & PLACE_MASK) as usize]);
-            }
-        } else {
-            for c in &self.held {
-                take(q, c);
-            }
-        }
-        debug_assert!(self.held.iter().all(|c| c.load == NO_LOAD));
-        self.held.clear();
-    }
 }
 
 /// What the threads of a run share besides the mail: two barriers' worth

@@ -6,7 +6,7 @@
 //! times and in the same order as the program would: the results are the
 //! same as the algorithm's Python implementation's.
 //!
-//! [`World::start`] hands a rank to an agent; [`World::run`] advances the
+//! [`World::start`] hands a rank to an agent; [`super::driven::Ranks::run`] advances the
 //! agents of ready ranks itself (ranks a driver must resume come back to
 //! it in the order they became ready, see [`AGENT_RANK`]); once the agent
 //! is done, [`World::take_result`] gives the driver what was received.
@@ -203,7 +203,7 @@ struct Running {
 #[derive(Debug)]
 pub struct Agent(Running);
 
-/// The rank of a ready rank whose agent is not done, as [`World::run`]
+/// The rank of a ready rank whose agent is not done, as [`super::driven::Ranks::run`]
 /// returns it: `rank | AGENT_RANK`. Its driver advances it with
 /// [`World::step`] when its turn in the list comes.
 pub const AGENT_RANK: u32 = 1 << 31;
@@ -337,7 +337,7 @@ pub(super) enum Slot {
 impl World {
     /// Hands `rank` to `agent`, which posts its first steps now. Returns
     /// true if the rank now waits: the driver resumes it once
-    /// [`World::run`] returns it (then, as when false, the result is ready
+    /// [`super::driven::Ranks::run`] returns it (then, as when false, the result is ready
     /// for [`World::take_result`]).
     pub fn start(&mut self, rank: u32, agent: Agent) -> Result<bool, MpiError> {
         if self.agents.is_empty() {
@@ -379,7 +379,7 @@ impl World {
     }
 
     /// Advances a ready rank whose agent is not done (one that
-    /// [`World::run`] returned with [`AGENT_RANK`]); true if it waits again.
+    /// [`super::driven::Ranks::run`] returned with [`AGENT_RANK`]); true if it waits again.
     pub fn step(&mut self, rank: u32) -> Result<bool, MpiError> {
         let Some(Slot::Running(mut agent)) = self.agents.get_mut(rank as usize).and_then(Option::take) else {
             return Ok(false);

@@ -70,7 +70,7 @@ pub struct Ranks {
 
 impl Ranks {
     /// `w` (a fresh world) cut into `threads` partitions, one per thread
-    /// (one: `w` itself, run by its own loop).
+    /// (one: `w` itself, the whole machine as one partition).
     pub fn new(w: World, threads: usize) -> Result<Ranks, MpiError> {
         let nodes = w.machine().shape.nodes();
         let parts = threads.clamp(1, nodes as usize);
@@ -86,10 +86,8 @@ impl Ranks {
         }
         worlds.insert(0, w);
         let mut eng = Engine::new(worlds, nodes, lookahead, parts);
-        if parts > 1 {
-            for p in eng.parts.iter_mut() {
-                p.model.set_driven(p.lo, p.hi)?;
-            }
+        for p in eng.parts.iter_mut() {
+            p.model.set_driven(p.lo, p.hi)?;
         }
         let first = &eng.parts[0].model;
         let part_of_rank = (0..first.nranks())
@@ -172,11 +170,10 @@ impl Ranks {
             None => mine,
         }
     }
-    /// The whole world, when it is not cut.
-    pub fn whole(&mut self) -> Option<&mut World> {
-        (self.eng.parts.len() == 1 && self.eng.transport().is_none()).then(|| &mut self.eng.parts[0].model)
-    }
-    fn first(&self) -> &World {
+    /// The world of the first partition (the whole machine's if the run
+    /// is not cut): a fresh copy of it is a fresh whole world
+    /// ([`World::fresh_copy`]).
+    pub fn first(&self) -> &World {
         &self.eng.parts[0].model
     }
     /// The world that runs `rank`.
@@ -213,10 +210,7 @@ impl Ranks {
     /// The current simulated time: the tick of the ranks last returned by
     /// [`Ranks::run`] (after [`Ranks::drain`], the last event's).
     pub fn now(&self) -> Tick {
-        match (self.eng.parts.len(), self.eng.transport()) {
-            (1, None) => self.first().now(),
-            _ => self.now,
-        }
+        self.now
     }
     pub fn events(&self) -> u64 {
         self.eng.parts.iter().map(|p| p.model.events()).sum()
@@ -283,6 +277,10 @@ impl Ranks {
     pub fn isend_sized(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
         let r = self.of_mut(rank).isend_sized(rank, dest, ctx, tag, data, bytes, mode, force)?;
         Ok(self.global(rank, r))
+    }
+    /// Posts a receive (see [`World::irecv`]).
+    pub fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> Result<ReqId, MpiError> {
+        self.irecv_into(rank, src, ctx, tag, capacity, false)
     }
     pub fn irecv_into(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> Result<ReqId, MpiError> {
         let r = self.of_mut(rank).irecv_into(rank, src, ctx, tag, capacity, unaligned)?;
@@ -379,12 +377,12 @@ impl Ranks {
     }
 
     /// Advances simulated time until at least one blocked rank may go on;
-    /// returns those ranks, as [`World::run`] does (the same ranks at the
-    /// same ticks, whatever the cut).
+    /// returns those ranks (in rank order; the same ranks at the same
+    /// ticks, whatever the cut). Ranks in a collective the core runs are
+    /// advanced here as far as the order allows ([`super::agent`]); those
+    /// returned marked [`super::agent::AGENT_RANK`] are advanced by
+    /// [`Ranks::step`] when the driver comes to them.
     pub fn run(&mut self) -> Result<Vec<u32>, MpiError> {
-        if let Some(w) = self.whole() {
-            return w.run();
-        }
         loop {
             let ready = self.run_parts();
             if let Some(e) = self.eng.parts.iter_mut().find_map(|p| p.model.joins.error.take().or_else(|| p.model.take_failure())) {
@@ -396,6 +394,27 @@ impl Ranks {
                 return Ok(ready);
             }
         }
+    }
+
+    /// Runs `program` (one copy per partition, from `make`) on these fresh
+    /// ranks, on their partitions and threads: the ranks' calls are made in
+    /// the core, none is driven from outside (see [`super::parts::run`],
+    /// which gives the same result on copies cut any way).
+    pub fn run_program(&mut self, make: &dyn Fn() -> Box<dyn super::parts::Program>) -> Result<super::parts::PartsRun, MpiError> {
+        if self.eng.transport().is_some() {
+            return Err(MpiError::Usage("a program in the core on the processes of an MPI job runs with parts::run_distributed".into()));
+        }
+        if self.events() > 0 || self.now > 0 {
+            return Err(MpiError::Usage("a program in the core runs on fresh ranks (these have run)".into()));
+        }
+        let threads = self.eng.parts.len();
+        self.swap_queues();
+        let r = super::parts::run_program(&mut self.eng, threads, make);
+        self.swap_queues();
+        if let Ok(r) = &r {
+            self.now = r.end;
+        }
+        r
     }
 
     /// Runs the partitions until some have ranks that may go on: those of
@@ -469,12 +488,14 @@ impl Ranks {
     /// when they ran many.
     fn run_windows(&mut self) -> bool {
         let lookahead = self.first().lookahead;
+        // One partition has no threads to start.
         let mut threads = 1;
+        let single = self.eng.parts.len() == 1;
         let halt = loop {
             self.eng.set_threads(threads);
             let start = self.eng.now();
             self.swap_queues();
-            let halt = self.eng.run_until_stop(if threads == 1 { self.on_one } else { u64::MAX });
+            let halt = self.eng.run_until_stop(if threads == 1 && !single { self.on_one } else { u64::MAX });
             self.swap_queues();
             match halt {
                 Halt::Limit(_) => threads = self.partitions(),
@@ -562,13 +583,11 @@ impl Ranks {
         true
     }
 
-    /// Runs until nothing is left to do (see [`World::drain`]); returns the
-    /// time it ends. Error: ranks of other processes that wait forever
-    /// (this process's ranks are all done, theirs not).
+    /// Runs until nothing is left to do (packets of completed sends still
+    /// in flight, coprocessor work); returns the time it ends, that of the
+    /// last event. Error: ranks that wait forever (on the processes of an
+    /// MPI job, those of other processes: this process's are all done).
     pub fn drain(&mut self) -> Result<Tick, MpiError> {
-        if let Some(w) = self.whole() {
-            return Ok(w.drain());
-        }
         // No rank of this process waits any more.
         let blocked = loop {
             match self.run_parts() {

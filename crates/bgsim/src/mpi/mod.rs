@@ -4,10 +4,16 @@
 //! The driver posts operations for a rank at the current simulated time
 //! ([`World::isend`], [`World::irecv`], [`World::probe`], [`World::compute`]),
 //! then blocks the rank on some of its requests ([`World::block`]). When
-//! every running rank is blocked, [`World::run`] advances the simulation
-//! until some blocked rank's requests are satisfied and returns those
-//! ranks, or reports that no rank can ever go on (every blocked rank with
-//! what it waits for).
+//! every running rank is blocked, [`driven::Ranks::run`] advances the
+//! simulation until some blocked rank's requests are satisfied and returns
+//! those ranks, or reports that no rank can ever go on (every blocked rank
+//! with what it waits for).
+//!
+//! A world is one partition of the windowed engine (`engine::parallel`),
+//! the whole machine being the case of one: one loop drives every MPI run,
+//! its ranks driven from outside ([`driven::Ranks`]) or by a program in the
+//! core ([`parts::Program`]), on one partition, on threads or on the
+//! processes of an MPI job.
 //!
 //! Matching (posted order, ANY_SOURCE / ANY_TAG, the unexpected queue) and
 //! the protocols live in the message layer; MPI adds the protocol choice by
@@ -23,7 +29,7 @@ pub mod skeleton;
 pub mod timeline;
 
 use crate::collective::{Tree, TreeCounters};
-use crate::engine::{EngineStats, Event, EventQueue, Model, Tick, WindowEnd, NO_NODE};
+use crate::engine::{EngineStats, Event, EventQueue, Model, Tick, NO_NODE};
 use std::collections::HashMap;
 use crate::machine::{Machine, Mapping, Protocol, Slot};
 use crate::msglayer::{MsgLayer, MsgLog, RankStats, ReqId, ReqKind, SendMode, SendReq, Status};
@@ -143,9 +149,6 @@ pub struct World {
     /// Windows' length: the torus hop, the least time in which anything a
     /// node does reaches another node.
     lookahead: Tick,
-    window_end: WindowEnd,
-    /// An event has been handled in the current window.
-    window_busy: bool,
     stats: EngineStats,
     waits: Vec<Option<Wait>>,
     ready: Vec<u32>,
@@ -202,8 +205,6 @@ impl World {
             stack: Stack { net, ml, sampler: None },
             q,
             lookahead,
-            window_end: WindowEnd::default(),
-            window_busy: false,
             stats: EngineStats::default(),
             waits: vec![None; nranks as usize],
             ready: Vec::new(),
@@ -370,7 +371,7 @@ impl World {
 
     /// Runs `f`, an operation `rank` posts, as an event of the rank's node:
     /// what it sends to other nodes is held to the window's end as their
-    /// events' are (see [`World::next_event`]).
+    /// events' are (see `engine::parallel`).
     fn at_rank<R>(&mut self, rank: u32, f: impl FnOnce(&mut Net, &mut MsgLayer, &mut EventQueue) -> R) -> R {
         self.q.cur = self.stack.ml.place(rank).0;
         let Stack { net, ml, .. } = &mut self.stack;
@@ -592,129 +593,6 @@ impl World {
         let mut v = done;
         v.clear();
         self.stack.ml.completed = v;
-    }
-
-    /// Advances simulated time until at least one blocked rank may go on;
-    /// returns those ranks (in a deterministic order). Every event of the
-    /// tick at which the first one became ready is processed first. Ranks
-    /// in a collective the core runs are advanced here as far as the order
-    /// allows ([`agent`]); those returned marked [`agent::AGENT_RANK`] are
-    /// advanced by [`World::step`] when the driver comes to them.
-    pub fn run(&mut self) -> Result<Vec<u32>, MpiError> {
-        loop {
-            let mut ready = self.run_events()?;
-            if let Some(e) = self.joins.error.take() {
-                return Err(e);
-            }
-            self.advance_agents(&mut ready)?;
-            if !ready.is_empty() {
-                return Ok(ready);
-            }
-        }
-    }
-
-    fn run_events(&mut self) -> Result<Vec<u32>, MpiError> {
-        self.collect();
-        if self.ready.is_empty() {
-            loop {
-                let Some((t, ev)) = self.next_event(Tick::MAX) else {
-                    return Err(MpiError::Blocked(self.blocked()));
-                };
-                self.stats.events += 1;
-                crate::engine::touch_ahead(&self.q, |e, stage| self.stack.touch(e, stage));
-                self.stack.handle(t, ev, &mut self.q);
-                self.q.cur = NO_NODE;
-                if !self.stack.ml.completed.is_empty() {
-                    self.collect();
-                    if !self.ready.is_empty() {
-                        // Finish this tick.
-                        while let Some((t2, ev)) = self.next_event(t + 1) {
-                            self.stats.events += 1;
-                            self.stack.handle(t2, ev, &mut self.q);
-                        }
-                        self.q.cur = NO_NODE;
-                        self.q.advance_to(t);
-                        self.collect();
-                        break;
-                    }
-                }
-            }
-        }
-        // A copy, so that `ready` keeps its room (growing it again from
-        // nothing for thousands of ranks at every call cost reallocations).
-        self.ready.sort_unstable();
-        let r = self.ready.clone();
-        self.ready.clear();
-        Ok(r)
-    }
-
-    /// The next event due before `until`, its node made the queue's current
-    /// one; None if nothing is due before `until`. Windows end as the
-    /// windowed engine's do (`engine::parallel`): the events held in one
-    /// are scheduled; the next starts at its end if the window was busy
-    /// (an event handled or held), else at the earliest pending event.
-    fn next_event(&mut self, until: Tick) -> Option<(Tick, Event)> {
-        self.q.cur = NO_NODE;
-        loop {
-            let end = self.q.window.1;
-            if self.q.outbox.is_empty() {
-                // Nothing held: the windows up to the next event are not
-                // stopped at. A busy window is followed by one from its
-                // end, which holds the event or, empty, is skipped to it.
-                let (t, ev) = self.q.pop_before(until)?;
-                if t >= end {
-                    self.next_window(end, t);
-                }
-                self.window_busy = true;
-                self.q.cur = ev.node;
-                return Some((t, ev));
-            }
-            if let Some((t, ev)) = self.q.pop_before(end.min(until)) {
-                self.q.cur = ev.node;
-                return Some((t, ev));
-            }
-            if until <= end {
-                return None;
-            }
-            // The window was busy: it holds events.
-            self.close_window();
-            let next = self.q.peek_time()?;
-            self.window_busy = true;
-            self.next_window(end, next);
-        }
-    }
-
-    /// Schedules what the window that ends held, and takes in its joins of
-    /// hardware collectives (see [`hw`]).
-    fn close_window(&mut self) {
-        let (stack, joins) = (&mut self.stack, &mut self.joins);
-        self.window_end.close(&mut self.q, &mut |q, ev| match ev.kind {
-            hw::NOTE_JOIN => joins.take_own(stack, q, ev),
-            // Its record is here already.
-            hw::NOTE_DEPOSIT => {}
-            k => unreachable!("a note of kind {k} on one partition"),
-        });
-    }
-
-    /// The window after the one ending at `end`, the next event being due
-    /// at `next`: from `end` if the window was busy and the next one from
-    /// there holds that event, else (an empty window is skipped) from `next`.
-    fn next_window(&mut self, end: Tick, next: Tick) {
-        let start = if self.window_busy && next < end + self.lookahead { end } else { next };
-        self.q.window = (start, start + self.lookahead);
-        self.window_busy = false;
-    }
-
-    /// Runs until nothing is left to do (packets of completed sends still
-    /// in flight, coprocessor work); returns the time it ends.
-    pub fn drain(&mut self) -> Tick {
-        while let Some((t, ev)) = self.next_event(Tick::MAX) {
-            self.stats.events += 1;
-            self.stack.handle(t, ev, &mut self.q);
-        }
-        self.q.cur = NO_NODE;
-        self.collect();
-        self.q.now()
     }
 
     /// Every blocked rank and what it waits for.

@@ -10,7 +10,7 @@
 //!
 //! A rank's program runs in its partition: when a rank may go on at tick
 //! t, its partition first handles the rest of tick t, then steps its ready
-//! ranks in rank order, as one partition does ([`World::run`]). What a rank
+//! ranks in rank order, as ranks driven from outside are ([`super::driven::Ranks::run`]). What a rank
 //! does at t reaches another partition a hop later at the earliest, past
 //! the window's end, so the result is the same for every cut, bit for bit.
 //!
@@ -249,7 +249,7 @@ impl World {
 
     /// Advances the agents (`super::agent`) of this partition's ready
     /// ranks in rank order up to the first rank the driver must resume,
-    /// as [`World::run`] does, without stopping for the driver: true if
+    /// as [`super::driven::Ranks::run`] does, without stopping for the driver: true if
     /// none is left to resume. What an agent does at tick t reaches other
     /// partitions a hop later, and the driver's ranks of other partitions
     /// ready at t act on their own nodes: the result is the one the driver
@@ -341,21 +341,39 @@ pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn P
     let worlds = built.into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut eng = Engine::new(worlds, nodes, w.lookahead, threads);
     for p in eng.parts.iter_mut() {
-        p.model.set_partition(p.lo, p.hi, make())?;
+        p.model.set_driven(p.lo, p.hi)?;
     }
-    std::thread::scope(|s| {
-        let mut groups: Vec<Vec<&mut crate::engine::Part<World>>> = (0..threads).map(|_| Vec::new()).collect();
-        for (k, p) in eng.parts.iter_mut().enumerate() {
-            groups[k % threads].push(p);
+    run_program(&mut eng, threads, make)
+}
+
+/// Runs `program` (one copy per partition, from `make`) on the partitions
+/// of `eng` (fresh worlds, each made a partition by [`World::set_driven`],
+/// their queues in the engine's parts), their ranks started on `threads`
+/// threads.
+pub(super) fn run_program(eng: &mut Engine<World>, threads: usize, make: &dyn Fn() -> Box<dyn Program>) -> Result<PartsRun, MpiError> {
+    for p in eng.parts.iter_mut() {
+        p.model.part.as_mut().expect("a partition").program = Some(make());
+    }
+    let threads = threads.clamp(1, eng.parts.len());
+    if threads == 1 {
+        for p in eng.parts.iter_mut() {
+            p.model.start_part(&mut p.q);
         }
-        for g in groups {
-            s.spawn(move || {
-                for p in g {
-                    p.model.start_part(&mut p.q);
-                }
-            });
-        }
-    });
+    } else {
+        std::thread::scope(|s| {
+            let mut groups: Vec<Vec<&mut crate::engine::Part<World>>> = (0..threads).map(|_| Vec::new()).collect();
+            for (k, p) in eng.parts.iter_mut().enumerate() {
+                groups[k % threads].push(p);
+            }
+            for g in groups {
+                s.spawn(move || {
+                    for p in g {
+                        p.model.start_part(&mut p.q);
+                    }
+                });
+            }
+        });
+    }
     eng.run_until(Tick::MAX);
     let mut blocked: Vec<BlockedRank> = Vec::new();
     let mut out = PartsRun { end: 0, events: 0, messages: 0 };

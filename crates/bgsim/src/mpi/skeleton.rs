@@ -4,6 +4,7 @@
 //! point-to-point API, with messages that carry only their size), so it
 //! gives the same simulated times as the equivalent Python program.
 
+use super::driven::Ranks;
 use super::parts::{self, Program};
 use super::{MpiError, World};
 use crate::msglayer::{ReqId, SendMode};
@@ -124,33 +125,14 @@ impl Halo {
         Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: w.micros(r.end) * 1e-6, events: r.events })
     }
 
-    /// Runs the exchange on `w`, whose ranks must be the grid's.
-    pub fn run(&self, w: &mut World) -> Result<SkeletonRun, MpiError> {
-        self.check(w)?;
-        let n = w.nranks();
-        let messages_before = w.messages_done();
-        let mut reqs: Vec<Vec<ReqId>> = vec![Vec::new(); n as usize];
-        let mut left = vec![self.iters; n as usize];
-        let mut running = 0u32;
-        for r in 0..n {
-            if self.advance(w, r, &mut reqs[r as usize], &mut left[r as usize])? {
-                running += 1;
-            }
-        }
-        while running > 0 {
-            for r in w.run()? {
-                if !self.advance(w, r, &mut reqs[r as usize], &mut left[r as usize])? {
-                    running -= 1;
-                }
-            }
-        }
-        w.drain();
-        Ok(SkeletonRun {
-            ranks: n,
-            messages: w.messages_done() - messages_before,
-            simulated_s: w.micros(w.now()) * 1e-6,
-            events: w.events(),
-        })
+    /// Runs the exchange on `ranks` (fresh, on their partitions and
+    /// threads), whose ranks must be the grid's: the same result as
+    /// [`Halo::run_parts`] for any cut.
+    pub fn run(&self, ranks: &mut Ranks) -> Result<SkeletonRun, MpiError> {
+        self.check(ranks.first())?;
+        let n = ranks.nranks();
+        let r = ranks.run_program(&|| self.program(n))?;
+        Ok(SkeletonRun { ranks: n, messages: r.messages, simulated_s: ranks.first().micros(r.end) * 1e-6, events: r.events })
     }
 }
 
