@@ -65,7 +65,7 @@ class RankContext:
 #: How often (wall seconds) a run looks at its resident memory.
 MEMORY_CHECK_S = 0.5
 #: How many times in a row a waiting rank may run the simulation itself
-#: before the scheduler takes a turn (`Runtime.park`).
+#: before the scheduler takes a turn (`Runtime.suspend`).
 PARK_ROUNDS = 64
 
 #: A rank `World.run` returns with this bit set is in a collective the core
@@ -196,7 +196,7 @@ class Runtime:
         self.hub: Optional[greenlet.greenlet] = None
         #: Ranks due to run, in order (the scheduler's queue).
         self.runnable: "deque[int]" = deque()
-        #: Whether a waiting rank may advance the simulation itself (`park`),
+        #: Whether a waiting rank may advance the simulation itself (`suspend`),
         #: and how many times in a row it has.
         self.may_park = False
         self.parked = 0
@@ -241,79 +241,53 @@ class Runtime:
         tl = self.timeline
         t0 = self.world.rank_time(ctx.rank) if tl is not None and since is None else since
         if self.world.block(ctx.rank, reqs if reqs.__class__ is list else list(reqs), need):
-            self.park(ctx.rank)
+            self.suspend(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:
                 tl.slice(ctx.rank, what, what, t0, t1)
 
-    def park(self, rank: int) -> None:
-        """The calling rank waits (the core has it blocked): returns when it
-        may go on. With no other rank due, the rank runs the simulation
-        itself and goes on at once when it is the one rank that becomes
-        ready (a ping-pong's sender, say), without the two switches through
-        the scheduler; else the scheduler runs the ranks that are ready. At
-        most PARK_ROUNDS runs of the simulation in a row happen here: then
-        the scheduler runs it, and does its progress and memory duties."""
-        if not self.may_run():
-            self.hub.switch()
-            return
-        try:
-            ready = self.world.run()
-        except DeadlockError:
-            # The scheduler finds it again and reports it.
-            self.hub.switch()
-            return
+    def suspend(self, rank: int, ready: Optional[List[int]] = None) -> None:
+        """The one way a rank waits: the calling rank is blocked in the
+        core; returns when it may go on. `ready`: what a run of the
+        simulation the core already made for it returned (a blocking fast
+        call's `Blocked.ready`); else, with no other rank due, the rank
+        runs the simulation itself (`may_run`). If that run makes it alone
+        ready it goes on at once (a ping-pong's sender, say), without the
+        two switches through the scheduler; if it makes one other rank
+        alone ready, that rank runs next, switched to directly; else the
+        scheduler runs the ranks that are ready, and does its progress and
+        memory duties."""
+        if ready is None:
+            if not self.may_run():
+                self.hub.switch()
+                return
+            try:
+                ready = self.world.run()
+            except DeadlockError:
+                # The scheduler finds it again and reports it.
+                self.hub.switch()
+                return
         if len(ready) == 1:
             other = ready[0]
             if other == rank:
                 return
-            if other < AGENT_RANK:
-                self.hand_over(other)
+            if other < AGENT_RANK and self.direct:
+                global fast
+                fast = self.ctxs[other]
+                self.greenlets[other].switch()
                 return
         self.runnable.extend(ready)
         self.hub.switch()
 
-    def wait_fast(self, ctx: RankContext, r: int, call: Any) -> None:
-        """The rank of a blocking fast call (`World.send_fast` /
-        `recv_fast`, which returned `r`) waits in MPI call `call`: parked
-        (the call did not run the simulation), or handed over to the rank
-        or ranks its run made ready. Returns when the rank runs again."""
-        ctx.call, ctx.frame = call, sys._getframe(2)
-        if r & 3 == 1:
-            self.park(ctx.rank)
-        elif r >> 40:
-            self.hand_over((r >> 40) - 1)
-        else:
-            self.after_run()
-
     def may_run(self) -> bool:
         """Whether a rank about to wait may run the simulation itself
-        (see `park`): then it counts as one of its runs in a row."""
+        (see `suspend`): then it counts as one of at most PARK_ROUNDS runs
+        in a row before the scheduler takes a turn."""
         if self.runnable or not self.may_park or self.parked >= PARK_ROUNDS:
             return False
         self.parked += 1
         return True
-
-    def hand_over(self, other: int) -> None:
-        """A waiting rank ran the simulation, and rank `other` alone
-        became ready: it runs next, switched to at once rather than through
-        the scheduler (one switch, not two; it may come back the same
-        way). Returns when the waiting rank runs again."""
-        if self.direct:
-            global fast
-            fast = self.ctxs[other]
-            self.greenlets[other].switch()
-        else:
-            self.runnable.append(other)
-            self.hub.switch()
-
-    def after_run(self) -> None:
-        """A blocking fast call (`World.send_fast` / `recv_fast`) ran the
-        simulation and several ranks became ready: they go to the
-        scheduler. Returns when the waiting rank runs again."""
-        self.runnable.extend(self.world.take_ready())
-        self.hub.switch()
 
     def charge_host_cpu(self, ctx: RankContext) -> None:
         """With a CPU factor: charge the host CPU time the rank used since
@@ -402,7 +376,7 @@ class Runtime:
         fast_path = not self.size_only  # size-only sends take the general path
         while True:
             t0 = time.perf_counter()
-            # The core's runs from waiting ranks (`park`) are not Python's.
+            # The core's runs from waiting ranks (`suspend`) are not Python's.
             parked_wall = self.world.run_wall
             while runnable:
                 r = runnable.popleft()

@@ -20,6 +20,7 @@ use registry::load_machine;
 
 use bgsim::machine::{Mapping, Protocol};
 use bgsim::mpi;
+use bgsim::mpi::SendCall;
 use bgsim::mpi::coll;
 use bgsim::msglayer::SendMode;
 use pyo3::buffer::PyBuffer;
@@ -63,8 +64,6 @@ struct World {
     /// Wall time spent in `run`, for the run's Python share (timed here:
     /// from Python it would cost two clock calls per run).
     run_wall: std::time::Duration,
-    /// What the last run inside a blocking fast call returned.
-    ready: Vec<u32>,
     /// The memory watch of the run, once started (`watch_memory`).
     watch: Option<watch::Watch>,
 }
@@ -80,20 +79,35 @@ type NodeSample = (u64, [u64; 6], u64);
 /// Largest MPI tag (mpi4py's `TAG_UB`).
 const TAG_UB: i64 = i32::MAX as i64;
 
-/// What `send_fast` / `recv_fast` did, in the low two bits of their result
-/// (above them the request, and from bit 40 on a rank + 1).
-mod fast {
-    /// Done: the request is finished and freed.
-    pub const DONE: i64 = 3;
-    /// Complete: the caller finishes the request (`release` / `finish`).
-    pub const COMPLETE: i64 = 0;
-    /// The rank waits: the caller parks it, then finishes the request.
-    pub const WAITS: i64 = 1;
-    /// The rank waits and the simulation ran until other ranks became
-    /// ready: the one in the bits from 40 on (its rank + 1), or, with 0
-    /// there, several (`take_ready`). The caller hands over to them, then
-    /// finishes the request when the rank runs again.
-    pub const RAN: i64 = 2;
+/// What a blocking call's fast path (`send_fast` / `recv_fast`) leaves
+/// to its caller when the call is not over: the request to finish once the
+/// rank runs again (`release` a send, `finish` a receive), whether the rank
+/// waits for it first, and, if the core ran the simulation for the waiting
+/// rank, the ranks that run made ready (in the order `run` returns them).
+#[pyclass(frozen, get_all, module = "bgsim._core")]
+pub(crate) struct Blocked {
+    req: u32,
+    waits: bool,
+    ready: Option<Vec<u32>>,
+}
+
+/// `send_fast` / `recv_fast`'s answer: False (not the common case: nothing
+/// was done), True (done: the request is finished and freed), or a
+/// [`Blocked`].
+enum Fast {
+    NotTaken,
+    Done,
+    Blocked(Blocked),
+}
+
+impl IntoPy<PyObject> for Fast {
+    fn into_py(self, py: Python<'_>) -> PyObject {
+        match self {
+            Fast::NotTaken => false.into_py(py),
+            Fast::Done => true.into_py(py),
+            Fast::Blocked(b) => Py::new(py, b).expect("a Blocked is made").into_py(py),
+        }
+    }
 }
 
 impl World {
@@ -103,40 +117,31 @@ impl World {
     /// once, as the driver would next: if it alone becomes ready the call
     /// is over (the request finished here: `recv` says it is a receive,
     /// whose data goes into its buffer; one truncated is left to the
-    /// caller, which reports it). Returns -1 (not the common case), or
-    /// `ready + 1 << 40 | request << 2 | what` (see [`fast`]).
-    fn block_fast(&mut self, py: Python<'_>, rank: u32, r: i64, run: bool, recv: bool) -> PyResult<i64> {
-        if r < 0 {
-            return Ok(r);
-        }
-        let req = r as u32;
+    /// caller, which reports it). See [`Fast`] for the answer.
+    fn block_fast(&mut self, py: Python<'_>, rank: u32, r: i64, run: bool, recv: bool) -> PyResult<Fast> {
+        let Ok(req) = u32::try_from(r) else { return Ok(Fast::NotTaken) };
         if self.w.block(rank, vec![req], 1) {
+            let waits = |ready| Ok(Fast::Blocked(Blocked { req, waits: true, ready }));
             if !run {
-                return Ok(r << 2 | fast::WAITS);
+                return waits(None);
             }
             match self.timed_run() {
                 // The driver's own run finds the deadlock again and reports it.
-                Err(_) => return Ok(r << 2 | fast::WAITS),
-                Ok(ready) if ready[..] != [rank] => {
-                    let one = match ready[..] {
-                        [o] if o & bgsim::mpi::agent::AGENT_RANK == 0 => i64::from(o) + 1,
-                        _ => 0,
-                    };
-                    self.ready = ready;
-                    return Ok(one << 40 | r << 2 | fast::RAN);
-                }
+                Err(_) => return waits(None),
+                Ok(ready) if ready[..] != [rank] => return waits(Some(ready)),
+                // The rank alone goes on: the call is over.
                 Ok(_) => {}
             }
         }
         if recv && self.w.status(req).truncated {
-            return Ok(r << 2 | fast::COMPLETE);
+            return Ok(Fast::Blocked(Blocked { req, waits: false, ready: None }));
         }
         if recv {
             self.finish(py, req)?;
         } else {
             self.release(req);
         }
-        Ok(fast::DONE)
+        Ok(Fast::Done)
     }
     /// The core's run (see `run`), its wall time counted in `run_wall`.
     fn timed_run(&mut self) -> Result<Vec<u32>, mpi::MpiError> {
@@ -229,7 +234,7 @@ impl World {
         } else {
             mpi::driven::Ranks::new(w, threads).map_err(to_py)?
         };
-        Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, ready: Vec::new(), watch: None })
+        Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, watch: None })
     }
     /// Stops the process, with a message, when it holds more than
     /// `stop_at` bytes (`limit`: what it may use in all), whatever it is
@@ -440,18 +445,17 @@ impl World {
     #[allow(clippy::too_many_arguments)]
     fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>, length: Option<u64>) -> PyResult<u32> {
         let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(to_py)?;
-        match length {
+        let send = match length {
             Some(n) => {
                 check_message_size(n)?;
-                self.w.isend_sized(rank, dest, ctx, tag, Vec::new(), n as u32, send_mode(mode)?, force)
+                SendCall::sized(dest, ctx, tag, n as u32)
             }
             None => {
                 check_message_size(data.len() as u64)?;
-                let data = self.w.buffer_from(data);
-                self.w.isend(rank, dest, ctx, tag, data, send_mode(mode)?, force)
+                SendCall::new(dest, ctx, tag, self.w.buffer_from(data))
             }
-        }
-        .map_err(to_py)
+        };
+        self.w.isend(rank, send.mode(send_mode(mode)?).protocol(force)).map_err(to_py)
     }
     /// The common case of the buffer API's `Isend`, in one call: a standard
     /// send of `data` by world rank `rank`, a member of `comm`, to rank
@@ -465,7 +469,7 @@ impl World {
             return -1;
         }
         let data = self.w.buffer_from(data);
-        match self.w.isend(rank, wdest as i64, comm.ctx, tag, data, SendMode::Standard, None) {
+        match self.w.isend(rank, SendCall::new(wdest as i64, comm.ctx, tag, data)) {
             Ok(r) => r as i64,
             Err(_) => -1,
         }
@@ -516,24 +520,19 @@ impl World {
     }
     /// Blocking `Send`'s common case (see `isend_fast`): posts the send
     /// and blocks the rank on it. Returns -1 having done nothing when the
-    /// call is not that case, else what `block_fast` says: done, or the
-    /// rank waits (`run`: the simulation ran, and the ranks it made ready
-    /// go next).
+    /// call is not that case, True when the send is done, else a
+    /// `Blocked`: the rank waits (`run`: the simulation ran for it, and the
+    /// ranks it made ready go next).
     #[pyo3(signature = (rank, comm, dest, tag, data, run=false))]
-    fn send_fast(&mut self, py: Python<'_>, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8], run: bool) -> PyResult<i64> {
+    fn send_fast(&mut self, py: Python<'_>, rank: u32, comm: &Members, dest: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, data: &[u8], run: bool) -> PyResult<Fast> {
         let r = self.isend_fast(rank, comm, dest, tag, data);
         self.block_fast(py, rank, r, run, false)
     }
     /// Blocking `Recv`'s common case (see `irecv_fast`), as `send_fast`.
     #[pyo3(signature = (rank, comm, source, tag, buf, run=false))]
-    fn recv_fast(&mut self, py: Python<'_>, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>, run: bool) -> PyResult<i64> {
+    fn recv_fast(&mut self, py: Python<'_>, rank: u32, comm: &Members, source: &Bound<'_, PyAny>, tag: &Bound<'_, PyAny>, buf: &Bound<'_, PyAny>, run: bool) -> PyResult<Fast> {
         let r = self.irecv_fast(rank, comm, source, tag, buf);
         self.block_fast(py, rank, r, run, true)
-    }
-    /// The ranks that became ready in the last `send_fast` / `recv_fast`
-    /// that ran the simulation (see `fast::RAN`), as `run` returns them.
-    fn take_ready(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.ready)
     }
     /// Status and data of a completed request, and frees it:
     /// (source, tag, count, cancelled, truncated, data or None). The data of
@@ -825,6 +824,7 @@ impl World {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<World>()?;
     m.add_class::<Members>()?;
+    m.add_class::<Blocked>()?;
     m.add_function(wrap_pyfunction!(registry::machine_info, m)?)?;
     m.add_function(wrap_pyfunction!(registry::patterns, m)?)?;
     m.add_function(wrap_pyfunction!(registry::routings, m)?)?;

@@ -5,6 +5,7 @@
 use bgsim::machine::{self, Machine, Mapping, Protocol};
 use bgsim::mpi::driven::Ranks;
 use bgsim::mpi::{MpiError, World};
+use bgsim::mpi::SendCall;
 use bgsim::msglayer::SendMode;
 
 fn machine(shape: &str, extra: &[&str]) -> Machine {
@@ -38,14 +39,14 @@ fn pingpong(w: &mut Ranks, peer: u32, bytes: usize, proto: Option<Protocol>, ite
     let mut half = 0;
     for _ in 0..iters {
         let t0 = w.now();
-        let s = w.isend(0, peer as i64, 0, 1, vec![7u8; bytes], SendMode::Standard, proto).unwrap();
+        let s = w.isend(0, SendCall::new(peer as i64, 0, 1, vec![7u8; bytes]).protocol(proto)).unwrap();
         let r0 = w.irecv(0, peer as i64, 0, 2, bytes as u32).unwrap();
         let r1 = w.irecv(peer, 0, 0, 1, bytes as u32).unwrap();
         // Rank 0 blocks on both; the peer on its receive, then answers.
         w.block(0, vec![s, r0], 2);
         wait(w, peer, vec![r1]);
         let echo = w.take_data(r1).unwrap();
-        let s1 = w.isend(peer, 0, 0, 2, echo, SendMode::Standard, proto).unwrap();
+        let s1 = w.isend(peer, SendCall::new(0, 0, 2, echo).protocol(proto)).unwrap();
         w.block(peer, vec![s1], 1);
         let mut done0 = false;
         while !done0 {
@@ -84,7 +85,7 @@ fn every_protocol_delivers_the_data() {
             }
             let mut w = world("4x2x2", 16, &[]);
             let data: Vec<u8> = (0..bytes).map(|i| (i * 31 % 251) as u8).collect();
-            let s = w.isend(0, 13, 0, 5, data.clone(), SendMode::Standard, Some(proto)).unwrap();
+            let s = w.isend(0, SendCall::new(13, 0, 5, data.clone()).protocol(Some(proto))).unwrap();
             let r = w.irecv(13, 0, 0, 5, bytes as u32).unwrap();
             w.block(0, vec![s], 1);
             wait(&mut w, 13, vec![r]);
@@ -105,17 +106,17 @@ fn matching_follows_posted_order_and_wildcards() {
     // message matches the oldest receive that fits.
     let ra = w.irecv(0, -1, 0, -1, 16).unwrap();
     let rb = w.irecv(0, 2, 0, 9, 16).unwrap();
-    let s1 = w.isend(2, 0, 0, 9, b"first".to_vec(), SendMode::Standard, None).unwrap();
+    let s1 = w.isend(2, SendCall::new(0, 0, 9, b"first".to_vec())).unwrap();
     wait(&mut w, 0, vec![ra]);
     assert_eq!(w.take_data(ra).unwrap(), b"first");
     assert!(!w.is_done(rb));
-    let s2 = w.isend(2, 0, 0, 9, b"second".to_vec(), SendMode::Standard, None).unwrap();
+    let s2 = w.isend(2, SendCall::new(0, 0, 9, b"second".to_vec())).unwrap();
     wait(&mut w, 0, vec![rb]);
     assert_eq!(w.take_data(rb).unwrap(), b"second");
     // Unexpected messages are matched in arrival order, by tag and context.
-    let a = w.isend(1, 3, 0, 1, b"t1".to_vec(), SendMode::Standard, None).unwrap();
-    let b = w.isend(1, 3, 0, 2, b"t2".to_vec(), SendMode::Standard, None).unwrap();
-    let c = w.isend(1, 3, 7, 1, b"ctx7".to_vec(), SendMode::Standard, None).unwrap();
+    let a = w.isend(1, SendCall::new(3, 0, 1, b"t1".to_vec())).unwrap();
+    let b = w.isend(1, SendCall::new(3, 0, 2, b"t2".to_vec())).unwrap();
+    let c = w.isend(1, SendCall::new(3, 7, 1, b"ctx7".to_vec())).unwrap();
     wait(&mut w, 1, vec![a, b, c]);
     w.drain().unwrap();
     let r2 = w.irecv(3, 1, 0, 2, 16).unwrap();
@@ -135,7 +136,7 @@ fn eager_messages_between_a_pair_arrive_in_order() {
     for proto in [Protocol::Eager, Protocol::AdaptiveEager, Protocol::OnePacket, Protocol::Rendezvous] {
         let mut w = world("4x4x4", 64, &[]);
         let n = 40;
-        let sends: Vec<u32> = (0..n).map(|i| w.isend(0, 42, 0, 3, vec![i as u8; 200 + i * 13], SendMode::Standard, Some(proto)).unwrap()).collect();
+        let sends: Vec<u32> = (0..n).map(|i| w.isend(0, SendCall::new(42, 0, 3, vec![i as u8; 200 + i * 13]).protocol(Some(proto))).unwrap()).collect();
         let recvs: Vec<u32> = (0..n).map(|_| w.irecv(42, 0, 0, 3, 4096).unwrap()).collect();
         w.block(0, sends, usize::MAX);
         wait(&mut w, 42, recvs.clone());
@@ -157,11 +158,11 @@ fn rendezvous_data_arrives_out_of_order_and_is_reassembled() {
     let mut bg = Vec::new();
     for r in 1..64u32 {
         if r != 21 {
-            bg.push(w.isend(r, ((r * 7) % 64) as i64, 1, 0, vec![0; 20_000], SendMode::Standard, None).unwrap());
+            bg.push(w.isend(r, SendCall::new(((r * 7) % 64) as i64, 1, 0, vec![0; 20_000])).unwrap());
             bg.push(w.irecv((r * 7) % 64, -1, 1, -1, 20_000).unwrap());
         }
     }
-    let s = w.isend(0, 21, 0, 0, data.clone(), SendMode::Standard, Some(Protocol::Rendezvous)).unwrap();
+    let s = w.isend(0, SendCall::new(21, 0, 0, data.clone()).protocol(Some(Protocol::Rendezvous))).unwrap();
     let r = w.irecv(21, 0, 0, 0, data.len() as u32).unwrap();
     wait(&mut w, 21, vec![r]);
     assert_eq!(w.take_data(r).unwrap(), data);
@@ -174,7 +175,7 @@ fn rendezvous_data_arrives_out_of_order_and_is_reassembled() {
 #[test]
 fn synchronous_send_waits_for_the_receive() {
     let mut w = world("2x1x1", 2, &[]);
-    let s = w.isend(0, 1, 0, 0, vec![1; 10], SendMode::Synchronous, None).unwrap();
+    let s = w.isend(0, SendCall::new(1, 0, 0, vec![1; 10]).mode(SendMode::Synchronous)).unwrap();
     w.block(0, vec![s], 1);
     // Only the sender is blocked and no receive exists: deadlock report.
     let err = w.run().unwrap_err();
@@ -184,7 +185,7 @@ fn synchronous_send_waits_for_the_receive() {
     assert!(err.to_string().contains("rank 0: waits for a send of 10 bytes to rank 1"), "{err}");
     // Standard-mode small sends complete locally.
     let mut w = world("2x1x1", 2, &[]);
-    let s = w.isend(0, 1, 0, 0, vec![1; 10], SendMode::Standard, None).unwrap();
+    let s = w.isend(0, SendCall::new(1, 0, 0, vec![1; 10])).unwrap();
     wait(&mut w, 0, vec![s]);
 }
 
@@ -200,7 +201,7 @@ fn blocked_receive_is_reported() {
 #[test]
 fn truncation_and_cancel_and_probe() {
     let mut w = world("2x1x1", 2, &[]);
-    let s = w.isend(0, 1, 0, 0, vec![1; 100], SendMode::Standard, None).unwrap();
+    let s = w.isend(0, SendCall::new(1, 0, 0, vec![1; 100])).unwrap();
     let p = w.probe(1, -1, 0, -1).unwrap();
     wait(&mut w, 1, vec![p]);
     assert_eq!(w.status(p).count, 100);
@@ -219,7 +220,7 @@ fn vn_mode_intranode_and_network() {
     assert_eq!(w.place(2), (0, 1));
     for (a, b) in [(0u32, 2u32), (2, 3), (3, 0)] {
         let data: Vec<u8> = (0..5000).map(|i| (i % 7) as u8 + a as u8).collect();
-        let s = w.isend(a, b as i64, 0, 0, data.clone(), SendMode::Standard, None).unwrap();
+        let s = w.isend(a, SendCall::new(b as i64, 0, 0, data.clone())).unwrap();
         let r = w.irecv(b, a as i64, 0, 0, 5000).unwrap();
         w.block(a, vec![s], 1);
         wait(&mut w, b, vec![r]);
@@ -257,7 +258,7 @@ fn coarse_torus_queues_packets_on_busy_links() {
         let mut w = Ranks::new(c, 1).unwrap();
         let mut recvs = Vec::new();
         for r in 1..=senders {
-            w.isend(r, 0, 0, r as i32, data(r), SendMode::Standard, None).unwrap();
+            w.isend(r, SendCall::new(0, 0, r as i32, data(r))).unwrap();
             recvs.push((r, w.irecv(0, r as i64, 0, r as i32, bytes as u32).unwrap()));
         }
         let reqs: Vec<u32> = recvs.iter().map(|&(_, q)| q).collect();
@@ -343,8 +344,8 @@ fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
             for j in lo..hi {
                 let d = (r + j) % n;
                 q.push(match part(r, d, sized) {
-                    Payload::Bytes(v) => b.isend(r, d as i64, 1, 0, v, SendMode::Standard, None).unwrap(),
-                    Payload::Size(s) => b.isend_sized(r, d as i64, 1, 0, Vec::new(), s, SendMode::Standard, None).unwrap(),
+                    Payload::Bytes(v) => b.isend(r, SendCall::new(d as i64, 1, 0, v)).unwrap(),
+                    Payload::Size(s) => b.isend(r, SendCall::sized(d as i64, 1, 0, s)).unwrap(),
                 });
             }
             q

@@ -9,7 +9,7 @@ mod common;
 use bgsim::machine::{self, Machine, MachineSource, Mapping};
 use bgsim::mpi::skeleton::{Halo, SkeletonRun};
 use bgsim::mpi::driven::Ranks;
-use bgsim::mpi::{MpiError, World};
+use bgsim::mpi::{MpiError, SendCall, World};
 
 fn machine(preset: &str, settings: &[&str]) -> Machine {
     let s: Vec<String> = settings.iter().map(|x| x.to_string()).collect();
@@ -117,7 +117,6 @@ fn a_deadlock_on_partitions_names_every_blocked_rank() {
 /// returns every rank's (rank, tick) at each resume (sorted), the report
 /// and the end.
 fn drive(mut ranks: Ranks) -> (Vec<(u32, u64)>, String, u64) {
-    use bgsim::msglayer::SendMode;
     let n = ranks.nranks();
     let sizes = [16u32, 700, 9000, 120_000];
     let mut round = vec![0usize; n as usize];
@@ -126,7 +125,7 @@ fn drive(mut ranks: Ranks) -> (Vec<(u32, u64)>, String, u64) {
     let post = |ranks: &mut Ranks, r: u32, i: usize| -> bool {
         let bytes = sizes[i % sizes.len()];
         let dest = (r + 1 + 5 * i as u32) % n;
-        let s = ranks.isend_sized(r, dest as i64, 0, i as i32, Vec::new(), bytes, SendMode::Standard, None).unwrap();
+        let s = ranks.isend(r, SendCall::sized(dest as i64, 0, i as i32, bytes)).unwrap();
         let q = ranks.irecv_into(r, -1, 0, i as i32, bytes, false).unwrap();
         ranks.block(r, vec![s, q], 2)
     };

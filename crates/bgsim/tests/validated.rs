@@ -4,8 +4,7 @@
 
 use bgsim::machine::{self, Machine, Mapping};
 use bgsim::mpi::driven::Ranks;
-use bgsim::mpi::World;
-use bgsim::msglayer::SendMode;
+use bgsim::mpi::{SendCall, World};
 use bgsim::workload::{self, Pattern, Routing, TrafficSpec};
 use proptest::prelude::*;
 
@@ -45,7 +44,7 @@ fn messages_arrive(m: &Machine) {
             for peer in [(r + 1) % n, r] {
                 let data: Vec<u8> = (0..size).map(|i| (i as u32 * 7 + r + k as u32) as u8).collect();
                 recvs.push((peer, w.irecv(peer, r as i64, 0, k as i32, size as u32).unwrap(), data.clone()));
-                sends.push((r, w.isend(r, peer as i64, 0, k as i32, data, SendMode::Standard, None).unwrap()));
+                sends.push((r, w.isend(r, SendCall::new(peer as i64, 0, k as i32, data)).unwrap()));
             }
         }
     }

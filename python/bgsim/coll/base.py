@@ -131,7 +131,7 @@ class Call:
             # core copies what it is given).
             parts = (parts.whole, parts.uniform)
         if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode, packed):
-            rt.park(ctx.rank)
+            rt.suspend(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:

@@ -113,14 +113,14 @@ class PointToPoint:
                 and ctx.runtime.timeline is None):
             w = ctx.world
             rt = ctx.runtime
-            r = w.send_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes(), rt.may_run())
-            if r >= 0:
-                what = r & 3
-                if what == 3:  # done
-                    return
-                if what:  # the rank waits
-                    rt.wait_fast(ctx, r, ("MPI.Comm.Send(dest={}, tag={})", dest, tag))
-                w.release((r >> 2) & 0x3FFFFFFFFF)
+            b = w.send_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes(), rt.may_run())
+            if b is True:  # done
+                return
+            if b is not False:  # a _core.Blocked
+                if b.waits:
+                    ctx.call, ctx.frame = ("MPI.Comm.Send(dest={}, tag={})", dest, tag), _sys._getframe(1)
+                    rt.suspend(ctx.rank, b.ready)
+                w.release(b.req)
                 return
         self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
 
@@ -160,14 +160,14 @@ class PointToPoint:
                 and not buf.dtype.hasobject and ctx.runtime.timeline is None):
             w = ctx.world
             rt = ctx.runtime
-            r = w.recv_fast(ctx.rank, self._p2p, source, tag, buf, rt.may_run())
-            if r >= 0:
-                what = r & 3
-                if what == 3:  # done
-                    return
-                if what:  # the rank waits
-                    rt.wait_fast(ctx, r, ("MPI.Comm.Recv(source={}, tag={})", source, tag))
-                st = w.finish((r >> 2) & 0x3FFFFFFFFF)
+            b = w.recv_fast(ctx.rank, self._p2p, source, tag, buf, rt.may_run())
+            if b is True:  # done
+                return
+            if b is not False:  # a _core.Blocked
+                if b.waits:
+                    ctx.call, ctx.frame = ("MPI.Comm.Recv(source={}, tag={})", source, tag), _sys._getframe(1)
+                    rt.suspend(ctx.rank, b.ready)
+                st = w.finish(b.req)
                 if st[4]:  # truncated
                     g = self._p2p_group
                     src = st[0] if g is None else g._index.get(st[0], st[0])

@@ -411,7 +411,7 @@ def _wait_all(reqs: List[Request], call: str) -> None:
         if ctx.runtime.timeline is not None:
             ctx.runtime.wait(ctx, ids, len(ids))
         elif world.block(ctx.rank, ids, len(ids)):
-            ctx.runtime.park(ctx.rank)
+            ctx.runtime.suspend(ctx.rank)
         # One call into the core collects every request's status and data:
         # a status alone for a request without data, which needs no more
         # than this when it has no group to translate its source through

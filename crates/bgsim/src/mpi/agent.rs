@@ -11,7 +11,7 @@
 //! it in the order they became ready, see [`AGENT_RANK`]); once the agent
 //! is done, [`World::take_result`] gives the driver what was received.
 
-use super::{MpiError, World};
+use super::{MpiError, SendCall, World};
 use crate::msglayer::{ReqId, SendMode};
 use std::sync::Arc;
 
@@ -292,8 +292,8 @@ impl Agent {
                 },
             };
             let req = match p {
-                Payload::Bytes(b) => w.isend(rank, d, ctx, tag, b, mode, None)?,
-                Payload::Size(n) => w.isend_sized(rank, d, ctx, tag, Vec::new(), n, mode, None)?,
+                Payload::Bytes(b) => w.isend(rank, SendCall::new(d, ctx, tag, b).mode(mode))?,
+                Payload::Size(n) => w.isend(rank, SendCall::sized(d, ctx, tag, n).mode(mode))?,
             };
             r.reqs.push(req);
         }

@@ -26,10 +26,10 @@
 //! log and node samples (`super::timeline`).
 
 use super::agent::{advance_agents, Agent, Agents};
-use super::{timeline, BlockedRank, HwOp, MpiError, World};
+use super::{timeline, BlockedRank, HwOp, MpiError, SendCall, World};
 use crate::engine::{Engine, Halt, Partitioning, Tick, Transport};
 use crate::machine::{Machine, Protocol};
-use crate::msglayer::{MsgRecord, ReqId, SendMode, Status};
+use crate::msglayer::{MsgRecord, ReqId, Status};
 use crate::report::MpiReport;
 
 /// Bounds of the windows run on the driver's thread before the rest until
@@ -268,14 +268,9 @@ impl Ranks {
         v
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
-        let r = self.of_mut(rank).isend(rank, dest, ctx, tag, data, mode, force)?;
-        Ok(self.global(rank, r))
-    }
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend_sized(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
-        let r = self.of_mut(rank).isend_sized(rank, dest, ctx, tag, data, bytes, mode, force)?;
+    /// Posts `rank`'s send `s` (see [`World::isend`]).
+    pub fn isend(&mut self, rank: u32, s: SendCall) -> Result<ReqId, MpiError> {
+        let r = self.of_mut(rank).isend(rank, s)?;
         Ok(self.global(rank, r))
     }
     /// Posts a receive (see [`World::irecv`]).

@@ -139,6 +139,43 @@ impl Model for Stack {
     }
 }
 
+/// An MPI send as a rank posts it ([`World::isend`]): to world rank
+/// `dest` in context `ctx` with `tag`, carrying `data` - or, for a message
+/// of which only the size matters (a communication skeleton's, a
+/// size-only run's), `bytes` with no data - in send mode `mode`, by the
+/// protocol `force` names (None: chosen by size, see
+/// [`World::protocol_for`]).
+#[derive(Clone, Debug)]
+pub struct SendCall {
+    pub dest: i64,
+    pub ctx: u32,
+    pub tag: i32,
+    pub data: Vec<u8>,
+    /// The message's size when it carries no data.
+    pub bytes: Option<u32>,
+    pub mode: SendMode,
+    pub force: Option<Protocol>,
+}
+
+impl SendCall {
+    /// A standard send of `data`.
+    pub fn new(dest: i64, ctx: u32, tag: i32, data: Vec<u8>) -> Self {
+        SendCall { dest, ctx, tag, data, bytes: None, mode: SendMode::Standard, force: None }
+    }
+    /// A standard send of `bytes` without data.
+    pub fn sized(dest: i64, ctx: u32, tag: i32, bytes: u32) -> Self {
+        SendCall { bytes: Some(bytes), ..SendCall::new(dest, ctx, tag, Vec::new()) }
+    }
+    /// This send in mode `mode`.
+    pub fn mode(self, mode: SendMode) -> Self {
+        SendCall { mode, ..self }
+    }
+    /// This send by protocol `force` (None: chosen by size).
+    pub fn protocol(self, force: Option<Protocol>) -> Self {
+        SendCall { force, ..self }
+    }
+}
+
 /// A simulated machine running a set of ranks.
 pub struct World {
     stack: Stack,
@@ -346,24 +383,19 @@ impl World {
         })
     }
 
-    /// Posts a send.
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
-        let n = u32::try_from(data.len()).map_err(|_| MpiError::message_too_large(data.len() as u64))?;
-        self.isend_sized(rank, dest, ctx, tag, data, n, mode, force)
-    }
-
-    /// A send of `bytes`, with content `data` or (empty `data`) none: a
-    /// communication skeleton's message, of which only the size matters.
-    #[allow(clippy::too_many_arguments)]
-    pub fn isend_sized(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: Vec<u8>, bytes: u32, mode: SendMode, force: Option<Protocol>) -> Result<ReqId, MpiError> {
-        let dest = self.check_rank(dest)?;
+    /// Posts `rank`'s send `s`.
+    pub fn isend(&mut self, rank: u32, s: SendCall) -> Result<ReqId, MpiError> {
+        let bytes = match s.bytes {
+            Some(b) => b,
+            None => u32::try_from(s.data.len()).map_err(|_| MpiError::message_too_large(s.data.len() as u64))?,
+        };
+        let dest = self.check_rank(s.dest)?;
         if let Some(t) = &mut self.traffic {
             *t.entry((rank, dest)).or_default() += bytes as u64;
         }
-        let proto = self.protocol_for(bytes, force);
+        let proto = self.protocol_for(bytes, s.force);
         let now = self.q.now();
-        let send = SendReq { rank, dest, ctx, tag, data, bytes, proto, mode };
+        let send = SendReq { rank, dest, ctx: s.ctx, tag: s.tag, data: s.data, bytes, proto, mode: s.mode };
         let r = self.at_rank(rank, |net, ml, q| ml.post_send(net, q, now, send));
         self.collect();
         Ok(r)

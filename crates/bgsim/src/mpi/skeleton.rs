@@ -6,8 +6,8 @@
 
 use super::driven::Ranks;
 use super::parts::{self, Program};
-use super::{MpiError, World};
-use crate::msglayer::{ReqId, SendMode};
+use super::{MpiError, SendCall, World};
+use crate::msglayer::ReqId;
 use serde::Serialize;
 
 /// A periodic halo exchange on a logical grid of ranks, rank-major as
@@ -64,7 +64,7 @@ impl Halo {
             reqs.push(w.irecv(r, nb as i64, 0, (k ^ 1) as i32, self.bytes)?);
         }
         for (k, &nb) in nbs.iter().enumerate() {
-            reqs.push(w.isend_sized(r, nb as i64, 0, k as i32, Vec::new(), self.bytes, SendMode::Standard, None)?);
+            reqs.push(w.isend(r, SendCall::sized(nb as i64, 0, k as i32, self.bytes))?);
         }
         Ok(())
     }
