@@ -21,6 +21,14 @@ from .status import Status
 _ndarray = _np.ndarray
 
 
+def _suspend(ctx: Any, blocked: Any, call: Any) -> None:
+    """The rank of a blocking fast call that answered `blocked` (a
+    `_core.Blocked` that waits) waits in MPI call `call` (for a deadlock
+    report, with its caller's frame): returns when it runs again."""
+    ctx.call, ctx.frame = call, _sys._getframe(2)
+    ctx.runtime.suspend(ctx.rank, blocked.ready)
+
+
 def _check_tag(tag: int, recv: bool) -> int:
     if tag.__class__ is int and 0 <= tag <= TAG_UB:
         return tag
@@ -118,8 +126,7 @@ class PointToPoint:
                 return
             if b is not False:  # a _core.Blocked
                 if b.waits:
-                    ctx.call, ctx.frame = ("MPI.Comm.Send(dest={}, tag={})", dest, tag), _sys._getframe(1)
-                    rt.suspend(ctx.rank, b.ready)
+                    _suspend(ctx, b, ("MPI.Comm.Send(dest={}, tag={})", dest, tag))
                 w.release(b.req)
                 return
         self._wait(self.Isend(buf, dest, tag), None, lambda: f"MPI.Comm.Send(dest={dest}, tag={tag})")
@@ -165,8 +172,7 @@ class PointToPoint:
                 return
             if b is not False:  # a _core.Blocked
                 if b.waits:
-                    ctx.call, ctx.frame = ("MPI.Comm.Recv(source={}, tag={})", source, tag), _sys._getframe(1)
-                    rt.suspend(ctx.rank, b.ready)
+                    _suspend(ctx, b, ("MPI.Comm.Recv(source={}, tag={})", source, tag))
                 st = w.finish(b.req)
                 if st[4]:  # truncated
                     g = self._p2p_group
