@@ -816,7 +816,7 @@ impl World {
         self.w.traffic_matrix()
     }
     fn report(&self, finished: Vec<Option<u64>>) -> String {
-        serde_json::to_string(&self.w.report(&finished)).expect("a report is plain data")
+        serde_json::to_string(&bgsim::report::ranks_report(&self.w, &finished)).expect("a report is plain data")
     }
 }
 

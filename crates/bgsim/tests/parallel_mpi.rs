@@ -155,7 +155,7 @@ fn drive(mut ranks: Ranks) -> (Vec<(u32, u64)>, String, u64) {
         ready = ranks.run().unwrap();
     }
     let end = ranks.drain().unwrap();
-    let mut report = serde_json::to_value(ranks.report(&finished)).unwrap();
+    let mut report = serde_json::to_value(bgsim::report::ranks_report(&ranks, &finished)).unwrap();
     report.as_object_mut().unwrap().remove("machine_toml");
     trail.sort_unstable();
     (trail, report.to_string(), end)

@@ -27,10 +27,9 @@
 
 use super::agent::{advance_agents, Agent, Agents};
 use super::{timeline, BlockedRank, HwOp, MpiError, SendCall, World};
-use crate::engine::{Engine, Halt, Partitioning, Tick, Transport};
+use crate::engine::{Engine, Halt, Tick, Transport};
 use crate::machine::{Machine, Protocol};
 use crate::msglayer::{MsgRecord, ReqId, Status};
-use crate::report::MpiReport;
 
 /// Bounds of the windows run on the driver's thread before the rest until
 /// a stop run on threads (see [`Ranks::run_windows`]).
@@ -112,7 +111,7 @@ impl Ranks {
     /// MPI job), one partition each: this process runs its partition's
     /// nodes and the ranks placed there ([`Ranks::is_local`]); every
     /// process drives its own ranks and makes the same calls of [`Ranks::run`],
-    /// [`Ranks::drain`], [`Ranks::report`] and [`Ranks::share`] in the same
+    /// [`Ranks::drain`], [`crate::report::ranks_report`] and [`Ranks::share`] in the same
     /// order, and each gets the same result as one process would.
     pub fn distributed(w: World, transport: Box<dyn Transport>) -> Result<Ranks, MpiError> {
         let nodes = w.machine().shape.nodes();
@@ -599,48 +598,13 @@ impl Ranks {
         if blocked.is_empty() { Ok(self.now) } else { Err(MpiError::Blocked(blocked)) }
     }
 
-    /// The run's report (see [`crate::report::mpi_report`]): each rank's
-    /// figures from its partition, each link's from its node's, the
-    /// network's counters summed.
-    /// On the processes of an MPI job every process calls it with its own
-    /// ranks' ends (the others' None) and gets the whole report.
-    pub fn report(&self, finished: &[Option<Tick>]) -> MpiReport {
-        let reports: Vec<MpiReport> = match self.eng.transport() {
-            None => self.eng.parts.iter().map(|p| crate::report::mpi_report(&p.model, finished)).collect(),
-            Some(t) => {
-                // Every rank's end, from the process that runs it.
-                let mut ends: Vec<u64> = finished.iter().map(|f| f.map_or(0, |t| t + 1)).collect();
-                t.reduce(&mut [], &mut ends);
-                let finished: Vec<Option<Tick>> = ends.iter().map(|&e| e.checked_sub(1)).collect();
-                let mine = bincode::serialize(&crate::report::mpi_report(&self.eng.parts[0].model, &finished)).expect("a report serializes");
-                self.share(mine).iter().map(|b| bincode::deserialize(b).expect("a report from a process of this job")).collect()
-            }
-        };
-        let nodes = self.machine().shape.nodes();
-        let split = Partitioning { nodes, parts: reports.len() as u32 };
-        let mut reports = reports.into_iter();
-        let mut out = reports.next().expect("a partition");
-        for (k, o) in reports.enumerate() {
-            let k = k as u32 + 1;
-            for (r, rr) in o.ranks.into_iter().enumerate() {
-                if split.part_of(self.place(r as u32).0) == k {
-                    out.ranks[r] = rr;
-                }
-            }
-            for i in 0..out.link_packets.len() {
-                if split.part_of(i as u32 / 6) == k {
-                    out.link_packets[i] = o.link_packets[i];
-                    out.link_util_pct[i] = o.link_util_pct[i];
-                    out.link_stalls[i] = o.link_stalls[i];
-                }
-            }
-            // The collective network's state is every partition's alike
-            // (see `hw`): its figures are the first's.
-            out.counters.absorb(&o.counters);
-            out.time_s = out.time_s.max(o.time_s);
-        }
-        out.counters.no_token_stalls = out.link_stalls.iter().sum();
-        out
+    /// The worlds of this process's partitions, in order.
+    pub fn worlds(&self) -> impl Iterator<Item = &World> {
+        self.eng.parts.iter().map(|p| &p.model)
+    }
+    /// The other processes of an MPI job, if the ranks run on them.
+    pub fn transport(&self) -> Option<&dyn Transport> {
+        self.eng.transport()
     }
 }
 

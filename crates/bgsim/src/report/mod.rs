@@ -6,7 +6,7 @@
 
 mod mpi;
 
-pub use mpi::{mpi_report, MpiCounters, MpiReport, RankReport, TreeLinkReport};
+pub use mpi::{mpi_report, ranks_report, MpiCounters, MpiReport, RankReport, TreeLinkReport};
 
 use crate::engine::{EngineStats, Tick};
 use crate::node::CoreCounters;

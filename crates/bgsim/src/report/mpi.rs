@@ -3,7 +3,8 @@
 //! rank statistics; the Python side adds what only it knows (each rank's
 //! return value, the collective choices, host wall time).
 
-use crate::engine::Tick;
+use crate::engine::{Partitioning, Tick};
+use crate::mpi::driven::Ranks;
 use crate::mpi::World;
 use serde::{Deserialize, Serialize};
 
@@ -228,4 +229,47 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         link_stalls,
         machine_toml: m.to_toml(),
     }
+}
+
+/// The report of a run of `ranks` (see [`mpi_report`]): each rank's
+/// figures from its partition, each link's from its node's, the network's
+/// counters summed. On the processes of an MPI job every process calls it
+/// with its own ranks' ends (the others' None) and gets the whole report.
+pub fn ranks_report(ranks: &Ranks, finished: &[Option<Tick>]) -> MpiReport {
+    let reports: Vec<MpiReport> = match ranks.transport() {
+        None => ranks.worlds().map(|w| mpi_report(w, finished)).collect(),
+        Some(t) => {
+            // Every rank's end, from the process that runs it.
+            let mut ends: Vec<u64> = finished.iter().map(|f| f.map_or(0, |t| t + 1)).collect();
+            t.reduce(&mut [], &mut ends);
+            let finished: Vec<Option<Tick>> = ends.iter().map(|&e| e.checked_sub(1)).collect();
+            let mine = bincode::serialize(&mpi_report(ranks.first(), &finished)).expect("a report serializes");
+            ranks.share(mine).iter().map(|b| bincode::deserialize(b).expect("a report from a process of this job")).collect()
+        }
+    };
+    let nodes = ranks.machine().shape.nodes();
+    let split = Partitioning { nodes, parts: reports.len() as u32 };
+    let mut reports = reports.into_iter();
+    let mut out = reports.next().expect("a partition");
+    for (k, o) in reports.enumerate() {
+        let k = k as u32 + 1;
+        for (r, rr) in o.ranks.into_iter().enumerate() {
+            if split.part_of(ranks.place(r as u32).0) == k {
+                out.ranks[r] = rr;
+            }
+        }
+        for i in 0..out.link_packets.len() {
+            if split.part_of(i as u32 / 6) == k {
+                out.link_packets[i] = o.link_packets[i];
+                out.link_util_pct[i] = o.link_util_pct[i];
+                out.link_stalls[i] = o.link_stalls[i];
+            }
+        }
+        // The collective network's state is every partition's alike
+        // (`mpi::hw`): its figures are the first's.
+        out.counters.absorb(&o.counters);
+        out.time_s = out.time_s.max(o.time_s);
+    }
+    out.counters.no_token_stalls = out.link_stalls.iter().sum();
+    out
 }
