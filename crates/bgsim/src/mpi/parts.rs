@@ -141,12 +141,10 @@ impl World {
         Ok(w)
     }
 
-    /// Makes this world the partition owning nodes `lo..hi` of a windowed
-    /// run whose ranks run `program`.
-    fn set_partition(&mut self, lo: u32, hi: u32, program: Box<dyn Program>) -> Result<(), MpiError> {
-        self.set_driven(lo, hi)?;
+    /// The ranks of this partition (see [`World::set_driven`]) run
+    /// `program` in the core instead of being driven from outside.
+    fn set_program(&mut self, program: Box<dyn Program>) {
         self.part.as_mut().expect("a partition").program = Some(program);
-        Ok(())
     }
 
     /// Makes this world the partition owning nodes `lo..hi` of a windowed
@@ -352,7 +350,7 @@ pub fn run(w: &World, parts: usize, threads: usize, make: &dyn Fn() -> Box<dyn P
 /// threads.
 pub(super) fn run_program(eng: &mut Engine<World>, threads: usize, make: &dyn Fn() -> Box<dyn Program>) -> Result<PartsRun, MpiError> {
     for p in eng.parts.iter_mut() {
-        p.model.part.as_mut().expect("a partition").program = Some(make());
+        p.model.set_program(make());
     }
     let threads = threads.clamp(1, eng.parts.len());
     if threads == 1 {
@@ -404,7 +402,8 @@ pub fn run_distributed(w: &World, transport: Box<dyn Transport>, make: &dyn Fn()
     }
     let mut eng = Engine::distributed(w.fresh_copy()?, nodes, w.lookahead, transport);
     let p = &mut eng.parts[0];
-    p.model.set_partition(p.lo, p.hi, make())?;
+    p.model.set_driven(p.lo, p.hi)?;
+    p.model.set_program(make());
     p.model.start_part(&mut p.q);
     eng.run_until(Tick::MAX);
     let p = &mut eng.parts[0];
