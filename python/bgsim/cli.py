@@ -187,9 +187,10 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the result JSON on stdout and nothing else")
     r.add_argument("--out", metavar="DIR", help="write NAME.json, plots and NAME.md (and index.md for all)")
     r.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
-    r.add_argument("--fidelity", choices=["auto", "packet", "coarse"], default="auto",
-                   help="auto (default): packets where they fit, the coarse tier beyond, for experiments that have "
-                        "one; packet or coarse: that tier only (coarse: only experiments that have it)")
+    r.add_argument("--fidelity", choices=["auto", "packet", "phase"], default="auto",
+                   help="auto (default): packets where they fit, the phase model (whole messages in lock-step "
+                        "phases, docs/phase.md) beyond, for experiments that have one; packet or phase: that one "
+                        "only (phase: only experiments that have it)")
     r.add_argument("--threads", type=_count, default=1, metavar="N",
                    help="run the experiments' traffic and MPI programs on N threads, the machine cut into N "
                         "partitions (default 1; the figures are the same for every N; the ranks' Python stays on "
@@ -385,7 +386,7 @@ def _reproduce(a: argparse.Namespace) -> int:
 
     if a.list:
         for n, e in REGISTRY.items():
-            print(f"{n:<24} {e.machine}  {e.title}" + ("  [coarse tier]" if e.coarse else ""))
+            print(f"{n:<24} {e.machine}  {e.title}" + ("  [phase model]" if e.phase else ""))
         return 0
     if not a.name:
         print("bgsim reproduce: error: give an experiment NAME, `all`, or --list", file=sys.stderr)
@@ -396,9 +397,9 @@ def _reproduce(a: argparse.Namespace) -> int:
     if a.out and (err := _out_dir_error(a.out, "--out")):
         print(f"bgsim reproduce: error: {err}", file=sys.stderr)
         return 2
-    if a.fidelity == "coarse" and (a.name == "all" or not REGISTRY[a.name].coarse):
-        have = ", ".join(n for n, e in REGISTRY.items() if e.coarse)
-        print(f"bgsim reproduce: error: --fidelity coarse: `{a.name}` has no coarse tier (experiments with one: "
+    if a.fidelity == "phase" and (a.name == "all" or not REGISTRY[a.name].phase):
+        have = ", ".join(n for n, e in REGISTRY.items() if e.phase)
+        print(f"bgsim reproduce: error: --fidelity phase: `{a.name}` has no phase model (experiments with one: "
               f"{have})", file=sys.stderr)
         return 2
     return reproduce(a.name, a.scale, a.out, a.seed, a.json, a.fidelity, a.threads)

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from . import _core, api
-from . import coll as _coll
+from .mpishim import coll as _coll
 from . import memory
 from .api import Machine
 from .errors import UsageError

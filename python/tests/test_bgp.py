@@ -263,7 +263,7 @@ def test_nearest_neighbour_alltoallv_with_zero_counts_moves_what_point_to_point_
     assert a.collectives["alltoall"] == {"generic": 1}
 
 
-def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
+def test_the_phase_model_routes_as_the_mapping_tool_and_stays_near_packets():
     import numpy as np
     from bgsim import mapping
     from bgsim.reproduce import run_one
@@ -280,20 +280,20 @@ def test_the_coarse_tier_routes_as_the_mapping_tool_and_stays_near_packets():
     # Stated bound: the 64 KB all-to-all's time within 25% of the packet tier's where both run.
     m = run_one("bgp-alltoall-congestion", "quick", seed=1, quiet=True)[0]["metrics"]
     for procs in (32, 128):
-        assert abs(m[f"coarse_error_pct_{procs}"]) <= 25, m
-        assert m[f"coarse_time_us_{procs}"] == pytest.approx(m[f"time_us_{procs}"], rel=0.25)
+        assert abs(m[f"phase_error_pct_{procs}"]) <= 25, m
+        assert m[f"phase_time_us_{procs}"] == pytest.approx(m[f"time_us_{procs}"], rel=0.25)
 
 
 @pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
 @pytest.mark.parametrize("pattern", ["alltoall", "planes", "halo", "bcast"])
-def test_the_coarse_tier_stays_within_its_stated_bound_on_every_pattern_and_machine(machine, mode, pattern):
-    """docs/coarse.md's grid at its smallest: both machines, every pattern,
+def test_the_phase_model_stays_within_its_stated_bound_on_every_pattern_and_machine(machine, mode, pattern):
+    """docs/phase.md's grid at its smallest: both machines, every pattern,
     16 KB on 2x2x2. Stated bounds: the exchanges within 25% of the packet
-    tier and (the tier leaves out queueing, it runs short) not above it by
+    tier and (the model leaves out queueing, it runs short) not above it by
     more than 5%; the broadcast within 40% (its lock-step ring phases put
     a node's four VN tasks on one link at once; on packets they drift)."""
-    from bgsim import coarse
-    row = coarse.compare(coarse.Config(machine, mode, "2x2x2", pattern, 16384))
+    from bgsim import phase
+    row = phase.compare(phase.Config(machine, mode, "2x2x2", pattern, 16384))
     low, high = (-40, 40) if pattern == "bcast" else (-25, 5)
     assert low <= row["error_pct"] <= high, row
 

@@ -11,7 +11,7 @@ import pytest
 
 import bgsim
 from bgsim import MPI, skeleton
-from bgsim.coll.base import tree_float_sum
+from bgsim.mpishim.coll.base import tree_float_sum
 
 ALGOS = bgsim.collective_algorithms()
 K = 40          # elements per rank in reductions
@@ -277,13 +277,13 @@ def test_the_registry_and_the_implementations_list_the_same_algorithms():
     """Every algorithm the core declares has exactly one Python
     implementation, every implementation is declared, and --coll, the
     machine's [collectives] table and docs/collectives.md read the registry."""
-    from bgsim.coll import IMPLEMENTATIONS, markdown, registry
+    from bgsim.mpishim.coll import IMPLEMENTATIONS, markdown, registry
 
     declared = {op: {a[0] for a in algos} for op, algos in registry().items()}
     assert {op: set(impls) for op, impls in IMPLEMENTATIONS.items()} == declared
     assert {op: set(names) - {"auto"} for op, names in ALGOS.items()} == declared
     doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "collectives.md")).read()
-    assert markdown() in doc, "docs/collectives.md's table differs from `python -m bgsim.coll`"
+    assert markdown() in doc, "docs/collectives.md's table differs from `python -m bgsim.mpishim.coll`"
     for op, names in declared.items():
         for name in names:
             bgsim.Machine("bgl", [f'collectives.{op}="{name}"'])
@@ -292,7 +292,7 @@ def test_the_registry_and_the_implementations_list_the_same_algorithms():
 
 
 def test_an_algorithm_the_core_does_not_declare_cannot_be_registered():
-    from bgsim.coll.registry import algorithm
+    from bgsim.mpishim.coll.registry import algorithm
 
     with pytest.raises(bgsim.errors.ModelError, match="not declared"):
         algorithm("bcast", "my_new_bcast")(lambda c, data, root, nbytes: data)

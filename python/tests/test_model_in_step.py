@@ -1,7 +1,7 @@
 """What the Python tools compute from the model must be the model's: the
 mapping planner's placement is the core's (it calls it), and its
 vectorised route loads (`mapping.route_loads`, used by `bgsim map` and the
-phase model of `reproduce --fidelity coarse`) follow the core's
+phase model of `reproduce --fidelity phase`) follow the core's
 deterministic routes link for link."""
 
 import random
@@ -11,7 +11,7 @@ import pytest
 
 import bgsim
 from bgsim import _core, mapping
-from bgsim.coll import bcast
+from bgsim.mpishim.coll import bcast
 
 
 @pytest.mark.parametrize("order", ["XYZT", "TXYZ", "ZYXT", "TZYX"])

@@ -648,7 +648,7 @@ impl World {
         self.w.release(req)
     }
     /// Runs an exchange of a collective in the core for world rank `rank`,
-    /// a member of `comm` (`bgsim.coll.base.Call.exchange`): sends
+    /// a member of `comm` (`bgsim.mpishim.coll.base.Call.exchange`): sends
     /// `parts[d]` (bytes, any buffer, an int: a size without content, or
     /// None: what this rank received last) to each communicator rank `d`
     /// of `dests` in that order and receives from each of `srcs`, on the

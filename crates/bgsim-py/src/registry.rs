@@ -11,7 +11,9 @@ use pyo3::prelude::*;
 /// A machine from a preset name or TOML file and `--set` overrides, validated.
 pub(crate) fn load_machine(machine: &str, settings: Vec<String>) -> PyResult<machine::Machine> {
     let src = MachineSource::from_arg(machine).map_err(to_py)?;
-    machine::load(&src, &settings).map_err(to_py)
+    let m = machine::load(&src, &settings).map_err(to_py)?;
+    coll::check_machine(&m).map_err(to_py)?;
+    Ok(m)
 }
 
 /// Validates a machine and returns it as TOML text plus derived values (JSON).

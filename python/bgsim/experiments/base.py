@@ -29,8 +29,8 @@ class Context:
     seed: int = 1
     quiet: bool = False
     name: str = ""
-    #: `auto`: packets where they fit, the coarse tier beyond (experiments
-    #: that have one); `packet` or `coarse`: that tier only.
+    #: `auto`: packets where they fit, the phase model beyond (experiments
+    #: that have one, `bgsim.phase`); `packet` or `phase`: that one only.
     fidelity: str = "auto"
     #: Threads (and partitions) of the experiment's runs, torus traffic
     #: and MPI programs alike; the figures are the same for every count.
@@ -92,11 +92,11 @@ class Outcome:
     #: operation -> algorithm -> calls (gathered by `bgsim reproduce`).
     collectives: Dict[str, Dict[str, int]] = field(default_factory=dict)
 
-    def add_coarse(self, figure: str, value: float, coarse_name: str, error_name: str) -> None:
-        """A figure of the coarse tier: `coarse_name`; where the packet tier
+    def add_phase(self, figure: str, value: float, phase_name: str, error_name: str) -> None:
+        """A figure of the phase model: `phase_name`; where the packet tier
         gave `figure`, the tier's error against it (%) as `error_name`, else
         `figure` itself."""
-        self.metrics[coarse_name] = value
+        self.metrics[phase_name] = value
         packets = self.metrics.get(figure)
         if packets is None:
             self.metrics[figure] = value
@@ -116,17 +116,17 @@ class Experiment:
     run: Callable[[Context], Outcome]
     #: Published figures (docs/parameters.md) to show beside the results: label -> (value, metric key or None).
     published: Dict[str, tuple] = field(default_factory=dict)
-    #: It can run sizes on the coarse tier (`--fidelity`).
-    coarse: bool = False
+    #: It can run sizes on the phase model (`--fidelity`).
+    phase: bool = False
 
 
 REGISTRY: Dict[str, Experiment] = {}
 
 
 def register(name: str, machine: str, title: str, published: Optional[Dict[str, tuple]] = None,
-             coarse: bool = False):
+             phase: bool = False):
     def deco(fn: Callable[[Context], Outcome]) -> Callable[[Context], Outcome]:
-        REGISTRY[name] = Experiment(name, machine, title, fn, published or {}, coarse)
+        REGISTRY[name] = Experiment(name, machine, title, fn, published or {}, phase)
         return fn
     return deco
 

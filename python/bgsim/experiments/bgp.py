@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import MPI, coarse
+from .. import MPI, phase
 from ..api import Machine
 from ..mapping import order_slots
 from ..runtime import shared_array
@@ -470,7 +470,7 @@ def parallel_colls(ctx: Context) -> Outcome:
 
 
 @register("bgp-bcast", "bgp", "MPI_Bcast on COMM_WORLD vs COMM_WORLD less its last process, and 1-4 at once on "
-          "quarters of it", coarse=True)
+          "quarters of it", phase=True)
 def bcast(ctx: Context) -> Outcome:
     out = Outcome()
     sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072)
@@ -486,12 +486,12 @@ def bcast(ctx: Context) -> Outcome:
                      "choice (docs/collectives.md): the collective network for the whole partition, point-to-point "
                      f"algorithms otherwise. The 16 KB broadcast on COMM_WORLD less its last process (scatter + "
                      f"ring allgather, n^2 messages) is run on packets up to {ring_limit:,} cores, and at every size "
-                     "on the coarse tier (coarse_sub_us_N_16KB; docs/coarse.md: the scatter's log2 n phases and "
+                     "on the phase model (phase_sub_us_N_16KB; docs/phase.md: the scatter's log2 n phases and "
                      "the ring's n - 1), which gives sub_us_N_16KB beyond packets and its error against them "
-                     "(coarse_error_pct_sub_N_16KB) where both ran.")
-    if ctx.fidelity == "coarse":
-        sizes = {}  # the packet runs; the coarse tier's figure below
-    coarse_sizes = [] if ctx.fidelity == "packet" else \
+                     "(phase_error_pct_sub_N_16KB) where both ran.")
+    if ctx.fidelity == "phase":
+        sizes = {}  # the packet runs; the phase model's figure below
+    phase_sizes = [] if ctx.fidelity == "packet" else \
         list(_partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072))
 
     def main(sub_16k: bool):
@@ -537,21 +537,21 @@ def bcast(ctx: Context) -> Outcome:
         which, label = k.split("_")
         out.add_series(k, xs[:len(v)], v, "cores", f"bcast time, {label} (us)", group=f"bcast_{label}" if which in
                        ("world", "sub") else f"parallel_{label}")
-    coarse_t = []
-    for cores in coarse_sizes:
-        ctx.log(f"{cores} cores, COMM_WORLD less its last process, 16 KB, coarse tier")
+    phase_t = []
+    for cores in phase_sizes:
+        ctx.log(f"{cores} cores, COMM_WORLD less its last process, 16 KB, phase model")
         dims = [int(v) for v in PARTITIONS[cores].split("x")]
         slots = np.array(order_slots(dims, 4, cores, "XYZT"))[:cores - 1]
-        t = round(coarse.bcast_scatter_allgather(slots, dims, 16384, "bgp", "vn").time_s * 1e6, 3)
-        coarse_t.append(t)
-        out.add_coarse(f"sub_us_{cores}_16KB", t, f"coarse_sub_us_{cores}_16KB", f"coarse_error_pct_sub_{cores}_16KB")
-    if coarse_t:
-        out.add_series("sub_16KB_coarse", coarse_sizes, coarse_t, "cores", "bcast time, 16KB (us)", group="bcast_16KB")
+        t = round(phase.bcast_scatter_allgather(slots, dims, 16384, "bgp", "vn").time_s * 1e6, 3)
+        phase_t.append(t)
+        out.add_phase(f"sub_us_{cores}_16KB", t, f"phase_sub_us_{cores}_16KB", f"phase_error_pct_sub_{cores}_16KB")
+    if phase_t:
+        out.add_series("sub_16KB_phase", phase_sizes, phase_t, "cores", "bcast time, 16KB (us)", group="bcast_16KB")
     if algos:
         out.notes.append("Broadcast algorithms of the largest run, calls: " +
                          ", ".join(f"{k} {v}" for k, v in algos.items()))
-    last = max(xs + coarse_sizes)
+    last = max(xs + phase_sizes)
     out.key_metrics = [k for k in (f"{w}_us_{last}_{_label(b)}" for w in ("world", "sub") for b in lengths)
                        if k in out.metrics] + [f"parallel_us_{last}_16KB_c4"] * bool(xs) + \
-        [k for k in out.metrics if k.startswith("coarse_error_pct_")]
+        [k for k in out.metrics if k.startswith("phase_error_pct_")]
     return out

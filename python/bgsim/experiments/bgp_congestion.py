@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import MPI, coarse, mapping, skeleton
+from .. import MPI, phase, mapping, skeleton
 from ..program import RunResult
 from .base import Context, Outcome, register
 from .bgp import BGP, PARTITIONS
@@ -52,42 +52,42 @@ def _run(main: Callable[[], float], procs: int, ctx: Context) -> RunResult:
     return ctx.run(main, BGP, shape=PARTITIONS[procs], mode="vn", seed=ctx.seed)
 
 
-def _coarse_alltoalls(out: Outcome, ctx: Context, sizes: List[int],
+def _phase_alltoalls(out: Outcome, ctx: Context, sizes: List[int],
                       groups: Callable[[int], Optional[np.ndarray]]) -> Dict[int, float]:
-    """The coarse tier's 64 KB pairwise all-to-alls (one per row of
+    """The phase model's 64 KB pairwise all-to-alls (one per row of
     `groups(procs)`, all at once; None: COMM_WORLD) at `sizes` processes:
-    coarse_time_us_N, and coarse_error_pct_N against the packet tier's
-    time_us_N where it ran, else time_us_N (`Outcome.add_coarse`)."""
+    phase_time_us_N, and phase_error_pct_N against the packet tier's
+    time_us_N where it ran, else time_us_N (`Outcome.add_phase`)."""
     res: Dict[int, float] = {}
     if not sizes:
         return res
-    cal = coarse.calibrate("bgp", "vn", KB64)
+    cal = phase.calibrate("bgp", "vn", KB64)
     for procs in sizes:
-        ctx.log(f"{procs} processes ({PARTITIONS[procs]}), coarse tier")
+        ctx.log(f"{procs} processes ({PARTITIONS[procs]}), phase model")
         dims = [int(v) for v in PARTITIONS[procs].split("x")]
         slots = np.array(mapping.order_slots(dims, 4, procs, "XYZT"))
-        res[procs] = round(coarse.pairwise_alltoall(slots, dims, KB64, cal, groups=groups(procs)).time_s * 1e6, 3)
-        out.add_coarse(f"time_us_{procs}", res[procs], f"coarse_time_us_{procs}", f"coarse_error_pct_{procs}")
-    out.add_series("time_coarse", sorted(res), [res[p] for p in sorted(res)], "processes", "all-to-all time (us)",
+        res[procs] = round(phase.pairwise_alltoall(slots, dims, KB64, cal, groups=groups(procs)).time_s * 1e6, 3)
+        out.add_phase(f"time_us_{procs}", res[procs], f"phase_time_us_{procs}", f"phase_error_pct_{procs}")
+    out.add_series("time_phase", sorted(res), [res[p] for p in sorted(res)], "processes", "all-to-all time (us)",
                    group="time")
     return res
 
 
-@register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events", coarse=True)
+@register("bgp-alltoall-congestion", "bgp", "64 KB MPI_Alltoall on every core: time and no-token events", phase=True)
 def alltoall_congestion(ctx: Context) -> Outcome:
     out = Outcome()
-    packet_sizes = [] if ctx.fidelity == "coarse" else ([32, 128] if ctx.quick else [32, 128, 512, 2048])
-    coarse_sizes = [] if ctx.fidelity == "packet" else \
+    packet_sizes = [] if ctx.fidelity == "phase" else ([32, 128] if ctx.quick else [32, 128, 512, 2048])
+    phase_sizes = [] if ctx.fidelity == "packet" else \
         ([32, 128] if ctx.quick else [32, 128, 512, 2048, 4096, 8192, 16384, 32768])
     out.setup.append("VN mode, every core a rank (XYZT); one MPI_Alltoall of 64 KB per pair (a communication "
                      "skeleton), the algorithm the run's rules choose (pairwise exchange for 64 KB); the slowest "
                      "rank's time, and the no-token events of every node and direction summed.")
-    if coarse_sizes:
-        out.setup.append(f"Packets at {', '.join(map(str, packet_sizes)) or 'no size'} processes; the coarse tier "
-                         f"(bgsim.coarse: n - 1 pairwise phases, each as long as one 64 KB exchange alone plus the "
-                         f"busiest link's extra bytes; docs/coarse.md) at {', '.join(map(str, coarse_sizes))}. "
-                         "time_us_N is the packet tier's where it ran, else the coarse tier's (coarse_time_us_N); "
-                         "the coarse tier gives no no-token counts. coarse_error_pct_N: its error against packets "
+    if phase_sizes:
+        out.setup.append(f"Packets at {', '.join(map(str, packet_sizes)) or 'no size'} processes; the phase model "
+                         f"(bgsim.phase: n - 1 pairwise phases, each as long as one 64 KB exchange alone plus the "
+                         f"busiest link's extra bytes; docs/phase.md) at {', '.join(map(str, phase_sizes))}. "
+                         "time_us_N is the packet tier's where it ran, else the phase model's (phase_time_us_N); "
+                         "the phase model gives no no-token counts. phase_error_pct_N: its error against packets "
                          "where both ran.")
     times: Dict[int, float] = {}
     tokens: Dict[int, float] = {}
@@ -104,31 +104,31 @@ def alltoall_congestion(ctx: Context) -> Outcome:
                        "all-to-all time (us)", group="time")
         out.add_series("notokens", sorted(tokens), [tokens[p] for p in sorted(tokens)], "processes",
                        "no-token events (all nodes, directions)")
-    _coarse_alltoalls(out, ctx, coarse_sizes, lambda procs: None)
+    _phase_alltoalls(out, ctx, phase_sizes, lambda procs: None)
     if algos:
         out.notes.append("All-to-all algorithm of the largest packet run, calls: " +
                          ", ".join(f"{k} {v}" for k, v in algos.items()))
-    last = max(packet_sizes + coarse_sizes)
+    last = max(packet_sizes + phase_sizes)
     out.key_metrics = [f"time_us_{last}"] + ([f"notokens_{max(packet_sizes)}"] if packet_sizes else []) + \
-        [k for k in out.metrics if k.startswith("coarse_error_pct_")]
+        [k for k in out.metrics if k.startswith("phase_error_pct_")]
     return out
 
 
-@register("bgp-cartesian", "bgp", "64 KB MPI_Alltoall within the planes of a logical 3D grid", coarse=True)
+@register("bgp-cartesian", "bgp", "64 KB MPI_Alltoall within the planes of a logical 3D grid", phase=True)
 def cartesian(ctx: Context) -> Outcome:
     out = Outcome()
     # Packets: the planes' all-to-alls at 8,192 processes are 550 GB.
-    sizes = [] if ctx.fidelity == "coarse" else ([128] if ctx.quick else [128, 512, 2048, 4096])
-    coarse_sizes = [] if ctx.fidelity == "packet" else ([128, 512] if ctx.quick else sorted(LOGICAL_3D))
+    sizes = [] if ctx.fidelity == "phase" else ([128] if ctx.quick else [128, 512, 2048, 4096])
+    phase_sizes = [] if ctx.fidelity == "packet" else ([128, 512] if ctx.quick else sorted(LOGICAL_3D))
     out.setup.append("VN mode, every core a rank (XYZT); MPI_Cart_create with the logical 3D grid that machine's "
                      "MPI returned (published; procs / 64 x 8 x 8 for the quick sizes), not reordered; "
                      "MPI_Cart_sub keeping the first two dimensions gives one communicator per logical plane; "
                      "every plane runs a 64 KB all-to-all at once (a communication skeleton). Packets up to 4,096 "
                      "processes: at 8,192 the planes' all-to-alls are 550 GB, beyond packets on one core.")
-    if coarse_sizes:
-        out.setup.append(f"The coarse tier (docs/coarse.md: every plane's m - 1 pairwise phases at once) at "
-                         f"{', '.join(map(str, coarse_sizes))} processes gives coarse_time_us_N, its error against "
-                         "packets where both ran (coarse_error_pct_N) and time_us_N beyond; it gives no no-token "
+    if phase_sizes:
+        out.setup.append(f"The phase model (docs/phase.md: every plane's m - 1 pairwise phases at once) at "
+                         f"{', '.join(map(str, phase_sizes))} processes gives phase_time_us_N, its error against "
+                         "packets where both ran (phase_error_pct_N) and time_us_N beyond; it gives no no-token "
                          "counts.")
 
     def main(dims: Tuple[int, int, int]) -> Callable[[], float]:
@@ -153,14 +153,14 @@ def cartesian(ctx: Context) -> Outcome:
         out.add_series("notokens", xs, tokens, "processes", "no-token events (all nodes, directions)")
         out.add_series("time_packet", xs, [times[p] for p in xs], "processes", "all-to-all time (us)", group="time")
     # A plane of the first two dimensions: every c-th rank (row-major, the last dimension fastest).
-    _coarse_alltoalls(out, ctx, coarse_sizes,
+    _phase_alltoalls(out, ctx, phase_sizes,
                       lambda procs: np.arange(procs).reshape(-1, LOGICAL_3D[procs][2]).T)
     out.notes.append("With the ranks in row-major grid order and XYZT placement, a plane of the first two logical "
                      "dimensions is every 8th rank: its members are spread over several physical planes, so the "
                      "planes' all-to-alls share links.")
-    last = max(xs + coarse_sizes)
+    last = max(xs + phase_sizes)
     out.key_metrics = ([f"notokens_{xs[-1]}"] if xs else []) + [f"time_us_{last}"] + \
-        [k for k in out.metrics if k.startswith("coarse_error_pct_")]
+        [k for k in out.metrics if k.startswith("phase_error_pct_")]
     return out
 
 

@@ -1,4 +1,4 @@
-"""The collective operations on buffers and objects, over the algorithms of ``bgsim.coll``."""
+"""The collective operations on buffers and objects, over the algorithms of ``bgsim.mpishim.coll``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as _np
 
-from .. import coll as _coll
+from . import coll as _coll
 from .. import runtime as _rt
-from ..coll.base import _size
+from .coll.base import _size
 from ..errors import UsageError as _ValueError
 from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg, regular
 from .constants import BOTTOM, IN_PLACE
@@ -307,9 +307,9 @@ def _place(mv: memoryview, dt: Datatype, count: int, displ: int, data: bytes, wh
 
 class CollectiveCalls:
     """The collective operations of ``Comm`` (a mixin): each builds a
-    ``bgsim.coll.Call`` and runs the algorithm the registry chooses."""
+    ``bgsim.mpishim.coll.Call`` and runs the algorithm the registry chooses."""
 
-    # -- collectives (algorithm families in bgsim.coll) --
+    # -- collectives (algorithm families in bgsim.mpishim.coll) --
 
     def Barrier(self) -> None:
         _barrier(self)

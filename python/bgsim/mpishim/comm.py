@@ -7,7 +7,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as _np
 from greenlet import getcurrent as _getcurrent
 
-from .. import coll as _coll
+from . import coll as _coll
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError, RankExit, UsageError
 from .buffers import _members

@@ -381,6 +381,8 @@ impl MachineSpec {
 #[derive(Clone, Debug)]
 pub struct Machine {
     pub spec: MachineSpec,
+    /// Where the machine came from (`preset bgl`, a file's name), for errors.
+    pub source_name: String,
     pub shape: Shape,
     pub mode: NodeMode,
     /// Ticks per processor cycle.
@@ -487,21 +489,6 @@ impl Machine {
                 check(v <= 10_000_000, src, key, v, "a cycle count of at most 10,000,000")?;
             }
         }
-        // The names come from the collective registry (pure data, read here
-        // so that a machine naming an unknown algorithm is refused at load).
-        for op in crate::mpi::coll::OPERATIONS {
-            let names = crate::mpi::coll::choices(op);
-            let v = spec.collectives.get(op.name).unwrap_or("");
-            let op = op.name;
-            check(names.contains(&v), src, &format!("collectives.{op}"), format!("{v:?}"), &format!("one of {}", names.join(", ")))?;
-            // The hardware algorithms need their component.
-            let (needs, section) = match v {
-                "tree" => (spec.collective.is_none(), "a [collective] section (this machine has no collective network)"),
-                "gi" => (spec.barrier.is_none(), "a [barrier] section (this machine has no global-interrupt barrier)"),
-                _ => (false, ""),
-            };
-            check(!needs, src, &format!("collectives.{op}"), format!("{v:?}"), &format!("an algorithm of this machine: `{v}` needs {section}"))?;
-        }
         let p = &spec.partition;
         let shape = Shape::parse(&p.shape, &p.mesh).map_err(|e| {
             let mesh = matches!(e, super::ShapeError::MeshLetter { .. });
@@ -538,6 +525,7 @@ impl Machine {
         let tick_byte = tick_cycle * c.cpu_cycles_per_link_byte as u64;
         let vcs = t.dynamic_vcs as usize + t.escape.escape_vcs() + 1;
         Ok(Machine {
+            source_name: src.into(),
             shape,
             mode: p.mode,
             tick_cycle,

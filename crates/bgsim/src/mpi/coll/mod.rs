@@ -1,11 +1,11 @@
 //! The collective algorithms as a registry: one module per operation, each
 //! declaring its algorithms once - name, description, what a call needs
 //! for the algorithm to apply - and the default rule. Machine validation
-//! (`[collectives]`), `--coll`, the selection of every call (with the
+//! (`[collectives]`, [`check_machine`]), `--coll`, the selection of every call (with the
 //! fallback it reports) and the list in docs/collectives.md all read it.
 //!
 //! Where an algorithm runs: every algorithm has its function in the Python
-//! package (`bgsim/coll/<op>.py`, registered under the same name; a test
+//! package (`bgsim/mpishim/coll/<op>.py`, registered under the same name; a test
 //! checks both sides list the same names), which Python programs,
 //! skeletons and traces all call. Those that are exchanges in steps (the
 //! all-to-all algorithms, the dissemination barrier, the binomial
@@ -14,9 +14,9 @@
 //!
 //! Adding an algorithm: its [`Algorithm`] entry in the operation's module
 //! (a name, one line of description, its [`Need`]s), its implementation
-//! registered under that name in `python/bgsim/coll/<op>.py`, a test in
+//! registered under that name in `python/bgsim/mpishim/coll/<op>.py`, a test in
 //! `python/tests/test_collectives.py`, and its row in docs/collectives.md
-//! (`python -m bgsim.coll` prints the table).
+//! (`python -m bgsim.mpishim.coll` prints the table).
 
 mod allgather;
 mod allreduce;
@@ -27,6 +27,7 @@ mod gather;
 mod reduce;
 mod scatter;
 
+use crate::machine::{Machine, MachineError};
 use serde::Serialize;
 
 /// Sizes at which the portable defaults switch (bytes), as a portable MPI
@@ -208,6 +209,37 @@ pub fn generic(op: &Operation, nbytes: u64, n: u32) -> Option<&'static str> {
 /// and every algorithm.
 pub fn choices(op: &Operation) -> Vec<&'static str> {
     std::iter::once("auto").chain(op.algorithms.iter().map(|a| a.name)).collect()
+}
+
+/// Refuses a machine whose `[collectives]` names an algorithm the registry
+/// does not have for that operation, or a hardware algorithm (`tree`, `gi`)
+/// whose network the machine lacks. The machine file only holds the names;
+/// which names exist is this registry's to say, so whoever loads a machine
+/// to run MPI on it calls this (the Python binding does, at load).
+pub fn check_machine(m: &Machine) -> Result<(), MachineError> {
+    let spec = &m.spec;
+    for op in OPERATIONS {
+        let names = choices(op);
+        let v = spec.collectives.get(op.name).unwrap_or("");
+        let refuse = |allowed: String| MachineError::Invalid {
+            source_name: m.source_name.clone(),
+            key: format!("collectives.{}", op.name),
+            value: format!("{v:?}"),
+            allowed,
+        };
+        if !names.contains(&v) {
+            return Err(refuse(format!("one of {}", names.join(", "))));
+        }
+        let lacks = match v {
+            "tree" if spec.collective.is_none() => Some("a [collective] section (this machine has no collective network)"),
+            "gi" if spec.barrier.is_none() => Some("a [barrier] section (this machine has no global-interrupt barrier)"),
+            _ => None,
+        };
+        if let Some(section) = lacks {
+            return Err(refuse(format!("an algorithm of this machine: `{v}` needs {section}")));
+        }
+    }
+    Ok(())
 }
 
 /// The algorithm a call runs.

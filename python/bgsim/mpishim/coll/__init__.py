@@ -13,7 +13,7 @@ Every call goes through `run(op, call, ...)`: the core chooses the
 algorithm (the machine's `[collectives]` table, `--coll OP=NAME`,
 ``bgsim.run(coll=...)``, else the default rule), the run records it, and
 the implementation moves real bytes over the communicator's collective
-context; each call has its own tag. `python -m bgsim.coll` prints the
+context; each call has its own tag. `python -m bgsim.mpishim.coll` prints the
 registry as the table of docs/collectives.md.
 """
 

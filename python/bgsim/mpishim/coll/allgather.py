@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
+from ...errors import UsageError
 from .base import BlockRun, Blocks, Call, Layout, _cat, _size, _slice, hw_join
 from .registry import IMPLEMENTATIONS, algorithm, choose
 

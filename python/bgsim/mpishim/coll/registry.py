@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import _core
-from ..errors import ModelError
+from ... import _core
+from ...errors import ModelError
 
 #: op -> algorithm name -> implementation.
 IMPLEMENTATIONS: Dict[str, Dict[str, Callable[..., Any]]] = {}

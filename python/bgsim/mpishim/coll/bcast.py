@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import List, Optional, Sequence, Tuple
 
-from .. import _core
-from ..errors import UsageError
-from ..mpishim.requests import _wait_some
+from ... import _core
+from ...errors import UsageError
+from ..requests import _wait_some
 from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
 from .registry import algorithm, generic
 

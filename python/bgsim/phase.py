@@ -1,5 +1,5 @@
-"""The coarse tier: communication that is too large for packets, modelled at
-the level of messages over the same routes, links and mappings.
+"""The phase model: communication that is too large for packets, modelled
+at the level of messages over the same routes, links and mappings.
 
 A communication *phase* is a set of messages that start together (one step
 of a pairwise all-to-all, a nearest-neighbour exchange). Each message goes
@@ -12,11 +12,11 @@ link's payload bandwidth, also measured on the packet tier (the slope of a
 neighbour exchange's time over its size). Nothing is fitted to an
 experiment: the two measurements are the packet tier's own primitives.
 
-The tier gives no no-token counts: they depend on how full the routers'
+The model gives no no-token counts: they depend on how full the routers'
 buffers get, which a model without packets does not know (two estimators
 from link loads were tried and missed the packet tier's counts by 18 to 700
-times; `docs/coarse.md`). It gives each link's bytes instead.
-`docs/coarse.md` gives the tier's measured error against packets.
+times; `docs/phase.md`). It gives each link's bytes instead.
+`docs/phase.md` gives the model's measured error against packets.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from . import MPI, skeleton
-from .coll.bcast import BCAST_LONG_MSG
+from .mpishim.coll.bcast import BCAST_LONG_MSG
 from .api import Machine
 from .mapping import order_slots, route_loads
 from .program import run
@@ -38,7 +38,7 @@ from .program import run
 
 @dataclass(frozen=True)
 class Calibration:
-    """What the coarse tier takes from the packet tier, for one machine,
+    """What the phase model takes from the packet tier, for one machine,
     node mode and message size."""
 
     #: One message between neighbouring nodes, both ways at once (s).
@@ -144,7 +144,7 @@ def pairwise_alltoall(slots: np.ndarray, shape: Sequence[int], nbytes: int, cal:
 def bcast_scatter_allgather(slots: np.ndarray, shape: Sequence[int], nbytes: int, machine: str, mode: str,
                             torus: Sequence[bool] = (True, True, True)) -> PhaseResult:
     """MPICH's long MPI_Bcast from rank 0 over the ranks at `slots`, as
-    `bgsim.coll.bcast.bcast_scatter_allgather` runs it: n parts of
+    `bgsim.mpishim.coll.bcast.bcast_scatter_allgather` runs it: n parts of
     ceil(nbytes / n) bytes; the binomial scatter as log2 n phases (the
     phase of mask m: every rank that holds parts, a multiple of 2m, sends
     its upper half's parts to rank + m); then the allgather: on a power of
@@ -222,7 +222,7 @@ class Config:
         return f"{self.machine} {self.mode} {self.shape} {self.pattern} {self.nbytes // 1024} KB"
 
 
-#: The grid `docs/coarse.md` reports (scripts/coarse_grid.py runs it).
+#: The grid `docs/phase.md` reports (scripts/phase_grid.py runs it).
 GRID = tuple(Config(m, mode, shape, pattern, nbytes)
              for m, mode, shapes in (("bgl", "coprocessor", ("4x4x2", "4x4x4")), ("bgp", "vn", ("2x2x2", "4x4x2")))
              for shape in shapes for pattern in PATTERNS for nbytes in (4096, 65536))
@@ -265,8 +265,8 @@ def _packet_program(pattern: str, nbytes: int):
     return main
 
 
-def coarse_time(cfg: Config) -> float:
-    """The coarse tier's time (s) of `cfg`, under the XYZT mapping."""
+def model_time(cfg: Config) -> float:
+    """The phase model's time (s) of `cfg`, under the XYZT mapping."""
     m = Machine(cfg.machine, [f'partition.mode="{cfg.mode}"'])
     dims = [int(v) for v in cfg.shape.split("x")]
     tpn = m.info["tasks_per_node"]
@@ -294,8 +294,8 @@ def packet_time(cfg: Config, fidelity: str = "packet") -> float:
 
 def compare(cfg: Config) -> dict:
     """The tiers on `cfg`: the packet tier's time, the phase model's and
-    the program's with a coarse torus (us), and the two coarse errors (%)."""
-    p, c, r = packet_time(cfg), coarse_time(cfg), packet_time(cfg, "coarse")
-    return {"config": cfg.label(), "packet_us": round(p * 1e6, 1), "coarse_us": round(c * 1e6, 1),
+    the program's with a coarse torus (us), and their two errors (%)."""
+    p, c, r = packet_time(cfg), model_time(cfg), packet_time(cfg, "coarse")
+    return {"config": cfg.label(), "packet_us": round(p * 1e6, 1), "phase_us": round(c * 1e6, 1),
             "error_pct": round(100 * (c - p) / p, 1), "run_us": round(r * 1e6, 1),
             "run_error_pct": round(100 * (r - p) / p, 1)}

@@ -14,12 +14,12 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import _core
-from ..mpishim.buffers import Same
-from ..mpishim.constants import TAG_UB
-from ..mpishim.errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE
-from ..mpishim.errors import Exception as MPIException
-from ..mpishim.requests import _wait_all
+from ... import _core
+from ..buffers import Same
+from ..constants import TAG_UB
+from ..errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE
+from ..errors import Exception as MPIException
+from ..requests import _wait_all
 
 PIPELINE_SEGMENT = 16 * 1024
 DIRECT = 4  # send mode: message-layer direct injection

@@ -1,15 +1,15 @@
-"""The coarse tier against the packet tier on `bgsim.coarse.GRID` (both
+"""The phase model against the packet tier on `bgsim.phase.GRID` (both
 machines, two partitions each, all-to-all / plane all-to-all / halo / broadcast, 4 KB
 and 64 KB): one markdown row per configuration - the packet tier, the phase
 model and the program run with the torus on its coarse tier
-(`fidelity="coarse"`) - then the error ranges. `docs/coarse.md` holds its
-output. Usage: python scripts/coarse_grid.py
+(`fidelity="coarse"`, docs/coarse.md) - then the error ranges. `docs/phase.md`
+holds its output. Usage: python scripts/phase_grid.py
 """
 
 import sys
 import time
 
-from bgsim import coarse
+from bgsim import phase
 
 
 def main() -> None:
@@ -17,11 +17,11 @@ def main() -> None:
     print("| configuration | packets (us) | phase model (us) | error | coarse torus (us) | error |")
     print("|---|---|---|---|---|---|")
     errors, run_errors = [], []
-    for cfg in coarse.GRID:
-        row = coarse.compare(cfg)
+    for cfg in phase.GRID:
+        row = phase.compare(cfg)
         errors.append(row["error_pct"])
         run_errors.append(row["run_error_pct"])
-        print(f"| {row['config']} | {row['packet_us']:,.1f} | {row['coarse_us']:,.1f} | {row['error_pct']:+.1f}% "
+        print(f"| {row['config']} | {row['packet_us']:,.1f} | {row['phase_us']:,.1f} | {row['error_pct']:+.1f}% "
               f"| {row['run_us']:,.1f} | {row['run_error_pct']:+.1f}% |", flush=True)
     for name, e in (("phase model", errors), ("coarse torus", run_errors)):
         print(f"{name}: {len(e)} configurations, error {min(e):+.1f}% to {max(e):+.1f}%, "
