@@ -115,3 +115,23 @@ def test_reproduce_all_writes_index(tmp_path, monkeypatch):
     idx = (tmp_path / "index.md").read_text()
     assert "torus-line-fill.md" in idx and "torus-plane-fill.md" in idx
     assert base.get("torus-line-fill").name == "torus-line-fill"
+
+
+def test_a_declared_sweep_gives_each_curves_metrics_series_and_values():
+    from bgsim.experiments.base import Context, Curve, Outcome, sweep
+    out = Outcome()
+    logged = []
+    ctx = Context(quiet=True)
+    ctx.log = logged.append
+    ys = sweep(ctx, out, [1, 2, 4], lambda x: {"a": x / 3, "b": 10.0 * x, "c": x + 0.5}, [
+        Curve("a", "A", "a_{x}", 2, "g"),
+        Curve("b", "B", lambda x: f"b{x}" if x > 1 else None),
+        Curve("c", "", "c_{x}", 0, plot=False),
+    ], x_label="X", log="at {x}", plot_xs=[10, 20, 40])
+    assert logged == ["at 1", "at 2", "at 4"]
+    assert ys == {"a": [1 / 3, 2 / 3, 4 / 3], "b": [10.0, 20.0, 40.0], "c": [1.5, 2.5, 4.5]}
+    assert out.metrics == {"a_1": 0.33, "a_2": 0.67, "a_4": 1.33, "b2": 20.0, "b4": 40.0, "c_1": 2.0, "c_2": 2.0,
+                           "c_4": 4.0}
+    assert set(out.series) == {"a", "b"}
+    assert out.series["a"] == {"x": [10.0, 20.0, 40.0], "y": [1 / 3, 2 / 3, 4 / 3], "x_label": "X", "y_label": "A"}
+    assert out.groups == {"g": ["a"], "b": ["b"]}

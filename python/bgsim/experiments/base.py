@@ -108,6 +108,48 @@ class Outcome:
         self.groups.setdefault(group or name, []).append(name)
 
 
+@dataclass(frozen=True)
+class Curve:
+    """One series of a sweep, and the metric each of its points gives."""
+
+    name: str
+    y_label: str
+    #: The metric of the point at x: a format string of `x`, or a function
+    #: of x (None where that point gives no metric); None: the curve gives
+    #: no metrics.
+    metric: "str | Callable[[Any], str] | None" = None
+    #: Decimal places the metric keeps (the series keeps every digit).
+    digits: int = 3
+    group: Optional[str] = None
+    #: False: the curve gives its metrics only, no series.
+    plot: bool = True
+
+
+def sweep(ctx: Context, out: Outcome, xs, measure: Callable[[Any], Dict[str, float]], curves: List[Curve], *,
+          x_label: str, log: "str | Callable[[Any], str]" = "{x}", plot_xs=None) -> Dict[str, List[float]]:
+    """The loop every experiment runs, declared once: at every x (logged as
+    `log`), `measure(x)` gives a value per curve name; each value is its
+    curve's metric at x, rounded to the curve's digits, and a point of its
+    series, plotted over `plot_xs` (default `xs`). Returns each curve's
+    values, for figures derived from them (`measure` may also add metrics
+    of its own to `out`)."""
+    xs = list(xs)
+    ys: Dict[str, List[float]] = {c.name: [] for c in curves}
+    for x in xs:
+        ctx.log(log(x) if callable(log) else log.format(x=x))
+        values = measure(x)
+        for c in curves:
+            v = values[c.name]
+            ys[c.name].append(v)
+            name = c.metric(x) if callable(c.metric) else None if c.metric is None else c.metric.format(x=x)
+            if name is not None:
+                out.metrics[name] = round(v, c.digits)
+    for c in curves:
+        if c.plot:
+            out.add_series(c.name, xs if plot_xs is None else plot_xs, ys[c.name], x_label, c.y_label, group=c.group)
+    return ys
+
+
 @dataclass
 class Experiment:
     name: str

@@ -16,7 +16,7 @@ from .. import MPI, phase
 from ..api import Machine
 from ..mapping import order_slots
 from ..runtime import shared_array
-from .base import Context, Outcome, register
+from .base import Context, Curve, Outcome, register, sweep
 from .base import size_label as _label
 from .mpi import _pingpong
 
@@ -126,29 +126,29 @@ def hops(ctx: Context) -> Outcome:
     out.setup.append("VN mode; two ranks, on the first node and on the node farthest from it (half of every "
                      f"dimension away; with 4 cores, two cores of the one node); ping-pong, {iters} round trips "
                      "for 0 B and 1 KB, bandwidth of 1 MB messages.")
-    lat: Dict[str, List[float]] = {"0B": [], "1KB": []}
-    bws: List[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for cores, shape in sizes.items():
+        def point(cores: int) -> Dict[str, float]:
+            shape = sizes[cores]
             dims = [int(x) for x in shape.split("x")]
             far = (0, 0, 0, 1) if cores == 4 else (dims[0] // 2, dims[1] // 2, dims[2] // 2, 0)
             mf = _mapfile(tmp, f"h{cores}.map", [(0, 0, 0, 0), far])
+            res = {}
             for nbytes in (0, 1024):
                 r = ctx.run(_pingpong(1, nbytes, iters), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
-                us = r.results[0] * 1e6
-                out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(us, 3)
-                lat[_label(nbytes)].append(us)
+                res[f"latency_{_label(nbytes)}"] = r.results[0] * 1e6
             r = ctx.run(_pingpong(1, MB, 2), BGP, shape=shape, mode="vn", mapping=mf, seed=ctx.seed)
-            bw = MB / r.results[0] / 1e6
-            out.metrics[f"bw_MBps_{cores}_1MB"] = round(bw, 1)
-            bws.append(bw)
-            ctx.log(f"{cores} cores ({shape}): {lat['0B'][-1]:.2f} us, {bw:.0f} MB/s")
+            res["bandwidth_1MB"] = MB / r.results[0] / 1e6
+            return res
+        ys = sweep(ctx, out, sizes, point, [
+            Curve(f"latency_{k}", "half round trip (us)", f"latency_us_{{x}}_{k}", 3, "latency") for k in ("0B", "1KB")
+        ] + [Curve("bandwidth_1MB", "MB/s", "bw_MBps_{x}_1MB", 1, "bandwidth")],
+            x_label="cores in the partition", log=lambda cores: f"{cores} cores ({sizes[cores]})")
     keys = list(sizes)
-    for k, ys in lat.items():
-        out.metrics[f"degradation_pct_{k}"] = round(100 * (ys[-1] - ys[0]) / ys[0], 1)
-        out.add_series(f"latency_{k}", keys, ys, "cores in the partition", "half round trip (us)", group="latency")
+    for k in ("0B", "1KB"):
+        lat = ys[f"latency_{k}"]
+        out.metrics[f"degradation_pct_{k}"] = round(100 * (lat[-1] - lat[0]) / lat[0], 1)
+    bws = ys["bandwidth_1MB"]
     out.metrics["bw_impact_pct"] = round(100 * (bws[0] - bws[-1]) / bws[0], 1)
-    out.add_series("bandwidth_1MB", keys, bws, "cores in the partition", "MB/s", group="bandwidth")
     out.key_metrics = [f"latency_us_{keys[-1]}_0B", "degradation_pct_0B", "degradation_pct_1KB", "bw_impact_pct"]
     out.notes.append("A hop adds the router's 63 cycles (74 ns); the farthest node of a 32x32x32 torus is 48 hops "
                      "away. Bandwidth does not depend on distance once the pipeline is full.")
@@ -181,16 +181,13 @@ def hotspot(ctx: Context) -> Outcome:
                 comm.Recv(buf, source=0, tag=3)
                 comm.Send(buf, dest=0, tag=3)
         return res
-    xs, ys = [], {0: [], 1024: [], 16384: []}
-    for cores, shape in sizes.items():
-        ctx.log(f"{cores} cores ({shape})")
-        r = ctx.run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
-        xs.append(cores)
-        for nbytes, v in r.results[0].items():
-            out.metrics[f"latency_us_{cores}_{_label(nbytes)}"] = round(v * 1e6, 3)
-            ys[nbytes].append(v * 1e6)
-    for nbytes, v in ys.items():
-        out.add_series(f"latency_{_label(nbytes)}", xs, v, "cores", "mean half round trip (us)", group="latency")
+    def point(cores: int) -> Dict[str, float]:
+        r = ctx.run(main, BGP, shape=sizes[cores], mode="vn", seed=ctx.seed)
+        return {f"latency_{_label(nbytes)}": v * 1e6 for nbytes, v in r.results[0].items()}
+    sweep(ctx, out, sizes, point, [Curve(f"latency_{k}", "mean half round trip (us)", f"latency_us_{{x}}_{k}", 3, "latency")
+                                   for k in ("0B", "1KB", "16KB")],
+          x_label="cores", log=lambda cores: f"{cores} cores ({sizes[cores]})")
+    xs = list(sizes)
     out.key_metrics = [f"latency_us_{xs[-1]}_{_label(b)}" for b in (0, 1024, 16384)]
     out.notes.append("The mean grows with the system because the workers are farther on average (a hop adds 74 "
                      "ns); the master's own per-message software is the same for every worker.")
@@ -229,16 +226,14 @@ def multistream(ctx: Context) -> Outcome:
                      "last message.")
     for s in sizes:
         count = max(2, min(64, (4 * MB if not ctx.quick else MB) // s))
-        ys = []
-        for k in (1, 2, 3, 4):
+        name = f"aggregate_{_label(s)}"
+
+        def point(k: int, s: int = s, count: int = count, name: str = name) -> Dict[str, float]:
             r = ctx.run(_streams([(i, 4 + i) for i in range(k)], s, count), BGP, shape="2x1x1", mode="vn",
                         mapping="TXYZ", seed=ctx.seed)
-            t = max(r.results[4 + i] for i in range(k))
-            agg = k * s * count / t / 1e6
-            out.metrics[f"agg_MBps_s{k}_{_label(s)}"] = round(agg, 1)
-            ys.append(agg)
-        ctx.log(f"{_label(s)}: " + ", ".join(f"{y:.0f}" for y in ys))
-        out.add_series(f"aggregate_{_label(s)}", [1, 2, 3, 4], ys, "streams", "aggregate MB/s", group="aggregate")
+            return {name: k * s * count / max(r.results[4 + i] for i in range(k)) / 1e6}
+        sweep(ctx, out, (1, 2, 3, 4), point, [Curve(name, "aggregate MB/s", f"agg_MBps_s{{x}}_{_label(s)}", 1, "aggregate")],
+              x_label="streams", log=lambda k, s=s: f"{_label(s)}: {k} stream(s)")
     out.notes.append("The two nodes of a 2x1x1 torus are joined by two links (x+ and x-), but a minimal route "
                      "between them is a tie that the fixed rule breaks the same way for every packet of a node "
                      "(+ from an even coordinate): all streams share one link's 389 MB/s of payload.")
@@ -259,16 +254,12 @@ def fan(ctx: Context) -> Outcome:
         c[k] += d
         nbrs.append(c[0] + 3 * (c[1] + 3 * c[2]))
     for way in ("fanin", "fanout"):
-        ys = []
-        for k in range(1, 7):
+        def point(k: int, way: str = way) -> Dict[str, float]:
             pairs = [(n, center) for n in nbrs[:k]] if way == "fanin" else [(center, n) for n in nbrs[:k]]
             r = ctx.run(_streams(pairs, size, count), BGP, shape="3x3x3", mode="smp", seed=ctx.seed)
-            t = max(r.results[d] for _, d in pairs)
-            mbps = 8 * k * size * count / t / 1e6
-            out.metrics[f"{way}_Mbps_n{k}"] = round(mbps, 1)
-            ys.append(mbps)
-        ctx.log(f"{way}: " + ", ".join(f"{y:.0f}" for y in ys))
-        out.add_series(way, range(1, 7), ys, "neighbours", "aggregate Mb/s", group="fan")
+            return {way: 8 * k * size * count / max(r.results[d] for _, d in pairs) / 1e6}
+        sweep(ctx, out, range(1, 7), point, [Curve(way, "aggregate Mb/s", f"{way}_Mbps_n{{x}}", 1, "fan")],
+              x_label="neighbours", log=lambda k, way=way: f"{way}: {k} neighbour(s)")
     out.notes.append("Each neighbour has its own link to the centre (389 MB/s of payload, 3,112 Mb/s); the "
                      "centre's DMA engine moves 3 bytes per cycle each way (20,400 Mb/s), enough for all six.")
     return out
@@ -396,25 +387,17 @@ def barrier(ctx: Context) -> Outcome:
             res[f"c{c}"] = _timed(quarter, quarter.Barrier if r // (n // 4) < c else (lambda: None))
         return {k: world.reduce(v, op=MPI.MAX) for k, v in res.items()}
 
-    xs, series = [], {k: [] for k in ("world", "sub", "dup", "c1", "c2", "c3", "c4")}
     algos = {}
-    for cores, shape in sizes.items():
-        ctx.log(f"{cores} cores ({shape})")
-        r = ctx.run(main, BGP, shape=shape, mode="vn", seed=ctx.seed)
-        res = r.results[0]
-        xs.append(cores)
-        for k in ("world", "sub", "dup"):
-            out.metrics[f"{k}_us_{cores}"] = round(res[k] * 1e6, 3)
-        for c in range(1, 5):
-            out.metrics[f"parallel_us_{cores}_c{c}"] = round(res[f"c{c}"] * 1e6, 3)
-        for k in series:
-            series[k].append(res[k] * 1e6)
+
+    def point(cores: int) -> Dict[str, float]:
+        nonlocal algos
+        r = ctx.run(main, BGP, shape=sizes[cores], mode="vn", seed=ctx.seed)
         algos = r.collectives.get("barrier", {})
-    for k in ("world", "sub", "dup"):
-        out.add_series(k, xs, series[k], "cores", "barrier time (us)", group="barrier")
-    for c in range(1, 5):
-        out.add_series(f"parallel_c{c}", xs, series[f"c{c}"], "cores", "time of c parallel barriers (us)",
-                       group="parallel")
+        return {(k if k in ("world", "sub", "dup") else f"parallel_{k}"): v * 1e6 for k, v in r.results[0].items()}
+    sweep(ctx, out, sizes, point, [Curve(k, "barrier time (us)", f"{k}_us_{{x}}", 3, "barrier") for k in ("world", "sub", "dup")]
+          + [Curve(f"parallel_c{c}", "time of c parallel barriers (us)", f"parallel_us_{{x}}_c{c}", 3, "parallel")
+             for c in range(1, 5)], x_label="cores", log=lambda cores: f"{cores} cores ({sizes[cores]})")
+    xs = list(sizes)
     out.notes.append("Barrier algorithms of the largest run, calls: " + ", ".join(f"{k} {v}" for k, v in algos.items()))
     last = xs[-1]
     out.key_metrics = [f"{k}_us_{last}" for k in ("world", "sub", "dup")] + [f"parallel_us_{last}_c4"]
@@ -452,19 +435,13 @@ def parallel_colls(ctx: Context) -> Outcome:
                                             else (lambda: None))
         return {k: world.reduce(v, op=MPI.MAX) for k, v in res.items()}
 
-    xs = []
-    series: Dict[str, List[float]] = {}
-    for cores, shape in sizes.items():
-        ctx.log(f"{cores} cores ({shape})")
-        r = ctx.run(main, BGP, shape=shape, mode="vn", seed=ctx.seed, buffers="size-only")
-        xs.append(cores)
-        for k, v in r.results[0].items():
-            op, c = k.split("_")
-            out.metrics[f"{op}_us_{cores}_{c}"] = round(v * 1e6, 3)
-            series.setdefault(k, []).append(v * 1e6)
-    for k, v in series.items():
-        out.add_series(k, xs, v, "cores", f"{k.split('_')[0]} time (us)", group=k.split("_")[0])
-    last = xs[-1]
+    def point(cores: int) -> Dict[str, float]:
+        r = ctx.run(main, BGP, shape=sizes[cores], mode="vn", seed=ctx.seed, buffers="size-only")
+        return {k: v * 1e6 for k, v in r.results[0].items()}
+    sweep(ctx, out, sizes, point, [Curve(f"{op}_c{c}", f"{op} time (us)", f"{op}_us_{{x}}_c{c}", 3, op)
+                                   for c in range(1, 5) for op in ("allreduce", "allgather")],
+          x_label="cores", log=lambda cores: f"{cores} cores ({sizes[cores]})")
+    last = list(sizes)[-1]
     out.key_metrics = [f"{op}_us_{last}_c{c}" for op in ("allreduce", "allgather") for c in (1, 4)]
     return out
 

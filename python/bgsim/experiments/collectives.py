@@ -6,11 +6,11 @@ and the simulated network are those of real runs."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, Sequence
 
 from .. import MPI, skeleton
 from ..api import Machine
-from .base import Context, Outcome, register
+from .base import Context, Curve, Outcome, register, sweep
 from .base import size_label as _label
 
 BGL = Machine("bgl")
@@ -57,17 +57,14 @@ def bcast(ctx: Context) -> Outcome:
     if ctx.quick:
         out.setup.append("quick scale: sizes up to 256 KB.")
     for key, algo in BCAST_ALGOS.items():
-        ys = []
-        for s in sizes:
+        def point(s: int, key: str = key, algo: str = algo) -> Dict[str, float]:
             reps = 4 if s <= 4096 else 1
-            ctx.log(f"{key} {_label(s)}")
-            res = ctx.run(_timed(lambda comm, s=s: skeleton.bcast(comm, s, 0), reps), BGL, shape="4x4x2", mesh="xyz",
+            res = ctx.run(_timed(lambda comm: skeleton.bcast(comm, s, 0), reps), BGL, shape="4x4x2", mesh="xyz",
                           seed=ctx.seed, coll={"bcast": algo})
-            mbps = s / _span(res) / 1e6
-            ys.append(mbps)
-            if _label(s) in ("1KB", "16KB", "256KB", "4MB"):
-                out.metrics[f"MBps_{key}_{_label(s)}"] = round(mbps, 2)
-        out.add_series(key, sizes, ys, "message bytes", "MB/s", group="bcast")
+            return {key: s / _span(res) / 1e6}
+        sweep(ctx, out, sizes, point, [Curve(key, "MB/s", lambda s, key=key: f"MBps_{key}_{_label(s)}"
+                                             if _label(s) in ("1KB", "16KB", "256KB", "4MB") else None, 2, "bcast")],
+              x_label="message bytes", log=lambda s, key=key: f"{key} {_label(s)}")
     out.key_metrics = [k for k in out.metrics if k.endswith(("_16KB", "_256KB", "_4MB"))]
     out.notes.append("Limits: one torus link carries 154 MB/s of payload one way, so a broadcast cut into parts that "
                      "use several links of the root at once can beat one link; the tree moves 256 payload bytes per "
@@ -83,7 +80,6 @@ def _alltoall_bound_s(shape: Sequence[int], torus: Sequence[bool], nbytes: int) 
     (headers, trailer, gap, and the ack on the reverse link)."""
     n = shape[0] * shape[1] * shape[2]
     payload = BGL.info["max_payload_bytes"]
-    t = BGL.toml
     full, rest = divmod(nbytes, payload)
     chunk = 32
 
@@ -131,16 +127,13 @@ def alltoall(ctx: Context) -> Outcome:
         out.setup.append("paper scale: 256 KB per pair is a 68 GB exchange (about 285 million packets) and takes "
                          "about half an hour of wall time per algorithm.")
     for key, algo in ALLTOALL_ALGOS.items():
-        ys = []
-        for s in sizes:
-            ctx.log(f"{key} {_label(s)}")
-            res = ctx.run(_timed(lambda comm, s=s: skeleton.alltoall(comm, s), 1), BGL, shape=sname, seed=ctx.seed,
+        def point(s: int, key: str = key, algo: str = algo) -> Dict[str, float]:
+            res = ctx.run(_timed(lambda comm: skeleton.alltoall(comm, s), 1), BGL, shape=sname, seed=ctx.seed,
                           coll={"alltoall": algo})
-            pct = 100 * _alltoall_bound_s(shape, (True, True, True), s) / _span(res)
-            ys.append(pct)
-            if _label(s) in ("64B", "1KB", "16KB", "256KB"):
-                out.metrics[f"pct_peak_{key}_{_label(s)}"] = round(pct, 2)
-        out.add_series(key, sizes, ys, "bytes per pair", "% of peak", group="pct_peak")
+            return {key: 100 * _alltoall_bound_s(shape, (True, True, True), s) / _span(res)}
+        sweep(ctx, out, sizes, point, [Curve(key, "% of peak", lambda s, key=key: f"pct_peak_{key}_{_label(s)}"
+                                             if _label(s) in ("64B", "1KB", "16KB", "256KB") else None, 2, "pct_peak")],
+              x_label="bytes per pair", log=lambda s, key=key: f"{key} {_label(s)}")
     out.key_metrics = list(out.metrics)
     return out
 
@@ -157,18 +150,15 @@ def tree(ctx: Context) -> Outcome:
                      "(sum, done by the tree's ALU in one pass) on the collective network; time from a common start "
                      "to the last rank's return; MB/s = message bytes / time.")
     for op in ("bcast", "allreduce"):
-        ys = []
-        for s in sizes:
-            ctx.log(f"{op} {_label(s)}")
+        def point(s: int, op: str = op) -> Dict[str, float]:
             if op == "bcast":
-                f = (lambda comm, s=s: skeleton.bcast(comm, s, 0))
+                f = (lambda comm: skeleton.bcast(comm, s, 0))
             else:
-                f = (lambda comm, s=s: skeleton.allreduce(comm, s, 8, floating=False))
+                f = (lambda comm: skeleton.allreduce(comm, s, 8, floating=False))
             res = ctx.run(_timed(f, 2), BGL, shape=shape, seed=ctx.seed, coll={op: "tree"})
-            mbps = s / _span(res) / 1e6
-            out.metrics[f"{op}_MBps_{_label(s)}"] = round(mbps, 2)
-            ys.append(mbps)
-        out.add_series(op, sizes, ys, "message bytes", "MB/s", group="tree")
+            return {op: s / _span(res) / 1e6}
+        sweep(ctx, out, sizes, point, [Curve(op, "MB/s", lambda s, op=op: f"{op}_MBps_{_label(s)}", 2, "tree")],
+              x_label="message bytes", log=lambda s, op=op: f"{op} {_label(s)}")
     out.key_metrics = list(out.metrics)
     out.notes.append("A tree packet carries 256 payload bytes in 266 byte-times at 2 cycles per byte: at most "
                      "700e6 x 256 / 532 = 337 MB/s; small messages pay the tree's depth (pipeline fill) and the "

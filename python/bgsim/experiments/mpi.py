@@ -11,7 +11,7 @@ import numpy as np
 from .. import MPI
 from ..api import Machine
 from ..errors import WorkloadError
-from .base import Context, Outcome, register
+from .base import Context, Curve, Outcome, register, sweep
 from .base import size_label as _label
 
 BGL = Machine("bgl")
@@ -60,16 +60,13 @@ def latency_protocols(ctx: Context) -> Outcome:
                      "the same program with MPI's own per-message costs left out.")
     out.key_metrics = [f"{lvl}_cycles_{p}" for lvl in ("msglayer", "mpi") for p in PROTOCOLS]
     for level in ("msglayer", "mpi"):
-        ys = []
-        for p in PROTOCOLS:
-            ctx.log(f"{level} {p}")
+        def point(p: str, level: str = level) -> Dict[str, float]:
             r = ctx.run(_pingpong(1, 1, iters, 2), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed,
                         settings=[f'mpi.protocol="{p}"'], layer=level)
-            cycles = r.results[0] * MHZ * 1e6
-            out.metrics[f"{level}_cycles_{p}"] = round(cycles, 1)
-            ys.append(cycles)
-        out.add_series(level, range(len(PROTOCOLS)), ys, "protocol (0 one-packet, 1 eager, 2 adaptive eager, 3 rendezvous)",
-                       "half round trip (cycles)", group="latency")
+            return {level: r.results[0] * MHZ * 1e6}
+        sweep(ctx, out, PROTOCOLS, point, [Curve(level, "half round trip (cycles)", f"{level}_cycles_{{x}}", 1, "latency")],
+              x_label="protocol (0 one-packet, 1 eager, 2 adaptive eager, 3 rendezvous)",
+              log=lambda p, level=level: f"{level} {p}", plot_xs=range(len(PROTOCOLS)))
     out.notes.append("These eight figures are calibration targets: msglayer.send/recv_message_cycles, "
                      "msglayer.rendezvous_wait_cycles, mpi.message_cycles and mpi.wait_cycles of the bgl preset were "
                      "set so that this ping-pong reproduces them (docs/processor.md, row by row); the network part "
@@ -102,19 +99,20 @@ def latency_hops(ctx: Context) -> Outcome:
     out.setup.append(f"{'x'.join(map(str, shape))} torus, one rank per node (XYZT); rank 0 ping-pongs 1 byte with "
                      f"the node h hops away (x first, then y, then z), {iters} round trips each, default protocol "
                      "(one-packet), deterministic routing.")
-    hs, lat = list(range(1, maxh + 1)), []
-    for h in hs:
+    hs = list(range(1, maxh + 1))
+
+    def peer(h: int) -> int:
         x, y, z = _node_at_hops(h, shape)
-        peer = x + shape[0] * (y + shape[1] * z)
-        ctx.log(f"{h} hops (rank {peer})")
-        r = ctx.run(_pingpong(peer, 1, iters, 2), BGL, shape="x".join(map(str, shape)), seed=ctx.seed)
-        us = r.results[0] * 1e6
-        out.metrics[f"latency_us_h{h}"] = round(us, 4)
-        lat.append(us)
+        return x + shape[0] * (y + shape[1] * z)
+
+    def point(h: int) -> Dict[str, float]:
+        r = ctx.run(_pingpong(peer(h), 1, iters, 2), BGL, shape="x".join(map(str, shape)), seed=ctx.seed)
+        return {"latency": r.results[0] * 1e6}
+    lat = sweep(ctx, out, hs, point, [Curve("latency", "half round trip (us)", "latency_us_h{x}", 4)], x_label="hops",
+                log=lambda h: f"{h} hops (rank {peer(h)})")["latency"]
     slope, intercept = np.polyfit(hs, lat, 1)
     out.metrics["slope_ns_per_hop"] = round(slope * 1000, 2)
     out.metrics["intercept_us"] = round(intercept, 4)
-    out.add_series("latency", hs, lat, "hops", "half round trip (us)")
     out.key_metrics = ["latency_us_h1", f"latency_us_h{maxh}", "slope_ns_per_hop", "intercept_us"]
     out.notes.append("The per-hop slope is the torus's hop latency (calibrated on the packet layer); the intercept "
                      "is software plus one packet's serialisation.")
@@ -157,19 +155,17 @@ def bandwidth_link(ctx: Context) -> Outcome:
     out.setup.append(f"2 neighbouring nodes (2x1x1 mesh: one link); both stream to each other at once, a window "
                      f"of {window} messages each way in flight (Irecv + Isend + Waitall, as osu_bibw), repeated; "
                      "bandwidth = bytes sent both ways / time; default protocol choice by size.")
-    ys = []
-    for s in sizes:
-        iters = max(2, min(20, (1 << 22) // window // max(s, 1) // (8 if ctx.quick else 1))) if s < (1 << 20) else 1
-        ctx.log(f"{_label(s)} x {window} x {iters}")
-        r = ctx.run(_exchange([1], s, iters, window=window), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed)
-        mbps = 2 * window * s / r.results[0] / 1e6
-        ys.append(mbps)
-        if _label(s) in ("64B", "1KB", "16KB", "1MB"):
-            out.metrics[f"MBps_{_label(s)}"] = round(mbps, 2)
+    def iters(s: int) -> int:
+        return max(2, min(20, (1 << 22) // window // max(s, 1) // (8 if ctx.quick else 1))) if s < (1 << 20) else 1
+
+    def point(s: int) -> Dict[str, float]:
+        r = ctx.run(_exchange([1], s, iters(s), window=window), BGL, shape="2x1x1", mesh="xyz", seed=ctx.seed)
+        return {"bandwidth": 2 * window * s / r.results[0] / 1e6}
+    ys = sweep(ctx, out, sizes, point, [Curve("bandwidth", "MB/s (both directions)", lambda s: f"MBps_{_label(s)}" if _label(s) in ("64B", "1KB", "16KB", "1MB") else None, 2)],
+               x_label="message bytes", log=lambda s: f"{_label(s)} x {window} x {iters(s)}")["bandwidth"]
     peak = max(ys)
     out.metrics["peak_MBps"] = round(peak, 2)
     out.metrics["half_bw_B"] = float(next(s for s, y in zip(sizes, ys) if y >= peak / 2))
-    out.add_series("bandwidth", sizes, ys, "message bytes", "MB/s (both directions)")
     out.key_metrics = ["MBps_64B", "MBps_1KB", "MBps_16KB", "MBps_1MB", "peak_MBps", "half_bw_B"]
     out.notes.append("Each 256-byte packet carries 240 payload bytes and costs 262 byte-times on its link plus an "
                      "8-byte ack on the reverse link, so both directions together move at most 2 x 175 x 240/270 "
@@ -196,7 +192,6 @@ def multilink(ctx: Context) -> Outcome:
     out = Outcome()
     nbytes = (64 << 10) if ctx.quick else (1 << 20)
     iters = 1 if ctx.quick else 2
-    dims = (3, 3, 3)
     center = 1 + 3 * (1 + 3 * 1)
     # Neighbours of (1,1,1) in the order x+, x-, y+, y-, z+, z-.
     nbrs = []
@@ -209,14 +204,12 @@ def multilink(ctx: Context) -> Outcome:
                      "aggregate = bytes sent + received by the centre / time. rendezvous_coproc: the second "
                      "core receives the rendezvous data (coprocessor mode).")
     for name, sets in MULTI.items():
-        ys = []
-        for k in range(1, 7):
-            ctx.log(f"{name}, {k} link(s)")
+        def point(k: int, name: str = name, sets: List[str] = sets) -> Dict[str, float]:
             r = ctx.run(_exchange(nbrs[:k], nbytes, iters, center), BGL, shape="3x3x3", seed=ctx.seed, settings=sets)
-            agg = 2 * k * nbytes / r.results[center] / 1e6
-            out.metrics[f"agg_MBps_{name}_l{k}"] = round(agg, 1)
-            ys.append(agg)
-        out.add_series(name, range(1, 7), ys, "links used at once", "aggregate MB/s (in + out)", group="aggregate")
+            return {name: 2 * k * nbytes / r.results[center] / 1e6}
+        ys = sweep(ctx, out, range(1, 7), point, [Curve(name, "aggregate MB/s (in + out)", f"agg_MBps_{name}_l{{x}}", 1,
+                                                        "aggregate")],
+                   x_label="links used at once", log=lambda k, name=name: f"{name}, {k} link(s)")[name]
         # How many links' worth of traffic the centre sustains at best.
         out.metrics[f"links_handled_{name}"] = round(max(ys) / ys[0], 2)
     out.key_metrics = [f"agg_MBps_{n}_l{k}" for n in MULTI for k in (1, 6)] + [f"links_handled_{n}" for n in MULTI]

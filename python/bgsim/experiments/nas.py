@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 from .. import mapping as _mapping
 from .. import nas
 from ..errors import WorkloadError
-from .base import Context, Outcome, register
+from .base import Context, Curve, Outcome, register, sweep
 from .mpi import BGL
 
 MODES_BENCHMARKS = ("bt", "sp", "cg", "lu", "mg", "ft", "is", "ep")
@@ -32,21 +32,18 @@ def modes(ctx: Context) -> Outcome:
                      f"(bgsim.nas; docs/skeletons.md); coprocessor mode with 32 tasks (25 for BT and SP, which "
                      f"need a square), virtual node mode with 64; one warm-up and {iters} timed iteration(s) of "
                      "each main loop; rate per task = the benchmark's operations per iteration / time / tasks.")
-    xs, ratios = [], []
-    for k, b in enumerate(MODES_BENCHMARKS):
-        co_n = 25 if b in ("bt", "sp") else 32
-        co = _skeleton(ctx, b, cls, "4x4x2", co_n, "coprocessor", iters)
+    def point(b: str) -> Dict[str, float]:
+        co = _skeleton(ctx, b, cls, "4x4x2", 25 if b in ("bt", "sp") else 32, "coprocessor", iters)
         ctx.log(f"{b} coprocessor: {co['mops_per_proc']:.1f} Mop/s per task")
         vn = _skeleton(ctx, b, cls, "4x4x2", 64, "vn", iters)
         ctx.log(f"{b} virtual node: {vn['mops_per_proc']:.1f} Mop/s per task")
-        ratio = vn["mops_per_proc"] / co["mops_per_proc"]
-        out.metrics[f"per_task_ratio_{b}"] = round(ratio, 4)
-        out.metrics[f"mops_per_task_co_{b}"] = round(co["mops_per_proc"], 2)
-        out.metrics[f"mops_per_task_vn_{b}"] = round(vn["mops_per_proc"], 2)
-        xs.append(k)
-        ratios.append(ratio)
-    out.add_series("per_task_ratio", xs, ratios, "benchmark (" + ", ".join(f"{k} {b}" for k, b in enumerate(MODES_BENCHMARKS)) + ")",
-                   "VN per-task rate / CO per-task rate")
+        return {"per_task_ratio": vn["mops_per_proc"] / co["mops_per_proc"], "co": co["mops_per_proc"],
+                "vn": vn["mops_per_proc"]}
+    sweep(ctx, out, MODES_BENCHMARKS, point, [
+        Curve("per_task_ratio", "VN per-task rate / CO per-task rate", "per_task_ratio_{x}", 4),
+        Curve("co", "", "mops_per_task_co_{x}", 2, plot=False), Curve("vn", "", "mops_per_task_vn_{x}", 2, plot=False),
+    ], x_label="benchmark (" + ", ".join(f"{k} {b}" for k, b in enumerate(MODES_BENCHMARKS)) + ")",
+        plot_xs=range(len(MODES_BENCHMARKS)))
     out.key_metrics = [f"per_task_ratio_{b}" for b in MODES_BENCHMARKS]
     out.notes.append("Both modes compute at the same rate per core (nas.CYCLES_PER_OP, an assumption): a ratio "
                      "below 1 is what virtual node mode costs in communication - the computing core also does all "
@@ -72,27 +69,25 @@ def mapping_bt(ctx: Context) -> Outcome:
                      "smallest partition that holds it (4x4x2, 4x4x8, 8x8x8, 8x8x16; the rest of the nodes idle); "
                      "one warm-up and one timed iteration; `optimized` = bgsim.mapping.optimize on BT's "
                      "point-to-point bytes per pair (hop-bytes by simulated annealing), started from XYZT.")
-    rates: Dict[str, List[float]] = {"xyzt": [], "optimized": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for p in counts:
+        def point(p: int) -> Dict[str, float]:
             shape = _bt_shape(p)
             sname = "x".join(map(str, shape))
-            plan = nas.plan("bt", cls, p)
-            traffic = nas.traffic(plan)
+            traffic = nas.traffic(nas.plan("bt", cls, p))
             base = _mapping.order_slots(shape, 1, p)
             opt = _mapping.optimize(traffic, shape, 1, p, seed=ctx.seed)
             path = os.path.join(tmp, f"bt{p}.map")
             _mapping.write_mapfile(path, opt)
             hb0, hb1 = _mapping.hop_bytes(traffic, base, shape), _mapping.hop_bytes(traffic, opt, shape)
-            for key, mf in (("xyzt", ""), ("optimized", path)):
-                r = _skeleton(ctx, "bt", cls, sname, p, "coprocessor", 1, mf)
-                rates[key].append(r["mops_per_proc"])
-                out.metrics[f"mops_per_proc_{key}_{p}"] = round(r["mops_per_proc"], 3)
+            rates = {key: _skeleton(ctx, "bt", cls, sname, p, "coprocessor", 1, mf)["mops_per_proc"]
+                     for key, mf in (("xyzt", ""), ("optimized", path))}
             out.metrics[f"hop_bytes_ratio_{p}"] = round(hb1 / hb0, 4) if hb0 else 1.0
-            ctx.log(f"{p} processes on {sname}: {rates['xyzt'][-1]:.1f} (XYZT) / {rates['optimized'][-1]:.1f} "
+            ctx.log(f"{p} processes on {sname}: {rates['xyzt']:.1f} (XYZT) / {rates['optimized']:.1f} "
                     f"(optimized) Mop/s per process; hop-bytes x{(hb1 / hb0 if hb0 else 1):.3f}")
-    for key, ys in rates.items():
-        out.add_series(key, counts, ys, "processes", "Mop/s per process", group="rate")
+            return rates
+        sweep(ctx, out, counts, point, [Curve(key, "Mop/s per process", f"mops_per_proc_{key}_{{x}}", 3, "rate")
+                                        for key in ("xyzt", "optimized")],
+              x_label="processes", log="{x} processes")
     big = counts[-1]
     out.key_metrics = [f"mops_per_proc_{k}_{p}" for p in (counts[1], big) for k in ("xyzt", "optimized")] + \
         [f"hop_bytes_ratio_{big}"]

@@ -10,7 +10,7 @@ from typing import Dict, List, Sequence
 
 from ..api import Machine, TrafficResult, coords, run_traffic
 from ..errors import ModelError
-from .base import Context, Outcome, register
+from .base import Context, Curve, Outcome, register, sweep
 from .base import size_label as _size_label
 
 BGL = Machine("bgl")
@@ -41,22 +41,17 @@ def pingpong(ctx: Context) -> Outcome:
     out.setup.append(f"2x2x2 mesh; node 0 and a node 1, 2, 3 hops away; {iters} round trips per size; "
                      "deterministic routing; each message cut into 240-byte-payload packets; cores write "
                      "(50 cycles) and read (204 cycles) every packet.")
-    lat1 = {}
+    first = {}  # hops -> the 32-byte message's latency
     for h in (1, 2, 3):
-        totals, bounds = [], []
-        for b in sizes:
-            ctx.log(f"{h} hops, {_size_label(b)}")
+        def point(b: int, h: int = h) -> Dict[str, float]:
             r = _run(ctx, "pingpong", "2x2x2", mesh="xyz", hops=h, message_bytes=b, iters=iters, routing="deterministic")
-            total = statistics.mean(r.oneway_cycles)
-            bound = r.bound_ncycles * CYCLES_PER_NCYCLE
-            out.metrics[f"total_cycles_h{h}_{_size_label(b)}"] = round(total, 1)
-            out.metrics[f"bound_cycles_h{h}_{_size_label(b)}"] = round(bound, 1)
-            totals.append(total)
-            bounds.append(bound)
-            lat1[(h, b)] = total
-        out.add_series(f"total_h{h}", sizes, totals, "message bytes", "one-way latency (cycles)", group="latency")
-        out.add_series(f"bound_h{h}", sizes, bounds, "message bytes", "one-way latency (cycles)", group="latency")
-    slope_cycles = (lat1[(3, 32)] - lat1[(1, 32)]) / 2
+            return {f"total_h{h}": statistics.mean(r.oneway_cycles), f"bound_h{h}": r.bound_ncycles * CYCLES_PER_NCYCLE}
+        curves = [Curve(f"{k}_h{h}", "one-way latency (cycles)", lambda b, k=k, h=h: f"{k}_cycles_h{h}_{_size_label(b)}",
+                        digits=1, group="latency") for k in ("total", "bound")]
+        ys = sweep(ctx, out, sizes, point, curves, x_label="message bytes",
+                   log=lambda b, h=h: f"{h} hops, {_size_label(b)}")
+        first[h] = ys[f"total_h{h}"][sizes.index(32)]
+    slope_cycles = (first[3] - first[1]) / 2
     out.metrics["hop_latency_ns"] = round(slope_cycles / BGL.info["cpu_mhz"] * 1000, 1)
     out.notes.append(f"A further hop adds {slope_cycles:.0f} cycles to a 32-byte message "
                      f"({out.metrics['hop_latency_ns']} ns). The gap between total and bound is the software: "
@@ -79,15 +74,13 @@ def alltoall(ctx: Context) -> Outcome:
     if ctx.quick:
         out.setup.append("quick scale: 8x8x8 only with P = 16 and 240.")
     for shape, ps in plan.items():
-        ys = []
-        for p in ps:
-            ctx.log(f"{shape} P={p}")
+        def point(p: int, shape: str = shape) -> Dict[str, float]:
             r = _run(ctx, "alltoall", shape, message_bytes=p, routing="dynamic", random_start=True)
             if not r.completed:
                 raise ModelError(f"torus-alltoall {shape} P={p} did not complete")
-            out.metrics[f"pct_peak_{shape}_{p}B"] = round(r.pct_peak, 2)
-            ys.append(r.pct_peak)
-        out.add_series(f"pct_peak_{shape}", ps, ys, "payload bytes per pair", "% of peak", group="pct_peak")
+            return {f"pct_peak_{shape}": r.pct_peak}
+        sweep(ctx, out, ps, point, [Curve(f"pct_peak_{shape}", "% of peak", f"pct_peak_{shape}_{{x}}B", 2, "pct_peak")],
+              x_label="payload bytes per pair", log=lambda p, shape=shape: f"{shape} P={p}")
     return out
 
 
@@ -100,15 +93,12 @@ def hot_region(ctx: Context) -> Outcome:
     out.setup.append("8x8x8 torus; a centred cube of 1x1x1, 2x2x2 or 4x4x4 receivers; every node outside sends "
                      f"{per_pair} (cube edge: packets per receiver) 256-byte packets to every receiver, dynamic "
                      "routing; % of peak = (bytes into the cube / links into the cube) / time.")
-    xs, ys = [], []
-    for c, k in per_pair.items():
+    def point(c: int) -> Dict[str, float]:
         lo = (8 - c) // 2
-        ctx.log(f"cube {c}x{c}x{c}")
-        r = _run(ctx, "hot_spot", "8x8x8", region_lo=[lo] * 3, region_size=[c] * 3, packets=k, routing="dynamic")
-        out.metrics[f"pct_peak_{c}"] = round(r.pct_peak, 2)
-        xs.append(c)
-        ys.append(r.pct_peak)
-    out.add_series("pct_peak", xs, ys, "cube edge (nodes)", "% of peak")
+        r = _run(ctx, "hot_spot", "8x8x8", region_lo=[lo] * 3, region_size=[c] * 3, packets=per_pair[c], routing="dynamic")
+        return {"pct_peak": r.pct_peak}
+    sweep(ctx, out, per_pair, point, [Curve("pct_peak", "% of peak", "pct_peak_{x}", 2)], x_label="cube edge (nodes)",
+          log="cube {x}x{x}x{x}")
     return out
 
 
@@ -425,30 +415,26 @@ def faults(ctx: Context) -> Outcome:
                      "corrupted packet and the sender resends it from its retransmission buffer once the nack "
                      "is back (a hop later). The run checks that nothing is lost: every packet injected is "
                      "delivered once.")
-    lat, thr, util, share = [], [], [], []
-    for ber in rates:
-        ctx.log(f"bit error rate {ber:g}")
+    def key(ber: float) -> str:
+        return f"{ber:g}".replace("-", "m").replace(".", "p").replace("+", "")
+
+    def point(ber: float) -> Dict[str, float]:
         r = _run(ctx, "uniform", shape, settings=[f"torus.link_bit_error_rate={ber!r}"], routing="dynamic", load=0.5,
                  payload_bytes=240, warmup_ncycles=0, measure_ncycles=meas, drain=True)
         p = r.packets
         if p["delivered"] != p["injected"] or p["in_flight_at_end"]:
             raise ModelError(f"torus-faults: packets lost at bit error rate {ber:g}: {p}")
-        key = f"{ber:g}".replace("-", "m").replace(".", "p").replace("+", "")
-        lat.append(r.latency_ncycles["mean"])
-        thr.append(r.throughput_packets_per_node_ncycle / r.peak_packets_per_node_ncycle * 100)
-        util.append(r.links["mean_util_pct"])
-        share.append(100 * r.links["retransmits"] / max(1, p["hops"]))
-        out.metrics[f"latency_ncycles_ber{key}"] = round(lat[-1], 1)
-        out.metrics[f"link_util_pct_ber{key}"] = round(util[-1], 2)
-        out.metrics[f"retransmit_pct_ber{key}"] = round(share[-1], 3)
-        out.metrics[f"lost_packets_ber{key}"] = p["injected"] - p["delivered"]
-    x = [max(b, 1e-7) for b in rates]
-    out.add_series("latency", x, lat, "link bit error rate (0 plotted at 1e-7)", "mean latency (network cycles)")
-    out.add_series("throughput", x, thr, "link bit error rate (0 plotted at 1e-7)", "delivered throughput (% of peak)")
-    out.add_series("link_util", x, util, "link bit error rate (0 plotted at 1e-7)", "mean link utilization (%)",
-                   group="link_util")
-    out.add_series("retransmits", x, share, "link bit error rate (0 plotted at 1e-7)", "retransmitted hops (%)",
-                   group="link_util")
+        out.metrics[f"lost_packets_ber{key(ber)}"] = p["injected"] - p["delivered"]
+        return {"latency": r.latency_ncycles["mean"],
+                "throughput": r.throughput_packets_per_node_ncycle / r.peak_packets_per_node_ncycle * 100,
+                "link_util": r.links["mean_util_pct"], "retransmits": 100 * r.links["retransmits"] / max(1, p["hops"])}
+    sweep(ctx, out, rates, point, [
+        Curve("latency", "mean latency (network cycles)", lambda b: f"latency_ncycles_ber{key(b)}", 1),
+        Curve("throughput", "delivered throughput (% of peak)"),
+        Curve("link_util", "mean link utilization (%)", lambda b: f"link_util_pct_ber{key(b)}", 2, "link_util"),
+        Curve("retransmits", "retransmitted hops (%)", lambda b: f"retransmit_pct_ber{key(b)}", 3, "link_util"),
+    ], x_label="link bit error rate (0 plotted at 1e-7)", log=lambda b: f"bit error rate {b:g}",
+        plot_xs=[max(b, 1e-7) for b in rates])
     _dead_links(ctx, out, shape, meas)
     out.key_metrics = [m for m in out.metrics if m.startswith(("latency", "retransmit", "dead"))]
     return out
@@ -476,9 +462,7 @@ def _dead_links(ctx: Context, out: Outcome, shape: str, meas: int) -> None:
                      "on one ring, torus.dead_links). A packet whose minimal routes touch a dead link goes in "
                      "dimension order, the other way round the ring where the minimal way is cut; the others "
                      "route as before. Every packet is delivered and no dead link carries one.")
-    lat, hops, peak_util = [], [], []
-    for n in counts:
-        ctx.log(f"{n} dead links")
+    def point(n: int) -> Dict[str, float]:
         dead = _spread_links(shape, n)
         sets = [f"torus.dead_links={json.dumps(dead)}"] if dead else []
         r = _run(ctx, "uniform", shape, settings=sets, routing="dynamic", load=0.5, payload_bytes=240,
@@ -486,13 +470,12 @@ def _dead_links(ctx: Context, out: Outcome, shape: str, meas: int) -> None:
         p = r.packets
         if p["delivered"] != p["injected"] or p["in_flight_at_end"]:
             raise ModelError(f"torus-faults: packets lost with {n} dead links: {p}")
-        lat.append(r.latency_ncycles["mean"])
-        hops.append(p["hops"] / max(1, p["delivered"]))
-        peak_util.append(r.links["max_util_pct"])
-        out.metrics[f"dead{n}_latency_ncycles"] = round(lat[-1], 1)
-        out.metrics[f"dead{n}_hops_per_packet"] = round(hops[-1], 3)
-        out.metrics[f"dead{n}_max_link_util_pct"] = round(peak_util[-1], 2)
-        out.metrics[f"dead{n}_fault_routed_pct"] = round(100 * r.data.get("fault_routed_packets", 0) / max(1, p["injected"]), 2)
-    out.add_series("dead_latency", counts, lat, "dead links", "mean latency (network cycles)")
-    out.add_series("dead_hops", counts, hops, "dead links", "hops per packet")
-    out.add_series("dead_max_util", counts, peak_util, "dead links", "busiest link utilization (%)")
+        return {"dead_latency": r.latency_ncycles["mean"], "dead_hops": p["hops"] / max(1, p["delivered"]),
+                "dead_max_util": r.links["max_util_pct"],
+                "fault_routed": 100 * r.data.get("fault_routed_packets", 0) / max(1, p["injected"])}
+    sweep(ctx, out, counts, point, [
+        Curve("dead_latency", "mean latency (network cycles)", "dead{x}_latency_ncycles", 1),
+        Curve("dead_hops", "hops per packet", "dead{x}_hops_per_packet", 3),
+        Curve("dead_max_util", "busiest link utilization (%)", "dead{x}_max_link_util_pct", 2),
+        Curve("fault_routed", "", "dead{x}_fault_routed_pct", 2, plot=False),
+    ], x_label="dead links", log="{x} dead links")
