@@ -46,7 +46,7 @@ def test_a_message_over_the_limit_is_refused_by_name():
 def test_a_world_refuses_a_size_only_send_over_the_limit():
     w = _core.World("bgl", ['partition.shape="2x1x1"'], 2, "XYZT", None, 1, True, "packet", 1, False)
     with pytest.raises(UsageError, match="messages are limited to 4294967295 bytes"):
-        w.isend(0, 1, 0, 0, b"", 0, None, 5 * GiB)
+        w.isend(0, 1, 0, 0, 5 * GiB)
 
 
 def test_a_trace_with_a_message_over_the_limit_is_refused_at_its_line(tmp_path):

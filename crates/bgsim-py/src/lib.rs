@@ -18,7 +18,7 @@ use errors::to_py;
 use members::Members;
 use registry::load_machine;
 
-use bgsim::machine::{Mapping, Protocol};
+use bgsim::machine::Mapping;
 use bgsim::mpi;
 use bgsim::mpi::SendCall;
 use bgsim::mpi::coll;
@@ -439,23 +439,28 @@ impl World {
     fn protocol_for(&self, nbytes: u32) -> &'static str {
         self.w.protocol_for(nbytes, None).name()
     }
-    /// Posts a send of `data` (bytes); with `length`, a message of that many
-    /// bytes without content (communication skeletons).
-    #[pyo3(signature = (rank, dest, ctx, tag, data, mode=0, protocol=None, length=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, data: &[u8], mode: u8, protocol: Option<&str>, length: Option<u64>) -> PyResult<u32> {
-        let force = protocol.map(|p| p.parse::<Protocol>()).transpose().map_err(to_py)?;
-        let send = match length {
-            Some(n) => {
-                check_message_size(n)?;
-                SendCall::sized(dest, ctx, tag, n as u32)
-            }
-            None => {
-                check_message_size(data.len() as u64)?;
-                SendCall::new(dest, ctx, tag, self.w.buffer_from(data))
-            }
+    /// Posts a send by world rank `rank` to world rank `dest` on context
+    /// `ctx`: `message` is the data (bytes), or a size (an int) for a
+    /// message without content (communication skeletons, size-only
+    /// buffers); `mode` the MPI send mode (0 standard, 1 synchronous, 2
+    /// ready, 3 buffered). Returns the request.
+    #[pyo3(signature = (rank, dest, ctx, tag, message, mode=0))]
+    fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, message: &Bound<'_, PyAny>, mode: u8) -> PyResult<u32> {
+        let send = if let Ok(data) = message.downcast::<PyBytes>() {
+            let data = data.as_bytes();
+            check_message_size(data.len() as u64)?;
+            SendCall::new(dest, ctx, tag, self.w.buffer_from(data))
+        } else {
+            let n: u64 = message.extract().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err(format!(
+                    "isend: message must be bytes or a size in bytes (a non-negative int), got {}",
+                    message.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })?;
+            check_message_size(n)?;
+            SendCall::sized(dest, ctx, tag, n as u32)
         };
-        self.w.isend(rank, send.mode(send_mode(mode)?).protocol(force)).map_err(to_py)
+        self.w.isend(rank, send.mode(send_mode(mode)?)).map_err(to_py)
     }
     /// The common case of the buffer API's `Isend`, in one call: a standard
     /// send of `data` by world rank `rank`, a member of `comm`, to rank

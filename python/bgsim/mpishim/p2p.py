@@ -50,10 +50,8 @@ class PointToPoint:
         tag = _check_tag(tag, False) if ctx_off == 0 else tag
         if wdest == PROC_NULL:
             return Request(-1, "send")
-        if data.__class__ is int:  # a skeleton's message: a size, no content
-            rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, b"", mode, None, data)
-        else:
-            rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, data, mode)
+        # `data`: bytes, or a skeleton's message (a size, no content).
+        rid = ctx.runtime.world.isend(ctx.rank, wdest, self._context + ctx_off, tag, data, mode)
         return Request(rid, "send", None, ctx)
 
     def _irecv_into(self, capacity: int, source: int, tag: int, finish: Any, ctx_off: int = 0,
