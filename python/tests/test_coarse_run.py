@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import bgsim
-from bgsim import MPI, coarse
+from bgsim import MPI, phase
 
 
 def _pingpong(dest, size):
@@ -45,10 +45,10 @@ def test_a_lone_message_takes_exactly_the_packet_tiers_time(dest, size):
 @pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
 @pytest.mark.parametrize("pattern", ["alltoall", "halo"])
 def test_the_coarse_torus_stays_within_its_stated_bound(machine, mode, pattern):
-    """docs/coarse.md's grid at its smallest. Stated bound: within 25% below
+    """The grid of docs/phase.md at its smallest, run by phase.compare. Stated bound: within 25% below
     and 10% above the packet tier (it leaves out the routers' finite
     buffers, so it runs short under load)."""
-    row = coarse.compare(coarse.Config(machine, mode, "2x2x2", pattern, 16384))
+    row = phase.compare(phase.Config(machine, mode, "2x2x2", pattern, 16384))
     assert -25 <= row["run_error_pct"] <= 10, row
 
 

@@ -1,9 +1,10 @@
-//! *Intra-node*: a message between two tasks of one node (VN and DUAL
-//! modes), or from a rank to itself, takes no packets. The sender passes
-//! its buffer's address; once a receive matches, the data is copied
-//! straight from the send buffer - by the receiving core, or on BG/P by
-//! the node's DMA engine at its own rate - and the sender is told its
-//! buffer is free.
+//! *Intra-node*, on a machine without a DMA engine: a message between two
+//! tasks of one node (VN mode), or from a rank to itself, takes no
+//! packets. The sender passes its buffer's address; once a receive
+//! matches, the receiving core copies the data straight from the send
+//! buffer, and the sender is told its buffer is free. (With a DMA engine
+//! such a message takes the network protocols, its packets moved by the
+//! engine: `send.rs`.)
 
 use super::wire::{timer_tag, tk};
 use super::{MsgId, MsgLayer};
@@ -27,20 +28,13 @@ impl MsgLayer {
         self.advance_peer(net, q, now, src, dst);
     }
 
-    /// A receive matched: copy straight from the sender's buffer, then
-    /// free it - by the receiving core, or by the node's DMA engine (both
-    /// halves, shared with the network's packets).
+    /// A receive matched: the receiving core copies straight from the
+    /// sender's buffer, then frees it.
     pub(super) fn intra_matched(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let m = &self.msgs[id as usize];
         let (src, dst, bytes) = (m.src, m.dst, m.bytes);
         let (node, core) = self.place(dst);
-        let done = match self.dma {
-            Some(d) => {
-                let t = net.dma_ticks(bytes);
-                net.charge(q, now, node, d, t, Work::Copy).max(net.charge(q, now, node, d + 1, t, Work::Copy))
-            }
-            None => net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy),
-        };
+        let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
         self.msgs[id as usize].arrived = bytes;
         let (snode, score) = self.place(src);
         net.timer(q, done, node, core, timer_tag(tk::RECV_COPIED, id));

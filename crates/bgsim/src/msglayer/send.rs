@@ -15,12 +15,15 @@ use crate::torus::{flags, Packet};
 impl MsgLayer {
     /// Posts a send (see [`SendReq`]). The protocol is chosen by the
     /// caller; messages to a rank on the same node use the intra-node
-    /// protocol.
+    /// protocol, except on a machine with a DMA engine: there they take
+    /// the same protocols, packets and software as any other message, the
+    /// packets going through the engine and not the torus (a local
+    /// transfer, see [`crate::packet::Net::send`]).
     pub fn post_send(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, s: SendReq) -> ReqId {
         let SendReq { rank, dest, ctx, tag, data, bytes, proto, mode } = s;
         let req = self.new_req(ReqKind::Send, rank);
         debug_assert!(data.is_empty() || data.len() as u32 == bytes);
-        let intranode = self.ranks[rank as usize].node == self.ranks[dest as usize].node;
+        let intranode = self.dma.is_none() && self.ranks[rank as usize].node == self.ranks[dest as usize].node;
         let direct = mode == SendMode::Direct;
         let proto = if direct || (proto == Protocol::OnePacket && bytes > self.maxp - self.meta) { Protocol::Eager } else { proto };
         let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };

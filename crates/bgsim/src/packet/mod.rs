@@ -14,7 +14,7 @@ use crate::dma::Dma;
 use crate::machine::{Component, Machine};
 use crate::node::{CoreCounters, Cores};
 pub use crate::torus::Routing;
-use crate::torus::{dim_of, flags, is_minus, Geometry, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
+use crate::torus::{dim_of, flags, is_minus, Geometry, List, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
 pub mod ev {
@@ -27,6 +27,10 @@ pub mod ev {
     /// A software timer with tag `data` fires on core `a`.
     pub const TIMER: u8 = Component::Node.kind(2);
 }
+
+/// The `c` of a WRITTEN event whose packet goes to its own node: the DMA
+/// engine's local transfer (see [`Net::send`]), not an injection FIFO.
+const LOOPBACK: u8 = u8::MAX;
 
 /// Processor costs of the packet layer, in ticks.
 #[derive(Clone, Copy, Debug)]
@@ -85,6 +89,10 @@ pub struct Net {
     /// step right after the event, at the same tick, without an event of
     /// their own.
     step_now: Vec<(u32, u8)>,
+    /// Per node, with a DMA engine: packets to the node itself that the
+    /// injection unit has moved and the reception unit has yet to take
+    /// (a local transfer: memory to memory FIFO, no torus FIFO, no link).
+    loopback: Vec<List>,
 }
 
 /// A partition's machine as [`Net::export_part`] sends it.
@@ -93,6 +101,7 @@ pub struct NetPart {
     torus: crate::torus::TorusPart,
     cores: Vec<crate::node::Core>,
     rr_fifo: Vec<u8>,
+    loopback: Vec<List>,
 }
 
 /// Software running on the cores (a traffic driver, the message layer ...).
@@ -127,6 +136,7 @@ impl Net {
             sw_write_ticks: 0,
             rr_fifo: vec![0; machine.shape.nodes() as usize],
             step_now: Vec::new(),
+            loopback: if machine.spec.dma.is_some() { vec![List::default(); machine.shape.nodes() as usize] } else { Vec::new() },
         }
     }
 
@@ -346,6 +356,9 @@ impl Net {
                 let q = self.cores.get(n, c).sendq;
                 self.cores.get_mut(n, c).sendq = self.torus.rehome(&o.torus.pool, q, &mut map);
             }
+            if let Some(l) = o.loopback.get(n as usize) {
+                self.loopback[n as usize] = self.torus.rehome(&o.torus.pool, *l, &mut map);
+            }
         }
         self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&o.rr_fifo[lo as usize..hi as usize]);
     }
@@ -357,6 +370,7 @@ impl Net {
             torus: self.torus.export_part(lo, hi),
             cores: self.cores.cores[a..b].to_vec(),
             rr_fifo: self.rr_fifo[lo as usize..hi as usize].to_vec(),
+            loopback: self.loopback.get(lo as usize..hi as usize).map_or(Vec::new(), <[List]>::to_vec),
         }
     }
     /// Makes this (fresh) machine the partition `st` came from, as far as
@@ -366,6 +380,9 @@ impl Net {
         self.torus.import_part(st.torus, lo, hi);
         self.cores.cores[a..b].copy_from_slice(&st.cores);
         self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&st.rr_fifo);
+        if !st.loopback.is_empty() {
+            self.loopback[lo as usize..hi as usize].copy_from_slice(&st.loopback);
+        }
     }
     /// Packets in the network or held by software.
     pub fn live_packets(&self) -> u32 {
@@ -391,7 +408,7 @@ impl Net {
     /// in dimension order where an adaptive route could meet one.
     pub fn packet(&self, src: u32, dest: u32, payload: u32, routing: Routing, now: Tick) -> Packet {
         let mut p = self.torus.make_packet(src, dest, payload, now);
-        let adaptive = self.torus.faults.is_none() || self.torus.route_around_faults(&mut p);
+        let adaptive = self.torus.faults.is_none() || src == dest || self.torus.route_around_faults(&mut p);
         p.flags |= if adaptive { routing.flags() } else { Routing::Deterministic.flags() };
         p
     }
@@ -460,9 +477,12 @@ impl Net {
 
     /// Queues a packet for injection into FIFO `fifo` of `node` (None: the
     /// pinned FIFO of its direction). The core that owns the FIFO writes it
-    /// when it gets to it.
+    /// when it gets to it. On a machine with a DMA engine a packet to its
+    /// own node is a local transfer: the injection unit moves it (its
+    /// time, no injection FIFO) and the reception unit takes it, as it
+    /// takes packets from the reception FIFOs; it never enters the torus.
     pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, mut p: Packet, fifo: Option<usize>) {
-        assert!(p.dest != node || p.is(flags::DEPOSIT), "packet to its own node must not enter the torus");
+        assert!(p.dest != node || p.is(flags::DEPOSIT) || self.dma.is_some(), "packet to its own node must not enter the torus");
         let nfifo = (self.machine.torus().injection_fifos + self.machine.torus().hp_injection_fifos) as usize;
         let f = fifo.unwrap_or_else(|| self.default_fifo(node, &p)).min(nfifo - 1);
         p.aux = f as u8;
@@ -584,31 +604,42 @@ impl Net {
                 sw.refill(self, q, now, node, core);
             }
         }
-        let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core);
+        let engine = self.dma.as_ref().is_some_and(|d| d.is_unit(core));
+        // The reception unit also takes its node's local transfers, as one
+        // more source after the reception FIFOs.
+        let local_in = engine && self.loopback.get(node as usize).is_some_and(|l| !l.is_empty())
+            && self.dma.as_ref().is_some_and(|d| d.reception_unit() == core);
+        let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core) | if local_in { 1 << NRX } else { 0 };
         let c = self.cores.cores[ci];
         let mut can_send = !c.sendq.is_empty() && !c.waiting_fifo;
         if can_send {
             // A write waits for room in its injection FIFO; meanwhile the
             // core keeps reading (its reads may be what frees the network).
+            // (A local transfer takes no FIFO.)
             let p = self.torus.pool.get(c.sendq.head);
-            if self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
+            if !(engine && p.dest == node && !p.is(flags::DEPOSIT))
+                && self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
                 self.cores.cores[ci].waiting_fifo = true;
                 can_send = false;
             }
         }
-        let engine = self.dma.as_ref().is_some_and(|d| d.is_unit(core));
         let poll = if c.idle && !engine { self.costs.poll } else { 0 };
         let do_read = rx_mask != 0 && (!can_send || !c.turn);
         if do_read {
-            // Round-robin over the FIFOs of this core's group.
+            // Round-robin over the FIFOs of this core's group (and the
+            // local transfers, after them).
             let mut f = c.rr as usize;
-            for _ in 0..NRX {
-                f = (f + 1) % NRX;
+            for _ in 0..=NRX {
+                f = (f + 1) % (NRX + 1);
                 if rx_mask & (1 << f) != 0 {
                     break;
                 }
             }
-            let id = self.torus.rx_pop(node, f, now, q);
+            let id = if f == NRX {
+                self.loopback[node as usize].pop(&self.torus.pool)
+            } else {
+                self.torus.rx_pop(node, f, now, q)
+            };
             let cost = poll + if engine { self.dma_ticks(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes) } else { self.costs.read };
             let done = now + cost;
             {
@@ -633,11 +664,11 @@ impl Net {
         }
         if can_send {
             let id = c.sendq.head;
-            let (f, bytes) = {
+            let (f, bytes, local) = {
                 let p = self.torus.pool.get(id);
-                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
+                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes, engine && p.dest == node && !p.is(flags::DEPOSIT))
             };
-            if self.torus.inj_reserve(node, f, bytes, now) {
+            if local || self.torus.inj_reserve(node, f, bytes, now) {
                 let extra = if engine { 0 } else { self.sw_write_ticks };
                 let cost = poll + extra + if engine {
                     self.dma_ticks(bytes)
@@ -659,7 +690,7 @@ impl Net {
                 c.counters.packets_written += 1;
                 // One event when the write is done: the packet enters the
                 // FIFO, then the core goes on.
-                q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: f as u8, node, data: id });
+                q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: if local { LOOPBACK } else { f as u8 }, node, data: id });
                 let pkt = *self.torus.pool.get(id);
                 sw.on_written(self, q, done, node, core, &pkt);
                 return;
@@ -723,6 +754,14 @@ impl Net {
         } else {
             match e.kind {
                 ev::CORE_WAKE => self.core_step(sw, q, now, e.node, e.a as usize),
+                ev::WRITTEN if e.c == LOOPBACK => {
+                    // A local transfer is in memory: the reception unit
+                    // takes it when it gets to it.
+                    self.loopback[e.node as usize].push(&mut self.torus.pool, e.data);
+                    let rx = self.engine().reception_unit();
+                    self.wake_for_notice(q, now, e.node, rx);
+                    self.core_step(sw, q, now, e.node, e.a as usize)
+                }
                 ev::WRITTEN => {
                     self.torus.inj_push(e.node, e.c as usize, e.data, now, q);
                     if !self.torus.notices.is_empty() {
