@@ -20,7 +20,6 @@ from .mpishim.constants import (
     ROOT,
     UNDEFINED,
     KEYVAL_INVALID,
-    TAG_UB,
     IDENT,
     CONGRUENT,
     SIMILAR,
@@ -260,6 +259,11 @@ from .mpishim.comm import (
     TAG_UB_KEYVAL,
     COMM_NULL,
 )
+
+#: As in mpi4py, the key of the predefined attribute that holds the largest
+#: tag (``comm.Get_attr(MPI.TAG_UB)``), not the bound itself.
+TAG_UB = TAG_UB_KEYVAL
+
 from .mpishim.world import (
     COMM_WORLD,
     COMM_SELF,

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -302,9 +303,13 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     for k, v in spec.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise WorkloadError(f"traffic `{k}` = {v}: a finite number")
+    if threads > m.nodes:
+        print(f"bgsim: note: threads = {threads:,}: a partition is at least a node, so the {m.nodes:,} nodes of "
+              f"{'x'.join(map(str, m.shape))} run on {m.nodes:,} threads", file=sys.stderr)
     if memory_check:
-        # Each partition holds a copy of the machine's state.
-        memory.check(m.nodes * parts, per_link=bool(spec.get("per_link")), what=f"traffic on {'x'.join(map(str, m.shape))}")
+        # Each partition (at most one per node) holds a copy of the machine's state.
+        memory.check(m.nodes * min(parts, m.nodes), per_link=bool(spec.get("per_link")),
+                     what=f"traffic on {'x'.join(map(str, m.shape))}")
     body = {"pattern": pattern, **spec}
     report = None
     if progress is not None or progress_detail is not None:

@@ -261,6 +261,31 @@ def _applies_to(option: str) -> str:
     return f"({', '.join(users)}{default})"
 
 
+#: A finite traffic run of more packets than this says how big it is first.
+BIG_TRAFFIC_PACKETS = 10_000_000
+
+
+def _traffic_size_note(a: argparse.Namespace, machine: Any) -> Optional[str]:
+    """For a finite pattern whose messages add up to more than
+    BIG_TRAFFIC_PACKETS packets: what the run moves, said before it starts
+    (a packet-level run of that size takes hours)."""
+    if a.message_bytes is None or a.pattern not in ("alltoall", "pingpong", "line_fill", "plane_fill"):
+        return None
+    try:
+        m = machine.with_settings(*a.settings, shape=a.shape, mesh=a.mesh, mode=a.mode)
+    except Exception:
+        return None  # the run itself reports a bad machine
+    n = m.nodes
+    per = m.info["max_payload_bytes"]
+    count = {"alltoall": n * (n - 1), "pingpong": 2 * (a.iters or 1)}.get(a.pattern, 1)
+    packets = count * max(1, -(-a.message_bytes // per))
+    if packets <= BIG_TRAFFIC_PACKETS:
+        return None
+    return (f"note: {a.pattern} of {a.message_bytes:,} bytes" + (" per pair" if a.pattern == "alltoall" else "")
+            + f" on {n:,} nodes moves {count * a.message_bytes / 1e9:,.1f} GB in {packets / 1e6:,.0f} M packets; "
+            "packet by packet at a few million packet-hops a second, that takes hours (Ctrl-C stops it)")
+
+
 def _traffic(a: argparse.Namespace) -> int:
     from .api import Machine, process_rank, run_traffic
 
@@ -285,6 +310,8 @@ def _traffic(a: argparse.Namespace) -> int:
             print(f"bgsim traffic: error: {err}", file=sys.stderr)
             return 2
     machine = Machine(a.machine, [])
+    if note := _traffic_size_note(a, machine):
+        print(f"bgsim traffic: {note}", file=sys.stderr)
 
     bar = _progress.Bar(f"bgsim traffic {a.pattern}", fraction=True, unit="ncycles") \
         if _progress.wanted(not a.quiet) else None
@@ -624,8 +651,11 @@ def _map(a: argparse.Namespace) -> int:
     shape, torus, tasks = tuple(m.shape), tuple(m.info["torus"]), m.info["tasks_per_node"]
     slots_total = m.nodes * tasks
     if nranks > slots_total:
-        raise UsageError(f"--grid {a.grid}: {nranks:,} ranks do not fit the {'x'.join(map(str, shape))} partition "
-                         f"({slots_total:,} task slots in mode {m.info['mode']})")
+        what = f"--grid {a.grid}" if grid is not None else \
+            (f"-n {a.nranks}" if a.nranks else f"--traffic-matrix {a.traffic_matrix} (ranks 0 to {nranks - 1})")
+        raise UsageError(f"{what}: {nranks:,} ranks do not fit the {'x'.join(map(str, shape))} partition "
+                         f"({slots_total:,} task slots in mode {m.info['mode']}); give a larger --shape or "
+                         "another --mode")
     default = mapping.order_slots(shape, tasks, nranks)
     where = f"on {m.info['name']} {'x'.join(map(str, shape))}, {m.info['mode']} mode ({tasks} task(s) per node)"
     if grid is None:

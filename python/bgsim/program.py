@@ -267,13 +267,17 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         raise UsageError(f"nranks = {nranks!r}: must be a positive integer")
     sets += partition_for(machine.source, sets, nranks)
     check_seed(seed)
+    m = Machine(machine.source, sets)
+    if threads > m.nodes:
+        print(f"bgsim: note: threads = {threads:,}: a partition is at least a node, so the {m.nodes:,} nodes of "
+              f"{'x'.join(map(str, m.shape))} run on {m.nodes:,} threads", file=sys.stderr)
     if memory_check:
-        m = Machine(machine.source, sets)
         ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
-        # Each partition on a thread holds a copy of the machine's state
-        # (every node's); the ranks' Python is one.
-        memory.check(m.nodes * threads, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}"
-                     + (f" in {threads} partitions" if threads > 1 else ""))
+        # Each partition on a thread (at most one per node) holds a copy of
+        # the machine's state (every node's); the ranks' Python is one.
+        parts = min(threads, m.nodes)
+        memory.check(m.nodes * parts, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}"
+                     + (f" in {parts} partitions" if parts > 1 else ""))
     if processes and _core.mpi_launched():
         from .api import register_mpi_finalize
         register_mpi_finalize()

@@ -12,6 +12,7 @@ the same simulated times and the same output.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 import time
@@ -538,6 +539,11 @@ def where_frame(f: Any) -> str:
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
 
 
+#: The longest compute one `compute` call charges, in ticks: a run's clock
+#: counts ticks in 64 bits, and stays far from their end.
+MAX_COMPUTE_TICKS = 1 << 60
+
+
 def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> None:
     """Charges application compute to the calling rank's core: `seconds` of
     simulated time or `cycles` processor cycles."""
@@ -545,14 +551,19 @@ def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> 
         raise ArgumentTypeError("bgsim.compute: give exactly one of seconds= or cycles=")
     ctx = current()
     rt = ctx.runtime
-    if seconds is not None:
-        if seconds < 0:
-            raise UsageError(f"bgsim.compute: seconds = {seconds} must be >= 0")
-        ticks = int(round(seconds * rt.ticks_per_second))
-    else:
-        if cycles < 0:
-            raise UsageError(f"bgsim.compute: cycles = {cycles} must be >= 0")
-        ticks = int(round(cycles * rt.world.ticks_per_cycle))
+    key, value, per = ("seconds", seconds, rt.ticks_per_second) if seconds is not None else \
+        ("cycles", cycles, rt.world.ticks_per_cycle)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"bgsim.compute: {key} = {value!r} must be a number") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise UsageError(f"bgsim.compute: {key} = {value} must be a finite number >= 0")
+    most = MAX_COMPUTE_TICKS / per
+    if value > most:
+        raise UsageError(f"bgsim.compute: {key} = {value:g} is more than one call can simulate on this machine "
+                         f"(at most {most:.4g} {key})")
+    ticks = int(round(value * per))
     rt.charge_host_cpu(ctx)
     t0 = rt.world.rank_time(ctx.rank)
     req = rt.world.compute(ctx.rank, ticks)

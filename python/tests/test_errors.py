@@ -82,3 +82,66 @@ def test_the_package_raises_no_bare_standard_exception():
                     if name in bare and not (mpi_exception and name == "Exception"):
                         found.append(f"{os.path.relpath(path, PKG)}:{node.lineno} raise {name}")
     assert not found, found
+
+
+# -- the smaller items of the last hostile-input probe: each gives the
+# message a user needs
+
+def test_tag_ub_is_the_key_of_the_largest_tag_as_in_mpi4py():
+    def main():
+        return MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)
+    assert bgsim.run(main, shape="2x1x1", nranks=1).results[0] == 2**31 - 1
+
+
+@pytest.mark.parametrize("kw,says", [
+    (dict(seconds=float("inf")), "must be a finite number >= 0"),
+    (dict(seconds=float("nan")), "must be a finite number >= 0"),
+    (dict(seconds=-1.0), "must be a finite number >= 0"),
+    (dict(cycles=1e30), "more than one call can simulate on this machine"),
+    (dict(seconds=1e12), "more than one call can simulate on this machine"),
+    (dict(seconds="soon"), "must be a number"),
+])
+def test_compute_refuses_what_no_clock_can_count(kw, says):
+    def main():
+        bgsim.compute(**kw)
+    with pytest.raises(bgsim.RankError, match=says):
+        bgsim.run(main, shape="2x1x1", nranks=1)
+
+
+def test_a_packet_too_small_for_the_metadata_names_every_key_that_sets_it():
+    e = raises(bgsim.MachineError, ValueError, bgsim.Machine, "bgl", ["torus.max_packet_chunks=1"])
+    assert "msglayer.metadata_bytes" in str(e) and "torus.max_packet_chunks 1" in str(e)
+    assert "must be less than the largest packet's payload, 16 bytes" in str(e)
+
+
+def test_a_size_beyond_the_field_says_the_largest_allowed():
+    e = raises(bgsim.WorkloadError, ValueError, bgsim.run_traffic, "alltoall", shape="2x1x1",
+               message_bytes=99_999_999_999)
+    assert "message_bytes" in str(e) and "at most 4294967295" in str(e)
+
+
+def test_map_names_the_traffic_matrix_whose_ranks_do_not_fit(tmp_path):
+    from conftest import run_cli
+    tm = tmp_path / "tm.csv"
+    tm.write_text("0,1,100\n1,5,100\n")
+    p = run_cli("map", "--traffic-matrix", str(tm), "--shape", "2x1x1", "-o", str(tmp_path / "m.map"))
+    assert p.returncode != 0 and "(ranks 0 to 5): 6 ranks do not fit the 2x1x1 partition" in p.stderr
+    assert "None" not in p.stderr
+
+
+def test_more_threads_than_nodes_says_how_many_run(capsys):
+    r = bgsim.run_traffic("pingpong", shape="2x1x1", hops=1, threads=16)
+    assert r.completed
+    assert "threads = 16: a partition is at least a node, so the 2 nodes of 2x1x1 run on 2 threads" \
+        in capsys.readouterr().err
+
+
+def test_a_traffic_run_of_billions_of_packets_says_its_size_first():
+    import argparse
+    from bgsim.cli import _traffic_size_note
+    a = argparse.Namespace(pattern="alltoall", message_bytes=4_000_000_000, iters=None, settings=[], shape="4x4x4",
+                           mesh=None, mode=None)
+    note = _traffic_size_note(a, bgsim.Machine("bgl"))
+    assert "4,000,000,000 bytes per pair on 64 nodes moves 16,128.0 GB" in note and "takes hours" in note
+    a.message_bytes = 240
+    assert _traffic_size_note(a, bgsim.Machine("bgl")) is None

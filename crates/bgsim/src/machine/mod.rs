@@ -161,7 +161,7 @@ pub fn load(source: &MachineSource, settings: &[String]) -> Result<Machine, Mach
     let spec: MachineSpec = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let msg = inner.message().replace("expected u32", "expected a non-negative integer");
+        let msg = inner.message().replace("expected u32", "expected a non-negative integer of at most 4294967295");
         if path.is_empty() || path == "." {
             parse_err(&name, msg)
         } else {

@@ -460,7 +460,10 @@ impl Machine {
         check(cpu.network_alignment_bytes.is_power_of_two(), src, "cpu.network_alignment_bytes", cpu.network_alignment_bytes, "a power of two")?;
         let ml = &spec.msglayer;
         let maxp = max_bytes - t.hw_header_bytes - t.sw_header_bytes;
-        check(ml.metadata_bytes < maxp, src, "msglayer.metadata_bytes", ml.metadata_bytes, &format!("less than a packet's payload ({maxp})"))?;
+        check(ml.metadata_bytes < maxp, src, "msglayer.metadata_bytes", ml.metadata_bytes, &format!(
+            "must be less than the largest packet's payload, {maxp} bytes (torus.chunk_bytes {} x torus.max_packet_chunks {} \
+             less torus.hw_header_bytes {} and torus.sw_header_bytes {}), so that a packet carries data: lower it or \
+             allow larger packets", t.chunk_bytes, t.max_packet_chunks, t.hw_header_bytes, t.sw_header_bytes))?;
         for (key, v) in [("msglayer.send_message_cycles", &ml.send_message_cycles), ("msglayer.recv_message_cycles", &ml.recv_message_cycles), ("mpi.message_cycles", &spec.mpi.message_cycles), ("mpi.wait_cycles", &spec.mpi.wait_cycles)] {
             check(v.iter().all(|&c| c <= 10_000_000), src, key, format!("{v:?}"), "four cycle counts (one_packet, eager, adaptive_eager, rendezvous) of at most 10,000,000")?;
         }

@@ -612,7 +612,10 @@ fn names() -> String {
 /// serde's message without the position of a JSON text (a spec is one line).
 fn clean(msg: &str) -> String {
     let msg = msg.split(" at line ").next().unwrap_or(msg);
-    msg.replace("expected u32", "expected a non-negative integer").replace("expected u64", "expected a non-negative integer")
+    msg.replace("expected u32", "expected a non-negative integer of at most 4294967295")
+        .replace("expected u64", "expected a non-negative integer of at most 18446744073709551615")
+        .replace("expected u16", "expected a non-negative integer of at most 65535")
+        .replace("expected u8", "expected a non-negative integer of at most 255")
 }
 
 /// Deserializes `v`, naming the option a type error is in.
