@@ -973,3 +973,31 @@ def test_a_deadlock_after_fast_blocking_calls_names_each_ranks_call():
         bgsim.run(main, shape="2x1x1")
     for r in (0, 1):
         assert f"rank {r}: in MPI.Comm.Recv(source={1 - r}, tag=5) at test_mpi.py:" in str(e.value)
+
+
+def test_attributes_and_finalize_are_each_ranks_own():
+    # Each rank is a process of its own: its keys, its attributes on the
+    # same communicator, and its Finalize.
+    def main():
+        c = MPI.COMM_WORLD
+        r = c.Get_rank()
+        deleted = []
+        k = MPI.Comm.Create_keyval(copy_fn=True, delete_fn=lambda comm, key, v: deleted.append(v))
+        c.Set_attr(k, f"rank {r}")
+        d = c.Dup()
+        copied = d.Get_attr(k)
+        d.Free()
+        c.Barrier()
+        mine = c.Get_attr(k)
+        c.Delete_attr(k)
+        assert c.Get_attr(k) is None and MPI.Comm.Free_keyval(k) == MPI.KEYVAL_INVALID
+        before = MPI.Is_finalized()
+        if r == 0:
+            MPI.Finalize()
+        return mine, copied, deleted, before, MPI.Is_finalized(), c.Get_attr(MPI.TAG_UB)
+
+    res = bgsim.run(main, shape="2x1x1", nranks=2).results
+    for r, (mine, copied, deleted, before, after, tag_ub) in enumerate(res):
+        assert mine == copied == f"rank {r}"
+        assert deleted == [f"rank {r}", f"rank {r}"]  # the Dup's copy when it was freed, then its own
+        assert not before and after == (r == 0) and tag_ub == 2**31 - 1

@@ -39,6 +39,12 @@ def _comm_lock_table(comm: Comm) -> dict:
     return table
 
 
+def _byte_view(x: Any) -> memoryview:
+    """A C-contiguous buffer as one dimension of bytes."""
+    mv = x if x.__class__ is memoryview else memoryview(x)
+    return mv if mv.format == "B" and mv.ndim == 1 else mv.cast("B")
+
+
 def _barrier(comm: Comm) -> None:
     _coll.run("barrier", _coll.Call(comm, "barrier"), nbytes=0)
 
@@ -215,15 +221,18 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             m.mv[: len(mine)] = mine
     elif kind == "allgather":
         rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
-        mine = part(rmv, rdt, counts[me], displs[me]) if sendbuf is IN_PLACE else own()
+        # No send buffer is in place, as in mpi4py.
+        mine = part(rmv, rdt, counts[me], displs[me]) if sendbuf is IN_PLACE or sendbuf is None else own()
         c.total = sum(counts) * rdt.size
         c.layout = _coll.Layout.of(counts, rdt.size)
         parts = _coll.run("allgather", c, mine, nbytes=_size(mine), elements=sum(counts))
         if sized:
             return
         size = getattr(parts, "uniform", -1)
-        if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size:
-            rmv[:n * size] = parts.whole  # blocks back to back, as the buffer wants them
+        if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size \
+                and rmv.c_contiguous:
+            # Blocks back to back, as the buffer wants them (its bytes, whatever its items).
+            _byte_view(rmv)[:n * size] = _byte_view(parts.whole)
         else:
             for i, p in enumerate(parts):
                 _place(rmv, rdt, counts[i], displs[i], p, f"rank {i}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple
 
+import traceback as _traceback
+
 import numpy as _np
 from greenlet import getcurrent as _getcurrent
 
@@ -12,10 +14,11 @@ from .. import runtime as _rt
 from ..errors import ArgumentTypeError, RankExit, UsageError
 from .buffers import _members
 from .collectives import CollectiveCalls, _context_agreement
-from .constants import (ANY_SOURCE, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, LASTUSEDCODE, PROC_NULL,
-                        TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY, WTIME_IS_GLOBAL)
-from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_LASTCODE, ERR_RANK, ERRORS_ARE_FATAL,
-                     Errhandler, Exception, _guard)
+from .constants import (ANY_SOURCE, APPNUM, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, KEYVAL_INVALID,
+                        LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY,
+                        WTIME_IS_GLOBAL)
+from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_OTHER,
+                     ERR_RANK, ERRORS_ARE_FATAL, Errhandler, Exception, _guard)
 from .groups import Group
 from .handles import Handle
 from .info import Info
@@ -206,6 +209,7 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         key = self._next_key("dup")
         c = self._clone(self._group, _ctx().runtime.new_context(key))
         c._name = self._name
+        self._copy_attrs(c)
         return c
 
     Clone = Dup
@@ -279,6 +283,8 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         """Frees the communicator; the handle becomes COMM_NULL."""
         if self._context in (0, 2):
             raise Exception(ERR_COMM, "Free: COMM_WORLD and COMM_SELF cannot be freed")
+        if self._context >= 0:
+            self._delete_attrs()
         self._freed = True
         self._context = -1
         self._bind()
@@ -317,14 +323,79 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         """Ends the run with `errorcode` (the exit status of ``bgsim run``)."""
         raise RankExit(_ctx().rank, errorcode, abort=True)
 
+    # -- attributes: the predefined ones, and the user's keyvals, which each
+    # rank keeps for itself (as separate processes would) --
+
+    @classmethod
+    def Create_keyval(cls, copy_fn: Any = None, delete_fn: Any = None, nopython: bool = False) -> int:
+        """A new attribute key of the calling rank. `copy_fn(comm, keyval,
+        value)` gives a Dup's value (None or False: not copied, True: the
+        same value, NotImplemented returned: not copied); `delete_fn(comm,
+        keyval, value)` is called when the value is deleted, replaced or its
+        communicator freed."""
+        st = _ctx().state
+        k = st.get("next_keyval", _FIRST_USER_KEYVAL)
+        st["next_keyval"] = k + 1
+        st.setdefault("keyvals", {})[k] = _Keyval(copy_fn, delete_fn)
+        return k
+
+    @classmethod
+    def Free_keyval(cls, keyval: int) -> int:
+        """Frees a key (values set with it stay until deleted); returns
+        KEYVAL_INVALID."""
+        if _ctx().state.get("keyvals", {}).pop(keyval, None) is None:
+            raise Exception(ERR_KEYVAL, f"Free_keyval: {keyval} is not a key of this process")
+        return KEYVAL_INVALID
+
+    def _attrs(self) -> dict:
+        """This rank's attributes of this communicator: keyval -> (key, value)."""
+        if self._context < 0:
+            raise Exception(ERR_COMM, "attribute of MPI_COMM_NULL")
+        return _ctx().state.setdefault("attrs", {}).setdefault(self._context, {})
+
     def Get_attr(self, keyval: int) -> Any:
         """The predefined attributes: the largest tag, the world's size as the
         universe, the last error code, any rank may do I/O, the clock (the
-        simulated one) is global; APPNUM and user keys are not set."""
+        simulated one) is global; APPNUM is not set. Then the user's keys."""
         if keyval == UNIVERSE_SIZE:
             return _ctx().runtime.world.nranks
-        return {TAG_UB_KEYVAL: TAG_UB, LASTUSEDCODE: ERR_LASTCODE, IO: ANY_SOURCE, WTIME_IS_GLOBAL: True,
-                HOST: PROC_NULL}.get(keyval)
+        if keyval in _PREDEFINED:
+            return _PREDEFINED[keyval]
+        held = self._attrs().get(keyval)
+        return None if held is None else held[1]
+
+    def Set_attr(self, keyval: int, attrval: Any) -> None:
+        if keyval in _PREDEFINED or keyval in (UNIVERSE_SIZE, APPNUM):
+            raise Exception(ERR_KEYVAL, f"Set_attr: {keyval} is a predefined key")
+        key = _ctx().state.get("keyvals", {}).get(keyval)
+        if key is None:
+            raise Exception(ERR_KEYVAL, f"Set_attr: {keyval} is not a key of this process")
+        attrs = self._attrs()
+        if keyval in attrs:
+            self.Delete_attr(keyval)
+        attrs[keyval] = (key, attrval)
+
+    def Delete_attr(self, keyval: int) -> None:
+        held = self._attrs().pop(keyval, None)
+        if held is None:
+            raise Exception(ERR_KEYVAL, f"Delete_attr: no attribute {keyval} on this communicator")
+        key, value = held
+        if callable(key.delete_fn):
+            _callback("delete", key.delete_fn, self, keyval, value)
+
+    def _copy_attrs(self, dup: "Comm") -> None:
+        """Gives `dup` the attributes its keys' copy functions copy."""
+        for keyval, (key, value) in list(self._attrs().items()):
+            fn = key.copy_fn
+            if fn is None or fn is False:
+                continue
+            new = value if fn is True else _callback("copy", fn, self, keyval, value)
+            if new is not NotImplemented:
+                dup._attrs()[keyval] = (key, new)
+
+    def _delete_attrs(self) -> None:
+        for keyval in list(self._attrs()):
+            self.Delete_attr(keyval)
 
     def Create_cart(self, dims: Sequence[int], periods: Optional[Sequence[bool]] = None, reorder: bool = False) -> "Cartcomm":
         ctx, me = self._me()
@@ -726,6 +797,33 @@ def Compute_dims(nnodes: int, dims: Any) -> List[int]:
 
 
 TAG_UB_KEYVAL = 1001
+
+#: The predefined attributes of every communicator (UNIVERSE_SIZE is the run's).
+_PREDEFINED = {TAG_UB_KEYVAL: TAG_UB, LASTUSEDCODE: ERR_LASTCODE, IO: ANY_SOURCE, WTIME_IS_GLOBAL: True,
+               HOST: PROC_NULL}
+
+#: The first key Create_keyval hands out (above the predefined ones).
+_FIRST_USER_KEYVAL = 2000
+
+
+class _Keyval:
+    """An attribute key's callbacks."""
+
+    __slots__ = ("copy_fn", "delete_fn")
+
+    def __init__(self, copy_fn: Any, delete_fn: Any) -> None:
+        self.copy_fn, self.delete_fn = copy_fn, delete_fn
+
+
+def _callback(what: str, fn: Any, comm: "Comm", keyval: int, value: Any) -> Any:
+    """Calls an attribute's copy or delete function; what it raises is
+    printed and becomes MPI_ERR_OTHER, as an MPI library reports a failed
+    callback."""
+    try:
+        return fn(comm, keyval, value)
+    except BaseException:
+        _traceback.print_exc()
+        raise Exception(ERR_OTHER, f"the {what} function of attribute {keyval} raised") from None
 
 
 COMM_NULL = Intracomm(Group(), -1, "MPI_COMM_NULL")

@@ -130,6 +130,13 @@ class Datatype:
 
     __slots__ = ("_t",)
 
+    @classmethod
+    def Create_keyval(cls, *args: Any, **kwargs: Any) -> int:
+        """Attributes on datatypes are not simulated (communicators have them)."""
+        raise NotImplementedError("attributes on datatypes are not simulated by bgsim")
+
+    Free_keyval = Create_keyval
+
     def __init__(self, datatype: Any = None, np_dtype: Any = None):
         if isinstance(datatype, Datatype):
             self._t = datatype._t

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 from greenlet import getcurrent as _getcurrent
 
@@ -63,10 +63,10 @@ def _reset(nranks: int) -> None:
     _groups._DERIVED.clear()
     COMM_WORLD._group = Group(range(nranks))
     COMM_WORLD._bind()
-    _state.update(initialized=True, finalized=False, buffer=None)
+    _state.update(initialized=True, buffer=None)
 
 
-_state = {"initialized": True, "finalized": False, "buffer": None}
+_state = {"initialized": True, "buffer": None}
 
 
 def Wtime() -> float:
@@ -118,8 +118,18 @@ def Is_thread_main() -> bool:
     return True
 
 
+def _rank_state() -> Optional[dict]:
+    """The calling rank's MPI state, None outside a simulated rank."""
+    ctx = getattr(_getcurrent(), "ctx", None)
+    return None if ctx is None else ctx.state
+
+
 def Finalize() -> None:
-    pass
+    """Ends the calling rank's use of MPI: `Is_finalized` says so from now
+    on (each rank for itself, as each is a process of its own)."""
+    st = _rank_state()
+    if st is not None:
+        st["finalized"] = True
 
 
 def Is_initialized() -> bool:
@@ -127,7 +137,8 @@ def Is_initialized() -> bool:
 
 
 def Is_finalized() -> bool:
-    return _state["finalized"]
+    st = _rank_state()
+    return bool(st is not None and st.get("finalized"))
 
 
 def Attach_buffer(buf: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ... import _core
-from ..buffers import Same
+from ..buffers import Same, _members
 from ..constants import TAG_UB
 from ..errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE
 from ..errors import Exception as MPIException
@@ -130,7 +130,10 @@ class Call:
             # Only the blocks' bytes (the buffer may be far larger: the
             # core copies what it is given).
             parts = (parts.whole, parts.uniform)
-        if w.coll_exchange(ctx.rank, self.comm._p2p, self.tag, parts, dests, srcs, steps, mode, packed):
+        members = self.comm._p2p
+        if members is None:  # COMM_SELF: the calling rank's own group
+            members = _members(self.comm._context, self.comm._group._ranks)
+        if w.coll_exchange(ctx.rank, members, self.tag, parts, dests, srcs, steps, mode, packed):
             rt.suspend(ctx.rank)
         if tl is not None:
             t1 = tl.now(ctx.rank)
