@@ -81,6 +81,7 @@ from .mpishim.errors import (
     ERR_KEYVAL,
     ERR_WIN,
     ERR_SESSION,
+    ERR_FILE,
     ERR_UNSUPPORTED_OPERATION,
     ERR_NOT_SAME,
     Errhandler,
@@ -246,6 +247,8 @@ from .mpishim.info import (
 )
 from .mpishim.membuf import buffer, memory
 from .mpishim.rma import Win, WIN_NULL
+from .mpishim.io import (File, FILE_NULL, MODE_APPEND, MODE_CREATE, MODE_DELETE_ON_CLOSE, MODE_EXCL, MODE_RDONLY,
+                         MODE_RDWR, MODE_SEQUENTIAL, MODE_UNIQUE_OPEN, MODE_WRONLY)
 from .mpishim.collectives import _comm_lock_table
 from .mpishim.comm import (
     Intercomm,
@@ -333,6 +336,7 @@ __all__ = [
     "ERR_KEYVAL",
     "ERR_WIN",
     "ERR_SESSION",
+    "ERR_FILE",
     "ERR_UNSUPPORTED_OPERATION",
     "ERR_NOT_SAME",
     "Errhandler",
@@ -501,6 +505,17 @@ __all__ = [
     "buffer",
     "memory",
     "Win",
+    "File",
+    "FILE_NULL",
+    "MODE_APPEND",
+    "MODE_CREATE",
+    "MODE_DELETE_ON_CLOSE",
+    "MODE_EXCL",
+    "MODE_RDONLY",
+    "MODE_RDWR",
+    "MODE_SEQUENTIAL",
+    "MODE_UNIQUE_OPEN",
+    "MODE_WRONLY",
     "WIN_NULL",
     "Session",
     "Get_hw_resource_info",

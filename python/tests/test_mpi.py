@@ -1001,3 +1001,28 @@ def test_attributes_and_finalize_are_each_ranks_own():
         assert mine == copied == f"rank {r}"
         assert deleted == [f"rank {r}", f"rank {r}"]  # the Dup's copy when it was freed, then its own
         assert not before and after == (r == 0) and tag_ub == 2**31 - 1
+
+
+def test_a_users_error_handler_is_called_and_handles_free_to_null():
+    def main():
+        c = MPI.COMM_WORLD.Dup()
+        seen = []
+        eh = MPI.Comm.Create_errhandler(lambda comm, code: seen.append((comm == c, code)))
+        c.Set_errhandler(eh)
+        c.Call_errhandler(MPI.SUCCESS)
+        c.Call_errhandler(MPI.ERR_OTHER)
+        c.Set_errhandler(MPI.ERRORS_RETURN)
+        c.Call_errhandler(MPI.ERR_OTHER)  # returns
+        got = c.Get_errhandler()
+        same = got == MPI.ERRORS_RETURN and got is not MPI.ERRORS_RETURN
+        got.Free()
+        c.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+        try:
+            c.Call_errhandler(MPI.ERR_OTHER)
+            raised = False
+        except MPI.Exception as e:
+            raised = e.Get_error_class() == MPI.ERR_OTHER
+        c.Free()
+        return seen, same, got == MPI.ERRHANDLER_NULL, bool(MPI.ERRORS_RETURN), raised
+
+    assert bgsim.run(main, shape="2x1x1", nranks=1).results[0] == ([(True, MPI.ERR_OTHER)], True, True, True, True)

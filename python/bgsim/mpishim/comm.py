@@ -11,14 +11,14 @@ from greenlet import getcurrent as _getcurrent
 
 from . import coll as _coll
 from .. import runtime as _rt
-from ..errors import ArgumentTypeError, RankExit, UsageError
+from ..errors import ArgumentTypeError, RankExit, StateError, UsageError
 from .buffers import _members
 from .collectives import CollectiveCalls, _context_agreement
 from .constants import (ANY_SOURCE, APPNUM, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, KEYVAL_INVALID,
                         LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY,
                         WTIME_IS_GLOBAL)
 from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_OTHER,
-                     ERR_RANK, ERRORS_ARE_FATAL, Errhandler, Exception, _guard)
+                     ERR_RANK, ERRORS_ARE_FATAL, ERRORS_RETURN, SUCCESS, Errhandler, Exception, _guard)
 from .groups import Group
 from .handles import Handle
 from .info import Info
@@ -291,16 +291,39 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
 
     # -- error handlers: bgsim raises MPI.Exception whatever is set --
 
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Any) -> Errhandler:
+        """A user's error handler: `errhandler_fn(comm, errorcode)`, called by
+        `Call_errhandler` (bgsim's own errors still raise). A process holds
+        at most 32, as mpi4py's callback table."""
+        if not callable(errhandler_fn):
+            raise ArgumentTypeError("Create_errhandler: the handler must be callable")
+        st = _ctx().state
+        made = st.get("errhandlers", 0)
+        if made >= _MAX_USER_ERRHANDLERS:
+            raise StateError(f"Create_errhandler: at most {_MAX_USER_ERRHANDLERS} user error handlers")
+        st["errhandlers"] = made + 1
+        return Errhandler(f"user error handler {made}", errhandler_fn)
+
     def Get_errhandler(self) -> Errhandler:
-        return self.__dict__.get("_errhandler", ERRORS_ARE_FATAL)
+        """A new handle to the communicator's error handler."""
+        return Errhandler(self.__dict__.get("_errhandler", ERRORS_ARE_FATAL))
 
     def Set_errhandler(self, errhandler: Errhandler) -> None:
         if not isinstance(errhandler, Errhandler) or not errhandler:
             raise Exception(ERR_ERRHANDLER, "Set_errhandler: not an error handler")
-        self.__dict__["_errhandler"] = errhandler
+        self.__dict__["_errhandler"] = Errhandler(errhandler)
 
     def Call_errhandler(self, errorcode: int) -> None:
-        raise Exception(errorcode, "Call_errhandler")
+        """Calls the communicator's error handler with `errorcode`: a user's
+        function, nothing for ERRORS_RETURN, MPI.Exception otherwise."""
+        if errorcode == SUCCESS:
+            return
+        eh = self.__dict__.get("_errhandler", ERRORS_ARE_FATAL)
+        if eh._fn is not None:
+            eh._fn(self, errorcode)
+        elif eh != ERRORS_RETURN:
+            raise Exception(errorcode, "Call_errhandler")
 
     def Disconnect(self) -> None:
         self.Free()
@@ -801,6 +824,9 @@ TAG_UB_KEYVAL = 1001
 #: The predefined attributes of every communicator (UNIVERSE_SIZE is the run's).
 _PREDEFINED = {TAG_UB_KEYVAL: TAG_UB, LASTUSEDCODE: ERR_LASTCODE, IO: ANY_SOURCE, WTIME_IS_GLOBAL: True,
                HOST: PROC_NULL}
+
+#: The user error handlers a process may hold (mpi4py's callback table).
+_MAX_USER_ERRHANDLERS = 32
 
 #: The first key Create_keyval hands out (above the predefined ones).
 _FIRST_USER_KEYVAL = 2000

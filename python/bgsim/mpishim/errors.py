@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from ..errors import BgsimError as _BgsimError
+from ..errors import UsageError as _UsageError
 
 SUCCESS = 0
 ERR_BUFFER, ERR_COUNT, ERR_TYPE, ERR_TAG, ERR_COMM, ERR_RANK = 1, 2, 3, 4, 5, 6
@@ -13,7 +14,7 @@ ERR_REQUEST, ERR_ROOT, ERR_GROUP, ERR_OP, ERR_TOPOLOGY, ERR_DIMS = 7, 8, 9, 10, 
 ERR_ARG, ERR_UNKNOWN, ERR_TRUNCATE, ERR_OTHER, ERR_INTERN, ERR_IN_STATUS = 13, 14, 15, 16, 17, 18
 ERR_PENDING = 19
 (ERR_ERRHANDLER, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, ERR_KEYVAL, ERR_WIN, ERR_SESSION,
- ERR_UNSUPPORTED_OPERATION, ERR_NOT_SAME) = range(20, 30)
+ ERR_UNSUPPORTED_OPERATION, ERR_NOT_SAME, ERR_FILE) = range(20, 31)
 ERR_LASTCODE = 100
 
 _ERR_NAMES = {
@@ -47,31 +48,55 @@ _ERR_NAMES = {
     ERR_SESSION: ("MPI_ERR_SESSION", "invalid session"),
     ERR_UNSUPPORTED_OPERATION: ("MPI_ERR_UNSUPPORTED_OPERATION", "operation not supported"),
     ERR_NOT_SAME: ("MPI_ERR_NOT_SAME", "collective arguments not identical"),
+    ERR_FILE: ("MPI_ERR_FILE", "invalid file handle"),
 }
 
 
 class Errhandler:
-    """An error handler: bgsim raises ``MPI.Exception`` on every error (as
-    mpi4py's default ERRORS_RETURN turned into exceptions does)."""
+    """An error handler. The predefined ones are accepted (bgsim raises
+    ``MPI.Exception`` on every error, as mpi4py's default ERRORS_RETURN
+    turned into exceptions does); a user's (``Comm.Create_errhandler``) is
+    called by ``Call_errhandler``. ``Errhandler(eh)`` and ``Get_errhandler``
+    give new handles to the same handler; freeing one makes it
+    ERRHANDLER_NULL."""
 
-    def __init__(self, name: str = "MPI_ERRHANDLER_NULL"):
-        self._name = name
+    def __init__(self, errhandler: "Errhandler | str | None" = None, fn: Any = None):
+        if isinstance(errhandler, Errhandler):
+            self._name, self._fn = errhandler._name, errhandler._fn
+        else:
+            self._name, self._fn = errhandler or "MPI_ERRHANDLER_NULL", fn
 
     def __bool__(self) -> bool:
         return self._name != "MPI_ERRHANDLER_NULL"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Errhandler) and other._name == self._name
+        return isinstance(other, Errhandler) and other._name == self._name and other._fn is self._fn
 
     __hash__ = object.__hash__
 
     def Free(self) -> None:
-        """Predefined handlers stay; the null one cannot be freed."""
+        """This handle becomes ERRHANDLER_NULL (the predefined handles
+        themselves stay); the null one cannot be freed."""
         if not self:
             raise Exception(ERR_ERRHANDLER, "Free: MPI_ERRHANDLER_NULL")
+        if not any(self is p for p in _PREDEFINED_ERRHANDLERS):
+            self._name, self._fn = "MPI_ERRHANDLER_NULL", None
 
-    def __reduce__(self) -> str:
-        return self._name.replace("MPI_", "", 1)
+    def toint(self) -> int:
+        """No C handle in a simulated MPI."""
+        return -1
+
+    def py2f(self) -> int:
+        """No Fortran handle in a simulated MPI."""
+        return -1
+
+    def __reduce__(self) -> Any:
+        if self._fn is not None:
+            raise _UsageError(f"cannot pickle user-defined error handler {self!r}")
+        for p in _PREDEFINED_ERRHANDLERS:
+            if self is p:
+                return p._name.replace("MPI_", "", 1)
+        return (Errhandler, (self._name,))
 
     def __repr__(self) -> str:
         return f"<mpi4py.MPI.Errhandler {self._name}>"
@@ -81,6 +106,7 @@ ERRHANDLER_NULL = Errhandler()
 ERRORS_RETURN = Errhandler("MPI_ERRORS_RETURN")
 ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
 ERRORS_ABORT = Errhandler("MPI_ERRORS_ABORT")
+_PREDEFINED_ERRHANDLERS = (ERRHANDLER_NULL, ERRORS_RETURN, ERRORS_ARE_FATAL, ERRORS_ABORT)
 
 
 class Exception(_BgsimError, RuntimeError):  # noqa: A001 - the name mpi4py uses
