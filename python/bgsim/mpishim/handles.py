@@ -34,3 +34,29 @@ class Handle:
     @classmethod
     def f2py(cls, handle: int) -> Any:
         return cls.fromint(handle)
+
+
+class NullOnly:
+    """Base of an MPI object kind bgsim does not simulate (windows, files):
+    only its null handle exists, falsy and equal to any of its kind, and
+    every other method raises NotImplementedError naming the feature
+    (`_WHY`)."""
+
+    _WHY = "not simulated by bgsim"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def unsupported(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(f"{type(self).__name__}.{name}: {self._WHY}")
+        return unsupported
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, type(self))
+
+    def __hash__(self) -> int:
+        return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ERR_FILE, Exception
+from .handles import NullOnly
 
 _WHY = "MPI-IO (MPI.File) is not simulated by bgsim"
 
@@ -16,8 +17,10 @@ MODE_CREATE, MODE_RDONLY, MODE_WRONLY, MODE_RDWR = 1, 2, 4, 8
 MODE_DELETE_ON_CLOSE, MODE_UNIQUE_OPEN, MODE_EXCL, MODE_APPEND, MODE_SEQUENTIAL = 16, 32, 64, 128, 256
 
 
-class File:
+class File(NullOnly):
     """An MPI file; only FILE_NULL exists."""
+
+    _WHY = _WHY
 
     @classmethod
     def Open(cls, *args: Any, **kwargs: Any) -> "File":
@@ -25,23 +28,6 @@ class File:
 
     def Close(self) -> None:
         raise Exception(ERR_FILE, "Close: MPI_FILE_NULL")
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-
-        def unsupported(*args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError(f"File.{name}: {_WHY}")
-        return unsupported
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, File)
-
-    def __hash__(self) -> int:
-        return 0
 
 
 FILE_NULL = File()

@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ERR_WIN, Exception
+from .handles import NullOnly
 
 _WHY = "one-sided communication (MPI.Win) is not simulated by bgsim"
 
 
-class Win:
+class Win(NullOnly):
     """An RMA window; only WIN_NULL exists."""
+
+    _WHY = _WHY
 
     @classmethod
     def Create(cls, *args: Any, **kwargs: Any) -> "Win":
@@ -33,23 +36,6 @@ class Win:
 
     def Call_errhandler(self, errorcode: int) -> None:
         raise Exception(ERR_WIN, "Call_errhandler: MPI_WIN_NULL")
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-
-        def unsupported(*args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError(f"Win.{name}: {_WHY}")
-        return unsupported
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Win)
-
-    def __hash__(self) -> int:
-        return 0
 
 
 WIN_NULL = Win()
