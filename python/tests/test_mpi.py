@@ -1026,3 +1026,18 @@ def test_a_users_error_handler_is_called_and_handles_free_to_null():
         return seen, same, got == MPI.ERRHANDLER_NULL, bool(MPI.ERRORS_RETURN), raised
 
     assert bgsim.run(main, shape="2x1x1", nranks=1).results[0] == ([(True, MPI.ERR_OTHER)], True, True, True, True)
+
+
+def test_recv_into_a_buffer_warns_as_mpi4py_4_does():
+    import warnings
+
+    def main():
+        c = MPI.COMM_WORLD
+        req = c.isend("42", 0)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            obj = c.recv(bytearray(64), 0)
+        req.wait()
+        return obj, [str(x.message) for x in w if issubclass(x.category, UserWarning)]
+
+    assert bgsim.run(main, shape="2x1x1", nranks=1).results[0] == ("42", ["the 'buf' argument is deprecated"])

@@ -6,6 +6,7 @@ context and the core's fast path ``_p2p``)."""
 from __future__ import annotations
 
 import sys as _sys
+import warnings as _warnings
 from typing import Any, Optional, Tuple
 
 import numpy as _np
@@ -306,6 +307,8 @@ class PointToPoint:
         return self._irecv_into(cap, source, tag, lambda st, data: None if st[0] == PROC_NULL else _load(data))
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> Any:
+        if buf is not None:
+            _warnings.warn("the 'buf' argument is deprecated", UserWarning, stacklevel=2)  # as mpi4py 4 says
         return self._wait(self._irecv_obj(buf, source, tag), status, lambda: f"MPI.Comm.recv(source={source}, tag={tag})")
 
     def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
