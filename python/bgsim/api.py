@@ -269,6 +269,16 @@ def register_mpi_finalize() -> None:
         _finalize_registered = True
 
 
+def partition_count(m: Machine, threads: int, parts: Optional[int] = None) -> int:
+    """The partitions a run of machine `m` on `threads` threads (cut into
+    `parts`, default one per thread) has: at most one per node, as the
+    core cuts it. Says so on stderr when fewer threads run than asked for."""
+    if threads > m.nodes:
+        print(f"bgsim: note: threads = {threads:,}: a partition is at least a node, so the {m.nodes:,} nodes of "
+              f"{'x'.join(map(str, m.shape))} run on {m.nodes:,} threads", file=sys.stderr)
+    return min(threads if parts is None else parts, m.nodes)
+
+
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
                 progress: Optional[Callable[[float], None]] = None,
@@ -303,13 +313,10 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     for k, v in spec.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise WorkloadError(f"traffic `{k}` = {v}: a finite number")
-    if threads > m.nodes:
-        print(f"bgsim: note: threads = {threads:,}: a partition is at least a node, so the {m.nodes:,} nodes of "
-              f"{'x'.join(map(str, m.shape))} run on {m.nodes:,} threads", file=sys.stderr)
+    cut = partition_count(m, threads, parts)
     if memory_check:
-        # Each partition (at most one per node) holds a copy of the machine's state.
-        memory.check(m.nodes * min(parts, m.nodes), per_link=bool(spec.get("per_link")),
-                     what=f"traffic on {'x'.join(map(str, m.shape))}")
+        # Each partition holds a copy of the machine's state.
+        memory.check(m.nodes * cut, per_link=bool(spec.get("per_link")), what=f"traffic on {'x'.join(map(str, m.shape))}")
     body = {"pattern": pattern, **spec}
     report = None
     if progress is not None or progress_detail is not None:

@@ -22,7 +22,7 @@ import greenlet
 from . import MPI as _shim
 from . import _core, memory
 from . import timeline as _timeline
-from .api import Machine, _settings, check_cpu_factor, check_seed, write_atomic
+from .api import Machine, _settings, check_cpu_factor, check_seed, partition_count, write_atomic
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, RankExit, UsageError
 from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
@@ -268,14 +268,11 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     sets += partition_for(machine.source, sets, nranks)
     check_seed(seed)
     m = Machine(machine.source, sets)
-    if threads > m.nodes:
-        print(f"bgsim: note: threads = {threads:,}: a partition is at least a node, so the {m.nodes:,} nodes of "
-              f"{'x'.join(map(str, m.shape))} run on {m.nodes:,} threads", file=sys.stderr)
+    parts = partition_count(m, threads)
     if memory_check:
         ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
-        # Each partition on a thread (at most one per node) holds a copy of
-        # the machine's state (every node's); the ranks' Python is one.
-        parts = min(threads, m.nodes)
+        # Each partition on a thread holds a copy of the machine's state
+        # (every node's); the ranks' Python is one.
         memory.check(m.nodes * parts, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}"
                      + (f" in {parts} partitions" if parts > 1 else ""))
     if processes and _core.mpi_launched():

@@ -32,6 +32,13 @@ pub mod ev {
 /// engine's local transfer (see [`Net::send`]), not an injection FIFO.
 const LOOPBACK: u8 = u8::MAX;
 
+/// Whether `p`, queued on `node`, is a local transfer (to the node itself,
+/// not a deposit-bit packet): on a DMA engine it takes no injection FIFO.
+#[inline]
+fn is_local(p: &Packet, node: u32) -> bool {
+    p.dest == node && !p.is(flags::DEPOSIT)
+}
+
 /// Processor costs of the packet layer, in ticks.
 #[derive(Clone, Copy, Debug)]
 pub struct Costs {
@@ -482,7 +489,7 @@ impl Net {
     /// time, no injection FIFO) and the reception unit takes it, as it
     /// takes packets from the reception FIFOs; it never enters the torus.
     pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, mut p: Packet, fifo: Option<usize>) {
-        assert!(p.dest != node || p.is(flags::DEPOSIT) || self.dma.is_some(), "packet to its own node must not enter the torus");
+        assert!(!is_local(&p, node) || self.dma.is_some(), "packet to its own node must not enter the torus");
         let nfifo = (self.machine.torus().injection_fifos + self.machine.torus().hp_injection_fifos) as usize;
         let f = fifo.unwrap_or_else(|| self.default_fifo(node, &p)).min(nfifo - 1);
         p.aux = f as u8;
@@ -617,8 +624,7 @@ impl Net {
             // core keeps reading (its reads may be what frees the network).
             // (A local transfer takes no FIFO.)
             let p = self.torus.pool.get(c.sendq.head);
-            if !(engine && p.dest == node && !p.is(flags::DEPOSIT))
-                && self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
+            if !(engine && is_local(p, node)) && self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
                 self.cores.cores[ci].waiting_fifo = true;
                 can_send = false;
             }
@@ -666,7 +672,7 @@ impl Net {
             let id = c.sendq.head;
             let (f, bytes, local) = {
                 let p = self.torus.pool.get(id);
-                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes, engine && p.dest == node && !p.is(flags::DEPOSIT))
+                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes, engine && is_local(p, node))
             };
             if local || self.torus.inj_reserve(node, f, bytes, now) {
                 let extra = if engine { 0 } else { self.sw_write_ticks };
