@@ -169,6 +169,29 @@ class Call:
     def world_rank(self, r: int) -> int:
         return self.comm._group._ranks[r]
 
+    def shared(self, kind: str) -> Tuple[tuple, dict]:
+        """The record this call of a core-run collective shares with the
+        communicator's members run by this process (on an MPI job's
+        processes, its own ranks only), made by the first to ask: its key
+        (`kind`, the context, the call's number) and the record, with the
+        members' parts and how many have yet to leave it (`leave`)."""
+        rt = self.rt
+        key = (kind, self.comm._context, self.seq)
+        rec = rt.hw_data.get(key)
+        if rec is None:
+            left = self.n if not rt.remote else sum(1 for i in range(self.n) if self.world_rank(i) not in rt.remote)
+            rec = rt.hw_data[key] = {"parts": {}, "left": left}
+        return key, rec
+
+    def leave(self, key: tuple, rec: dict) -> bool:
+        """This member is done with the shared record (`shared`); True for
+        the last, which forgets it."""
+        rec["left"] -= 1
+        if rec["left"]:
+            return False
+        del self.rt.hw_data[key]
+        return True
+
 
 def _split(data: Any, parts: int) -> List[Any]:
     """`data` in `parts` pieces (a skeleton's size: the sizes of the pieces)."""
@@ -495,14 +518,10 @@ def hw_join(c: Call, kind: str, root: int = 0, nbytes: int = 0, two_pass: bool =
     """Takes part in a hardware collective; returns the shared record of the
     operation (its contributions, keyed by rank) once this rank is done."""
     rt = c.rt
-    key = ("hw", c.comm._context, c.seq)
     # On an MPI job's processes this process's driver sees its own ranks
     # only: the contributions travel with the joins (`World.hw_payloads`).
     apart = bool(rt.remote)
-    rec = rt.hw_data.get(key)
-    if rec is None:
-        left = c.n if not apart else sum(1 for i in range(c.n) if c.world_rank(i) not in rt.remote)
-        rec = rt.hw_data[key] = {"parts": {}, "left": left}
+    key, rec = c.shared("hw")
     if contribution is not None:
         rec["parts"][c.me] = contribution
     # The same on every process: the communicator's context and the call's number.
@@ -521,11 +540,8 @@ def hw_join(c: Call, kind: str, root: int = 0, nbytes: int = 0, two_pass: bool =
                 me, part = pickle.loads(b)
                 rec["parts"][me] = part
         rec["fetched"] = True
-    rec["left"] -= 1
-    if rec["left"] == 0:
-        del rt.hw_data[key]
-        if apart:
-            rt.world.hw_forget(hkey)
+    if c.leave(key, rec) and apart:
+        rt.world.hw_forget(hkey)
     return rec
 
 

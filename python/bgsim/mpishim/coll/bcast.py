@@ -238,15 +238,11 @@ def bcast_deposit(c: Call, data: Optional[bytes], root: int, nbytes: int) -> byt
     y->z->x, z->x->y by line packets, each node forwarding every packet it
     gets into the next dimension as soon as it has read it."""
     rt = c.rt
-    key = ("deposit", c.comm._context, c.seq)
     # On an MPI job's processes this process's driver sees its own ranks
     # only: the ids are the communicator's context and the call's number
     # (the same on every process), and the root's data goes with its join.
     apart = bool(rt.remote)
-    rec = rt.hw_data.get(key)
-    if rec is None:
-        left = c.n if not apart else sum(1 for i in range(c.n) if c.world_rank(i) not in rt.remote)
-        rec = rt.hw_data[key] = {"parts": {}, "left": left}
+    key, rec = c.shared("deposit")
     if c.me == root:
         rec["parts"][root] = data
     if apart:
@@ -260,10 +256,8 @@ def bcast_deposit(c: Call, data: Optional[bytes], root: int, nbytes: int) -> byt
     rt.world.finish(req)
     if root not in rec["parts"]:
         rec["parts"][root] = rt.world.ml_bcast_payload(bid)
-    rec["left"] -= 1
     out = rec["parts"][root]
-    if rec["left"] == 0:
-        del rt.hw_data[key]
+    c.leave(key, rec)
     return out
 
 
