@@ -135,7 +135,8 @@ fn main() {
     let before = rss_kb();
     let t0 = Instant::now();
     let torus = Torus::new(&big, 1);
-    let cores = bgsim::node::Cores::new(&big, bgsim::dma::Dma::new(&big).as_ref().map(bgsim::dma::Dma::injection_unit));
+    let dma = bgsim::dma::Dma::new(&big);
+    let cores = bgsim::node::Cores::new(&big, dma.is_some());
     let build_s = t0.elapsed().as_secs_f64();
     let after = rss_kb();
     let nodes = big.shape.nodes() as f64;
@@ -151,6 +152,7 @@ fn main() {
     );
     drop(torus);
     drop(cores);
+    drop(dma);
     // 3. A short random-traffic run on 65,536 nodes.
     let measure_ncycles: u64 = if quick { 500 } else { 3_000 };
     let mut s = TrafficSpec::new(Pattern::Uniform);

@@ -14,14 +14,48 @@
 //! process whose FIFO is full waits for a descriptor to finish, asks for an
 //! interrupt, and refills it ([`Dma::post`], [`Dma::retire`]).
 //!
-//! The packet layer runs the two units in the loop it runs the cores in,
-//! as two more agents of each node after the processor cores (they read
-//! and write FIFOs as the cores of BG/L do, at the engine's rate and with
-//! no polling); this module owns what makes them the engine: which slots
-//! they are, their transfer time, the work FIFOs and the counters.
+//! The engine is a component of its own, as the torus and the tree are:
+//! it owns its units' state (what each is busy with until when, the
+//! packets software has queued for injection, the local transfers waiting
+//! for the reception unit), its events ([`ev`]) and its counters. The
+//! packet layer (`crate::packet::Net`) hands it the torus and passes what
+//! a unit moved on to software.
+//!
+//! Software names the units as it names cores: they are the agent slots
+//! after the node's processor cores, the injection unit first
+//! ([`Dma::injection_unit`]).
 
-use crate::engine::Tick;
+use crate::engine::{Event, EventQueue, Tick};
 use crate::machine::Machine;
+use crate::torus::{flags, List, Packet, Torus, NRX};
+
+/// Event kinds of the DMA engine.
+pub mod ev {
+    use crate::machine::Component;
+    /// Unit `a` (0 injection, 1 reception) of `node`'s engine takes its
+    /// next step.
+    pub const WAKE: u8 = Component::Dma.kind(0);
+    /// The injection unit has moved packet `data` into injection FIFO `c`
+    /// ([`super::LOCAL`]: a local transfer, onto the node's loopback list);
+    /// the unit goes on.
+    pub const MOVED: u8 = Component::Dma.kind(1);
+}
+
+/// The `c` of a MOVED event whose packet goes to its own node: a local
+/// transfer, memory to memory FIFO, no injection FIFO and no link.
+pub const LOCAL: u8 = u8::MAX;
+
+/// The injection unit's index in a node's engine (the `a` of its events).
+pub const INJECTION: usize = 0;
+/// The reception unit's index.
+pub const RECEPTION: usize = 1;
+
+/// Whether `p`, queued on `node`, is a local transfer (to the node itself,
+/// not a deposit-bit packet): it takes no injection FIFO.
+#[inline]
+pub fn is_local(p: &Packet, node: u32) -> bool {
+    p.dest == node && !p.is(flags::DEPOSIT)
+}
 
 /// What the engine counted over a run, summed over its nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -32,14 +66,75 @@ pub struct DmaCounters {
     pub work_fifo_full: u64,
 }
 
+/// What a unit did over a run: packets moved, and the time it was moving them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UnitCounters {
+    pub packets: u64,
+    pub busy_ticks: u64,
+}
+
+/// One unit of a node's engine.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Unit {
+    busy_until: Tick,
+    /// A WAKE event is pending (or the unit is stepping).
+    wake_pending: bool,
+    /// Injection: waiting for room in the injection FIFO at the head of
+    /// the queue.
+    waiting: bool,
+    /// Reception: where the round-robin over the reception FIFOs (and the
+    /// loopback list, position NRX) stands.
+    rr: u8,
+    counters: UnitCounters,
+}
+
+/// A node's engine: its two units, the packets software queued for the
+/// injection unit, and the local transfers the reception unit has yet to
+/// take.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct NodeEngine {
+    units: [Unit; 2],
+    queue: List,
+    queued: u32,
+    loopback: List,
+}
+
+/// What a unit's step did.
+pub enum Step {
+    /// The unit is still busy: its WAKE is rescheduled.
+    Busy,
+    /// The reception unit read `pkt` (released from the torus's pool); the
+    /// read is done at `done`.
+    Read { pkt: Packet, done: Tick },
+    /// The injection unit started moving packet `id`; it is done at `done`
+    /// (a MOVED event is scheduled).
+    Moving { id: u32, done: Tick },
+    /// Nothing to do (or the injection FIFO is full): idle until woken.
+    Idle,
+}
+
+/// How fast a unit moves data.
+#[derive(Clone, Copy, Debug)]
+struct Rate {
+    ticks_per_byte: f64,
+    packet_ticks: Tick,
+}
+
+impl Rate {
+    /// A unit's time to move `bytes` (one packet).
+    #[inline]
+    fn ticks(self, bytes: u32) -> Tick {
+        self.packet_ticks + (bytes as f64 * self.ticks_per_byte).ceil() as Tick
+    }
+}
+
 /// The DMA engines of a machine's nodes.
 #[derive(Clone, Debug)]
 pub struct Dma {
     /// The injection unit's agent slot in each node (the reception unit is
     /// the next): the slots after the processor cores.
     first_slot: usize,
-    ticks_per_byte: f64,
-    packet_ticks: Tick,
+    rate: Rate,
     /// Descriptors a work FIFO holds.
     work_fifo: u32,
     tasks_per_node: usize,
@@ -47,6 +142,7 @@ pub struct Dma {
     /// and not yet done.
     posted: Vec<u32>,
     counters: DmaCounters,
+    nodes: Vec<NodeEngine>,
 }
 
 impl Dma {
@@ -57,12 +153,12 @@ impl Dma {
         let tasks_per_node = m.tasks_per_node() as usize;
         Some(Dma {
             first_slot: m.cores() as usize,
-            ticks_per_byte: t as f64 / d.bytes_per_cycle,
-            packet_ticks: d.packet_cycles as Tick * t,
+            rate: Rate { ticks_per_byte: t as f64 / d.bytes_per_cycle, packet_ticks: d.packet_cycles as Tick * t },
             work_fifo: d.work_fifo_descriptors,
             tasks_per_node,
             posted: vec![0; m.shape.nodes() as usize * tasks_per_node],
             counters: DmaCounters::default(),
+            nodes: vec![NodeEngine::default(); m.shape.nodes() as usize],
         })
     }
 
@@ -78,16 +174,16 @@ impl Dma {
         self.first_slot + 1
     }
 
-    /// Whether agent slot `slot` is one of the engine's units.
+    /// The unit (INJECTION or RECEPTION) at agent slot `slot`, if it is one.
     #[inline]
-    pub fn is_unit(&self, slot: usize) -> bool {
-        slot >= self.first_slot
+    pub fn unit_of(&self, slot: usize) -> Option<usize> {
+        slot.checked_sub(self.first_slot).filter(|&u| u < 2)
     }
 
-    /// A unit's time to move `bytes` (one packet, or one intra-node copy).
+    /// A unit's time to move `bytes` (one packet).
     #[inline]
     pub fn transfer_ticks(&self, bytes: u32) -> Tick {
-        self.packet_ticks + (bytes as f64 * self.ticks_per_byte).ceil() as Tick
+        self.rate.ticks(bytes)
     }
 
     fn fifo(&self, node: u32, task: u32) -> usize {
@@ -123,6 +219,193 @@ impl Dma {
     pub fn counters(&self) -> DmaCounters {
         self.counters
     }
+
+    /// What unit `unit` (INJECTION or RECEPTION) moved, summed over nodes.
+    pub fn unit_counters(&self, unit: usize) -> UnitCounters {
+        self.nodes.iter().fold(UnitCounters::default(), |a, n| {
+            let c = n.units[unit].counters;
+            UnitCounters { packets: a.packets + c.packets, busy_ticks: a.busy_ticks + c.busy_ticks }
+        })
+    }
+
+    // ----- the units as the event loop drives them -----
+
+    /// Queues packet `id` (in `torus`'s pool) for `node`'s injection unit.
+    pub fn queue(&mut self, torus: &mut Torus, node: u32, id: u32) {
+        let e = &mut self.nodes[node as usize];
+        e.queue.push(&mut torus.pool, id);
+        e.queued += 1;
+    }
+
+    /// Packets queued for `node`'s injection unit, not yet moved.
+    pub fn queued(&self, node: u32) -> u32 {
+        self.nodes[node as usize].queued
+    }
+
+    /// Schedules a step of `unit` of `node` when it is free, unless one is
+    /// pending.
+    pub fn wake(&mut self, q: &mut EventQueue, now: Tick, node: u32, unit: usize) {
+        let u = &mut self.nodes[node as usize].units[unit];
+        if !u.wake_pending {
+            u.wake_pending = true;
+            q.push_at(u.busy_until.max(now), Event { kind: ev::WAKE, a: unit as u8, b: 0, c: 0, node, data: 0 });
+        }
+    }
+
+    /// For a notice of the current event: true (and the wake taken) when
+    /// the unit is free now and steps at the end of the event; otherwise
+    /// as [`Dma::wake`].
+    pub fn wake_now(&mut self, q: &mut EventQueue, now: Tick, node: u32, unit: usize) -> bool {
+        let u = &mut self.nodes[node as usize].units[unit];
+        if !u.wake_pending && u.busy_until <= now {
+            u.wake_pending = true;
+            return true;
+        }
+        self.wake(q, now, node, unit);
+        false
+    }
+
+    /// An injection FIFO of `node` has room: whether the injection unit
+    /// was waiting for it (it is no longer).
+    pub fn fifo_freed(&mut self, node: u32) -> bool {
+        let u = &mut self.nodes[node as usize].units[INJECTION];
+        std::mem::replace(&mut u.waiting, false)
+    }
+
+    /// The start of a unit's step: false (and its WAKE rescheduled) while
+    /// it is busy. Its wake stays pending while it steps, so that work
+    /// queued meanwhile does not schedule a second one.
+    pub fn begin(&mut self, q: &mut EventQueue, now: Tick, node: u32, unit: usize) -> bool {
+        let u = &mut self.nodes[node as usize].units[unit];
+        u.wake_pending = true;
+        if u.busy_until > now {
+            q.push_at(u.busy_until, Event { kind: ev::WAKE, a: unit as u8, b: 0, c: 0, node, data: 0 });
+            return false;
+        }
+        true
+    }
+
+    /// Whether the unit has nothing queued (software may queue more). The
+    /// reception unit never has.
+    pub fn nothing_queued(&self, node: u32, unit: usize) -> bool {
+        unit != INJECTION || self.nodes[node as usize].queue.is_empty()
+    }
+
+    /// The injection unit's step: moves the packet at the head of its
+    /// queue into its injection FIFO (or, for a local transfer, towards
+    /// the loopback list) at the engine's rate, if there is room.
+    pub fn inject(&mut self, torus: &mut Torus, q: &mut EventQueue, now: Tick, node: u32) -> Step {
+        let e = &mut self.nodes[node as usize];
+        let u = &mut e.units[INJECTION];
+        if !e.queue.is_empty() && !u.waiting {
+            let id = e.queue.head;
+            let (f, bytes, local) = {
+                let p = torus.pool.get(id);
+                (p.aux as usize, p.chunks as u32 * torus.p.chunk_bytes, is_local(p, node))
+            };
+            // A transfer waits for room in its injection FIFO (a local
+            // one takes none).
+            if local || (torus.inj_free(node, f) >= bytes && torus.inj_reserve(node, f, bytes, now)) {
+                let cost = self.rate.ticks(bytes);
+                let done = now + cost;
+                e.queue.pop(&torus.pool);
+                e.queued -= 1;
+                u.busy_until = done;
+                u.counters.busy_ticks += cost;
+                u.counters.packets += 1;
+                q.push_at(done, Event { kind: ev::MOVED, a: INJECTION as u8, b: 0, c: if local { LOCAL } else { f as u8 }, node, data: id });
+                return Step::Moving { id, done };
+            }
+            u.waiting = true;
+        }
+        u.wake_pending = false;
+        Step::Idle
+    }
+
+    /// The reception unit's step: takes the next packet, in round-robin
+    /// over the node's reception FIFOs and its local transfers, at the
+    /// engine's rate.
+    pub fn receive(&mut self, torus: &mut Torus, q: &mut EventQueue, now: Tick, node: u32) -> Step {
+        let e = &mut self.nodes[node as usize];
+        let mask = torus.rx_mask(node) | if e.loopback.is_empty() { 0 } else { 1 << NRX };
+        let u = &mut e.units[RECEPTION];
+        if mask == 0 {
+            u.wake_pending = false;
+            return Step::Idle;
+        }
+        let mut f = u.rr as usize;
+        for _ in 0..=NRX {
+            f = (f + 1) % (NRX + 1);
+            if mask & (1 << f) != 0 {
+                break;
+            }
+        }
+        let id = if f == NRX { e.loopback.pop(&torus.pool) } else { torus.rx_pop(node, f, now, q) };
+        let pkt = *torus.pool.get(id);
+        torus.pool.release(id);
+        let cost = self.rate.ticks(pkt.chunks as u32 * torus.p.chunk_bytes);
+        let done = now + cost;
+        u.rr = f as u8;
+        u.busy_until = done;
+        u.counters.busy_ticks += cost;
+        u.counters.packets += 1;
+        Step::Read { pkt, done }
+    }
+
+    /// The end of a read: the reception unit goes on when the read is done
+    /// (one WAKE).
+    pub fn read_done(&mut self, q: &mut EventQueue, node: u32, done: Tick) {
+        let at = self.nodes[node as usize].units[RECEPTION].busy_until.max(done);
+        q.push_at(at, Event { kind: ev::WAKE, a: RECEPTION as u8, b: 0, c: 0, node, data: 0 });
+    }
+
+    /// A MOVED event: the packet enters its injection FIFO, or the node's
+    /// loopback list. True when it is a local transfer (the reception unit
+    /// should be woken).
+    pub fn moved(&mut self, torus: &mut Torus, q: &mut EventQueue, now: Tick, e: &Event) -> bool {
+        if e.c == LOCAL {
+            self.nodes[e.node as usize].loopback.push(&mut torus.pool, e.data);
+            true
+        } else {
+            torus.inj_push(e.node, e.c as usize, e.data, now, q);
+            false
+        }
+    }
+
+    /// Starts bringing `node`'s engine into the cache.
+    #[inline]
+    pub fn prefetch(&self, node: u32) {
+        if let Some(n) = self.nodes.get(node as usize) {
+            crate::engine::prefetch(n);
+        }
+    }
+
+    // ----- partitions of a windowed run -----
+
+    /// The engines of nodes `lo..hi`, to send to the process that merges a
+    /// distributed run.
+    pub fn export_part(&self, lo: u32, hi: u32) -> Vec<NodeEngine> {
+        self.nodes[lo as usize..hi as usize].to_vec()
+    }
+
+    /// Takes in node `n`'s engine from another partition, its packet lists
+    /// moved into this partition's pool by `rehome`.
+    pub fn absorb_node(&mut self, o: &NodeEngine, n: u32, mut rehome: impl FnMut(List) -> List) {
+        let mut e = *o;
+        e.queue = rehome(o.queue);
+        e.loopback = rehome(o.loopback);
+        self.nodes[n as usize] = e;
+    }
+
+    /// Node `n`'s engine, to absorb into another partition.
+    pub fn node(&self, n: u32) -> &NodeEngine {
+        &self.nodes[n as usize]
+    }
+
+    /// Makes nodes `lo..hi` the engines a partition exported.
+    pub fn import_part(&mut self, part: &[NodeEngine], lo: u32, hi: u32) {
+        self.nodes[lo as usize..hi as usize].copy_from_slice(part);
+    }
 }
 
 #[cfg(test)]
@@ -151,10 +434,37 @@ mod tests {
         let m = bgp();
         let d = Dma::new(&m).unwrap();
         assert_eq!((d.injection_unit(), d.reception_unit()), (4, 5));
-        assert!(d.is_unit(4) && d.is_unit(5) && !d.is_unit(3));
+        assert_eq!([3, 4, 5, 6].map(|s| d.unit_of(s)), [None, Some(INJECTION), Some(RECEPTION), None]);
         // 3 bytes a cycle, no per-packet time: a 256-byte packet in 86 cycles.
         assert_eq!(d.transfer_ticks(256), 86 * m.tick_cycle);
         let bgl = machine::load(&MachineSource::Preset("bgl".into()), &[]).unwrap();
         assert!(Dma::new(&bgl).is_none());
+    }
+
+    #[test]
+    fn a_local_transfer_is_moved_by_one_unit_and_read_by_the_other() {
+        let m = bgp();
+        let mut d = Dma::new(&m).unwrap();
+        let mut torus = Torus::new(&m, 1);
+        let mut q = EventQueue::new();
+        let p = torus.make_packet(1, 1, 240, 0);
+        let id = torus.pool.alloc(p);
+        d.queue(&mut torus, 1, id);
+        assert_eq!((d.queued(1), d.queued(0)), (1, 0));
+        assert!(d.begin(&mut q, 0, 1, INJECTION));
+        let Step::Moving { id: moved, done } = d.inject(&mut torus, &mut q, 0, 1) else { panic!("the injection unit did not move the packet") };
+        assert_eq!((moved, done, d.queued(1)), (id, d.transfer_ticks(256), 0));
+        // The unit is busy until the move is done: a step before then is
+        // put off; the MOVED event lands the packet on the loopback list.
+        assert!(!d.begin(&mut q, 1, 1, INJECTION));
+        let e = Event { kind: ev::MOVED, a: INJECTION as u8, b: 0, c: LOCAL, node: 1, data: id };
+        assert!(d.moved(&mut torus, &mut q, done, &e), "a local transfer wakes the reception unit");
+        assert!(d.begin(&mut q, done, 1, RECEPTION));
+        let Step::Read { pkt, done: read } = d.receive(&mut torus, &mut q, done, 1) else { panic!("the reception unit read nothing") };
+        assert_eq!((pkt.src, pkt.dest, read), (1, 1, 2 * done));
+        assert!(matches!(d.receive(&mut torus, &mut q, read, 1), Step::Idle), "one packet, read once");
+        assert_eq!(d.unit_counters(INJECTION), UnitCounters { packets: 1, busy_ticks: done });
+        assert_eq!(d.unit_counters(RECEPTION), UnitCounters { packets: 1, busy_ticks: done });
+        assert_eq!(torus.live_packets(), 0);
     }
 }

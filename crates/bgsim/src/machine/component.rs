@@ -31,7 +31,7 @@ pub enum Component {
     Collective = 2,
     /// The global-interrupt barrier network.
     Barrier = 3,
-    /// The BG/P DMA engine (no machine has it yet).
+    /// The BG/P DMA engine: its injection and reception units.
     Dma = 4,
 }
 

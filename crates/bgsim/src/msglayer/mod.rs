@@ -384,7 +384,7 @@ impl MsgLayer {
             free_msgs: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
-            streams: (0..net.core_count()).map(|_| VecDeque::new()).collect(),
+            streams: (0..net.agent_count()).map(|_| VecDeque::new()).collect(),
             costs: Costs {
                 send_msg: ticks(&ml.send_message_cycles),
                 recv_msg: ticks(&ml.recv_message_cycles),
@@ -615,8 +615,8 @@ impl MsgLayer {
                 Some(p) => untag(p.tag).1,
                 None => return,
             },
-            crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN if (e.a as usize) < net.cores_per_node() => {
-                match self.streams.get(net.core_index(e.node, e.a as usize)).and_then(|s| s.front()) {
+            crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN | crate::dma::ev::WAKE | crate::dma::ev::MOVED => {
+                match self.streams.get(net.agent_index(e.node, net.agent_of(e))).and_then(|s| s.front()) {
                     Some(&id) => id,
                     None => return,
                 }

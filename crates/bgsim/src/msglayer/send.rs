@@ -121,7 +121,7 @@ impl MsgLayer {
     /// Puts a message on its sender's core's list of streams.
     pub(super) fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let (node, core) = self.injector(self.msgs[id as usize].src);
-        let ci = net.core_index(node, core);
+        let ci = net.agent_index(node, core);
         self.streams[ci].push_back(id);
         if net.pending(node, core) == 0 {
             self.emit(net, q, now, node, core);
@@ -175,7 +175,7 @@ impl MsgLayer {
     /// not leave the link waiting between two packets); a scout ends the
     /// turn.
     pub(super) fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
-        let ci = net.core_index(node, core);
+        let ci = net.agent_index(node, core);
         let Some(id) = self.streams[ci].pop_front() else { return };
         // The message layer's direct-injection alltoall interleaves its
         // destinations packet by packet: one packet per turn there. A DMA

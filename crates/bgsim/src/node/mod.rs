@@ -77,15 +77,13 @@ fn reader_core(f: usize, comm: usize) -> usize {
     }
 }
 
-/// The agents of all nodes that read and write the torus's FIFOs: the
-/// processor cores and, on a machine with a DMA engine (`crate::dma`), the
-/// engine's two units after them (one writes every packet, the other reads
-/// every packet).
+/// The processor cores of all nodes, as the agents that read and write the
+/// torus's FIFOs (on a machine with a DMA engine, `crate::dma`, the engine
+/// does that instead and the cores only work).
 pub struct Cores {
-    /// Agent slots per node: the processor cores, then the DMA engine's
-    /// two units where the machine has one.
+    /// Cores per node.
     pub per_node: usize,
-    /// Slots that run communication work (2 on BG/L except heater mode).
+    /// Cores that run communication work (2 on BG/L except heater mode).
     pub comm: usize,
     /// Per core: the reception FIFOs it reads (see `reader_of`).
     group_masks: Vec<u16>,
@@ -98,29 +96,28 @@ pub struct Cores {
 }
 
 impl Cores {
-    /// The agents of machine `m`; `dma`: the DMA engine's injection unit's
-    /// slot, where it has one (its reception unit is the next slot).
-    pub fn new(m: &Machine, dma: Option<usize>) -> Self {
-        let per_node = m.cores() as usize + if dma.is_some() { 2 } else { 0 };
-        let comm = if dma.is_some() { per_node } else { m.mode.comm_cores(m.cores()) as usize };
+    /// The cores of machine `m`; `dma`: whether it has a DMA engine (which
+    /// reads and writes every FIFO, so no core does).
+    pub fn new(m: &Machine, dma: bool) -> Self {
+        let per_node = m.cores() as usize;
+        let comm = if dma { per_node } else { m.mode.comm_cores(m.cores()) as usize };
         let nodes = m.shape.nodes() as usize;
         let mut readers = [0u8; NRX];
         for (f, r) in readers.iter_mut().enumerate() {
-            *r = match dma {
-                Some(d) => (d + 1) as u8,
-                None => reader_core(f, comm).min(per_node - 1) as u8,
-            };
+            *r = reader_core(f, comm).min(per_node - 1) as u8;
         }
         let mut c = Cores {
             per_node,
             comm,
             group_masks: Vec::new(),
             readers,
-            // The DMA engine's injection half writes every injection FIFO.
-            owners: dma.map(|d| vec![d as u8; (m.torus().injection_fifos + m.torus().hp_injection_fifos) as usize]),
+            owners: None,
             cores: crate::engine::huge_vec(nodes * per_node, |_| Core { idle: true, ..Default::default() }),
         };
         c.set_readers(readers, comm);
+        if dma {
+            c.group_masks.fill(0);
+        }
         c
     }
 

@@ -10,11 +10,11 @@
 use crate::engine::{Event, EventQueue, Tick};
 use crate::barrier::Barrier;
 use crate::collective::{Participant, Tree, TreeOp};
-use crate::dma::Dma;
+use crate::dma::{self, Dma};
 use crate::machine::{Component, Machine};
 use crate::node::{CoreCounters, Cores};
 pub use crate::torus::Routing;
-use crate::torus::{dim_of, flags, is_minus, Geometry, List, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
+use crate::torus::{dim_of, flags, is_minus, Geometry, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
 pub mod ev {
@@ -26,17 +26,6 @@ pub mod ev {
     pub const WRITTEN: u8 = Component::Node.kind(1);
     /// A software timer with tag `data` fires on core `a`.
     pub const TIMER: u8 = Component::Node.kind(2);
-}
-
-/// The `c` of a WRITTEN event whose packet goes to its own node: the DMA
-/// engine's local transfer (see [`Net::send`]), not an injection FIFO.
-const LOOPBACK: u8 = u8::MAX;
-
-/// Whether `p`, queued on `node`, is a local transfer (to the node itself,
-/// not a deposit-bit packet): on a DMA engine it takes no injection FIFO.
-#[inline]
-fn is_local(p: &Packet, node: u32) -> bool {
-    p.dest == node && !p.is(flags::DEPOSIT)
 }
 
 /// Processor costs of the packet layer, in ticks.
@@ -92,14 +81,10 @@ pub struct Net {
     sw_write_ticks: Tick,
     /// Per node: where the round-robin over injection FIFOs stands.
     rr_fifo: Vec<u8>,
-    /// Idle cores a notice of the current event wakes: they take their next
-    /// step right after the event, at the same tick, without an event of
-    /// their own.
+    /// Idle agents (cores, DMA units) a notice of the current event wakes:
+    /// they take their next step right after the event, at the same tick,
+    /// without an event of their own.
     step_now: Vec<(u32, u8)>,
-    /// Per node, with a DMA engine: packets to the node itself that the
-    /// injection unit has moved and the reception unit has yet to take
-    /// (a local transfer: memory to memory FIFO, no torus FIFO, no link).
-    loopback: Vec<List>,
 }
 
 /// A partition's machine as [`Net::export_part`] sends it.
@@ -108,7 +93,7 @@ pub struct NetPart {
     torus: crate::torus::TorusPart,
     cores: Vec<crate::node::Core>,
     rr_fifo: Vec<u8>,
-    loopback: Vec<List>,
+    dma: Vec<dma::NodeEngine>,
 }
 
 /// Software running on the cores (a traffic driver, the message layer ...).
@@ -133,7 +118,7 @@ impl Net {
         let dma = Dma::new(machine);
         Net {
             torus: Torus::new(machine, seed),
-            cores: Cores::new(machine, dma.as_ref().map(Dma::injection_unit)),
+            cores: Cores::new(machine, dma.is_some()),
             dma,
             tree: machine.spec.collective.is_some().then(|| Tree::new(machine)),
             barrier: machine.spec.barrier.is_some().then(|| Barrier::new(machine)),
@@ -143,7 +128,6 @@ impl Net {
             sw_write_ticks: 0,
             rr_fifo: vec![0; machine.shape.nodes() as usize],
             step_now: Vec::new(),
-            loopback: if machine.spec.dma.is_some() { vec![List::default(); machine.shape.nodes() as usize] } else { Vec::new() },
         }
     }
 
@@ -188,12 +172,6 @@ impl Net {
         self.dma.as_ref()
     }
 
-    /// The DMA engine's time for one transfer of `bytes` (one unit).
-    /// Panics on a machine without one: check [`Net::dma_slot`].
-    pub fn dma_ticks(&self, bytes: u32) -> Tick {
-        self.engine().transfer_ticks(bytes)
-    }
-
     /// The DMA engines of a machine that has them (the `dma_*` calls are
     /// for such machines only).
     fn engine(&self) -> &Dma {
@@ -226,17 +204,58 @@ impl Net {
         self.sw_write_ticks = ticks;
     }
 
-    /// Cores per node.
+    /// Processor cores per node.
     pub fn cores_per_node(&self) -> usize {
         self.cores.per_node
     }
 
-    /// Cores of the machine (nodes x cores per node), and the dense index of one.
-    pub fn core_count(&self) -> usize {
-        self.cores.cores.len()
+    /// Agents per node that software hands packets to or hears from: the
+    /// processor cores, then the DMA engine's two units where the machine
+    /// has one.
+    pub fn agents_per_node(&self) -> usize {
+        self.cores.per_node + if self.dma.is_some() { 2 } else { 0 }
     }
-    pub fn core_index(&self, node: u32, core: usize) -> usize {
-        self.cores.idx(node, core)
+
+    /// Agents of the machine (nodes x agents per node), and the dense index
+    /// of one.
+    pub fn agent_count(&self) -> usize {
+        self.torus.geo.nodes() as usize * self.agents_per_node()
+    }
+    pub fn agent_index(&self, node: u32, agent: usize) -> usize {
+        node as usize * self.agents_per_node() + agent
+    }
+
+    /// The agent a core or DMA event is for.
+    #[inline]
+    pub fn agent_of(&self, e: &Event) -> usize {
+        match &self.dma {
+            Some(d) if e.owner() == Component::Dma as u8 => d.injection_unit() + e.a as usize,
+            _ => e.a as usize,
+        }
+    }
+
+    /// The DMA unit at agent slot `agent`, if it is one.
+    #[inline]
+    fn unit_of(&self, agent: usize) -> Option<usize> {
+        if agent < self.cores.per_node {
+            None
+        } else {
+            self.dma.as_ref().and_then(|d| d.unit_of(agent))
+        }
+    }
+
+    /// The cores' counters summed, with the DMA units' packets and time
+    /// counted as writes (injection unit) and reads (reception unit).
+    pub fn core_totals(&self) -> CoreCounters {
+        let mut t = self.cores.totals();
+        if let Some(d) = &self.dma {
+            let (i, r) = (d.unit_counters(dma::INJECTION), d.unit_counters(dma::RECEPTION));
+            t.inject_ticks += i.busy_ticks;
+            t.packets_written += i.packets;
+            t.read_ticks += r.busy_ticks;
+            t.packets_read += r.packets;
+        }
+        t
     }
 
     /// When a core has done what it was given.
@@ -363,8 +382,9 @@ impl Net {
                 let q = self.cores.get(n, c).sendq;
                 self.cores.get_mut(n, c).sendq = self.torus.rehome(&o.torus.pool, q, &mut map);
             }
-            if let Some(l) = o.loopback.get(n as usize) {
-                self.loopback[n as usize] = self.torus.rehome(&o.torus.pool, *l, &mut map);
+            if let (Some(d), Some(od)) = (self.dma.as_mut(), o.dma.as_ref()) {
+                let torus = &mut self.torus;
+                d.absorb_node(od.node(n), n, |l| torus.rehome(&o.torus.pool, l, &mut map));
             }
         }
         self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&o.rr_fifo[lo as usize..hi as usize]);
@@ -377,7 +397,7 @@ impl Net {
             torus: self.torus.export_part(lo, hi),
             cores: self.cores.cores[a..b].to_vec(),
             rr_fifo: self.rr_fifo[lo as usize..hi as usize].to_vec(),
-            loopback: self.loopback.get(lo as usize..hi as usize).map_or(Vec::new(), <[List]>::to_vec),
+            dma: self.dma.as_ref().map_or(Vec::new(), |d| d.export_part(lo, hi)),
         }
     }
     /// Makes this (fresh) machine the partition `st` came from, as far as
@@ -387,8 +407,8 @@ impl Net {
         self.torus.import_part(st.torus, lo, hi);
         self.cores.cores[a..b].copy_from_slice(&st.cores);
         self.rr_fifo[lo as usize..hi as usize].copy_from_slice(&st.rr_fifo);
-        if !st.loopback.is_empty() {
-            self.loopback[lo as usize..hi as usize].copy_from_slice(&st.loopback);
+        if let Some(d) = self.dma.as_mut() {
+            d.import_part(&st.dma, lo, hi);
         }
     }
     /// Packets in the network or held by software.
@@ -468,10 +488,15 @@ impl Net {
         f
     }
 
-    /// The core that writes into injection FIFO `f`: with two communication
-    /// cores, one serves the + directions (even FIFOs) and the other the -
-    /// directions (odd FIFOs); high-priority FIFOs belong to the first core.
+    /// The agent that writes into injection FIFO `f`: the DMA engine's
+    /// injection unit where the machine has one; otherwise, with two
+    /// communication cores, one serves the + directions (even FIFOs) and
+    /// the other the - directions (odd FIFOs), and high-priority FIFOs
+    /// belong to the first core.
     pub fn fifo_owner(&self, f: usize) -> usize {
+        if let Some(d) = &self.dma {
+            return d.injection_unit();
+        }
         if let Some(o) = &self.cores.owners {
             return o[f] as usize;
         }
@@ -489,21 +514,50 @@ impl Net {
     /// time, no injection FIFO) and the reception unit takes it, as it
     /// takes packets from the reception FIFOs; it never enters the torus.
     pub fn send(&mut self, q: &mut EventQueue, now: Tick, node: u32, mut p: Packet, fifo: Option<usize>) {
-        assert!(!is_local(&p, node) || self.dma.is_some(), "packet to its own node must not enter the torus");
+        assert!(!dma::is_local(&p, node) || self.dma.is_some(), "packet to its own node must not enter the torus");
         let nfifo = (self.machine.torus().injection_fifos + self.machine.torus().hp_injection_fifos) as usize;
         let f = fifo.unwrap_or_else(|| self.default_fifo(node, &p)).min(nfifo - 1);
         p.aux = f as u8;
-        let core = self.fifo_owner(f);
         let id = self.torus.pool.alloc(p);
+        if let Some(d) = self.dma.as_mut() {
+            d.queue(&mut self.torus, node, id);
+            return d.wake(q, now, node, dma::INJECTION);
+        }
+        let core = self.fifo_owner(f);
         let c = self.cores.get_mut(node, core);
         c.sendq.push(&mut self.torus.pool, id);
         c.sendq_len += 1;
         self.wake(q, now, node, core);
     }
 
-    /// Packets queued by software on `node`'s `core`, not yet written.
+    /// Packets queued by software on `node`'s agent `core` (a core or the
+    /// DMA engine's injection unit), not yet written.
     pub fn pending(&self, node: u32, core: usize) -> u32 {
-        self.cores.get(node, core).sendq_len
+        match self.unit_of(core) {
+            Some(dma::INJECTION) => self.engine().queued(node),
+            Some(_) => 0,
+            None => self.cores.get(node, core).sendq_len,
+        }
+    }
+
+    /// Packets queued by software on `node` and not yet written, by its
+    /// communication cores or its DMA engine.
+    pub fn pending_on_node(&self, node: u32) -> u32 {
+        (0..self.cores.comm).map(|c| self.cores.get(node, c).sendq_len).sum::<u32>() + self.dma.as_ref().map_or(0, |d| d.queued(node))
+    }
+
+    /// Wakes every agent of `node` that writes or reads packets (its
+    /// communication cores, then the DMA engine's units): sources that
+    /// inject as fast as they can then pull their work in
+    /// [`Software::refill`].
+    pub fn wake_agents(&mut self, q: &mut EventQueue, now: Tick, node: u32) {
+        for c in 0..self.cores.comm {
+            self.wake(q, now, node, c);
+        }
+        if let Some(d) = self.dma.as_mut() {
+            d.wake(q, now, node, dma::INJECTION);
+            d.wake(q, now, node, dma::RECEPTION);
+        }
     }
 
     /// Sets a timer for `node`'s `core` at absolute time `at`.
@@ -554,6 +608,9 @@ impl Net {
     }
 
     fn wake(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        if let Some(u) = self.unit_of(core) {
+            return self.engine_mut().wake(q, now, node, u);
+        }
         let c = self.cores.get_mut(node, core);
         if !c.wake_pending {
             c.wake_pending = true;
@@ -564,6 +621,12 @@ impl Net {
     /// As [`Net::wake`], for a notice: a core that is free now steps at the
     /// end of the current event (see `step_now`).
     fn wake_for_notice(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        if let Some(u) = self.unit_of(core) {
+            if self.engine_mut().wake_now(q, now, node, u) {
+                self.step_now.push((node, core as u8));
+            }
+            return;
+        }
         let c = self.cores.get_mut(node, core);
         if !c.wake_pending && c.busy_until <= now {
             c.wake_pending = true;
@@ -573,16 +636,32 @@ impl Net {
         }
     }
 
-    /// Routes the torus's notices to the cores.
+    /// The agent that reads reception FIFO `f`: the DMA engine's reception
+    /// unit where the machine has one, else the core assigned to it.
+    #[inline]
+    fn reader_of(&self, f: usize) -> usize {
+        match &self.dma {
+            Some(d) => d.reception_unit(),
+            None => self.cores.reader_of(f),
+        }
+    }
+
+    /// Routes the torus's notices to the cores or the DMA engine.
     pub fn drain_notices(&mut self, q: &mut EventQueue, now: Tick) {
         while let Some(n) = self.torus.notices.pop() {
             match n {
                 Notice::RxReady { node, fifo } => {
-                    let core = self.cores.reader_of(fifo as usize);
+                    let core = self.reader_of(fifo as usize);
                     self.wake_for_notice(q, now, node, core);
                 }
                 Notice::InjSpace { node, fifo } => {
                     let core = self.fifo_owner(fifo as usize);
+                    if let Some(d) = self.dma.as_mut() {
+                        if d.fifo_freed(node) {
+                            self.wake_for_notice(q, now, node, core);
+                        }
+                        continue;
+                    }
                     let waiting = self.cores.get(node, core).waiting_fifo;
                     if waiting {
                         self.cores.get_mut(node, core).waiting_fifo = false;
@@ -611,42 +690,31 @@ impl Net {
                 sw.refill(self, q, now, node, core);
             }
         }
-        let engine = self.dma.as_ref().is_some_and(|d| d.is_unit(core));
-        // The reception unit also takes its node's local transfers, as one
-        // more source after the reception FIFOs.
-        let local_in = engine && self.loopback.get(node as usize).is_some_and(|l| !l.is_empty())
-            && self.dma.as_ref().is_some_and(|d| d.reception_unit() == core);
-        let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core) | if local_in { 1 << NRX } else { 0 };
+        let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core);
         let c = self.cores.cores[ci];
         let mut can_send = !c.sendq.is_empty() && !c.waiting_fifo;
         if can_send {
             // A write waits for room in its injection FIFO; meanwhile the
             // core keeps reading (its reads may be what frees the network).
-            // (A local transfer takes no FIFO.)
             let p = self.torus.pool.get(c.sendq.head);
-            if !(engine && is_local(p, node)) && self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
+            if self.torus.inj_free(node, p.aux as usize) < p.chunks as u32 * self.torus.p.chunk_bytes {
                 self.cores.cores[ci].waiting_fifo = true;
                 can_send = false;
             }
         }
-        let poll = if c.idle && !engine { self.costs.poll } else { 0 };
+        let poll = if c.idle { self.costs.poll } else { 0 };
         let do_read = rx_mask != 0 && (!can_send || !c.turn);
         if do_read {
-            // Round-robin over the FIFOs of this core's group (and the
-            // local transfers, after them).
+            // Round-robin over the FIFOs of this core's group.
             let mut f = c.rr as usize;
-            for _ in 0..=NRX {
-                f = (f + 1) % (NRX + 1);
+            for _ in 0..NRX {
+                f = (f + 1) % NRX;
                 if rx_mask & (1 << f) != 0 {
                     break;
                 }
             }
-            let id = if f == NRX {
-                self.loopback[node as usize].pop(&self.torus.pool)
-            } else {
-                self.torus.rx_pop(node, f, now, q)
-            };
-            let cost = poll + if engine { self.dma_ticks(self.torus.pool.get(id).chunks as u32 * self.torus.p.chunk_bytes) } else { self.costs.read };
+            let id = self.torus.rx_pop(node, f, now, q);
+            let cost = poll + self.costs.read;
             let done = now + cost;
             {
                 let c = &mut self.cores.cores[ci];
@@ -670,15 +738,13 @@ impl Net {
         }
         if can_send {
             let id = c.sendq.head;
-            let (f, bytes, local) = {
+            let (f, bytes) = {
                 let p = self.torus.pool.get(id);
-                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes, engine && is_local(p, node))
+                (p.aux as usize, p.chunks as u32 * self.torus.p.chunk_bytes)
             };
-            if local || self.torus.inj_reserve(node, f, bytes, now) {
-                let extra = if engine { 0 } else { self.sw_write_ticks };
-                let cost = poll + extra + if engine {
-                    self.dma_ticks(bytes)
-                } else if self.write_from_memory {
+            if self.torus.inj_reserve(node, f, bytes, now) {
+                let extra = self.sw_write_ticks;
+                let cost = poll + extra + if self.write_from_memory {
                     self.costs.write_memory
                 } else {
                     self.costs.write_cached
@@ -696,7 +762,7 @@ impl Net {
                 c.counters.packets_written += 1;
                 // One event when the write is done: the packet enters the
                 // FIFO, then the core goes on.
-                q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: if local { LOOPBACK } else { f as u8 }, node, data: id });
+                q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: f as u8, node, data: id });
                 let pkt = *self.torus.pool.get(id);
                 sw.on_written(self, q, done, node, core, &pkt);
                 return;
@@ -707,6 +773,43 @@ impl Net {
         let c = &mut self.cores.cores[ci];
         c.idle = true;
         c.wake_pending = false;
+    }
+
+    /// One step of a DMA unit (see [`Dma::inject`], [`Dma::receive`]),
+    /// passing what it moved on to software. Like a core, a unit with
+    /// nothing queued first lets software queue more.
+    fn unit_step<S: Software + ?Sized>(&mut self, sw: &mut S, q: &mut EventQueue, now: Tick, node: u32, unit: usize) {
+        let d = self.dma.as_mut().expect("a machine with a DMA engine");
+        if !d.begin(q, now, node, unit) {
+            return;
+        }
+        let slot = d.injection_unit() + unit;
+        if d.nothing_queued(node, unit) {
+            sw.refill(self, q, now, node, slot);
+        }
+        let d = self.dma.as_mut().expect("a machine with a DMA engine");
+        let step = if unit == dma::INJECTION { d.inject(&mut self.torus, q, now, node) } else { d.receive(&mut self.torus, q, now, node) };
+        match step {
+            dma::Step::Read { pkt, done } => {
+                sw.on_packet(self, q, done, node, slot, &pkt);
+                self.engine_mut().read_done(q, node, done);
+                self.drain_notices(q, now);
+            }
+            dma::Step::Moving { id, done } => {
+                let pkt = *self.torus.pool.get(id);
+                sw.on_written(self, q, done, node, slot, &pkt);
+            }
+            dma::Step::Busy | dma::Step::Idle => {}
+        }
+    }
+
+    /// One step of agent `agent` of `node`: a core, or a DMA unit.
+    #[inline]
+    fn agent_step<S: Software + ?Sized>(&mut self, sw: &mut S, q: &mut EventQueue, now: Tick, node: u32, agent: usize) {
+        match self.unit_of(agent) {
+            Some(u) => self.unit_step(sw, q, now, node, u),
+            None => self.core_step(sw, q, now, node, agent),
+        }
     }
 
     /// Reads the state an upcoming event will use (see
@@ -721,6 +824,8 @@ impl Net {
             if stage == 1 && (e.kind == tev::RX_DONE || (e.kind == tev::XFER_DONE && e.b as usize >= NDIR)) {
                 self.touch_notified_core(e);
             }
+        } else if stage == 0 && e.owner() == Component::Dma as u8 {
+            self.engine().prefetch(e.node);
         } else if stage == 0 && (e.a as usize) < self.cores.per_node {
             self.cores.prefetch(e.node, e.a as usize);
             if e.kind == ev::TIMER {
@@ -745,11 +850,14 @@ impl Net {
             // And the reception FIFO the packet joins.
             let f = rx_index(p.flags, e.a as usize).min(NRX - 1);
             self.torus.touch_rx_fifo(e.node, f);
-            self.cores.reader_of(f)
+            self.reader_of(f)
         } else {
             return;
         };
-        self.cores.prefetch(e.node, core);
+        match &self.dma {
+            Some(d) => d.prefetch(e.node),
+            None => self.cores.prefetch(e.node, core),
+        }
     }
 
     /// Dispatches one event to the torus or the cores.
@@ -760,13 +868,17 @@ impl Net {
         } else {
             match e.kind {
                 ev::CORE_WAKE => self.core_step(sw, q, now, e.node, e.a as usize),
-                ev::WRITTEN if e.c == LOOPBACK => {
-                    // A local transfer is in memory: the reception unit
-                    // takes it when it gets to it.
-                    self.loopback[e.node as usize].push(&mut self.torus.pool, e.data);
-                    let rx = self.engine().reception_unit();
-                    self.wake_for_notice(q, now, e.node, rx);
-                    self.core_step(sw, q, now, e.node, e.a as usize)
+                dma::ev::WAKE => self.unit_step(sw, q, now, e.node, e.a as usize),
+                dma::ev::MOVED => {
+                    if self.dma.as_mut().expect("a machine with a DMA engine").moved(&mut self.torus, q, now, &e) {
+                        // A local transfer is in memory: the reception
+                        // unit takes it when it gets to it.
+                        let rx = self.engine().reception_unit();
+                        self.wake_for_notice(q, now, e.node, rx);
+                    } else if !self.torus.notices.is_empty() {
+                        self.drain_notices(q, now);
+                    }
+                    self.unit_step(sw, q, now, e.node, dma::INJECTION)
                 }
                 ev::WRITTEN => {
                     self.torus.inj_push(e.node, e.c as usize, e.data, now, q);
@@ -791,9 +903,9 @@ impl Net {
         // (their steps may wake more).
         let mut i = 0;
         while i < self.step_now.len() {
-            let (node, core) = self.step_now[i];
+            let (node, agent) = self.step_now[i];
             i += 1;
-            self.core_step(sw, q, now, node, core as usize);
+            self.agent_step(sw, q, now, node, agent as usize);
             if !self.torus.notices.is_empty() {
                 self.drain_notices(q, now);
             }

@@ -262,7 +262,7 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
             stalls: g.stalls_by_vc[v],
         })
         .collect();
-    let cores = net.cores().totals();
+    let cores = net.core_totals();
     let cyc = m.tick_cycle as f64;
     let cores = CoreCounters {
         inject_ticks: (cores.inject_ticks as f64 / cyc) as u64,

@@ -117,13 +117,12 @@ impl Source {
         }
     }
 
-    /// Wakes every communication core once: sources that inject as fast as
-    /// they can then pull their work in `refill`.
+    /// Wakes every node's communication cores (and DMA engine) once:
+    /// sources that inject as fast as they can then pull their work in
+    /// `refill`.
     pub fn wake_all(&self, net: &mut Net, q: &mut EventQueue) {
         for v in 0..self.geo.nodes() {
-            for c in 0..net.comm_cores() {
-                net.compute(q, 0, v, c, 0);
-            }
+            net.wake_agents(q, 0, v);
         }
     }
 }

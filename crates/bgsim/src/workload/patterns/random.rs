@@ -71,7 +71,7 @@ impl TrafficPattern for Random {
     /// Creates one packet (unless the node's backlog is full) and schedules
     /// the next.
     fn on_timer(&mut self, src: &mut Source, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, _core: usize, _tag: u32) {
-        let pending: u32 = (0..net.comm_cores()).map(|c| net.pending(node, c)).sum();
+        let pending = net.pending_on_node(node);
         if pending < self.backlog {
             let dest = self.dest(src, node);
             let pl = src.payload(node, net, &self.sizes);
