@@ -188,13 +188,17 @@ fn ranks_go_on_live_nodes_and_unreachable_pairs_are_refused() {
     messages_arrive(&m);
     let w = World::new(&m, 5, &Mapping::default(), 1, true).unwrap();
     assert!((0..5).all(|r| w.place(r).0 != 2), "a rank on the dead node");
-    // A dead node where routes turn: every rank in use cannot be reached.
+    // A dead node where routes turn: the pairs that turn there go through
+    // an intermediate node, and every message arrives.
     let m = load(&["partition.shape=\"4x4x1\"".into(), "torus.dead_nodes=[\"1,0,0\"]".into()]).unwrap();
-    let e = World::new(&m, 15, &Mapping::default(), 1, true).err().expect("refused").to_string();
+    messages_arrive(&m);
+    // A live node whose four neighbours are dead cannot be reached.
+    let boxed = load(&["partition.shape=\"4x4x1\"".into(), "torus.dead_nodes=[\"0,1,0\",\"2,1,0\",\"1,0,0\",\"1,2,0\"]".into()]).unwrap();
+    let e = World::new(&boxed, 12, &Mapping::default(), 1, true).err().expect("refused").to_string();
     assert!(e.contains("no route from node") && e.contains("cannot all reach each other"), "{e}");
-    // Ranks that avoid the dead node's lines run.
-    let slots: Vec<[u32; 4]> = (0..4).map(|x| [x, 2, 0, 0]).collect();
-    assert!(World::new(&m, 4, &Mapping::Slots(slots), 1, true).is_ok());
+    // Ranks that avoid it run.
+    let slots: Vec<[u32; 4]> = (0..4).map(|x| [x, 3, 0, 0]).collect();
+    assert!(World::new(&boxed, 4, &Mapping::Slots(slots), 1, true).is_ok());
     // Traffic patterns use every node: dead nodes are refused, and so are
     // fills with dead links.
     let uniform = TrafficSpec::new(Pattern::Uniform);
@@ -203,8 +207,18 @@ fn ranks_go_on_live_nodes_and_unreachable_pairs_are_refused() {
     let cut = load(&["partition.shape=\"4x4x4\"".into(), "torus.dead_links=[\"0,0,0:x+\"]".into()]).unwrap();
     let e = workload::run(&cut, &TrafficSpec::new(Pattern::LineFill), &mut |_| true).err().unwrap().to_string();
     assert!(e.contains("cannot route around dead links"), "{e}");
-    // Two dead links on one ring cut it.
+    // Two dead links on one ring cut it; the packets across go round by
+    // another ring, through an intermediate node. Six dead links cut a
+    // node off.
     let two = load(&["partition.shape=\"4x4x4\"".into(), "torus.dead_links=[\"0,0,0:x+\",\"2,0,0:x+\"]".into()]).unwrap();
-    let e = workload::run(&two, &uniform, &mut |_| true).err().unwrap().to_string();
+    let mut spec = TrafficSpec::new(Pattern::Uniform);
+    for (k, v) in [("load", serde_json::json!(0.3)), ("warmup_ncycles", serde_json::json!(0)), ("measure_ncycles", serde_json::json!(2000)), ("drain", serde_json::json!(true))] {
+        spec.set(k, v).unwrap();
+    }
+    let r = workload::run(&two, &spec, &mut |_| true).unwrap();
+    assert!(r.fault_forwarded_packets.unwrap() > 0 && r.completed);
+    let alone: Vec<String> = ["x+", "x-", "y+", "y-", "z+", "z-"].iter().map(|d| format!("\"1,1,1:{d}\"")).collect();
+    let cut = load(&["partition.shape=\"4x4x4\"".into(), format!("torus.dead_links=[{}]", alone.join(","))]).unwrap();
+    let e = workload::run(&cut, &uniform, &mut |_| true).err().unwrap().to_string();
     assert!(e.contains("no route from node"), "{e}");
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+
+import numpy as np
 import statistics
 from typing import Dict, List, Sequence
 
@@ -436,6 +438,7 @@ def faults(ctx: Context) -> Outcome:
     ], x_label="link bit error rate (0 plotted at 1e-7)", log=lambda b: f"bit error rate {b:g}",
         plot_xs=[max(b, 1e-7) for b in rates])
     _dead_links(ctx, out, shape, meas)
+    _dead_nodes(ctx, out, shape)
     out.key_metrics = [m for m in out.metrics if m.startswith(("latency", "retransmit", "dead"))]
     return out
 
@@ -454,6 +457,52 @@ def _spread_links(shape: str, count: int, seed: int = 1) -> List[str]:
             rings.add(ring)
             links.append(f"{c[0]},{c[1]},{c[2]}:{'xyz'[k]}{rng.choice('+-')}")
     return links
+
+
+def _spread_nodes(shape: str, count: int, seed: int = 1) -> List[List[int]]:
+    """`count` nodes of `shape` drawn at random, no two on one line (the
+    system software's forwarding joins every pair round up to three such
+    dead nodes)."""
+    dims = [int(x) for x in shape.split("x")]
+    rng = random.Random(seed)
+    nodes: List[List[int]] = []
+    while len(nodes) < count:
+        c = [rng.randrange(d) for d in dims]
+        if all(sum(a == b for a, b in zip(c, o)) < 2 for o in nodes):
+            nodes.append(c)
+    return nodes
+
+
+def _dead_nodes(ctx: Context, out: Outcome, shape: str) -> None:
+    from .. import MPI
+    counts = [0, 1, 2, 3]
+    dead = _spread_nodes(shape, counts[-1], ctx.seed)
+    nbytes = 1024
+    out.setup.append(f"Dead nodes: an MPI_Alltoall of {nbytes} B per pair among one rank per live node of {shape}, "
+                     f"with 0 to {counts[-1]} dead nodes drawn at random (seed {ctx.seed}, no two on one line, "
+                     "torus.dead_nodes). Every dead node is where some pairs' dimension-ordered routes turn: those "
+                     "packets go to an intermediate node by one clean dimension-ordered route, its packet layer "
+                     "reads them and sends them on by another (as the system software forwarded them). The "
+                     "figures: the all-to-all's time, and the packets sent that went round a fault and that were "
+                     "forwarded, in % of the packets sent.")
+
+    def main():
+        c = MPI.COMM_WORLD
+        buf = np.zeros(nbytes * c.Get_size(), dtype="u1")
+        c.Alltoall(buf, np.empty_like(buf))
+
+    def point(k: int) -> Dict[str, float]:
+        sets = [f"torus.dead_nodes={json.dumps([','.join(map(str, c)) for c in dead[:k]])}"] if k else []
+        r = ctx.run(main, "bgl", shape=shape, settings=sets, seed=ctx.seed)
+        c = r.counters
+        sent = max(1, c["packets_sent"])
+        return {"dn_time": r.time_s * 1e6, "dn_routed": 100 * c.get("fault_routed_packets", 0) / sent,
+                "dn_forwarded": 100 * c.get("fault_forwarded_packets", 0) / sent}
+    sweep(ctx, out, counts, point, [
+        Curve("dn_time", "all-to-all time (us)", "deadnode{x}_alltoall_us", 1),
+        Curve("dn_routed", "", "deadnode{x}_fault_routed_pct", 2, plot=False),
+        Curve("dn_forwarded", "packets forwarded (%)", "deadnode{x}_forwarded_pct", 2),
+    ], x_label="dead nodes", log="{x} dead nodes")
 
 
 def _dead_links(ctx: Context, out: Outcome, shape: str, meas: int) -> None:

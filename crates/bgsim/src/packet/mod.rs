@@ -728,7 +728,7 @@ impl Net {
             }
             let pkt = *self.torus.pool.get(id);
             self.torus.pool.release(id);
-            sw.on_packet(self, q, done, node, core, &pkt);
+            self.take(sw, q, done, node, core, &pkt);
             // The core goes on when the read and whatever work the packet
             // caused on this core are done (one wake-up, not one per piece).
             let at = self.cores.cores[ci].busy_until.max(done);
@@ -764,7 +764,9 @@ impl Net {
                 // FIFO, then the core goes on.
                 q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: f as u8, node, data: id });
                 let pkt = *self.torus.pool.get(id);
-                sw.on_written(self, q, done, node, core, &pkt);
+                if !pkt.is(flags::FORWARDED) {
+                    sw.on_written(self, q, done, node, core, &pkt);
+                }
                 return;
             }
             self.cores.cores[ci].waiting_fifo = true;
@@ -791,16 +793,31 @@ impl Net {
         let step = if unit == dma::INJECTION { d.inject(&mut self.torus, q, now, node) } else { d.receive(&mut self.torus, q, now, node) };
         match step {
             dma::Step::Read { pkt, done } => {
-                sw.on_packet(self, q, done, node, slot, &pkt);
+                self.take(sw, q, done, node, slot, &pkt);
                 self.engine_mut().read_done(q, node, done);
                 self.drain_notices(q, now);
             }
             dma::Step::Moving { id, done } => {
                 let pkt = *self.torus.pool.get(id);
-                sw.on_written(self, q, done, node, slot, &pkt);
+                if !pkt.is(flags::FORWARDED) {
+                    sw.on_written(self, q, done, node, slot, &pkt);
+                }
             }
             dma::Step::Busy | dma::Step::Idle => {}
         }
+    }
+
+    /// A packet `agent` of `node` has read, at `now`: software's, or, at
+    /// the intermediate node of a route round a fault, sent on to where it
+    /// goes (see [`Torus::forward`]; written as any packet, by the agent
+    /// that owns its injection FIFO).
+    #[inline]
+    fn take<S: Software + ?Sized>(&mut self, sw: &mut S, q: &mut EventQueue, now: Tick, node: u32, agent: usize, pkt: &Packet) {
+        if pkt.to == NIL {
+            return sw.on_packet(self, q, now, node, agent, pkt);
+        }
+        let p = self.torus.forward(pkt, node);
+        self.send(q, now, node, p, None);
     }
 
     /// One step of agent `agent` of `node`: a core, or a DMA unit.

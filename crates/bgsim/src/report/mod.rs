@@ -104,6 +104,10 @@ pub struct TrafficResult {
     /// on a healthy partition; counted from the start of the run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault_routed_packets: Option<u64>,
+    /// Of those, packets forwarded through an intermediate node (no clean
+    /// dimension-ordered route joined their ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault_forwarded_packets: Option<u64>,
     /// Finite patterns: every expected packet was read.
     pub completed: bool,
     pub deadlock: bool,
@@ -284,6 +288,7 @@ pub fn summarize(net: &Net, run: TrafficRun, stats: &EngineStats, wall_s: f64) -
         nodes: geo.nodes(),
         dead_links: net.faults().map(|f| f.dead_links()),
         fault_routed_packets: net.faults().map(|f| f.rerouted()),
+        fault_forwarded_packets: net.faults().map(|f| f.forwarded()),
         completed,
         deadlock: deadlock_at.is_some(),
         stopped_at_max_ncycles: run.stopped_at_max,

@@ -64,6 +64,11 @@ pub struct MpiCounters {
     /// without an engine).
     pub dma_descriptors: u64,
     pub dma_work_fifo_full: u64,
+    /// On a partition with dead nodes or links: packets routed in
+    /// dimension order round them, and packets of those forwarded through
+    /// an intermediate node (`torus::faults`); 0 on a healthy one.
+    pub fault_routed_packets: u64,
+    pub fault_forwarded_packets: u64,
 }
 
 impl MpiCounters {
@@ -83,6 +88,8 @@ impl MpiCounters {
         self.link_retransmissions += o.link_retransmissions;
         self.dma_descriptors += o.dma_descriptors;
         self.dma_work_fifo_full += o.dma_work_fifo_full;
+        self.fault_routed_packets += o.fault_routed_packets;
+        self.fault_forwarded_packets += o.fault_forwarded_packets;
     }
 }
 
@@ -182,6 +189,8 @@ pub fn mpi_report(world: &World, finished: &[Option<Tick>]) -> MpiReport {
         no_token_stalls: 0,
         dma_descriptors: net.dma().map_or(0, |d| d.counters().descriptors),
         dma_work_fifo_full: net.dma().map_or(0, |d| d.counters().work_fifo_full),
+        fault_routed_packets: net.faults().map_or(0, |f| f.rerouted()),
+        fault_forwarded_packets: net.faults().map_or(0, |f| f.forwarded()),
     };
     let byte_s = secs(m.tick_byte);
     let (mut link_packets, mut link_util_pct, mut link_stalls) = (vec![], vec![], vec![]);

@@ -11,9 +11,16 @@
 //!   (a torus dimension; a mesh has one way). Dimension-ordered routes on
 //!   the escape VCs keep the network free of deadlock, whichever way round
 //!   each ring they go;
-//! - a pair with no clean dimension-ordered route cannot be reached: runs
-//!   check their pairs before they start ([`FaultMap::unreachable`]) and
-//!   refuse, naming one.
+//! - a pair with no clean dimension-ordered route (a dead node where the
+//!   route turns, say) goes through an intermediate node, as the system
+//!   software forwarded packets: a clean dimension-ordered route takes it
+//!   there, the packet layer of that node reads it and sends it on by
+//!   another clean route ([`FaultMap::via`]). The intermediate is a corner
+//!   of the box the pair spans where one is fit (the same length as a
+//!   minimal route, in another dimension order), else the live node with
+//!   the shortest way through it;
+//! - a pair no such route joins cannot be reached: runs check their pairs
+//!   before they start ([`FaultMap::unreachable`]) and refuse, naming one.
 //!
 //! A route's three segments are independent (x on the source's line, y on
 //! the line through the x-turn, z on the destination's line), so a pair is
@@ -21,6 +28,9 @@
 
 use super::geometry::{dim_of, is_minus, Geometry};
 use crate::machine::Faults;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// The faults of a partition, indexed for the route choice.
 #[derive(Debug)]
@@ -37,7 +47,12 @@ pub struct FaultMap {
     line_fault: [Vec<bool>; 3],
     /// Packets given a dimension-ordered route because a fault lay among
     /// their minimal routes (counted by [`FaultMap::route`]).
-    rerouted: std::sync::atomic::AtomicU64,
+    rerouted: AtomicU64,
+    /// Packets forwarded through an intermediate node.
+    forwarded: AtomicU64,
+    /// Per pair with no clean dimension-ordered route: the node it is
+    /// forwarded through, if any (found once per pair).
+    vias: Mutex<HashMap<(u32, u32), Option<u32>>>,
 }
 
 /// A pair of nodes no clean dimension-ordered route joins.
@@ -50,7 +65,7 @@ pub struct NoRoute {
 impl std::fmt::Display for NoRoute {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = |c: [u32; 3]| format!("({},{},{})", c[0], c[1], c[2]);
-        write!(f, "no route from node {} to node {} avoids the dead nodes and links (packets route in dimension order x, y, z, either way round each ring)", c(self.src), c(self.dst))
+        write!(f, "no route from node {} to node {} avoids the dead nodes and links (packets route in dimension order x, y, z, either way round each ring, directly or through one intermediate node)", c(self.src), c(self.dst))
     }
 }
 
@@ -68,6 +83,8 @@ impl FaultMap {
             links: Vec::new(),
             line_fault: [vec![false; n], vec![false; n], vec![false; n]],
             rerouted: 0.into(),
+            forwarded: 0.into(),
+            vias: Mutex::new(HashMap::new()),
         };
         for &c in &faults.nodes {
             let i = geo.index(c) as usize;
@@ -102,12 +119,19 @@ impl FaultMap {
     }
     /// Packets routed in dimension order because of a fault so far.
     pub fn rerouted(&self) -> u64 {
-        self.rerouted.load(std::sync::atomic::Ordering::Relaxed)
+        self.rerouted.load(Ordering::Relaxed)
     }
 
-    /// Adds another partition's rerouted packets (windowed runs).
-    pub fn add_rerouted(&self, n: u64) {
-        self.rerouted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    /// Packets forwarded through an intermediate node so far.
+    pub fn forwarded(&self) -> u64 {
+        self.forwarded.load(Ordering::Relaxed)
+    }
+
+    /// Adds another partition's rerouted and forwarded packets (windowed
+    /// runs).
+    pub fn add_counts(&self, rerouted: u64, forwarded: u64) {
+        self.rerouted.fetch_add(rerouted, Ordering::Relaxed);
+        self.forwarded.fetch_add(forwarded, Ordering::Relaxed);
     }
 
     /// Whether the way from `c` along direction `d` to coordinate `to` of
@@ -144,7 +168,14 @@ impl FaultMap {
         if self.box_clean(geo, a, b, hint) {
             return Some((hint, true));
         }
-        self.rerouted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.rerouted.fetch_add(1, Ordering::Relaxed);
+        self.ordered(geo, a, b, hint).map(|h| (h, false))
+    }
+
+    /// The hint bits of a clean dimension-ordered route from `a` to `b`
+    /// (minimal hint bits `hint`), each dimension the minimal way round
+    /// where that is clean, else the other way; None when there is none.
+    fn ordered(&self, geo: &Geometry, a: [u32; 3], b: [u32; 3], hint: u8) -> Option<u8> {
         let mut cur = a;
         let mut h = 0u8;
         for k in 0..3 {
@@ -156,7 +187,39 @@ impl FaultMap {
             h |= 1 << d;
             cur[k] = b[k];
         }
-        Some((h, false))
+        Some(h)
+    }
+
+    /// The hint bits of a clean dimension-ordered route from node `s` to
+    /// node `t`, if one exists.
+    pub fn leg(&self, geo: &Geometry, s: u32, t: u32) -> Option<u8> {
+        self.ordered(geo, geo.coords32(s), geo.coords32(t), geo.hint_bits(s, t))
+    }
+
+    /// The node a packet from `s` to `t` that has no clean
+    /// dimension-ordered route is forwarded through (see the module's
+    /// text); None when none joins them.
+    pub fn via(&self, geo: &Geometry, s: u32, t: u32) -> Option<u32> {
+        if let Some(v) = self.vias.lock().expect("the forwarding cache").get(&(s, t)) {
+            return *v;
+        }
+        let v = self.find_via(geo, s, t);
+        self.vias.lock().expect("the forwarding cache").insert((s, t), v);
+        v
+    }
+
+    fn find_via(&self, geo: &Geometry, s: u32, t: u32) -> Option<u32> {
+        let fit = |i: u32| i != s && i != t && !self.dead_node[i as usize] && self.leg(geo, s, i).is_some() && self.leg(geo, i, t).is_some();
+        let (a, b) = (geo.coords32(s), geo.coords32(t));
+        let corners = (1..7u32).map(|m| geo.index([0, 1, 2].map(|k| if m & (1 << k) != 0 { b[k] } else { a[k] })));
+        corners.into_iter().find(|&i| fit(i)).or_else(|| {
+            (0..geo.nodes()).filter(|&i| fit(i)).min_by_key(|&i| (geo.distance(s, i) + geo.distance(i, t), i))
+        })
+    }
+
+    /// Counts a packet forwarded through an intermediate node.
+    pub fn count_forwarded(&self) {
+        self.forwarded.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether no fault lies on any minimal route from `a` to `b` (hint bits
@@ -186,8 +249,9 @@ impl FaultMap {
         })
     }
 
-    /// A pair of nodes, both used (`used[node]`), that no clean route joins;
-    /// None when every used pair is reachable.
+    /// A pair of nodes, both used (`used[node]`), that no clean route joins,
+    /// directly or through an intermediate node; None when every used pair
+    /// is reachable.
     pub fn unreachable(&self, geo: &Geometry, used: &[bool]) -> Option<NoRoute> {
         let dims = geo.dims;
         let idx = |c: [u32; 3]| geo.index(c) as usize;
@@ -231,8 +295,29 @@ impl FaultMap {
                                 (by_z[i as usize], used[idx(to)].then_some(to))
                             }
                         };
-                        if let (Some(src), Some(dst)) = (s, t) {
-                            return Some(NoRoute { src, dst });
+                        if s.is_none() || t.is_none() {
+                            continue;
+                        }
+                        // Every used pair whose route takes this segment
+                        // must go through an intermediate node.
+                        let line = |fix: &[(usize, u32)]| -> Vec<u32> {
+                            (0..geo.nodes())
+                                .filter(|&n| used[n as usize] && fix.iter().all(|&(d, v)| geo.coords32(n)[d] == v))
+                                .collect()
+                        };
+                        let (srcs, dsts) = match k {
+                            0 => (vec![idx(from) as u32], line(&[(0, j)])),
+                            1 => (line(&[(1, i), (2, from[2])]), line(&[(0, from[0]), (1, j)])),
+                            _ => {
+                                let mut to = from;
+                                to[2] = j;
+                                (line(&[(2, i)]), vec![idx(to) as u32])
+                            }
+                        };
+                        for &a in &srcs {
+                            if let Some(&b) = dsts.iter().find(|&&b| a != b && self.via(geo, a, b).is_none()) {
+                                return Some(NoRoute { src: geo.coords32(a), dst: geo.coords32(b) });
+                            }
                         }
                     }
                 }
@@ -311,41 +396,49 @@ mod tests {
     }
 
     #[test]
-    fn a_dead_turn_node_cannot_be_avoided_and_is_found() {
+    fn a_dead_turn_node_is_passed_through_an_intermediate_node() {
         // (1,0,0) dead: from (0,0,0) to (1,1,0) every dimension-ordered
-        // route turns there.
+        // route turns there; the other corner (0,1,0) joins the two.
         let geo = Geometry::new(&Shape::torus(4, 4, 1));
         let m = FaultMap::new(&geo, &faults(&[[1, 0, 0]], &[])).unwrap();
         let dst = geo.index([1, 1, 0]);
         assert_eq!(m.route(&geo, 0, dst, geo.hint_bits(0, dst)), None);
+        let via = m.via(&geo, 0, dst).expect("an intermediate node");
+        assert_eq!(geo.coords32(via), [0, 1, 0]);
+        for (a, b) in [(0, via), (via, dst)] {
+            let (nodes, _) = walk(&geo, a, b, m.leg(&geo, a, b).unwrap());
+            assert!(nodes.iter().all(|&v| !m.node_dead(v)));
+        }
         let mut used = vec![true; 16];
         used[1] = false;
-        let bad = m.unreachable(&geo, &used).expect("an unreachable pair");
-        let (s, t) = (geo.index(bad.src), geo.index(bad.dst));
-        assert!(used[s as usize] && used[t as usize]);
-        assert_eq!(m.route(&geo, s, t, geo.hint_bits(s, t)), None);
-        assert!(bad.to_string().contains("no route from node"));
-        // Only the nodes of another line in use: all reachable.
-        let used: Vec<bool> = (0..16).map(|n| geo.coords32(n)[1] == 2).collect();
-        assert_eq!(m.unreachable(&geo, &used), None);
+        assert_eq!(m.unreachable(&geo, &used), None, "every live pair is joined, directly or through a node");
     }
 
     #[test]
-    fn two_dead_links_on_a_ring_cut_it_and_a_mesh_link_cuts_its_line() {
+    fn a_cut_line_with_no_other_way_is_found() {
+        // Two dead links cut a ring of a 1-D torus, one cuts a mesh line:
+        // no other line to go round by.
+        for (shape, links) in [(Shape::torus(6, 1, 1), vec![([0, 0, 0], 0), ([3, 0, 0], 0)]), (Shape::mesh(4, 1, 1), vec![([1, 0, 0], 0)])] {
+            let geo = Geometry::new(&shape);
+            let m = FaultMap::new(&geo, &faults(&[], &links)).unwrap();
+            let bad = m.unreachable(&geo, &vec![true; geo.nodes() as usize]).expect("an unreachable pair");
+            let (s, t) = (geo.index(bad.src), geo.index(bad.dst));
+            assert_eq!((m.route(&geo, s, t, geo.hint_bits(s, t)), m.via(&geo, s, t)), (None, None));
+            assert!(bad.to_string().contains("through one intermediate node"));
+        }
+        // On a 6x2 torus the same cut ring is passed by the other ring.
         let geo = Geometry::new(&Shape::torus(6, 2, 1));
         let m = FaultMap::new(&geo, &faults(&[], &[([0, 0, 0], 0), ([3, 0, 0], 0)])).unwrap();
-        assert!(m.unreachable(&geo, &[true; 12]).is_some());
-        let geo = Geometry::new(&Shape::mesh(4, 2, 2));
-        let m = FaultMap::new(&geo, &faults(&[], &[([1, 1, 1], 0)])).unwrap();
-        let bad = m.unreachable(&geo, &[true; 16]).unwrap();
-        assert_eq!(m.route(&geo, geo.index(bad.src), geo.index(bad.dst), geo.hint_bits(geo.index(bad.src), geo.index(bad.dst))), None);
+        assert_eq!(m.unreachable(&geo, &[true; 12]), None);
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// With random faults, every route the choice gives arrives, crosses
-        /// no dead link or node, is minimal when adaptive, and a pair with
-        /// no route is exactly what `unreachable` finds among all nodes.
+        /// no dead link or node, is minimal when adaptive; a pair with no
+        /// direct route goes through a live node by two such routes; and a
+        /// pair with neither is exactly what `unreachable` finds among all
+        /// nodes.
         #[test]
         fn routes_avoid_every_fault(x in 1u32..6, y in 1u32..5, z in 1u32..4, mesh in any::<bool>(),
                                      picks in proptest::collection::vec((0u32..1000, 0usize..7), 1..4)) {
@@ -369,7 +462,17 @@ mod tests {
                 for t in (0..n).filter(|&i| used[i as usize] && i != s) {
                     let minimal = geo.hint_bits(s, t);
                     match m.route(&geo, s, t, minimal) {
-                        None => any_unreachable = true,
+                        None => match m.via(&geo, s, t) {
+                            None => any_unreachable = true,
+                            Some(v) => {
+                                prop_assert!(v != s && v != t && used[v as usize]);
+                                for (a, b) in [(s, v), (v, t)] {
+                                    let (nodes, links) = walk(&geo, a, b, m.leg(&geo, a, b).unwrap());
+                                    prop_assert!(nodes.iter().all(|&v| !m.node_dead(v)), "{a}->{b} crosses a dead node");
+                                    prop_assert!(links.iter().all(|&(v, d)| !m.link_dead(v, d)), "{a}->{b} crosses a dead link");
+                                }
+                            }
+                        },
                         Some((h, adaptive)) => {
                             let (nodes, links) = walk(&geo, s, t, h);
                             prop_assert!(nodes.iter().all(|&v| !m.node_dead(v)), "{s}->{t} crosses a dead node");

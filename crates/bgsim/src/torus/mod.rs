@@ -148,6 +148,7 @@ pub struct TorusPart {
     nodes: Vec<NodeCounters>,
     global: GlobalCounters,
     rerouted: u64,
+    forwarded: u64,
     pool: Pool,
     share: Option<Share>,
     coarse: Option<Box<coarse::Coarse>>,
@@ -229,18 +230,51 @@ impl Torus {
 
     /// Routes `pk` around the partition's dead nodes and links (see
     /// [`faults`]): its hint bits, and whether it may still route
-    /// adaptively. Panics on a pair the run did not check: runs refuse
-    /// unreachable pairs before they start ([`FaultMap::unreachable`]).
+    /// adaptively. A pair with no clean dimension-ordered route goes first
+    /// to the intermediate node it is forwarded through (`pk.to` keeps
+    /// where it goes on to; see [`Torus::forward`]). Panics on a pair the
+    /// run did not check: runs refuse unreachable pairs before they start
+    /// ([`FaultMap::unreachable`]).
     pub fn route_around_faults(&self, pk: &mut Packet) -> bool {
         let Some(f) = &self.faults else { return true };
-        match f.route(&self.geo, pk.src, pk.dest, pk.hint) {
-            Some((hint, adaptive)) => {
-                pk.hint = hint;
-                adaptive
-            }
-            None => panic!("{} (a pair the run should have refused before it started)",
-                NoRoute { src: self.geo.coords32(pk.src), dst: self.geo.coords32(pk.dest) }),
+        if let Some((hint, adaptive)) = f.route(&self.geo, pk.src, pk.dest, pk.hint) {
+            pk.hint = hint;
+            return adaptive;
         }
+        let Some(via) = f.via(&self.geo, pk.src, pk.dest) else {
+            panic!("{} (a pair the run should have refused before it started)",
+                NoRoute { src: self.geo.coords32(pk.src), dst: self.geo.coords32(pk.dest) })
+        };
+        f.count_forwarded();
+        pk.to = pk.dest;
+        self.aim(pk, pk.src, via);
+        false
+    }
+
+    /// Points `pk`, at node `from`, at node `to` by a clean
+    /// dimension-ordered route.
+    fn aim(&self, pk: &mut Packet, from: u32, to: u32) {
+        let f = self.faults.as_ref().expect("forwarding on a partition with faults");
+        pk.dest = to;
+        pk.dc = self.geo.coords(to);
+        pk.hint = f.leg(&self.geo, from, to).expect("a forwarding node joined to both ends");
+    }
+
+    /// The packet `pk`, read at the intermediate node `node` it is
+    /// forwarded through, sent on to where it goes: dimension-ordered,
+    /// as a fresh injection (software at `node` does not see it).
+    pub fn forward(&self, pk: &Packet, node: u32) -> Packet {
+        let mut p = *pk;
+        p.next = NIL;
+        p.last_dir = NO_DIR;
+        p.crossed = 0;
+        p.vc = 0;
+        p.charge = 0;
+        p.prod = 0;
+        p.flags = (p.flags & !(flags::DYNAMIC | flags::STALLED | flags::COPY)) | flags::FORWARDED;
+        let to = std::mem::replace(&mut p.to, NIL);
+        self.aim(&mut p, node, to);
+        p
     }
 
     /// Overrides the hint bits: travel along direction `d` only (used by
@@ -430,7 +464,7 @@ impl Torus {
         self.absorb_coarse(o, lo, hi);
         self.global.merge(&o.global);
         if let (Some(f), Some(g)) = (&self.faults, &o.faults) {
-            f.add_rerouted(g.rerouted());
+            f.add_counts(g.rerouted(), g.forwarded());
         }
         let live = o.live_packets();
         if let Some(s) = &mut self.part {
@@ -446,6 +480,7 @@ impl Torus {
             nodes: self.nodes[lo as usize..hi as usize].to_vec(),
             global: self.global.clone(),
             rerouted: self.faults.as_ref().map_or(0, |f| f.rerouted()),
+            forwarded: self.faults.as_ref().map_or(0, |f| f.forwarded()),
             pool: self.pool.clone(),
             share: self.part,
             coarse: self.coarse.clone(),
@@ -459,7 +494,7 @@ impl Torus {
         self.nodes[lo as usize..hi as usize].copy_from_slice(&st.nodes);
         self.global = st.global;
         if let Some(f) = &self.faults {
-            f.add_rerouted(st.rerouted);
+            f.add_counts(st.rerouted, st.forwarded);
         }
         self.pool = st.pool;
         self.part = st.share;

@@ -20,6 +20,10 @@ pub mod flags {
     /// Deliver into the second reception FIFO group (the second core's or
     /// the second task's); otherwise the first.
     pub const GROUP1: u8 = 32;
+    /// Sent on by the packet layer of an intermediate node, on the way
+    /// round a fault (see `torus::faults`): software hears of it at its
+    /// destination only.
+    pub const FORWARDED: u8 = 64;
 }
 
 /// One torus packet. `next` links it into exactly one queue at a time.
@@ -67,6 +71,9 @@ pub struct Packet {
     pub aux: u8,
     /// Productive directions at the node the packet is at (set on arrival).
     pub prod: u8,
+    /// Where the packet goes after `dest`, when `dest` is an intermediate
+    /// node it is forwarded through (NIL: `dest` is where it goes).
+    pub to: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 64);
@@ -97,6 +104,7 @@ impl Packet {
             charge: 0,
             aux: 0,
             prod: 0,
+            to: NIL,
         }
     }
     #[inline]

@@ -153,7 +153,11 @@ impl Torus {
         g.delivered_packets += 1;
         g.delivered_payload += pk.payload as u64;
         g.delivered_wire_bytes += (pk.chunks as u32 * self.p.chunk_bytes + self.p.trailer_gap + self.p.ack_bytes) as u64;
-        g.latency.record(now - pk.created);
+        // A packet forwarded through this node counts its latency where it
+        // ends (each leg is a delivery and a network latency of its own).
+        if pk.to == NIL {
+            g.latency.record(now - pk.created);
+        }
         g.network_latency.record(now - pk.injected);
         let w = ((now - self.counters_since) / self.p.window) as usize;
         if g.window_packets.len() <= w {
