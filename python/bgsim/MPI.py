@@ -233,6 +233,7 @@ from .mpishim.groups import (
 from .mpishim.requests import (
     Request,
     Prequest,
+    Grequest,
     REQUEST_NULL,
 )
 from .mpishim.info import (
@@ -496,6 +497,7 @@ __all__ = [
     "GROUP_NULL",
     "Request",
     "Prequest",
+    "Grequest",
     "REQUEST_NULL",
     "Info",
     "INFO_NULL",

@@ -27,6 +27,7 @@ from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyn
 from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
 from .runtime import Runtime
+from .runtime import current as _current_rank
 
 #: The tiers a run's torus may run on: packet by packet, or the coarse tier.
 FIDELITIES = ("packet", "coarse")
@@ -398,8 +399,13 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         raise ProgramSyntaxError(e.msg, (e.filename, e.lineno, e.offset, e.text)) from None
 
     def main() -> Any:
-        ns = {"__name__": "__main__", "__file__": path, "__builtins__": builtins, "__package__": None}
-        exec(code, ns)
+        # The rank's own __main__ module: what `sys.modules["__main__"]`
+        # gives while the rank runs (unittest.main, pickle by reference).
+        mod = types.ModuleType("__main__")
+        mod.__dict__.update({"__file__": path, "__builtins__": builtins, "__package__": None})
+        ctx = _current_rank()
+        ctx.runtime.modules.set_main(ctx.rank, mod)
+        exec(code, mod.__dict__)
         return None
 
     old_argv, old_path = sys.argv, list(sys.path)

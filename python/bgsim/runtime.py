@@ -113,6 +113,10 @@ class _RankModules:
             del sys.modules[k]
         self.per_rank: List[Optional[Dict[str, Any]]] = [None] * nranks
         self.known = set(sys.modules)
+        #: Each rank's __main__ (a program file run by `bgsim run`), and the
+        #: launcher's, put back while no rank runs.
+        self.mains: List[Optional[Any]] = [None] * nranks
+        self.launcher_main = sys.modules.get("__main__")
 
     #: bgsim's own package is shared whatever directory the program is in.
     _OWN = os.path.join(os.path.dirname(os.path.realpath(__file__)), "")
@@ -125,12 +129,22 @@ class _RankModules:
         return (f.startswith(self.prefix) and not f.startswith(self._OWN)
                 and "site-packages" not in f and "dist-packages" not in f)
 
+    def set_main(self, r: int, module: Any) -> None:
+        """Makes `module` rank `r`'s ``__main__`` (it is running)."""
+        self.mains[r] = module
+        sys.modules["__main__"] = module
+
     def enter(self, r: int) -> None:
         mine = self.per_rank[r]
         if mine:
             sys.modules.update(mine)
+        main = self.mains[r]
+        if main is not None:
+            sys.modules["__main__"] = main
 
     def leave(self, r: int) -> None:
+        if self.mains[r] is not None:
+            sys.modules["__main__"] = self.launcher_main
         mine = self.per_rank[r]
         if mine:
             for k in mine:
@@ -153,6 +167,8 @@ class _RankModules:
             for k in mine or ():
                 sys.modules.pop(k, None)
         sys.modules.update(self.saved)
+        if self.launcher_main is not None:
+            sys.modules["__main__"] = self.launcher_main
 
 
 class Runtime:

@@ -687,16 +687,17 @@ def test_protocol_waits_overlap_and_only_core_time_serialises():
 
 def test_communicators_share_their_groups_so_memory_per_rank_stays_flat():
     """Create_cart, Dup, Split and Get_group on thousands of ranks: every
-    member holds the same group object (a communicator's group costs memory
-    once, not once per member), and Split orders by key, then by rank."""
+    member's group handle holds the same ranks (a communicator's group
+    costs memory once, not once per member; a handle is a few words), and
+    Split orders by key, then by rank."""
     def main():
         c = MPI.COMM_WORLD
         cart = c.Create_cart(MPI.Compute_dims(c.size, 2), periods=[True, True])
         dup = cart.Dup()
         split = c.Split(c.rank % 4, -c.rank)  # keys reverse the order
         sub = c.Create_cart([c.size // 2], periods=[False])
-        return (id(cart.Get_group()), id(dup.Get_group()), id(split.Get_group()), split.rank,
-                id(sub.Get_group()) if sub != MPI.COMM_NULL else None)
+        return (id(cart.Get_group()._ranks), id(dup.Get_group()._ranks), id(split.Get_group()._ranks), split.rank,
+                id(sub.Get_group()._ranks) if sub != MPI.COMM_NULL else None)
     r = run(main, shape="16x16x8")
     res = r.results
     n = len(res)
@@ -1041,3 +1042,125 @@ def test_recv_into_a_buffer_warns_as_mpi4py_4_does():
         return obj, [str(x.message) for x in w if issubclass(x.category, UserWarning)]
 
     assert bgsim.run(main, shape="2x1x1", nranks=1).results[0] == ("42", ["the 'buf' argument is deprecated"])
+
+
+def test_group_and_communicator_handles_free_pickle_and_stay_each_ranks_own():
+    import pickle
+
+    def main():
+        c = MPI.COMM_WORLD
+        r = c.Get_rank()
+        g = c.Get_group()
+        h = MPI.Group(g)
+        same = (h == g, h is not g, MPI.Group() == MPI.GROUP_NULL, bool(MPI.GROUP_NULL), bool(MPI.GROUP_EMPTY),
+                MPI.GROUP_EMPTY != MPI.GROUP_NULL)
+        if r == 0:
+            g.Free()  # this handle only: rank 1's, and rank 0's other one, stay
+        c.Barrier()
+        sizes = (g == MPI.GROUP_NULL, h.Get_size(), c.Get_group().Get_size())
+        try:
+            MPI.GROUP_NULL.Get_size()
+            null_raises = False
+        except MPI.Exception as e:
+            null_raises = e.Get_error_class() == MPI.ERR_GROUP
+        world = g.Translate_ranks() if r else h.Translate_ranks()
+        pickled = (pickle.loads(pickle.dumps(MPI.COMM_WORLD)) is MPI.COMM_WORLD,
+                   pickle.loads(pickle.dumps(MPI.GROUP_NULL)) is MPI.GROUP_NULL,
+                   pickle.loads(pickle.dumps(MPI.Intracomm(MPI.COMM_SELF))) == MPI.COMM_SELF)
+        d = c.Dup()
+        try:
+            pickle.dumps(d)
+            refused = False
+        except ValueError:
+            refused = True
+        d.Free()
+        # COMM_SELF is every rank's own: its Split keeps each rank alone.
+        s = MPI.COMM_SELF.Split(0, 0)
+        alone = (s.Get_size(), s.Get_rank())
+        s.Free()
+        return same, sizes, null_raises, world, pickled, refused, alone, isinstance(MPI.Comm.Get_parent(), MPI.Intercomm)
+
+    for r, res in enumerate(bgsim.run(main, shape="2x1x1", nranks=2).results):
+        same, sizes, null_raises, world, pickled, refused, alone, parent = res
+        assert same == (True, True, True, False, True, True)
+        assert sizes == ((r == 0), 2, 2)
+        assert null_raises and world == [0, 1] and pickled == (True, True, True) and refused
+        assert alone == (1, 0) and parent
+
+
+def test_user_ops_are_counted_per_rank_and_buffers_keep_their_layout():
+    import numpy as np
+
+    def main():
+        c = MPI.COMM_WORLD
+        r = c.Get_rank()
+        # Each rank may hold its own 32 user-defined operations.
+        ops = [MPI.Op.Create(lambda a, b, t: b) for _ in range(MPI_MAX_OPS)]
+        try:
+            MPI.Op.Create(lambda a, b, t: b)
+            over = False
+        except MPI.Exception:
+            over = True
+        for o in ops:
+            o.Free()
+        # A Fortran-ordered array goes in memory order; data in the other
+        # byte order needs its datatype named; a strided view is refused.
+        f = np.asfortranarray(np.arange(6, dtype="f8").reshape(3, 2)) if r == 0 else np.zeros((2, 3), "f8").T
+        if r == 0:
+            c.Send(f, dest=1)
+        else:
+            c.Recv(f, source=0)
+        swapped = np.zeros(3, ">i4")
+        errors = []
+        for buf in (swapped, np.zeros((3, 2))[:, 0]):
+            try:
+                c.Sendrecv(buf, dest=r, sendtag=5, recvbuf=np.zeros(buf.shape, buf.dtype), source=r, recvtag=5)
+            except BufferError as e:
+                errors.append(str(e))
+        c.Sendrecv([swapped, MPI.INT], dest=r, sendtag=6, recvbuf=[np.zeros(3, ">i4"), MPI.INT], source=r, recvtag=6)
+        return over, f.ravel(order="K").tolist(), errors
+
+    MPI_MAX_OPS = 32
+    res = bgsim.run(main, shape="2x1x1", nranks=2).results
+    assert [x[0] for x in res] == [True, True]
+    assert res[1][1] == res[0][1] == [0.0, 2.0, 4.0, 1.0, 3.0, 5.0]
+    for _, _, errors in res:
+        assert "byte order" in errors[0] and "not contiguous" in errors[1]
+
+
+UNITTEST_PROGRAM = """
+import sys
+import unittest
+from mpi4py import MPI
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+
+class T(unittest.TestCase):
+    def test_neighbour(self):
+        c = MPI.COMM_WORLD
+        # pickle finds Point in this rank's __main__ (sent and received).
+        got = c.sendrecv(Point(c.rank), dest=(c.rank + 1) % c.size, source=(c.rank - 1) % c.size)
+        self.assertEqual(got.x, (c.rank - 1) % c.size)
+        self.assertIs(sys.modules["__main__"].Point, Point)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+def test_each_rank_runs_the_program_as_its_own_main(cli, tmp_path):
+    prog = tmp_path / "t.py"
+    prog.write_text(UNITTEST_PROGRAM)
+    p = cli("run", "--shape", "2x1x1", "-n", "2", str(prog), check=True)
+    assert p.stderr.count("Ran 1 test") == 2 and "FAILED" not in p.stderr
+    # In this process too, and the launcher's __main__ is back after the run.
+    import sys
+    from bgsim.program import run_file
+    before = sys.modules["__main__"]
+    run_file(str(prog), shape="2x1x1", nranks=2)
+    assert sys.modules["__main__"] is before

@@ -6,6 +6,7 @@ import collections.abc as _abc
 import itertools as _itertools
 import operator as _operator
 import pickle as _pickle
+import sys as _sys
 from typing import Any, List, Optional, Tuple
 
 import numpy as _np
@@ -106,7 +107,12 @@ def _datatype_view(mv: memoryview, dt: Datatype, displ_bytes: int, count: int, r
 _FMT_CACHE: dict = {}
 
 
-def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
+_UNSEEN = object()
+#: Buffer format prefixes of the byte order this machine does not use.
+_FOREIGN_ORDER = (">", "!") if _sys.byteorder == "little" else ("<",)
+
+
+def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Optional[Datatype]]:
     mv = obj._mv if isinstance(obj, _membuf.buffer) else _foreign.memory(obj)
     if mv is None:
         raise _TypeError(f"message: expecting a buffer or a list [data, count, datatype], got {type(obj).__name__}")
@@ -118,13 +124,19 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Datatype]:
         raise _TypeError("message: a buffer of Python objects (numpy dtype=object) cannot be sent or received "
                          "through the buffer API; use the lowercase pickle API (comm.send / comm.recv) or a numeric dtype")
     key = (mv.format, mv.itemsize)
-    dt = _FMT_CACHE.get(key)
-    if dt is None:
-        dt = _FMT_CACHE[key] = _format_datatype(mv.format, mv.itemsize)
+    dt = _FMT_CACHE.get(key, _UNSEEN)
+    if dt is _UNSEEN:
+        # Data in the other byte order has no datatype of its own (None):
+        # the message must name one.
+        dt = _FMT_CACHE[key] = None if mv.format[:1] in _FOREIGN_ORDER else _format_datatype(mv.format, mv.itemsize)
     if mv.ndim == 1 and mv.format == "B":
         return mv, dt
     if not mv.contiguous:
-        raise _ValueError("message: the buffer is not contiguous")
+        raise _BufferError("message: the buffer is not contiguous (copy it, e.g. numpy.ascontiguousarray, or "
+                           "describe its layout with a derived datatype)")
+    if not mv.c_contiguous:
+        # Fortran order: its bytes in memory order, the same memory.
+        mv = memoryview(_np.asarray(mv).ravel(order="K"))
     return mv.cast("B") if (mv.format != "B" or mv.ndim != 1) else mv, dt
 
 
@@ -168,6 +180,9 @@ def _basic(buf: Any, dtype: Any, recv: bool) -> Tuple[memoryview, Datatype]:
             raise _ValueError("message: a None or BOTTOM buffer needs an explicit datatype")
         return memoryview(b""), _as_datatype(dtype)
     mv, dt = _bytes_view(buf, not recv)
+    if dtype is None and dt is None:
+        raise _BufferError("message: the buffer's byte order is not this machine's; give its datatype "
+                           "([buf, MPI.INT] ...)")
     return mv, (dt if dtype is None else _as_datatype(dtype))
 
 

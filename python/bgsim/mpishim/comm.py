@@ -46,7 +46,7 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         # mpi4py's forms: Comm() is a null communicator, Comm(comm) a new
         # handle of comm; bgsim builds its own from (group, context).
         if group is None and context is None:
-            group, context, name = Group(), -1, "MPI_COMM_NULL"
+            group, context, name = Group(()), -1, "MPI_COMM_NULL"
         elif isinstance(group, Comm) and context is None:
             if isinstance(self, Topocomm) and not isinstance(group, type(self)):
                 raise ArgumentTypeError(f"{type(self).__name__}(): {type(group).__name__} has another topology")
@@ -93,8 +93,9 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         return self.Get_size()
 
     def Get_group(self) -> Group:
-        # Groups never change once made: every rank's handle is one object.
-        return self._group
+        # A new handle of the communicator's group (which never changes and
+        # whose ranks every rank shares): freeing it frees only the handle.
+        return Group(self._group)
 
     @property
     def group(self) -> Group:
@@ -156,10 +157,10 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         self.Set_info(info)
 
     @staticmethod
-    def Get_parent() -> "Comm":
-        """The parent of spawned processes: none (COMM_NULL); bgsim runs no
-        dynamic processes."""
-        return COMM_NULL
+    def Get_parent() -> "Intercomm":
+        """The parent of spawned processes: a null intercommunicator (equal
+        to COMM_NULL); bgsim runs no dynamic processes."""
+        return Intercomm()
 
     def Compare(self, comm: "Comm") -> int:
         if self._context < 0 or comm._context < 0:
@@ -173,6 +174,21 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         return isinstance(other, Comm) and self._context == other._context
 
     __hash__ = object.__hash__
+
+    def __reduce__(self) -> Any:
+        # As mpi4py: the predefined communicators pickle as themselves, a
+        # new handle of one as a new handle, any other not at all (its
+        # context is this run's).
+        from .world import COMM_SELF, COMM_WORLD
+        for name, comm in (("COMM_NULL", COMM_NULL), ("COMM_WORLD", COMM_WORLD), ("COMM_SELF", COMM_SELF)):
+            if self is comm:
+                return name
+        if not self:
+            return (type(self), ())
+        if self._context in (0, 2):
+            return (type(self), (COMM_WORLD if self._context == 0 else COMM_SELF,))
+        raise UsageError("cannot pickle a communicator other than COMM_NULL, COMM_SELF and COMM_WORLD "
+                         "(its context is this run's)")
 
     def __bool__(self) -> bool:
         return self._context >= 0
@@ -195,7 +211,10 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         seqs = ctx.state.setdefault("comm_seq", {})
         n = seqs.get(self._context, 0)
         seqs[self._context] = n + 1
-        return (self._context, kind, n)
+        # A one-member communicator (COMM_SELF, and what comes of it) has
+        # one context on every rank but is every rank's own.
+        own = (self._group._ranks[0],) if len(self._group._ranks) == 1 else ()
+        return (self._context, kind, n) + own
 
     def _sync(self, what: str) -> None:
         """What a communicator constructor costs: MPICH agrees on the new
@@ -380,6 +399,8 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         """The predefined attributes: the largest tag, the world's size as the
         universe, the last error code, any rank may do I/O, the clock (the
         simulated one) is global; APPNUM is not set. Then the user's keys."""
+        if keyval == KEYVAL_INVALID:
+            raise Exception(ERR_KEYVAL, "Get_attr: MPI_KEYVAL_INVALID")
         if keyval == UNIVERSE_SIZE:
             return _ctx().runtime.world.nranks
         if keyval in _PREDEFINED:
@@ -425,7 +446,9 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         dims = [int(d) for d in dims]
         if any(d <= 0 for d in dims):
             raise Exception(ERR_DIMS, f"dims {dims}")
-        periods = [bool(p) for p in (periods if periods is not None else [False] * len(dims))]
+        if periods is None or isinstance(periods, (bool, int, _np.integer)):
+            periods = [bool(periods)] * len(dims)  # one flag for every dimension, as mpi4py takes it
+        periods = [bool(p) for p in periods]
         if len(periods) != len(dims):
             raise UsageError(f"Create_cart: {len(periods)} periods for {len(dims)} dimensions")
         n = 1
@@ -852,7 +875,7 @@ def _callback(what: str, fn: Any, comm: "Comm", keyval: int, value: Any) -> Any:
         raise Exception(ERR_OTHER, f"the {what} function of attribute {keyval} raised") from None
 
 
-COMM_NULL = Intracomm(Group(), -1, "MPI_COMM_NULL")
+COMM_NULL = Intracomm(Group(()), -1, "MPI_COMM_NULL")
 
 
 class Intercomm(Comm):
@@ -863,6 +886,16 @@ class Intercomm(Comm):
         if comm is not None and not (isinstance(comm, Comm) and not comm):
             raise NotImplementedError("intercommunicators are not simulated by bgsim")
         super().__init__()
+
+    # Only the null intercommunicator exists: its calls raise MPI_ERR_COMM.
+    def Get_remote_group(self) -> Group:
+        raise Exception(ERR_COMM, "Get_remote_group on MPI_COMM_NULL")
+
+    def Get_remote_size(self) -> int:
+        raise Exception(ERR_COMM, "Get_remote_size on MPI_COMM_NULL")
+
+    def Merge(self, high: bool = False) -> "Intracomm":
+        raise Exception(ERR_COMM, "Merge on MPI_COMM_NULL")
 
 
 # MPI_COMM_NULL: every call raises MPI_ERR_COMM.

@@ -183,8 +183,20 @@ class Datatype:
         try:
             npd = _np.dtype(code)
         except TypeError:
-            raise DatatypeLookupError(f"cannot map typecode {code!r} to MPI datatype") from None
+            raise UsageError(f"cannot map typecode {code!r} to MPI datatype") from None
         return _NP_TO_DT.get(npd.str) or cls(f"typecode {code!r}", npd)
+
+    def tocode(self) -> str:
+        """The type code `fromcode` maps back to a datatype of the same kind
+        and size: a struct / array character where one names it, else
+        numpy's; only for datatypes of one basic element."""
+        t = self._basic()
+        if t is _NULL_TYPE or t.np is None or t.np.fields is not None or t.combiner not in _BASIC_COMBINERS:
+            raise UsageError(f"cannot map MPI datatype {self.name or '(unnamed)'} to a typecode")
+        for code, dt in _TYPEDICT.items():
+            if dt.typechar == self.typechar and dt.typestr == self.typestr:
+                return code
+        return self.typestr
 
     # -- properties --
 
@@ -201,17 +213,24 @@ class Datatype:
     def name(self, value: str) -> None:
         self._t.name = value
 
+    def _basic(self) -> "Datatype":
+        """What a duplicate duplicates (itself for any other datatype)."""
+        t = self._t
+        while t.combiner == COMBINER_DUP:
+            t = t.contents[3][0]._t
+        return t
+
     @property
     def typechar(self) -> str:
-        t = self._t
-        return t.np.char if t.np is not None and t.combiner in (COMBINER_NAMED, COMBINER_F90_INTEGER, COMBINER_F90_REAL, COMBINER_F90_COMPLEX) else "V"
+        t = self._basic()
+        return t.np.char if t.np is not None and t.combiner in _BASIC_COMBINERS else "V"
 
     @property
     def typestr(self) -> str:
-        t = self._t
-        if t.np is not None and t.combiner == COMBINER_NAMED:
+        t = self._basic()
+        if t.np is not None and t.np.fields is None and t.combiner in _BASIC_COMBINERS:
             return t.np.str
-        return f"|V{t.ub - t.lb}"
+        return f"V{t.ub - t.lb}"
 
     @property
     def size(self) -> int:
@@ -613,6 +632,10 @@ _TYPEDICT = {
     "u1": UINT8_T, "u2": UINT16_T, "u4": UINT32_T, "u8": UINT64_T,
     "f2": FLOAT16_T, "f4": FLOAT32_T, "f8": FLOAT64_T, "c8": C_FLOAT_COMPLEX, "c16": C_DOUBLE_COMPLEX,
 }
+
+
+#: Datatypes of one basic element: the named ones and Fortran's sized ones.
+_BASIC_COMBINERS = (COMBINER_NAMED, COMBINER_F90_INTEGER, COMBINER_F90_REAL, COMBINER_F90_COMPLEX)
 
 
 def _as_datatype(dtype: Any) -> "Datatype":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as _np
+from greenlet import getcurrent as _getcurrent
 
 from ..errors import ArgumentTypeError
 from ..errors import UsageError as _ValueError
@@ -13,9 +14,16 @@ from .errors import ERR_OP, Exception
 from .handles import Handle
 
 
-#: User-defined operations that may exist at once (as in Open MPI and MPICH builds of mpi4py).
+#: User-defined operations that may exist at once in a process (as in Open
+#: MPI and MPICH builds of mpi4py): every rank counts its own.
 MAX_USER_OPS = 32
-_user_ops = [0]
+_user_ops = [0]  # outside any rank
+
+
+def _user_op_count() -> list:
+    """The calling rank's count of user-defined operations (a one-item list)."""
+    ctx = getattr(_getcurrent(), "ctx", None)
+    return _user_ops if ctx is None else ctx.state.setdefault("user_ops", [0])
 
 
 class Op(Handle):
@@ -42,9 +50,11 @@ class Op(Handle):
         """A user-defined operation: ``function(invec, inoutvec, datatype)``
         combines invec into inoutvec in place (objects: datatype None, and it
         returns the result)."""
-        if _user_ops[0] >= MAX_USER_OPS:
-            raise Exception(ERR_OP, f"Op.Create: at most {MAX_USER_OPS} user-defined operations at once (Free some)")
-        _user_ops[0] += 1
+        count = _user_op_count()
+        if count[0] >= MAX_USER_OPS:
+            raise Exception(ERR_OP, f"Op.Create: at most {MAX_USER_OPS} user-defined operations at once in a process "
+                                    "(Free some)")
+        count[0] += 1
         return cls(f"user:{getattr(function, '__name__', 'op')}", commute=commute, user=function)
 
     def __eq__(self, other: Any) -> bool:
@@ -59,7 +69,24 @@ class Op(Handle):
     def __bool__(self) -> bool:
         return self.name != "MPI_OP_NULL"
 
+    _clone = False  # a handle got back from its integer (fromint / f2py)
+
+    @classmethod
+    def fromint(cls, handle: int) -> "Op":
+        """The operation of integer handle `handle`; a user-defined one comes
+        back as a new handle that does not carry its Python function (as in
+        mpi4py: it works, but does not pickle)."""
+        op = super().fromint(handle)
+        if op._user is None:
+            return op
+        clone = object.__new__(cls)
+        clone.__dict__.update(op.__dict__)
+        clone._clone = True
+        return clone
+
     def __reduce__(self) -> Any:
+        if self._clone:
+            raise _ValueError("cannot pickle a user-defined operation got back from its integer handle")
         if self._user is not None:
             return (Op.Create, (self._user, self._commute))
         named = globals().get(self.name.replace("MPI_", "", 1))
@@ -82,7 +109,8 @@ class Op(Handle):
         if self._user is None:
             raise Exception(ERR_OP, f"Free: {self.name} is {'null' if not self else 'predefined'}")
         if self.name != "MPI_OP_NULL":
-            _user_ops[0] = max(0, _user_ops[0] - 1)
+            count = _user_op_count()
+            count[0] = max(0, count[0] - 1)
             self.name = "MPI_OP_NULL"
 
     def __call__(self, x: Any, y: Any) -> Any:

@@ -22,6 +22,17 @@ from .status import Status
 _ndarray = _np.ndarray
 
 
+def _plain(buf: Any) -> bool:
+    """Whether `buf` is a numpy array whose bytes are its elements as
+    they stand: C-contiguous, in this machine's byte order, no Python
+    objects (the fast paths take its bytes as they are; anything else goes
+    the general way, which explains what it cannot take)."""
+    if buf.__class__ is not _ndarray:
+        return False
+    d = buf.dtype
+    return d.isnative and not d.hasobject and buf.flags.c_contiguous
+
+
 def _suspend(ctx: Any, blocked: Any, call: Any) -> None:
     """The rank of a blocking fast call that answered `blocked` (a
     `_core.Blocked` that waits) waits in MPI call `call` (for a deadlock
@@ -72,7 +83,7 @@ class PointToPoint:
         cls = buf.__class__
         if _rt.size_only:  # the message's size, no content
             return self._isend_bytes(_msg(buf, recv=False).nbytes, dest, tag, mode, call)
-        if cls is _ndarray and not buf.dtype.hasobject:
+        if _plain(buf):
             data = buf.tobytes()  # C order, also for a non-contiguous view
         elif cls is bytes:
             data = buf
@@ -82,7 +93,7 @@ class PointToPoint:
 
     def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
         mv = None
-        if buf.__class__ is _ndarray and not buf.dtype.hasobject:
+        if _plain(buf):
             try:
                 mv = memoryview(buf).cast("B")
                 nbytes = len(mv)
@@ -116,7 +127,7 @@ class PointToPoint:
         # The common case in one call into the core, which also blocks the
         # rank (see Isend).
         ctx = _rt.fast
-        if (ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject
+        if (ctx is not None and self._p2p is not None and _plain(buf)
                 and ctx.runtime.timeline is None):
             w = ctx.world
             rt = ctx.runtime
@@ -144,7 +155,7 @@ class PointToPoint:
         # one call into the core; anything else, errors included, goes the
         # general way.
         ctx = _rt.fast
-        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject:
+        if ctx is not None and self._p2p is not None and _plain(buf):
             rid = ctx.world.isend_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
             if rid >= 0:
                 return Request(rid, "send", None, ctx)
@@ -162,8 +173,8 @@ class PointToPoint:
     def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> None:
         # As Send: the common case without a status in one call into the core.
         ctx = _rt.fast
-        if (status is None and ctx is not None and buf.__class__ is _ndarray and self._p2p is not None
-                and not buf.dtype.hasobject and ctx.runtime.timeline is None):
+        if (status is None and ctx is not None and self._p2p is not None and _plain(buf)
+                and ctx.runtime.timeline is None):
             w = ctx.world
             rt = ctx.runtime
             b = w.recv_fast(ctx.rank, self._p2p, source, tag, buf, rt.may_run())
@@ -183,7 +194,7 @@ class PointToPoint:
     def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         # As Isend: the core copies the message straight into `buf`.
         ctx = _rt.fast
-        if ctx is not None and buf.__class__ is _ndarray and self._p2p is not None and not buf.dtype.hasobject:
+        if ctx is not None and self._p2p is not None and _plain(buf):
             rid = ctx.world.irecv_fast(ctx.rank, self._p2p, source, tag, buf)
             if rid >= 0:
                 return Request(rid, "recv", None, ctx, "", self._p2p_group)

@@ -10,7 +10,9 @@ from greenlet import getcurrent as _getcurrent
 from .. import runtime as _rt
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from .errors import ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
+from ..errors import ArgumentTypeError
 from .groups import Group
+from .handles import Handle
 from .status import Status
 
 
@@ -18,8 +20,10 @@ def _ctx() -> "_rt.RankContext":
     return _rt.current()
 
 
-class Request:
-    """A non-blocking operation (``mpi4py.MPI.Request``)."""
+class Request(Handle):
+    """A non-blocking operation (``mpi4py.MPI.Request``). ``Request(req)``
+    is a new handle of `req`, equal to it (complete the operation through
+    one of them)."""
 
     # Defaults as class attributes: a request sets only what it needs (this
     # object is made for every message, so it is kept cheap).
@@ -32,9 +36,16 @@ class Request:
     _desc = ""
     _also: tuple = ()  # requests this one completes with (Isendrecv's send)
     _persistent = False
+    _alias: Any = None  # the request this is a new handle of
 
-    def __init__(self, rid: int = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
+    def __init__(self, rid: Any = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
                  group: Optional["Group"] = None):
+        if isinstance(rid, Request):
+            if isinstance(self, Grequest) and not isinstance(rid, Grequest):
+                raise ArgumentTypeError(f"Grequest(): expecting a generalized request, got {type(rid).__name__}")
+            self.__dict__.update(rid.__dict__)
+            self._alias = rid._key()
+            return
         self._id = rid
         self._kind = kind
         self._ctx = ctx
@@ -53,10 +64,21 @@ class Request:
         # PROC_NULL, or one whose operation already finished.
         return self._kind not in ("null", "null-done")
 
+    def _key(self) -> "Request":
+        return self._alias if self._alias is not None else self
+
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, Request):
-            return self is other or (not self and not other)
+            return self._key() is other._key() or (not self and not other)
         return NotImplemented
+
+    @property
+    def handle(self) -> int:
+        return self.toint()
+
+    @classmethod
+    def fromhandle(cls, handle: int) -> "Request":
+        return cls.fromint(handle)
 
     __hash__ = object.__hash__
 
@@ -306,7 +328,18 @@ class Prequest(Request):
 
     _persistent = True
 
+    def __new__(cls, start: Any = None) -> "Prequest":
+        # Prequest(preq): the same persistent request (its starts and
+        # completions are one operation's).
+        if isinstance(start, Prequest):
+            return start
+        return super().__new__(cls)
+
     def __init__(self, start: Any):
+        if start is self:
+            return
+        if isinstance(start, Request):
+            raise ArgumentTypeError(f"Prequest(): expecting a persistent request, got {type(start).__name__}")
         super().__init__(-1, "persistent")
         self._start = start
         self._active: Optional[Request] = None
@@ -331,6 +364,15 @@ class Prequest(Request):
         self._done = True
         self._freed = True
         self._kind = "null"
+
+
+class Grequest(Request):
+    """Generalized requests are not simulated: ``Grequest.Start`` raises
+    NotImplementedError; ``Grequest(req)`` takes only a generalized request."""
+
+    @classmethod
+    def Start(cls, *args: Any, **kw: Any) -> "Grequest":
+        raise NotImplementedError("generalized requests (MPI_Grequest_start) are not simulated by bgsim")
 
 
 REQUEST_NULL = Request()

@@ -20,7 +20,7 @@ class _WorldComm(Intracomm):
     """COMM_WORLD: every rank of the run (resolved at call time)."""
 
     def __init__(self):
-        super().__init__(Group(), 0, "MPI_COMM_WORLD")
+        super().__init__(Group(()), 0, "MPI_COMM_WORLD")
 
     def _me(self):
         ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
@@ -33,7 +33,7 @@ class _SelfComm(Intracomm):
     """COMM_SELF: the calling rank alone (its own context per rank)."""
 
     def __init__(self):
-        super().__init__(Group(), 2, "MPI_COMM_SELF")
+        super().__init__(Group(()), 2, "MPI_COMM_SELF")
 
     def _bind(self) -> None:
         self._p2p = None  # the group is the caller's own: the general path
