@@ -527,6 +527,50 @@ class observe:
         _OBSERVERS.remove(self.fn)
 
 
+#: mpi4py.rc's options and their defaults.
+_RC_DEFAULTS = {"initialize": True, "finalize": True, "threads": False, "thread_level": "single", "thread_safe": True,
+                "fast_reduce": True, "recv_mprobe": True, "irecv_bufsz": 32768, "errors": "exception"}
+
+
+class _RankRC:
+    """``mpi4py.rc``: each rank's own runtime options, as a process of its
+    own has them (one rank setting ``mpi4py.rc.threads = True`` leaves the
+    others' as they were); ``mpi4py.rc(name=value, ...)`` sets several.
+    The simulated MPI is set up before a rank's program starts and every
+    rank runs at MPI_THREAD_SINGLE, so bgsim keeps the options without
+    acting on them."""
+
+    def __init__(self) -> None:
+        self.__dict__["_outside"] = dict(_RC_DEFAULTS)
+
+    def _mine(self) -> Dict[str, Any]:
+        ctx = getattr(greenlet.getcurrent(), "ctx", None)
+        if ctx is None:
+            return self.__dict__["_outside"]
+        rc = ctx.state.get("mpi4py_rc")
+        if rc is None:
+            rc = ctx.state["mpi4py_rc"] = dict(_RC_DEFAULTS)
+        return rc
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._mine()[name]
+        except KeyError:
+            raise AttributeError(f"mpi4py.rc has no option {name!r} (options: {', '.join(_RC_DEFAULTS)})") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _RC_DEFAULTS:
+            raise UsageError(f"mpi4py.rc: unknown option {name!r} (options: {', '.join(_RC_DEFAULTS)})")
+        self._mine()[name] = value
+
+    def __call__(self, **options: Any) -> None:
+        for name, value in options.items():
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.rc: {self._mine()}>"
+
+
 class _mpi4py_installed:
     """Makes ``import mpi4py`` / ``from mpi4py import MPI`` give the
     simulated MPI for the duration of a run, and a rank's ``os._exit(N)``
@@ -551,9 +595,7 @@ class _mpi4py_installed:
         pkg.__version__ = _MPI4PY_VERSION
         # A package whose path holds mpi4py.util (pkl5, dtlib).
         pkg.__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "_mpi4py")]
-        pkg.rc = types.SimpleNamespace(initialize=True, finalize=True, threads=False, thread_level="single",
-                                       thread_safe=True, fast_reduce=True, recv_mprobe=True, irecv_bufsz=32768,
-                                       errors="exception")
+        pkg.rc = _RankRC()
         pkg.get_config = lambda: {"mpi": "bgsim (simulated)", "mpi4py": _MPI4PY_VERSION}
         pkg.get_include = lambda: ""
         sys.modules["mpi4py"] = pkg

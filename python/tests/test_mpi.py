@@ -1164,3 +1164,30 @@ def test_each_rank_runs_the_program_as_its_own_main(cli, tmp_path):
     before = sys.modules["__main__"]
     run_file(str(prog), shape="2x1x1", nranks=2)
     assert sys.modules["__main__"] is before
+
+
+def test_mpi4py_rc_and_the_pickle_are_each_ranks_own():
+    import fractions
+    import marshal
+
+    def main():
+        import mpi4py
+        c = MPI.COMM_WORLD
+        r = c.Get_rank()
+        if r == 0:
+            mpi4py.rc.threads = True
+            mpi4py.rc(irecv_bufsz=1)
+            MPI.pickle.__init__(marshal.dumps, marshal.loads)  # marshal cannot carry a Fraction
+            MPI.pickle.PROTOCOL = 2
+        c.Barrier()
+        got = c.sendrecv({"r": r} if r == 0 else fractions.Fraction(1, 3), dest=r, source=r)
+        try:
+            mpi4py.rc.no_such_option = 1
+            refused = False
+        except ValueError:
+            refused = True
+        return mpi4py.rc.threads, mpi4py.rc.irecv_bufsz, MPI.pickle.PROTOCOL, got, refused
+
+    res = bgsim.run(main, shape="2x1x1", nranks=2).results
+    assert res[0] == (True, 1, 2, {"r": 0}, True)
+    assert res[1] == (False, 32768, pickle.HIGHEST_PROTOCOL, fractions.Fraction(1, 3), True)

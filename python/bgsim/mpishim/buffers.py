@@ -10,6 +10,7 @@ import sys as _sys
 from typing import Any, List, Optional, Tuple
 
 import numpy as _np
+from greenlet import getcurrent as _getcurrent
 
 from .. import _core
 from ..errors import ArgumentTypeError as _TypeError
@@ -407,16 +408,51 @@ class Pickle:
         return self._loads(data)
 
 
-pickle = Pickle()
+class _RankPickle(Pickle):
+    """``MPI.pickle``: each rank's own `Pickle`, as a process of its own
+    has one (``MPI.pickle.__init__(dumps, loads)``, ``MPI.pickle.PROTOCOL =
+    4`` on one rank leave the others as they were). Outside a rank, one
+    shared by the caller."""
+
+    def _mine(self) -> Pickle:
+        ctx = getattr(_getcurrent(), "ctx", None)
+        if ctx is None:
+            return _OUTSIDE_RANKS
+        p = ctx.state.get("pickle")
+        if p is None:
+            p = ctx.state["pickle"] = Pickle()
+        return p
+
+    def __init__(self, dumps: Any = None, loads: Any = None, protocol: Optional[int] = None):
+        self._mine().__init__(dumps, loads, protocol)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mine(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._mine(), name, value)
+
+
+_OUTSIDE_RANKS = Pickle()
+pickle = object.__new__(_RankPickle)
+_HIGHEST = _pickle.HIGHEST_PROTOCOL
 
 
 def _dump(obj: Any) -> bytes:
-    return pickle.dumps(obj)
+    ctx = getattr(_getcurrent(), "ctx", None)
+    p = ctx.state.get("pickle") if ctx is not None else _OUTSIDE_RANKS
+    if p is None:  # the rank kept the default
+        return _pickle.dumps(obj, _HIGHEST)
+    return p.dumps(obj)
 
 
 def _load(b: bytes) -> Any:
     # An empty message (a buffer send of no bytes) is None, as in mpi4py.
-    return pickle.loads(b) if b else None
+    if not b:
+        return None
+    ctx = getattr(_getcurrent(), "ctx", None)
+    p = ctx.state.get("pickle") if ctx is not None else _OUTSIDE_RANKS
+    return _pickle.loads(b) if p is None else p.loads(b)
 
 
 #: The largest message (the core's `msglayer::MAX_MESSAGE_BYTES`): the
