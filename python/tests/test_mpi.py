@@ -1191,3 +1191,29 @@ def test_mpi4py_rc_and_the_pickle_are_each_ranks_own():
     res = bgsim.run(main, shape="2x1x1", nranks=2).results
     assert res[0] == (True, 1, 2, {"r": 0}, True)
     assert res[1] == (False, 32768, pickle.HIGHEST_PROTOCOL, fractions.Fraction(1, 3), True)
+
+
+def test_buffer_collectives_refuse_messages_that_do_not_match_as_mpi4py_does():
+    def main():
+        c = MPI.COMM_WORLD
+        s, r = np.zeros(2, "i"), np.zeros(2, "f")
+        refused = []
+        for call in (lambda: c.Allreduce(s, r),  # datatypes differ
+                     lambda: c.Allreduce(s, np.zeros(3, "i")),  # counts differ
+                     lambda: c.Reduce_scatter([np.zeros(4, "i"), MPI.INT], [np.zeros(2, "i"), MPI.INT], [2, 1]),
+                     lambda: c.Reduce_scatter([np.zeros(4, "i"), MPI.INT], [np.zeros(1, "i"), MPI.INT], [2, 2]),
+                     lambda: c.Alltoall([np.zeros(3, "i"), None, "i"], [np.zeros(4, "i"), MPI.INT])):
+            try:
+                call()
+                refused.append(False)
+            except ValueError as e:
+                refused.append("mismatch" in str(e) or "add up" in str(e) or "multiple" in str(e))
+        # Empty vector messages are fine; counts left out of Alltoallw are one each.
+        c.Alltoallv([None, 0, "B"], [None, 0, "B"])
+        sb, rb = bytearray(b"ab"), bytearray(2)
+        c.Alltoallw([sb, None, None, [MPI.CHAR] * 2], [rb, [MPI.CHAR] * 2])
+        return refused, bytes(rb)
+
+    for r, (refused, got) in enumerate(bgsim.run(main, shape="2x1x1", nranks=2).results):
+        assert refused == [True] * 5
+        assert got == bytes([b"ab"[r]]) * 2  # element r of each rank's "ab", back to back

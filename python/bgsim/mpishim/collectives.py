@@ -11,6 +11,7 @@ from . import coll as _coll
 from .. import runtime as _rt
 from .coll.base import _size
 from ..errors import UsageError as _ValueError
+from .buffers import Same as _Same
 from .buffers import _array, _bytes_view, _datatype_view, _dump, _load, _msg, _vmsg, regular
 from .constants import BOTTOM, IN_PLACE
 from .datatypes import INT, Datatype, _as_datatype
@@ -102,8 +103,20 @@ def _context_agreement(comm: Comm, what: str) -> None:
               elements=len(_CONTEXT_MASK), label=f"{what} (allreduce)")
 
 
+def _check_reduction(s: Any, recvbuf: Any, call: str) -> None:
+    """mpi4py's local check of a reduction's two messages (where the
+    receive buffer counts): the same datatype and count."""
+    r = _msg(recvbuf, recv=True)
+    if r.dt != s.dt:
+        raise _ValueError(f"{call}: mismatch in send and receive MPI datatypes ({s.dt.name} and {r.dt.name})")
+    if r.count != s.count:
+        raise _ValueError(f"{call}: mismatch in send count {s.count} and receive count {r.count}")
+
+
 def _reduce_buffers(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, root: Optional[int]) -> None:
     kind = "allreduce" if root is None else "reduce"
+    if sendbuf is not IN_PLACE and recvbuf is not None and (root is None or comm.Get_rank() == root):
+        _check_reduction(_msg(sendbuf, recv=False), recvbuf, kind.capitalize())
     if _rt.size_only:
         m = _msg(recvbuf if sendbuf is IN_PLACE else sendbuf, recv=sendbuf is IN_PLACE)
         c = _coll.Call(comm, kind, root, check=(op.name, m.nbytes))
@@ -143,6 +156,22 @@ def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Opti
     n = comm.Get_size()
     src = recvbuf if sendbuf is IN_PLACE else sendbuf
     s = _msg(src, recv=False)
+    if counts is not None and not block:
+        # mpi4py's local checks: the counts add up to what is sent, and
+        # this rank's count is what its receive buffer holds.
+        counts = [int(k) for k in counts]
+        if len(counts) != n:
+            raise _ValueError(f"Reduce_scatter: {len(counts)} receive counts for {n} ranks")
+        if sum(counts) != s.count:
+            raise _ValueError(f"Reduce_scatter: the receive counts {counts} add up to {sum(counts)}, "
+                              f"the send count is {s.count}")
+        if sendbuf is not IN_PLACE:
+            r = _msg(recvbuf, recv=True)
+            if r.dt != s.dt:
+                raise _ValueError(f"Reduce_scatter: mismatch in send and receive MPI datatypes ({s.dt.name} and {r.dt.name})")
+            if r.count != counts[comm.Get_rank()]:
+                raise _ValueError(f"Reduce_scatter: mismatch in receive count {r.count} and this rank's count "
+                                  f"{counts[comm.Get_rank()]}")
     full = bytearray(s.nbytes)
     _reduce_buffers(comm, [bytearray(s.mv.tobytes()), s.count, s.dt], [full, s.count, s.dt], op, 0)
     if counts is None and not block:
@@ -246,6 +275,13 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             smv, sdt, scounts, sdispls = rmv, rdt, rcounts, rdispls
         else:
             smv, sdt, scounts, sdispls = _vmsg(sendbuf, n, recv=False)
+        if kind == "alltoall":
+            # MPI_Alltoall sends every rank the same block: a count left
+            # out must split the buffer evenly (mpi4py's check).
+            for what, counts in (("send", scounts), ("receive", rcounts)):
+                if not isinstance(counts, _Same):
+                    raise _ValueError(f"Alltoall: cannot infer the {what} count: {sum(counts)} entries are not a "
+                                      f"multiple of the {n} blocks")
         sc, rc = regular(scounts, sdispls), regular(rcounts, rdispls)
         if (kind == "alltoall" and not sized and sendbuf is not IN_PLACE and sc is not None and rc is not None
                 and sc * sdt.size == rc * rdt.size and sc > 0):
@@ -277,19 +313,29 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
             raise _ValueError("Alltoallw: a message is (buffer, [counts, displacements,] datatypes): expecting 2 to 4 items")
         if len(b) == 2:
             data, types = b
-            counts, displs = [1] * n, [0] * n
+            counts = displs = None
         elif len(b) == 3:
             data, (counts, displs), types = b
         else:
             data, counts, displs, types = b
         bottom = data is None or data is BOTTOM
+        if bottom and len(b) == 2:
+            counts, displs = [1] * n, [0] * n
         if bottom and (counts is None or displs is None):
             raise _ValueError("Alltoallw: a BOTTOM buffer needs counts and displacements")
-        counts, displs = _array(counts, n, "counts"), _array(displs, n, "displacements")
         types = list(types) if isinstance(types, (list, tuple)) else [types] * n
         if len(types) != n:
             raise _ValueError(f"Alltoallw: expecting {n} datatypes, got {len(types)}")
         types = [_as_datatype(t) for t in types]
+        # Counts left out are one element each; displacements left out
+        # put the blocks back to back (in bytes).
+        counts = [1] * n if counts is None else _array(counts, n, "counts")
+        if displs is None:
+            displs, at = [], 0
+            for k, t in zip(counts, types):
+                displs.append(at)
+                at += k * t.extent
+        displs = _array(displs, n, "displacements")
         mv = memoryview(b"") if bottom else _bytes_view(data, not recv)[0].cast("B")
         return [_datatype_view(mv, types[i], displs[i], counts[i], recv, bottom) for i in range(n)]
 
@@ -310,8 +356,9 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
 def _place(mv: memoryview, dt: Datatype, count: int, displ: int, data: bytes, who: str) -> None:
     if len(data) > count * dt.size:
         raise Exception(ERR_TRUNCATE, f"{who} sent {len(data)} bytes for a slot of {count} x {dt.name}")
-    start = displ * dt.size
-    mv[start:start + len(data)] = data
+    if data:
+        start = displ * dt.size
+        mv[start:start + len(data)] = data
 
 
 class CollectiveCalls:
