@@ -57,6 +57,12 @@ pub fn is_local(p: &Packet, node: u32) -> bool {
     p.dest == node && !p.is(flags::DEPOSIT)
 }
 
+/// Schedules unit `unit` of `node`'s engine to step at `at`.
+#[inline]
+fn wake_at(q: &mut EventQueue, at: Tick, node: u32, unit: usize) {
+    q.push_at(at, Event { kind: ev::WAKE, a: unit as u8, b: 0, c: 0, node, data: 0 });
+}
+
 /// What the engine counted over a run, summed over its nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DmaCounters {
@@ -101,8 +107,6 @@ pub struct NodeEngine {
 
 /// What a unit's step did.
 pub enum Step {
-    /// The unit is still busy: its WAKE is rescheduled.
-    Busy,
     /// The reception unit read `pkt` (released from the torus's pool); the
     /// read is done at `done`.
     Read { pkt: Packet, done: Tick },
@@ -248,7 +252,7 @@ impl Dma {
         let u = &mut self.nodes[node as usize].units[unit];
         if !u.wake_pending {
             u.wake_pending = true;
-            q.push_at(u.busy_until.max(now), Event { kind: ev::WAKE, a: unit as u8, b: 0, c: 0, node, data: 0 });
+            wake_at(q, u.busy_until.max(now), node, unit);
         }
     }
 
@@ -279,7 +283,7 @@ impl Dma {
         let u = &mut self.nodes[node as usize].units[unit];
         u.wake_pending = true;
         if u.busy_until > now {
-            q.push_at(u.busy_until, Event { kind: ev::WAKE, a: unit as u8, b: 0, c: 0, node, data: 0 });
+            wake_at(q, u.busy_until, node, unit);
             return false;
         }
         true
@@ -355,8 +359,7 @@ impl Dma {
     /// The end of a read: the reception unit goes on when the read is done
     /// (one WAKE).
     pub fn read_done(&mut self, q: &mut EventQueue, node: u32, done: Tick) {
-        let at = self.nodes[node as usize].units[RECEPTION].busy_until.max(done);
-        q.push_at(at, Event { kind: ev::WAKE, a: RECEPTION as u8, b: 0, c: 0, node, data: 0 });
+        wake_at(q, self.nodes[node as usize].units[RECEPTION].busy_until.max(done), node, RECEPTION);
     }
 
     /// A MOVED event: the packet enters its injection FIFO, or the node's

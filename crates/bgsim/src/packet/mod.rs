@@ -763,10 +763,7 @@ impl Net {
                 // One event when the write is done: the packet enters the
                 // FIFO, then the core goes on.
                 q.push_at(done, Event { kind: ev::WRITTEN, a: core as u8, b: 0, c: f as u8, node, data: id });
-                let pkt = *self.torus.pool.get(id);
-                if !pkt.is(flags::FORWARDED) {
-                    sw.on_written(self, q, done, node, core, &pkt);
-                }
+                self.written(sw, q, done, node, core, id);
                 return;
             }
             self.cores.cores[ci].waiting_fifo = true;
@@ -781,7 +778,7 @@ impl Net {
     /// passing what it moved on to software. Like a core, a unit with
     /// nothing queued first lets software queue more.
     fn unit_step<S: Software + ?Sized>(&mut self, sw: &mut S, q: &mut EventQueue, now: Tick, node: u32, unit: usize) {
-        let d = self.dma.as_mut().expect("a machine with a DMA engine");
+        let d = self.engine_mut();
         if !d.begin(q, now, node, unit) {
             return;
         }
@@ -797,13 +794,8 @@ impl Net {
                 self.engine_mut().read_done(q, node, done);
                 self.drain_notices(q, now);
             }
-            dma::Step::Moving { id, done } => {
-                let pkt = *self.torus.pool.get(id);
-                if !pkt.is(flags::FORWARDED) {
-                    sw.on_written(self, q, done, node, slot, &pkt);
-                }
-            }
-            dma::Step::Busy | dma::Step::Idle => {}
+            dma::Step::Moving { id, done } => self.written(sw, q, done, node, slot, id),
+            dma::Step::Idle => {}
         }
     }
 
@@ -818,6 +810,17 @@ impl Net {
         }
         let p = self.torus.forward(pkt, node);
         self.send(q, now, node, p, None);
+    }
+
+    /// Agent `agent` of `node` has written packet `id` (done at `now`):
+    /// software hears of it, unless the packet layer is forwarding it
+    /// round a fault (the software that sent it heard at its source).
+    #[inline]
+    fn written<S: Software + ?Sized>(&mut self, sw: &mut S, q: &mut EventQueue, now: Tick, node: u32, agent: usize, id: u32) {
+        let pkt = *self.torus.pool.get(id);
+        if !pkt.is(flags::FORWARDED) {
+            sw.on_written(self, q, now, node, agent, &pkt);
+        }
     }
 
     /// One step of agent `agent` of `node`: a core, or a DMA unit.
