@@ -28,6 +28,7 @@ from .mpishim.constants import _MPI4PY_VERSION
 from .mpishim.world import _reset
 from .runtime import Runtime
 from .runtime import current as _current_rank
+from .runtime import rank_own as _rank_own
 
 #: The tiers a run's torus may run on: packet by packet, or the coarse tier.
 FIDELITIES = ("packet", "coarse")
@@ -544,13 +545,7 @@ class _RankRC:
         self.__dict__["_outside"] = dict(_RC_DEFAULTS)
 
     def _mine(self) -> Dict[str, Any]:
-        ctx = getattr(greenlet.getcurrent(), "ctx", None)
-        if ctx is None:
-            return self.__dict__["_outside"]
-        rc = ctx.state.get("mpi4py_rc")
-        if rc is None:
-            rc = ctx.state["mpi4py_rc"] = dict(_RC_DEFAULTS)
-        return rc
+        return _rank_own("mpi4py_rc", lambda: dict(_RC_DEFAULTS), self.__dict__["_outside"])
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -89,6 +89,19 @@ size_only = False
 _current_runtime: Optional["Runtime"] = None
 
 
+def rank_own(key: str, make: Callable[[], Any], outside: Any) -> Any:
+    """The calling rank's own `key` of its state (made by `make()` the
+    first time), as a process of its own would hold it; `outside` when no
+    rank is running."""
+    ctx = getattr(greenlet.getcurrent(), "ctx", None)
+    if ctx is None:
+        return outside
+    v = ctx.state.get(key)
+    if v is None:
+        v = ctx.state[key] = make()
+    return v
+
+
 def current() -> RankContext:
     """The context of the calling rank (raises outside a simulated program)."""
     g = greenlet.getcurrent()

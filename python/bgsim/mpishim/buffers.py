@@ -13,6 +13,7 @@ import numpy as _np
 from greenlet import getcurrent as _getcurrent
 
 from .. import _core
+from .. import runtime as _rt
 from ..errors import ArgumentTypeError as _TypeError
 from ..errors import BufferAccessError as _BufferError
 from ..errors import UsageError as _ValueError
@@ -415,13 +416,7 @@ class _RankPickle(Pickle):
     shared by the caller."""
 
     def _mine(self) -> Pickle:
-        ctx = getattr(_getcurrent(), "ctx", None)
-        if ctx is None:
-            return _OUTSIDE_RANKS
-        p = ctx.state.get("pickle")
-        if p is None:
-            p = ctx.state["pickle"] = Pickle()
-        return p
+        return _rt.rank_own("pickle", Pickle, _OUTSIDE_RANKS)
 
     def __init__(self, dumps: Any = None, loads: Any = None, protocol: Optional[int] = None):
         self._mine().__init__(dumps, loads, protocol)

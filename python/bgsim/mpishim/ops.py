@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as _np
-from greenlet import getcurrent as _getcurrent
 
+from .. import runtime as _rt
 from ..errors import ArgumentTypeError
 from ..errors import UsageError as _ValueError
 from .datatypes import Datatype
@@ -22,8 +22,7 @@ _user_ops = [0]  # outside any rank
 
 def _user_op_count() -> list:
     """The calling rank's count of user-defined operations (a one-item list)."""
-    ctx = getattr(_getcurrent(), "ctx", None)
-    return _user_ops if ctx is None else ctx.state.setdefault("user_ops", [0])
+    return _rt.rank_own("user_ops", lambda: [0], _user_ops)
 
 
 class Op(Handle):
