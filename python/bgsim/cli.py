@@ -157,9 +157,12 @@ def _build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "replay", help="replay a recorded MPI program (a trace of `bgsim record`) on the simulated machine",
         description="Replays TRACE (a directory of rank-R.trace files written by `bgsim record`) on the "
-                    "simulated machine: every rank's point-to-point calls, waits and collectives in its order, "
-                    "through the same MPI and collective algorithms as Python programs, messages of the "
-                    "recorded sizes, and the time between two calls as compute (times --cpu-factor).",
+                    "simulated machine: every rank's calls in its order (communicators, point-to-point calls in "
+                    "every mode, waits and tests, collectives), through the same MPI and collective algorithms "
+                    "as Python programs, messages of the recorded sizes, a wildcard receive matching the "
+                    "message the recorded run matched, and the time between two calls as compute (times "
+                    "--cpu-factor). The trace is checked whole first; a line that does not hold is refused "
+                    "naming its file and line (docs/traces.md).",
         epilog="example: bgsim record --out ring.trace -n 4 -- ./ring\n"
                "         bgsim replay ring.trace --machine bgp --shape 1x1x1 --mode vn --cpu-factor 2",
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -53,7 +53,7 @@ def test_a_trace_with_a_message_over_the_limit_is_refused_at_its_line(tmp_path):
     from bgsim import trace
     d = tmp_path / "t"
     d.mkdir()
-    (d / "rank-0.trace").write_text("# bgsim-trace 1 rank 0 size 2\n0 1 send 1 0 5000000000\n")
-    (d / "rank-1.trace").write_text("# bgsim-trace 1 rank 1 size 2\n0 1 recv 0 0 5000000000\n")
-    with pytest.raises(UsageError, match=r"rank-0.trace:2: a message of 5000000000 bytes"):
+    (d / "rank-0.trace").write_text("# bgsim-trace 2 rank 0 size 2\n0 1 send 1 0 5000000000 0\n")
+    (d / "rank-1.trace").write_text("# bgsim-trace 2 rank 1 size 2\n0 1 recv 0 0 5000000000 0\n")
+    with pytest.raises(UsageError, match=r"rank-0.trace:2: bytes 5000000000: bgsim's messages hold 0 to 4294967295"):
         trace.load(str(d))

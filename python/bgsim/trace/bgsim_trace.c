@@ -3,17 +3,60 @@
  * its arguments and the wall time around it, for `bgsim replay`.
  *
  * One text file per rank, BGSIM_TRACE_DIR/rank-R.trace:
- *   # bgsim-trace 1 rank R size N
+ *   # bgsim-trace 2 rank R size N
  *   T0 T1 CALL ARGS...          (seconds since MPI_Init returned)
- * Calls: send DEST TAG BYTES | recv SRC TAG BYTES | isend DEST TAG BYTES REQ |
- * irecv SRC TAG BYTES REQ | wait REQ | waitall K REQ... |
- * sendrecv DEST STAG SBYTES SRC RTAG RBYTES | barrier | bcast ROOT BYTES |
- * reduce ROOT BYTES TYPE OP | allreduce BYTES TYPE OP | allgather BYTES |
- * alltoall BYTES | gather ROOT BYTES | scatter ROOT BYTES | finalize |
- * unsupported NAME (a call the replay cannot do, e.g. on another
- * communicator than MPI_COMM_WORLD).
- * SRC -1 is MPI_ANY_SOURCE, TAG -1 MPI_ANY_TAG; TYPE is f|i|u followed by
- * the element size (f8: double), OP the operation (sum, max, ...).
+ *
+ * COMM is the rank's number for a communicator: 0 MPI_COMM_WORLD,
+ * 1 MPI_COMM_SELF, then 2, 3 ... in the order the rank made them. REQ
+ * numbers a request (1, 2 ... never reused). A rank is a rank of COMM;
+ * -2 is MPI_PROC_NULL, and in a receive -1 is MPI_ANY_SOURCE / MPI_ANY_TAG.
+ * BYTES is a count times its datatype's size (what moves, derived
+ * datatypes included). TYPE is f|i|u|c followed by the element size (f8:
+ * double), or b1 for any other type (bytes); OP is sum, max, min, prod,
+ * band, bor, bxor, land, lor, lxor, maxloc, minloc, replace or user.
+ *
+ * Communicators (W... the members' MPI_COMM_WORLD ranks in rank order):
+ *   comm_dup PARENT NEW                  MPI_Comm_dup(_with_info)
+ *   comm_split PARENT NEW K W1..WK       every constructor collective over
+ *       its parent (Split, Split_type, Create, Cart_create, Cart_sub,
+ *       Graph_create, Dist_graph_create(_adjacent)); NEW -1, K 0: this rank
+ *       got MPI_COMM_NULL
+ *   comm_group PARENT NEW K W1..WK       MPI_Comm_create_group (collective
+ *       over the members only)
+ *   comm_free COMM
+ * Point to point:
+ *   send|ssend|bsend|rsend DEST TAG BYTES COMM
+ *   isend|issend|ibsend|irsend DEST TAG BYTES COMM REQ
+ *   recv SRC TAG BYTES COMM              SRC TAG: the message received
+ *   irecv SRC TAG BYTES COMM REQ         as posted (see status)
+ *   sendrecv DEST STAG SBYTES SRC RTAG RBYTES COMM   (also _replace)
+ *   probe SRC TAG COMM                   the message found (MPI_Probe, or
+ *       an MPI_Iprobe that found one)
+ *   send_init|ssend_init|bsend_init|rsend_init DEST TAG BYTES COMM REQ
+ *   recv_init SRC TAG BYTES COMM REQ
+ *   start REQ | startall K REQ... | request_free REQ
+ * Completions (only what completed; a test that found nothing is not
+ * recorded):
+ *   wait|test|waitany|testany REQ
+ *   waitall|testall|waitsome|testsome K REQ...
+ *   status REQ SRC TAG                   after a completion: the message a
+ *       receive posted with a wildcard matched
+ * Collectives (a nonblocking one, MPI_Ibarrier ..., is its blocking
+ * line's name with an i in front and REQ after COMM):
+ *   barrier COMM | bcast ROOT BYTES COMM
+ *   reduce ROOT BYTES COMM TYPE OP
+ *   allreduce|scan|exscan|reduce_scatter_block BYTES COMM TYPE OP
+ *   reduce_scatter COMM N B1..BN TYPE OP
+ *   allgather|alltoall BYTES COMM        (BYTES per rank)
+ *   gather|scatter ROOT BYTES COMM
+ *   gatherv ROOT BYTES COMM N B1..BN     (N 0 but at the root)
+ *   scatterv ROOT BYTES COMM N B1..BN    (N 0 but at the root)
+ *   allgatherv COMM N B1..BN
+ *   alltoallv COMM N S1..SN R1..RN       (also MPI_Alltoallw)
+ * And:
+ *   finalize
+ *   unsupported WHAT                     a call the replay cannot do: the
+ *       replay refuses the trace naming it
  * Built by `bgsim record` with the MPI's own compiler wrapper (mpicc). */
 #include <mpi.h>
 #include <stdio.h>
@@ -22,40 +65,89 @@
 
 static FILE *out;
 static double t_origin;
-static long next_req = 1;
-/* Live requests and their ids (a small open list: fine for the programs
- * one traces to study). */
-static MPI_Request *live_reqs;
-static long *live_ids;
-static long nlive, caplive;
+static MPI_Group world_group;
 
 static double now(void) { return PMPI_Wtime() - t_origin; }
 
-static long track(MPI_Request r) {
-    if (nlive == caplive) {
-        caplive = caplive ? 2 * caplive : 256;
-        live_reqs = realloc(live_reqs, caplive * sizeof *live_reqs);
-        live_ids = realloc(live_ids, caplive * sizeof *live_ids);
-        if (!live_reqs || !live_ids) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
-    }
-    live_reqs[nlive] = r;
-    live_ids[nlive] = next_req;
-    nlive++;
+static void *grow(void *p, long *cap, long n, size_t item) {
+    if (n < *cap) return p;
+    *cap = *cap ? 2 * *cap : 64;
+    p = realloc(p, (size_t)*cap * item);
+    if (!p) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
+    return p;
+}
+
+/* ---- communicators: the handles this rank made, and their numbers ---- */
+struct comm {
+    MPI_Comm h;
+    long id;
+};
+static struct comm *comms;
+static long ncomm, capcomm, next_comm = 2;
+
+static long cid(MPI_Comm c) {
+    if (c == MPI_COMM_WORLD) return 0;
+    if (c == MPI_COMM_SELF) return 1;
+    for (long i = ncomm - 1; i >= 0; i--)
+        if (comms[i].h == c) return comms[i].id;
+    return -1;
+}
+
+/* ---- requests: the live ones and what they are ---- */
+struct req {
+    MPI_Request h;
+    long id;
+    char persistent, recv, wild, active;
+};
+static struct req *reqs;
+static long nreq, capreq, next_req = 1;
+
+static long track(MPI_Request h, int persistent, int recv, int wild) {
+    reqs = grow(reqs, &capreq, nreq, sizeof *reqs);
+    reqs[nreq] = (struct req){h, next_req, (char)persistent, (char)recv, (char)wild, (char)!persistent};
+    nreq++;
     return next_req++;
 }
 
-/* The id of a live request, forgotten (0 when it is not ours). */
-static long forget(MPI_Request r) {
-    for (long i = nlive - 1; i >= 0; i--) {
-        if (live_reqs[i] == r) {
-            long id = live_ids[i];
-            live_reqs[i] = live_reqs[nlive - 1];
-            live_ids[i] = live_ids[nlive - 1];
-            nlive--;
-            return id;
-        }
+/* The oldest live request with handle H that is not among the first N of
+ * TAKEN. Handles are not unique: an MPI may hand the same completed
+ * request object to several sends that finished at once (Open MPI does
+ * for small messages), so a handle stands for its live requests in the
+ * order they were made. */
+static struct req *find_other(MPI_Request h, struct req **taken, int n) {
+    if (h == MPI_REQUEST_NULL) return NULL;
+    struct req *best = NULL;
+    for (long i = 0; i < nreq; i++) {
+        if (reqs[i].h != h || (best && reqs[i].id > best->id)) continue;
+        int used = 0;
+        for (int j = 0; j < n && !used; j++) used = taken[j] == &reqs[i];
+        if (!used) best = &reqs[i];
     }
-    return 0;
+    return best;
+}
+static struct req *find(MPI_Request h) { return find_other(h, NULL, 0); }
+
+static void drop(struct req *q) { *q = reqs[--nreq]; }
+
+/* ---- lines ---- */
+/* Starts a line, or says the call cannot be replayed when COMM is not one
+ * the recorder saw made (an intercommunicator, or one made by a call it
+ * does not record). */
+static int begin(double t0, const char *name, long comm) {
+    if (!out) return 0;
+    if (comm < 0) {
+        fprintf(out, "%.9f %.9f unsupported %s on a communicator bgsim did not see made "
+                     "(an intercommunicator, or one made by a call bgsim does not record)\n", t0, now(), name);
+        return 0;
+    }
+    fprintf(out, "%.9f %.9f %s", t0, now(), name);
+    return 1;
+}
+static void num(long v) { fprintf(out, " %ld", v); }
+static void end(void) { fputc('\n', out); }
+
+static void unsupported(const char *what) {
+    if (out) { double t = now(); fprintf(out, "%.9f %.9f unsupported %s\n", t, t, what); }
 }
 
 static long bytes(int count, MPI_Datatype t) {
@@ -64,59 +156,141 @@ static long bytes(int count, MPI_Datatype t) {
     return (long)count * size;
 }
 
-static int world(MPI_Comm c) {
-    int result;
-    PMPI_Comm_compare(c, MPI_COMM_WORLD, &result);
-    return result == MPI_IDENT || result == MPI_CONGRUENT;
-}
-
-static int peer(int p) { return p == MPI_ANY_SOURCE ? -1 : p; }
+static int peer(int p) { return p == MPI_ANY_SOURCE ? -1 : p == MPI_PROC_NULL ? -2 : p; }
 static int tagof(int t) { return t == MPI_ANY_TAG ? -1 : t; }
+static int wild(int src, int tag) { return src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG; }
 
-static void type_code(MPI_Datatype t, char *buf) {
+static void reduction(MPI_Datatype t, MPI_Op op) {
     int size = 0;
     PMPI_Type_size(t, &size);
-    char kind = 'u';
-    if (t == MPI_DOUBLE || t == MPI_FLOAT || t == MPI_LONG_DOUBLE) kind = 'f';
-    else if (t == MPI_INT || t == MPI_LONG || t == MPI_SHORT || t == MPI_LONG_LONG || t == MPI_CHAR || t == MPI_SIGNED_CHAR) kind = 'i';
-    sprintf(buf, "%c%d", kind, size);
+    char kind = 'b';
+    if (t == MPI_DOUBLE || t == MPI_FLOAT || t == MPI_LONG_DOUBLE || t == MPI_REAL || t == MPI_DOUBLE_PRECISION)
+        kind = 'f';
+    else if (t == MPI_INT || t == MPI_LONG || t == MPI_SHORT || t == MPI_LONG_LONG || t == MPI_CHAR ||
+             t == MPI_SIGNED_CHAR || t == MPI_INT8_T || t == MPI_INT16_T || t == MPI_INT32_T || t == MPI_INT64_T ||
+             t == MPI_INTEGER)
+        kind = 'i';
+    else if (t == MPI_UNSIGNED || t == MPI_UNSIGNED_LONG || t == MPI_UNSIGNED_SHORT || t == MPI_UNSIGNED_LONG_LONG ||
+             t == MPI_UNSIGNED_CHAR || t == MPI_BYTE || t == MPI_UINT8_T || t == MPI_UINT16_T || t == MPI_UINT32_T ||
+             t == MPI_UINT64_T)
+        kind = 'u';
+    else if (t == MPI_C_FLOAT_COMPLEX || t == MPI_C_DOUBLE_COMPLEX || t == MPI_COMPLEX || t == MPI_DOUBLE_COMPLEX)
+        kind = 'c';
+    if (kind == 'b') size = 1;
+    const char *name = "user";
+    if (op == MPI_SUM) name = "sum";
+    else if (op == MPI_MAX) name = "max";
+    else if (op == MPI_MIN) name = "min";
+    else if (op == MPI_PROD) name = "prod";
+    else if (op == MPI_BAND) name = "band";
+    else if (op == MPI_BOR) name = "bor";
+    else if (op == MPI_BXOR) name = "bxor";
+    else if (op == MPI_LAND) name = "land";
+    else if (op == MPI_LOR) name = "lor";
+    else if (op == MPI_LXOR) name = "lxor";
+    else if (op == MPI_MAXLOC) name = "maxloc";
+    else if (op == MPI_MINLOC) name = "minloc";
+    else if (op == MPI_REPLACE) name = "replace";
+    fprintf(out, " %c%d %s", kind, size, name);
 }
 
-static const char *op_name(MPI_Op op) {
-    if (op == MPI_SUM) return "sum";
-    if (op == MPI_MAX) return "max";
-    if (op == MPI_MIN) return "min";
-    if (op == MPI_PROD) return "prod";
-    if (op == MPI_BAND) return "band";
-    if (op == MPI_BOR) return "bor";
-    if (op == MPI_BXOR) return "bxor";
-    if (op == MPI_LAND) return "land";
-    if (op == MPI_LOR) return "lor";
-    return "user";
+static int comm_size(MPI_Comm c) {
+    int n = 0;
+    PMPI_Comm_size(c, &n);
+    return n;
 }
 
-#define UNSUPPORTED(name) do { if (out) fprintf(out, "%.9f %.9f unsupported %s\n", now(), now(), name); } while (0)
+/* A list of N byte counts: counts[i] times the size of types[i] (or of
+ * the one type when types is NULL). */
+static void counts(int n, const int *c, MPI_Datatype t, const MPI_Datatype *types) {
+    num(n);
+    for (int i = 0; i < n; i++) num(bytes(c[i], types ? types[i] : t));
+}
 
-int MPI_Init(int *argc, char ***argv) {
-    int rc = PMPI_Init(argc, argv);
+/* ---- completions ---- */
+/* Writes the status lines of the wildcard receives among the completed
+ * requests, and forgets the ones that are done for good. */
+static void settle(struct req **done, MPI_Status *sts, int k) {
+    for (int i = 0; i < k; i++) {
+        if (!done[i]) continue;
+        if (out && done[i]->recv && done[i]->wild) {
+            double t = now();
+            fprintf(out, "%.9f %.9f status %ld %d %d\n", t, t, done[i]->id, peer(sts[i].MPI_SOURCE),
+                    tagof(sts[i].MPI_TAG));
+        }
+        if (done[i]->persistent) done[i]->active = 0;
+        else drop(done[i]);
+    }
+}
+
+/* The tracked requests the handles stand for (NULL where untracked or
+ * inactive). */
+static struct req **snapshot(int n, const MPI_Request *rs) {
+    struct req **q = malloc((n > 0 ? n : 1) * sizeof *q);
+    if (!q) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
+    for (int i = 0; i < n; i++) {
+        struct req *e = find_other(rs[i], q, i);
+        q[i] = e && e->active ? e : NULL;
+    }
+    return q;
+}
+
+/* Records K completed requests (done[idx[j]], statuses sts[j]). Request
+ * entries are addressed by id: settling one can move another. */
+static void completed(double t0, const char *name, int single, struct req **all, const int *idx, int k,
+                      MPI_Status *sts) {
+    long *ids = malloc((k > 0 ? k : 1) * sizeof *ids);
+    struct req **done = malloc((k > 0 ? k : 1) * sizeof *done);
+    int m = 0;
+    for (int j = 0; j < k; j++) {
+        done[j] = all[idx ? idx[j] : j];
+        if (done[j]) ids[m++] = done[j]->id;
+    }
+    if (m && begin(t0, name, 0)) {
+        if (!single) num(m);
+        for (int j = 0; j < m; j++) num(ids[j]);
+        end();
+    }
+    /* settle by id: drop() moves the last entry into a freed slot */
+    for (int j = 0; j < k; j++) {
+        if (!done[j]) continue;
+        long id = done[j]->id;
+        struct req *e = NULL;
+        for (long i = 0; i < nreq; i++)
+            if (reqs[i].id == id) { e = &reqs[i]; break; }
+        settle(&e, &sts[j], 1);
+    }
+    free(ids);
+    free(done);
+}
+
+/* ---- init and finalize ---- */
+static void open_trace(void) {
     int rank, size;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
     const char *dir = getenv("BGSIM_TRACE_DIR");
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%d.trace", dir ? dir : ".", rank);
     out = fopen(path, "w");
     if (!out) { fprintf(stderr, "bgsim_trace: cannot write %s\n", path); PMPI_Abort(MPI_COMM_WORLD, 1); }
-    fprintf(out, "# bgsim-trace 1 rank %d size %d\n", rank, size);
+    fprintf(out, "# bgsim-trace 2 rank %d size %d\n", rank, size);
     PMPI_Barrier(MPI_COMM_WORLD);
     t_origin = PMPI_Wtime();
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    int rc = PMPI_Init(argc, argv);
+    open_trace();
     return rc;
 }
 
+/* The recorder keeps one rank's tables unlocked: it asks for no more than
+ * one thread calling MPI at a time. */
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-    int rc = MPI_Init(argc, argv);
-    *provided = MPI_THREAD_SINGLE;
-    (void)required;
+    int rc = PMPI_Init_thread(argc, argv, required < MPI_THREAD_FUNNELED ? required : MPI_THREAD_FUNNELED, provided);
+    open_trace();
     return rc;
 }
 
@@ -130,161 +304,540 @@ int MPI_Finalize(void) {
     return PMPI_Finalize();
 }
 
-static int send_like(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
-                     int (*f)(const void *, int, MPI_Datatype, int, int, MPI_Comm)) {
-    double t0 = now();
-    int rc = f(buf, count, t, dest, tag, comm);
-    if (!world(comm)) UNSUPPORTED("send on another communicator");
-    else fprintf(out, "%.9f %.9f send %d %d %ld\n", t0, now(), dest, tag, bytes(count, t));
-    return rc;
+/* ---- communicators ---- */
+static void made(double t0, const char *how, MPI_Comm parent, MPI_Comm *made_comm) {
+    long p = cid(parent);
+    if (!out) return;
+    MPI_Comm c = made_comm ? *made_comm : MPI_COMM_NULL;
+    int inter = 0;
+    if (c != MPI_COMM_NULL) PMPI_Comm_test_inter(c, &inter);
+    if (inter) { unsupported("a communicator that is an intercommunicator"); return; }
+    if (!begin(t0, how, p)) return;
+    num(p);
+    if (c == MPI_COMM_NULL) { num(-1); num(0); end(); return; }
+    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
+    comms[ncomm] = (struct comm){c, next_comm++};
+    num(comms[ncomm++].id);
+    if (strcmp(how, "comm_dup") == 0) { end(); return; }
+    MPI_Group g;
+    int k;
+    PMPI_Comm_group(c, &g);
+    PMPI_Group_size(g, &k);
+    int *ranks = malloc((k > 0 ? k : 1) * sizeof *ranks), *w = malloc((k > 0 ? k : 1) * sizeof *w);
+    for (int i = 0; i < k; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, k, ranks, world_group, w);
+    num(k);
+    for (int i = 0; i < k; i++) num(w[i]);
+    end();
+    free(ranks);
+    free(w);
+    PMPI_Group_free(&g);
 }
 
-int MPI_Send(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) { return send_like(b, c, t, d, tag, comm, PMPI_Send); }
-int MPI_Ssend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) { return send_like(b, c, t, d, tag, comm, PMPI_Ssend); }
-int MPI_Rsend(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) { return send_like(b, c, t, d, tag, comm, PMPI_Rsend); }
+int MPI_Comm_dup(MPI_Comm c, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Comm_dup(c, n); made(t0, "comm_dup", c, n); return rc;
+}
+int MPI_Comm_dup_with_info(MPI_Comm c, MPI_Info i, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Comm_dup_with_info(c, i, n); made(t0, "comm_dup", c, n); return rc;
+}
+int MPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Comm_split(c, color, key, n); made(t0, "comm_split", c, n); return rc;
+}
+int MPI_Comm_split_type(MPI_Comm c, int type, int key, MPI_Info i, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Comm_split_type(c, type, key, i, n); made(t0, "comm_split", c, n); return rc;
+}
+int MPI_Comm_create(MPI_Comm c, MPI_Group g, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Comm_create(c, g, n); made(t0, "comm_split", c, n); return rc;
+}
+int MPI_Comm_create_group(MPI_Comm c, MPI_Group g, int tag, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Comm_create_group(c, g, tag, n); made(t0, "comm_group", c, n); return rc;
+}
+int MPI_Cart_create(MPI_Comm c, int nd, const int dims[], const int periods[], int reorder, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Cart_create(c, nd, dims, periods, reorder, n); made(t0, "comm_split", c, n);
+    return rc;
+}
+int MPI_Cart_sub(MPI_Comm c, const int remain[], MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Cart_sub(c, remain, n); made(t0, "comm_split", c, n); return rc;
+}
+int MPI_Graph_create(MPI_Comm c, int nn, const int index[], const int edges[], int reorder, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Graph_create(c, nn, index, edges, reorder, n); made(t0, "comm_split", c, n);
+    return rc;
+}
+int MPI_Dist_graph_create(MPI_Comm c, int nn, const int src[], const int deg[], const int dst[], const int w[],
+                          MPI_Info i, int reorder, MPI_Comm *n) {
+    double t0 = now(); int rc = PMPI_Dist_graph_create(c, nn, src, deg, dst, w, i, reorder, n);
+    made(t0, "comm_split", c, n); return rc;
+}
+int MPI_Dist_graph_create_adjacent(MPI_Comm c, int indeg, const int src[], const int sw[], int outdeg,
+                                   const int dst[], const int dw[], MPI_Info i, int reorder, MPI_Comm *n) {
+    double t0 = now();
+    int rc = PMPI_Dist_graph_create_adjacent(c, indeg, src, sw, outdeg, dst, dw, i, reorder, n);
+    made(t0, "comm_split", c, n); return rc;
+}
+
+static void freed(double t0, MPI_Comm c) {
+    long id = cid(c);
+    if (id < 2) return;  /* not ours (or a predefined one) */
+    for (long i = 0; i < ncomm; i++)
+        if (comms[i].id == id) { comms[i] = comms[--ncomm]; break; }
+    if (begin(t0, "comm_free", id)) { num(id); end(); }
+}
+int MPI_Comm_free(MPI_Comm *c) { double t0 = now(); MPI_Comm was = *c; int rc = PMPI_Comm_free(c); freed(t0, was); return rc; }
+int MPI_Comm_disconnect(MPI_Comm *c) {
+    double t0 = now(); MPI_Comm was = *c; int rc = PMPI_Comm_disconnect(c); freed(t0, was); return rc;
+}
+
+int MPI_Comm_idup(MPI_Comm c, MPI_Comm *n, MPI_Request *r) { unsupported("MPI_Comm_idup"); return PMPI_Comm_idup(c, n, r); }
+int MPI_Intercomm_create(MPI_Comm l, int ll, MPI_Comm p, int rl, int tag, MPI_Comm *n) {
+    unsupported("MPI_Intercomm_create (intercommunicators)");
+    return PMPI_Intercomm_create(l, ll, p, rl, tag, n);
+}
+int MPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm *n) {
+    unsupported("MPI_Intercomm_merge (intercommunicators)");
+    return PMPI_Intercomm_merge(c, high, n);
+}
+
+/* ---- point to point ---- */
+#define SEND(NAME, PNAME, LINE)                                                              \
+    int NAME(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm) {         \
+        double t0 = now();                                                                   \
+        int rc = PNAME(b, c, t, d, tag, comm);                                               \
+        long k = cid(comm);                                                                  \
+        if (begin(t0, LINE, k)) { num(peer(d)); num(tag); num(bytes(c, t)); num(k); end(); } \
+        return rc;                                                                           \
+    }
+SEND(MPI_Send, PMPI_Send, "send")
+SEND(MPI_Ssend, PMPI_Ssend, "ssend")
+SEND(MPI_Bsend, PMPI_Bsend, "bsend")
+SEND(MPI_Rsend, PMPI_Rsend, "rsend")
+
+#define ISEND(NAME, PNAME, LINE, PERSISTENT)                                                                 \
+    int NAME(const void *b, int c, MPI_Datatype t, int d, int tag, MPI_Comm comm, MPI_Request *r) {         \
+        double t0 = now();                                                                                   \
+        int rc = PNAME(b, c, t, d, tag, comm, r);                                                            \
+        long k = cid(comm);                                                                                  \
+        if (begin(t0, LINE, k)) { num(peer(d)); num(tag); num(bytes(c, t)); num(k); num(track(*r, PERSISTENT, 0, 0)); end(); } \
+        return rc;                                                                                           \
+    }
+ISEND(MPI_Isend, PMPI_Isend, "isend", 0)
+ISEND(MPI_Issend, PMPI_Issend, "issend", 0)
+ISEND(MPI_Ibsend, PMPI_Ibsend, "ibsend", 0)
+ISEND(MPI_Irsend, PMPI_Irsend, "irsend", 0)
+ISEND(MPI_Send_init, PMPI_Send_init, "send_init", 1)
+ISEND(MPI_Ssend_init, PMPI_Ssend_init, "ssend_init", 1)
+ISEND(MPI_Bsend_init, PMPI_Bsend_init, "bsend_init", 1)
+ISEND(MPI_Rsend_init, PMPI_Rsend_init, "rsend_init", 1)
 
 int MPI_Recv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Status *st) {
     double t0 = now();
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
     int rc = PMPI_Recv(buf, count, t, src, tag, comm, st);
-    if (!world(comm)) UNSUPPORTED("recv on another communicator");
-    else fprintf(out, "%.9f %.9f recv %d %d %ld\n", t0, now(), peer(src), tagof(tag), bytes(count, t));
+    long k = cid(comm);
+    if (begin(t0, "recv", k)) {
+        num(src == MPI_PROC_NULL ? -2 : peer(st->MPI_SOURCE)); num(src == MPI_PROC_NULL ? tag : tagof(st->MPI_TAG));
+        num(bytes(count, t)); num(k); end();
+    }
     return rc;
 }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *r) {
+static int irecv_like(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *r,
+                      int persistent) {
     double t0 = now();
-    int rc = PMPI_Isend(buf, count, t, dest, tag, comm, r);
-    if (!world(comm)) UNSUPPORTED("isend on another communicator");
-    else fprintf(out, "%.9f %.9f isend %d %d %ld %ld\n", t0, now(), dest, tag, bytes(count, t), track(*r));
+    int rc = persistent ? PMPI_Recv_init(buf, count, t, src, tag, comm, r) : PMPI_Irecv(buf, count, t, src, tag, comm, r);
+    long k = cid(comm);
+    if (begin(t0, persistent ? "recv_init" : "irecv", k)) {
+        num(peer(src)); num(tagof(tag)); num(bytes(count, t)); num(k);
+        num(track(*r, persistent, 1, wild(src, tag) && src != MPI_PROC_NULL)); end();
+    }
+    return rc;
+}
+int MPI_Irecv(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Request *r) {
+    return irecv_like(b, c, t, s, tag, comm, r, 0);
+}
+int MPI_Recv_init(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm, MPI_Request *r) {
+    return irecv_like(b, c, t, s, tag, comm, r, 1);
+}
+
+static void sendrecv_line(double t0, int dest, int stag, long sbytes, int src, int rtag, long rbytes, MPI_Comm comm,
+                          MPI_Status *st) {
+    long k = cid(comm);
+    if (begin(t0, "sendrecv", k)) {
+        num(peer(dest)); num(stag); num(sbytes);
+        num(src == MPI_PROC_NULL ? -2 : peer(st->MPI_SOURCE)); num(src == MPI_PROC_NULL ? rtag : tagof(st->MPI_TAG));
+        num(rbytes); num(k); end();
+    }
+}
+int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype stype, int dest, int stag, void *rb, int rc_, MPI_Datatype rt,
+                 int src, int rtag, MPI_Comm comm, MPI_Status *status) {
+    double t0 = now();
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE) status = &own;
+    int rc = PMPI_Sendrecv(sb, sc, stype, dest, stag, rb, rc_, rt, src, rtag, comm, status);
+    sendrecv_line(t0, dest, stag, bytes(sc, stype), src, rtag, bytes(rc_, rt), comm, status);
+    return rc;
+}
+int MPI_Sendrecv_replace(void *b, int c, MPI_Datatype t, int dest, int stag, int src, int rtag, MPI_Comm comm,
+                         MPI_Status *status) {
+    double t0 = now();
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE) status = &own;
+    int rc = PMPI_Sendrecv_replace(b, c, t, dest, stag, src, rtag, comm, status);
+    sendrecv_line(t0, dest, stag, bytes(c, t), src, rtag, bytes(c, t), comm, status);
     return rc;
 }
 
-int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *r) {
+static void probe_line(double t0, int src, int tag, MPI_Comm comm, MPI_Status *st) {
+    long k = cid(comm);
+    if (begin(t0, "probe", k)) {
+        num(src == MPI_PROC_NULL ? -2 : peer(st->MPI_SOURCE)); num(src == MPI_PROC_NULL ? tag : tagof(st->MPI_TAG));
+        num(k); end();
+    }
+}
+int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st) {
     double t0 = now();
-    int rc = PMPI_Irecv(buf, count, t, src, tag, comm, r);
-    if (!world(comm)) UNSUPPORTED("irecv on another communicator");
-    else fprintf(out, "%.9f %.9f irecv %d %d %ld %ld\n", t0, now(), peer(src), tagof(tag), bytes(count, t), track(*r));
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    int rc = PMPI_Probe(src, tag, comm, st);
+    probe_line(t0, src, tag, comm, st);
+    return rc;
+}
+int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st) {
+    double t0 = now();
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
+    if (*flag) probe_line(t0, src, tag, comm, st);
+    return rc;
+}
+
+int MPI_Start(MPI_Request *r) {
+    double t0 = now();
+    int rc = PMPI_Start(r);
+    struct req *e = find(*r);
+    if (e) { e->active = 1; if (begin(t0, "start", 0)) { num(e->id); end(); } }
+    return rc;
+}
+int MPI_Startall(int n, MPI_Request rs[]) {
+    double t0 = now();
+    int rc = PMPI_Startall(n, rs);
+    int k = 0;
+    for (int i = 0; i < n; i++) if (find(rs[i])) k++;
+    if (k && begin(t0, "startall", 0)) {
+        num(k);
+        for (int i = 0; i < n; i++) { struct req *e = find(rs[i]); if (e) { e->active = 1; num(e->id); } }
+        end();
+    }
+    return rc;
+}
+int MPI_Request_free(MPI_Request *r) {
+    double t0 = now();
+    struct req *e = find(*r);
+    long id = e ? e->id : 0;
+    if (e) drop(e);
+    int rc = PMPI_Request_free(r);
+    if (id && begin(t0, "request_free", 0)) { num(id); end(); }
     return rc;
 }
 
 int MPI_Wait(MPI_Request *r, MPI_Status *st) {
     double t0 = now();
-    long id = forget(*r);
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    struct req **q = snapshot(1, r);
     int rc = PMPI_Wait(r, st);
-    if (id) fprintf(out, "%.9f %.9f wait %ld\n", t0, now(), id);
+    completed(t0, "wait", 1, q, NULL, 1, st);
+    free(q);
     return rc;
 }
-
-int MPI_Waitall(int n, MPI_Request rs[], MPI_Status sts[]) {
-    double t0 = now();
-    long *ids = malloc((n > 0 ? n : 1) * sizeof *ids);
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        long id = forget(rs[i]);
-        if (id) ids[k++] = id;
-    }
-    int rc = PMPI_Waitall(n, rs, sts);
-    fprintf(out, "%.9f %.9f waitall %d", t0, now(), k);
-    for (int i = 0; i < k; i++) fprintf(out, " %ld", ids[i]);
-    fputc('\n', out);
-    free(ids);
-    return rc;
-}
-
 int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st) {
     double t0 = now();
-    MPI_Request before = *r;
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    struct req **q = snapshot(1, r);
     int rc = PMPI_Test(r, flag, st);
-    if (*flag) {
-        long id = forget(before);
-        if (id) fprintf(out, "%.9f %.9f wait %ld\n", t0, now(), id);
-    }
+    if (*flag) completed(t0, "test", 1, q, NULL, 1, st);
+    free(q);
     return rc;
 }
 
-int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb, int rc_, MPI_Datatype rt,
-                 int src, int rtag, MPI_Comm comm, MPI_Status *status) {
-    double t0 = now();
-    int rc = PMPI_Sendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, status);
-    if (!world(comm)) UNSUPPORTED("sendrecv on another communicator");
-    else fprintf(out, "%.9f %.9f sendrecv %d %d %ld %d %d %ld\n", t0, now(), dest, stag, bytes(sc, st), peer(src),
-                 tagof(rtag), bytes(rc_, rt));
-    return rc;
+static MPI_Status *statuses(int n, MPI_Status *given, MPI_Status **own) {
+    *own = NULL;
+    if (given != MPI_STATUSES_IGNORE) return given;
+    *own = malloc((n > 0 ? n : 1) * sizeof **own);
+    if (!*own) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
+    return *own;
 }
 
-int MPI_Barrier(MPI_Comm comm) {
+static int all_like(int n, MPI_Request rs[], int *flag, MPI_Status sts[], int test) {
     double t0 = now();
-    int rc = PMPI_Barrier(comm);
-    if (!world(comm)) UNSUPPORTED("barrier on another communicator");
-    else fprintf(out, "%.9f %.9f barrier\n", t0, now());
+    MPI_Status *own, *s = statuses(n, sts, &own);
+    struct req **q = snapshot(n, rs);
+    int f = 1;
+    int rc = test ? PMPI_Testall(n, rs, &f, s) : PMPI_Waitall(n, rs, s);
+    if (flag) *flag = f;
+    if (f) completed(t0, test ? "testall" : "waitall", 0, q, NULL, n, s);
+    free(q);
+    free(own);
     return rc;
 }
+int MPI_Waitall(int n, MPI_Request rs[], MPI_Status sts[]) { return all_like(n, rs, NULL, sts, 0); }
+int MPI_Testall(int n, MPI_Request rs[], int *flag, MPI_Status sts[]) { return all_like(n, rs, flag, sts, 1); }
 
-int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm) {
+static int any_like(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st, int test) {
     double t0 = now();
-    int rc = PMPI_Bcast(buf, count, t, root, comm);
-    if (!world(comm)) UNSUPPORTED("bcast on another communicator");
-    else fprintf(out, "%.9f %.9f bcast %d %ld\n", t0, now(), root, bytes(count, t));
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    struct req **q = snapshot(n, rs);
+    int f = 1;
+    int rc = test ? PMPI_Testany(n, rs, idx, &f, st) : PMPI_Waitany(n, rs, idx, st);
+    if (flag) *flag = f;
+    if (f && *idx != MPI_UNDEFINED) completed(t0, test ? "testany" : "waitany", 1, q, idx, 1, st);
+    free(q);
     return rc;
 }
+int MPI_Waitany(int n, MPI_Request rs[], int *idx, MPI_Status *st) { return any_like(n, rs, idx, NULL, st, 0); }
+int MPI_Testany(int n, MPI_Request rs[], int *idx, int *flag, MPI_Status *st) { return any_like(n, rs, idx, flag, st, 1); }
 
-int MPI_Reduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm) {
+static int some_like(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status sts[], int test) {
     double t0 = now();
-    char code[16];
-    int rc = PMPI_Reduce(sb, rb, count, t, op, root, comm);
-    type_code(t, code);
-    if (!world(comm)) UNSUPPORTED("reduce on another communicator");
-    else fprintf(out, "%.9f %.9f reduce %d %ld %s %s\n", t0, now(), root, bytes(count, t), code, op_name(op));
+    MPI_Status *own, *s = statuses(n, sts, &own);
+    struct req **q = snapshot(n, rs);
+    int rc = test ? PMPI_Testsome(n, rs, outc, idx, s) : PMPI_Waitsome(n, rs, outc, idx, s);
+    if (*outc != MPI_UNDEFINED && *outc > 0) completed(t0, test ? "testsome" : "waitsome", 0, q, idx, *outc, s);
+    free(q);
+    free(own);
     return rc;
 }
-
-int MPI_Allreduce(const void *sb, void *rb, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
-    double t0 = now();
-    char code[16];
-    int rc = PMPI_Allreduce(sb, rb, count, t, op, comm);
-    type_code(t, code);
-    if (!world(comm)) UNSUPPORTED("allreduce on another communicator");
-    else fprintf(out, "%.9f %.9f allreduce %ld %s %s\n", t0, now(), bytes(count, t), code, op_name(op));
-    return rc;
-}
-
-int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    double t0 = now();
-    int rc = PMPI_Allgather(sb, sc, st, rb, rc_, rt, comm);
-    if (!world(comm)) UNSUPPORTED("allgather on another communicator");
-    else fprintf(out, "%.9f %.9f allgather %ld\n", t0, now(), bytes(rc_, rt));
-    return rc;
-}
-
-int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    double t0 = now();
-    int rc = PMPI_Alltoall(sb, sc, st, rb, rc_, rt, comm);
-    if (!world(comm)) UNSUPPORTED("alltoall on another communicator");
-    else fprintf(out, "%.9f %.9f alltoall %ld\n", t0, now(), bytes(rc_, rt));
-    return rc;
-}
-
-int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    double t0 = now();
-    int rc = PMPI_Gather(sb, sc, st, rb, rc_, rt, root, comm);
-    if (!world(comm)) UNSUPPORTED("gather on another communicator");
-    else fprintf(out, "%.9f %.9f gather %d %ld\n", t0, now(), root, bytes(sc, st));
-    return rc;
-}
-
-int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    double t0 = now();
-    int rc = PMPI_Scatter(sb, sc, st, rb, rc_, rt, root, comm);
-    if (!world(comm)) UNSUPPORTED("scatter on another communicator");
-    else fprintf(out, "%.9f %.9f scatter %d %ld\n", t0, now(), root, bytes(rc_, rt));
-    return rc;
-}
+int MPI_Waitsome(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status sts[]) { return some_like(n, rs, outc, idx, sts, 0); }
+int MPI_Testsome(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status sts[]) { return some_like(n, rs, outc, idx, sts, 1); }
 
 /* Calls with no replay: recorded so that the replay refuses the trace
  * naming them rather than replaying something else. */
-int MPI_Waitany(int n, MPI_Request rs[], int *idx, MPI_Status *st) { UNSUPPORTED("MPI_Waitany"); return PMPI_Waitany(n, rs, idx, st); }
-int MPI_Waitsome(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status sts[]) { UNSUPPORTED("MPI_Waitsome"); return PMPI_Waitsome(n, rs, outc, idx, sts); }
-int MPI_Alltoallv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-    UNSUPPORTED("MPI_Alltoallv");
-    return PMPI_Alltoallv(sb, sc, sd, st, rb, rc_, rd, rt, comm);
+int MPI_Cancel(MPI_Request *r) { unsupported("MPI_Cancel"); return PMPI_Cancel(r); }
+int MPI_Mprobe(int s, int t, MPI_Comm c, MPI_Message *m, MPI_Status *st) { unsupported("MPI_Mprobe"); return PMPI_Mprobe(s, t, c, m, st); }
+int MPI_Improbe(int s, int t, MPI_Comm c, int *f, MPI_Message *m, MPI_Status *st) {
+    int rc = PMPI_Improbe(s, t, c, f, m, st);
+    if (*f) unsupported("MPI_Improbe");
+    return rc;
+}
+int MPI_Win_create(void *b, MPI_Aint size, int du, MPI_Info i, MPI_Comm c, MPI_Win *w) {
+    unsupported("MPI_Win_create (one-sided communication)");
+    return PMPI_Win_create(b, size, du, i, c, w);
+}
+int MPI_Win_allocate(MPI_Aint size, int du, MPI_Info i, MPI_Comm c, void *b, MPI_Win *w) {
+    unsupported("MPI_Win_allocate (one-sided communication)");
+    return PMPI_Win_allocate(size, du, i, c, b, w);
+}
+
+/* ---- collectives ---- */
+/* Blocking and nonblocking collectives share their lines: R is the
+ * nonblocking call's request (NULL for the blocking one). */
+static int coll(double t0, const char *name, MPI_Comm comm, MPI_Request *r, long *k) {
+    char nb[64];
+    *k = cid(comm);
+    if (r) snprintf(nb, sizeof nb, "i%s", name);
+    return begin(t0, r ? nb : name, *k);
+}
+static void coll_comm(long k, MPI_Request *r) {
+    num(k);
+    if (r) num(track(*r, 0, 0, 0));
+}
+
+static void barrier_line(double t0, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, "barrier", comm, r, &k)) { coll_comm(k, r); end(); }
+}
+int MPI_Barrier(MPI_Comm comm) { double t0 = now(); int rc = PMPI_Barrier(comm); barrier_line(t0, comm, NULL); return rc; }
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) { double t0 = now(); int rc = PMPI_Ibarrier(comm, r); barrier_line(t0, comm, r); return rc; }
+
+static void bcast_line(double t0, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, "bcast", comm, r, &k)) { num(root); num(bytes(count, t)); coll_comm(k, r); end(); }
+}
+int MPI_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Bcast(b, c, t, root, comm); bcast_line(t0, c, t, root, comm, NULL); return rc;
+}
+int MPI_Ibcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ibcast(b, c, t, root, comm, r); bcast_line(t0, c, t, root, comm, r); return rc;
+}
+
+static void reduce_line(double t0, const char *name, int root, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                        MPI_Request *r) {
+    long k;
+    if (coll(t0, name, comm, r, &k)) {
+        if (root >= 0) num(root);
+        num(bytes(count, t)); coll_comm(k, r); reduction(t, op); end();
+    }
+}
+int MPI_Reduce(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Reduce(sb, rb, c, t, op, root, comm); reduce_line(t0, "reduce", root, c, t, op, comm, NULL);
+    return rc;
+}
+int MPI_Ireduce(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ireduce(sb, rb, c, t, op, root, comm, r); reduce_line(t0, "reduce", root, c, t, op, comm, r);
+    return rc;
+}
+#define REDUCE_ALL(NAME, PNAME, INAME, PINAME, LINE)                                                          \
+    int NAME(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {                    \
+        double t0 = now(); int rc = PNAME(sb, rb, c, t, op, comm); reduce_line(t0, LINE, -1, c, t, op, comm, NULL); \
+        return rc;                                                                                            \
+    }                                                                                                         \
+    int INAME(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {   \
+        double t0 = now(); int rc = PINAME(sb, rb, c, t, op, comm, r); reduce_line(t0, LINE, -1, c, t, op, comm, r); \
+        return rc;                                                                                            \
+    }
+REDUCE_ALL(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, "allreduce")
+REDUCE_ALL(MPI_Scan, PMPI_Scan, MPI_Iscan, PMPI_Iscan, "scan")
+REDUCE_ALL(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, "exscan")
+
+int MPI_Reduce_scatter_block(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Reduce_scatter_block(sb, rb, c, t, op, comm);
+    reduce_line(t0, "reduce_scatter_block", -1, c, t, op, comm, NULL); return rc;
+}
+int MPI_Ireduce_scatter_block(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ireduce_scatter_block(sb, rb, c, t, op, comm, r);
+    reduce_line(t0, "reduce_scatter_block", -1, c, t, op, comm, r); return rc;
+}
+static void reduce_scatter_line(double t0, const int *rcounts, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, "reduce_scatter", comm, r, &k)) { coll_comm(k, r); counts(comm_size(comm), rcounts, t, NULL); reduction(t, op); end(); }
+}
+int MPI_Reduce_scatter(const void *sb, void *rb, const int rc_[], MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Reduce_scatter(sb, rb, rc_, t, op, comm); reduce_scatter_line(t0, rc_, t, op, comm, NULL);
+    return rc;
+}
+int MPI_Ireduce_scatter(const void *sb, void *rb, const int rc_[], MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ireduce_scatter(sb, rb, rc_, t, op, comm, r); reduce_scatter_line(t0, rc_, t, op, comm, r);
+    return rc;
+}
+
+/* allgather / alltoall: the bytes from (to) each rank. */
+static void per_rank_line(double t0, const char *name, long b, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, name, comm, r, &k)) { num(b); coll_comm(k, r); end(); }
+}
+int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Allgather(sb, sc, st, rb, rc_, rt, comm);
+    per_rank_line(t0, "allgather", bytes(rc_, rt), comm, NULL); return rc;
+}
+int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Iallgather(sb, sc, st, rb, rc_, rt, comm, r);
+    per_rank_line(t0, "allgather", bytes(rc_, rt), comm, r); return rc;
+}
+int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Alltoall(sb, sc, st, rb, rc_, rt, comm);
+    per_rank_line(t0, "alltoall", bytes(rc_, rt), comm, NULL); return rc;
+}
+int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ialltoall(sb, sc, st, rb, rc_, rt, comm, r);
+    per_rank_line(t0, "alltoall", bytes(rc_, rt), comm, r); return rc;
+}
+
+/* gather / scatter: the bytes of one rank's block (at the root with
+ * MPI_IN_PLACE, from the root's side of the call). */
+static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, name, comm, r, &k)) { num(root); num(b); coll_comm(k, r); end(); }
+}
+static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
+int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Gather(sb, sc, st, rb, rc_, rt, root, comm);
+    rooted_line(t0, "gather", root, me(comm) == root ? bytes(rc_, rt) : bytes(sc, st), comm, NULL); return rc;
+}
+int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Igather(sb, sc, st, rb, rc_, rt, root, comm, r);
+    rooted_line(t0, "gather", root, me(comm) == root ? bytes(rc_, rt) : bytes(sc, st), comm, r); return rc;
+}
+int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Scatter(sb, sc, st, rb, rc_, rt, root, comm);
+    rooted_line(t0, "scatter", root, me(comm) == root ? bytes(sc, st) : bytes(rc_, rt), comm, NULL); return rc;
+}
+int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Iscatter(sb, sc, st, rb, rc_, rt, root, comm, r);
+    rooted_line(t0, "scatter", root, me(comm) == root ? bytes(sc, st) : bytes(rc_, rt), comm, r); return rc;
+}
+
+/* gatherv / scatterv: this rank's own block, and at the root every rank's. */
+static void rooted_v_line(double t0, const char *name, int root, long own, const int *c, MPI_Datatype t,
+                          MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, name, comm, r, &k)) {
+        num(root); num(own); coll_comm(k, r);
+        if (me(comm) == root) counts(comm_size(comm), c, t, NULL); else num(0);
+        end();
+    }
+}
+int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
+                int root, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Gatherv(sb, sc, st, rb, rc_, rd, rt, root, comm);
+    long own = sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
+    rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, NULL); return rc;
+}
+int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
+                 int root, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Igatherv(sb, sc, st, rb, rc_, rd, rt, root, comm, r);
+    long own = sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
+    rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, r); return rc;
+}
+int MPI_Scatterv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt,
+                 int root, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Scatterv(sb, sc, sd, st, rb, rc_, rt, root, comm);
+    long own = rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
+    rooted_v_line(t0, "scatterv", root, own, sc, st, comm, NULL); return rc;
+}
+int MPI_Iscatterv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt,
+                  int root, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Iscatterv(sb, sc, sd, st, rb, rc_, rt, root, comm, r);
+    long own = rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
+    rooted_v_line(t0, "scatterv", root, own, sc, st, comm, r); return rc;
+}
+
+static void allgatherv_line(double t0, const int *c, MPI_Datatype t, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, "allgatherv", comm, r, &k)) { coll_comm(k, r); counts(comm_size(comm), c, t, NULL); end(); }
+}
+int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
+                   MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Allgatherv(sb, sc, st, rb, rc_, rd, rt, comm); allgatherv_line(t0, rc_, rt, comm, NULL);
+    return rc;
+}
+int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
+                    MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Iallgatherv(sb, sc, st, rb, rc_, rd, rt, comm, r); allgatherv_line(t0, rc_, rt, comm, r);
+    return rc;
+}
+
+/* alltoallv / alltoallw: bytes to each rank, then from each (in place:
+ * the same both ways). */
+static void alltoallv_line(double t0, const void *sb, const int *sc, MPI_Datatype st, const MPI_Datatype *sts,
+                           const int *rc_, MPI_Datatype rt, const MPI_Datatype *rts, MPI_Comm comm, MPI_Request *r) {
+    long k;
+    if (coll(t0, "alltoallv", comm, r, &k)) {
+        int n = comm_size(comm);
+        coll_comm(k, r);
+        if (sb == MPI_IN_PLACE) counts(n, rc_, rt, rts); else counts(n, sc, st, sts);
+        for (int i = 0; i < n; i++) num(bytes(rc_[i], rts ? rts[i] : rt));
+        end();
+    }
+}
+int MPI_Alltoallv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, const int rc_[],
+                  const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Alltoallv(sb, sc, sd, st, rb, rc_, rd, rt, comm);
+    alltoallv_line(t0, sb, sc, st, NULL, rc_, rt, NULL, comm, NULL); return rc;
+}
+int MPI_Ialltoallv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, const int rc_[],
+                   const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ialltoallv(sb, sc, sd, st, rb, rc_, rd, rt, comm, r);
+    alltoallv_line(t0, sb, sc, st, NULL, rc_, rt, NULL, comm, r); return rc;
+}
+int MPI_Alltoallw(const void *sb, const int sc[], const int sd[], const MPI_Datatype st[], void *rb, const int rc_[],
+                  const int rd[], const MPI_Datatype rt[], MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Alltoallw(sb, sc, sd, st, rb, rc_, rd, rt, comm);
+    alltoallv_line(t0, sb, sc, MPI_BYTE, st, rc_, MPI_BYTE, rt, comm, NULL); return rc;
+}
+int MPI_Ialltoallw(const void *sb, const int sc[], const int sd[], const MPI_Datatype st[], void *rb, const int rc_[],
+                   const int rd[], const MPI_Datatype rt[], MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ialltoallw(sb, sc, sd, st, rb, rc_, rd, rt, comm, r);
+    alltoallv_line(t0, sb, sc, MPI_BYTE, st, rc_, MPI_BYTE, rt, comm, r); return rc;
 }

@@ -1,0 +1,198 @@
+"""Replaying a trace: the rank program that makes, on the simulated MPI,
+the calls a rank recorded, in its order, with messages of the recorded
+sizes (their content zeros) and the time between two calls (and from
+MPI_Init to the first) as compute.
+
+How each recorded call replays:
+
+- a new communicator is a split of its parent into the recorded members in
+  the recorded order (colour: the smallest member's world rank, key: the
+  rank's place), `comm_dup` a Dup and `comm_group` a Create_group over the
+  members only, so it costs what the simulated MPI's constructor costs;
+- a receive, probe or persistent start posted with a wildcard uses the
+  source and tag of the message the recorded run matched, so the replay
+  makes the program's decisions (which neighbour's data came first)
+  whatever the simulated timing;
+- a persistent request's start is the nonblocking call of its mode with the
+  init's arguments; Waitany / Testany / Test wait for the request the
+  recorded run completed, Waitsome / Testsome / Testall for those it did;
+- a nonblocking collective runs as its blocking collective where it was
+  started (the simulated MPI has no nonblocking collectives yet), and its
+  completion is then immediate;
+- reductions use the recorded element type; a user operation, MAXLOC,
+  MINLOC and REPLACE reduce as a sum of the same elements, types the
+  simulated MPI has no element for as bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+import numpy as np
+
+from .. import MPI
+from ..errors import UsageError
+from ..runtime import compute
+from .tracefile import ANY, PROC_NULL, Call, Trace
+
+_DTYPES = {"f4": "f4", "f8": "f8", "i1": "i1", "i2": "i2", "i4": "i4", "i8": "i8", "u1": "u1", "u2": "u2",
+           "u4": "u4", "u8": "u8", "c8": "c8", "c16": "c16"}
+
+
+def _ops() -> Dict[str, Any]:
+    return {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD, "band": MPI.BAND, "bor": MPI.BOR,
+            "bxor": MPI.BXOR, "land": MPI.LAND, "lor": MPI.LOR, "lxor": MPI.LXOR}
+
+
+def _buf(nbytes: int) -> np.ndarray:
+    return np.zeros(nbytes, "u1")
+
+
+def _elements(c: Call, nbytes: int) -> np.ndarray:
+    """`nbytes` of the reduction's recorded element type (bytes if the type
+    has no element here or the size does not divide)."""
+    dt = np.dtype(_DTYPES.get(c.dtype, "u1"))
+    return np.zeros(nbytes // dt.itemsize, dt) if nbytes % dt.itemsize == 0 else np.zeros(nbytes, "u1")
+
+
+def _vector(counts: List[int]) -> List[Any]:
+    """A byte buffer message of `counts` blocks back to back."""
+    displs = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist() if counts else []
+    return [_buf(sum(counts)), list(counts), displs, MPI.BYTE]
+
+
+def _peer(v: int) -> int:
+    return MPI.PROC_NULL if v == PROC_NULL else MPI.ANY_SOURCE if v == ANY else v
+
+
+def _tag(v: int) -> int:
+    return MPI.ANY_TAG if v == ANY else v
+
+
+def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
+    """The rank program that replays `trace` (run it with `bgsim.run`):
+    the time between two calls is compute, times `cpu_factor`."""
+    ops = _ops()
+
+    def op_of(c: Call) -> Any:
+        return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
+
+    def main() -> None:
+        world = MPI.COMM_WORLD
+        me = world.Get_rank()
+        comms: Dict[int, Any] = {0: world, 1: MPI.COMM_SELF}
+        reqs: Dict[int, Any] = {}
+        inits: Dict[int, Call] = {}
+        freed: List[Any] = []
+        last = 0.0  # the recorder's clock starts when MPI_Init returns
+        for c in trace.ranks[me]:
+            if c.t0 > last and cpu_factor > 0:
+                compute(seconds=(c.t0 - last) * cpu_factor)
+            last = c.t1
+            a, name = c.a, c.name
+            comm = comms.get(a.get("comm", 0))
+            if name in ("send", "ssend", "bsend", "rsend"):
+                getattr(comm, name.capitalize())(_buf(a["bytes"]), _peer(a["dest"]), a["tag"])
+            elif name in ("isend", "issend", "ibsend", "irsend"):
+                reqs[a["req"]] = getattr(comm, "I" + name[1:])(_buf(a["bytes"]), _peer(a["dest"]), a["tag"])
+            elif name == "recv":
+                comm.Recv(_buf(a["bytes"]), _peer(a["src"]), _tag(a["tag"]))
+            elif name == "irecv":
+                reqs[a["req"]] = comm.Irecv(_buf(a["bytes"]), _peer(a["src"]), _tag(a["tag"]))
+            elif name.endswith("_init"):
+                inits[a["req"]] = c
+            elif name in ("start", "startall"):
+                for req, (peer, tag) in c.starts.items():
+                    init = inits[req]
+                    on = comms[init.a["comm"]]
+                    if init.name == "recv_init":
+                        reqs[req] = on.Irecv(_buf(init.a["bytes"]), _peer(peer), _tag(tag))
+                    else:
+                        mode = {"send_init": "Isend", "ssend_init": "Issend", "bsend_init": "Ibsend",
+                                "rsend_init": "Irsend"}[init.name]
+                        reqs[req] = getattr(on, mode)(_buf(init.a["bytes"]), _peer(peer), tag)
+            elif name == "request_free":
+                inits.pop(a["req"], None)
+                if a["req"] in reqs:
+                    freed.append(reqs.pop(a["req"]))
+            elif name in ("wait", "test", "waitany", "testany"):
+                r = reqs.pop(a["req"])
+                if r is not None:
+                    r.Wait()
+            elif name in ("waitall", "testall", "waitsome", "testsome"):
+                MPI.Request.Waitall([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
+            elif name == "sendrecv":
+                comm.Sendrecv(_buf(a["sbytes"]), _peer(a["dest"]), a["stag"], _buf(a["rbytes"]), _peer(a["src"]),
+                              _tag(a["rtag"]))
+            elif name == "probe":
+                comm.Probe(_peer(a["src"]), _tag(a["tag"]))
+            elif name == "comm_dup":
+                comms[a["new"]] = comms[a["parent"]].Dup()
+            elif name == "comm_split":
+                made = comms[a["parent"]].Split(a["color"] if a["new"] >= 0 else MPI.UNDEFINED, a["key"])
+                if a["new"] >= 0:
+                    comms[a["new"]] = made
+            elif name == "comm_group":
+                parent = comms[a["parent"]]
+                comms[a["new"]] = parent.Create_group(parent.Get_group().Incl(c.lst))
+            elif name == "comm_free":
+                comms.pop(a["comm"]).Free()
+            elif name == "finalize":
+                break
+            else:
+                _collective(c, comm, op_of(c))
+                if "req" in a:
+                    reqs[a["req"]] = None  # done where it started
+        if freed:
+            MPI.Request.Waitall(freed)
+        if any(r is not None for r in reqs.values()):
+            raise UsageError(f"trace `{trace.path}`: rank {me} ends with requests never waited for")
+    return main
+
+
+def _collective(c: Call, comm: Any, op: Any) -> None:
+    """A collective (blocking, or a nonblocking one run as blocking)."""
+    a, lst = c.a, c.lst
+    name = c.name if c.name in _BLOCKING else c.name[1:]
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if name == "barrier":
+        comm.Barrier()
+    elif name == "bcast":
+        comm.Bcast(_buf(a["bytes"]), a["root"])
+    elif name == "reduce":
+        x = _elements(c, a["bytes"])
+        comm.Reduce(x, np.empty_like(x), op, a["root"])
+    elif name in ("allreduce", "scan", "exscan"):
+        x = _elements(c, a["bytes"])
+        getattr(comm, name.capitalize())(x, np.empty_like(x), op)
+    elif name == "reduce_scatter_block":
+        x = _elements(c, a["bytes"])
+        comm.Reduce_scatter_block(np.zeros(x.size * size, x.dtype), x, op)
+    elif name == "reduce_scatter":
+        blocks = [_elements(c, b) for b in lst]
+        if len({b.dtype for b in blocks}) > 1:  # some block does not divide: bytes throughout
+            blocks = [np.zeros(b, "u1") for b in lst]
+        counts = [b.size for b in blocks]
+        comm.Reduce_scatter(np.zeros(sum(counts), blocks[0].dtype), blocks[rank], counts, op)
+    elif name == "allgather":
+        comm.Allgather(_buf(a["bytes"]), _buf(a["bytes"] * size))
+    elif name == "alltoall":
+        comm.Alltoall(_buf(a["bytes"] * size), _buf(a["bytes"] * size))
+    elif name == "gather":
+        comm.Gather(_buf(a["bytes"]), _buf(a["bytes"] * size) if rank == a["root"] else None, a["root"])
+    elif name == "scatter":
+        comm.Scatter(_buf(a["bytes"] * size) if rank == a["root"] else None, _buf(a["bytes"]), a["root"])
+    elif name == "gatherv":
+        comm.Gatherv(_buf(a["bytes"]), _vector(lst) if rank == a["root"] else None, a["root"])
+    elif name == "scatterv":
+        comm.Scatterv(_vector(lst) if rank == a["root"] else None, _buf(a["bytes"]), a["root"])
+    elif name == "allgatherv":
+        comm.Allgatherv(_buf(lst[rank]), _vector(lst))
+    elif name == "alltoallv":
+        comm.Alltoallv(_vector(lst[:size]), _vector(lst[size:]))
+    else:  # the loader knows no other call
+        raise UsageError(f"{c.where}: {c.name} has no replay")
+
+
+_BLOCKING = ("barrier", "bcast", "reduce", "allreduce", "scan", "exscan", "reduce_scatter_block", "reduce_scatter",
+             "allgather", "alltoall", "gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv")

@@ -1,0 +1,433 @@
+"""Reading a trace: the directory of `rank-R.trace` files `bgsim record`
+writes (format 2, documented in `bgsim_trace.c`), checked whole before a
+run: every line's call, arguments, communicator, request and times, and
+every rank's communicators and requests followed through the file, so that
+a trace the replay cannot do is refused naming FILE:LINE.
+
+Loading also resolves what the recorded run decided at run time, so that
+the replay makes the same decisions: a receive posted with MPI_ANY_SOURCE
+or MPI_ANY_TAG gets the source and tag of the message it matched (from the
+`status` line after its completion), and each new communicator the split
+colour and key that give it the recorded members in the recorded order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import _core
+from ..errors import UsageError
+
+#: A rank's number for MPI_COMM_WORLD and MPI_COMM_SELF.
+WORLD, SELF = 0, 1
+#: MPI_PROC_NULL and the wildcards (MPI_ANY_SOURCE, MPI_ANY_TAG), as written.
+PROC_NULL, ANY = -2, -1
+#: The largest tag (MPI_TAG_UB of the simulated MPI) and time (s) a trace may hold.
+TAG_UB = 2**31 - 1
+MAX_TIME_S = 1e6
+#: Element types (TYPE: kind and size) and reduction operations a trace may name.
+TYPES = ("f4", "f8", "f16", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "c8", "c16", "c32", "b1")
+OPS = ("sum", "max", "min", "prod", "band", "bor", "bxor", "land", "lor", "lxor", "maxloc", "minloc", "replace",
+       "user")
+
+_SEND = ("dest", "tag", "bytes", "comm")
+_RECV = ("src", "tag", "bytes", "comm")
+#: Every call: its fixed integer arguments; then a list ("n": N values,
+#: "2n": N values twice) and TYPE OP, when it has them.
+SPEC: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
+    "comm_dup": (("parent", "new"), None, False),
+    "comm_split": (("parent", "new"), "n", False),
+    "comm_group": (("parent", "new"), "n", False),
+    "comm_free": (("comm",), None, False),
+    **{m: (_SEND, None, False) for m in ("send", "ssend", "bsend", "rsend")},
+    **{m: (_SEND + ("req",), None, False) for m in ("isend", "issend", "ibsend", "irsend", "send_init",
+                                                     "ssend_init", "bsend_init", "rsend_init")},
+    "recv": (_RECV, None, False),
+    "irecv": (_RECV + ("req",), None, False),
+    "recv_init": (_RECV + ("req",), None, False),
+    "sendrecv": (("dest", "stag", "sbytes", "src", "rtag", "rbytes", "comm"), None, False),
+    "probe": (("src", "tag", "comm"), None, False),
+    "start": (("req",), None, False),
+    "startall": ((), "n", False),
+    "request_free": (("req",), None, False),
+    **{m: (("req",), None, False) for m in ("wait", "test", "waitany", "testany")},
+    **{m: ((), "n", False) for m in ("waitall", "testall", "waitsome", "testsome")},
+    "status": (("req", "src", "tag"), None, False),
+    "finalize": ((), None, False),
+}
+#: Collectives; a nonblocking one is the same with an i in front and REQ after COMM.
+COLLECTIVES: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
+    "barrier": (("comm",), None, False),
+    "bcast": (("root", "bytes", "comm"), None, False),
+    "reduce": (("root", "bytes", "comm"), None, True),
+    **{m: (("bytes", "comm"), None, True) for m in ("allreduce", "scan", "exscan", "reduce_scatter_block")},
+    "reduce_scatter": (("comm",), "n", True),
+    "allgather": (("bytes", "comm"), None, False),
+    "alltoall": (("bytes", "comm"), None, False),
+    "gather": (("root", "bytes", "comm"), None, False),
+    "scatter": (("root", "bytes", "comm"), None, False),
+    "gatherv": (("root", "bytes", "comm"), "n", False),
+    "scatterv": (("root", "bytes", "comm"), "n", False),
+    "allgatherv": (("comm",), "n", False),
+    "alltoallv": (("comm",), "2n", False),
+}
+SPEC.update(COLLECTIVES)
+SPEC.update({"i" + k: (f[:f.index("comm") + 1] + ("req",) + f[f.index("comm") + 1:], lst, typed)
+             for k, (f, lst, typed) in COLLECTIVES.items()})
+
+_ISEND = {"isend": "send", "issend": "ssend", "ibsend": "bsend", "irsend": "rsend", "send_init": "send",
+          "ssend_init": "ssend", "bsend_init": "bsend", "rsend_init": "rsend"}
+_COMPLETIONS = ("wait", "test", "waitany", "testany", "waitall", "testall", "waitsome", "testsome")
+
+
+@dataclass
+class Call:
+    """One recorded call: when it started and ended (s), what, its integer
+    arguments by name, its list (byte counts, members, requests), TYPE and
+    OP, and FILE:LINE."""
+
+    t0: float
+    t1: float
+    name: str
+    a: Dict[str, int]
+    lst: List[int] = field(default_factory=list)
+    dtype: str = "u1"
+    op: str = "sum"
+    where: str = ""
+    #: start/startall: each started request's (source, tag) as matched.
+    starts: Dict[int, List[int]] = field(default_factory=dict)
+
+
+@dataclass
+class Trace:
+    """Every rank's calls, in order, and the point-to-point messages they send."""
+
+    path: str
+    ranks: List[List[Call]] = field(default_factory=list)
+    #: (source, destination) world ranks -> [messages, bytes]
+    sent: Dict[Tuple[int, int], List[int]] = field(default_factory=dict)
+
+    @property
+    def nranks(self) -> int:
+        return len(self.ranks)
+
+    def messages(self) -> Dict[Tuple[int, int], List[int]]:
+        """The point-to-point messages the trace sends: (source, destination)
+        world ranks -> [messages, bytes] (persistent sends once per start)."""
+        return self.sent
+
+
+def load(path: str) -> Trace:
+    """Reads and checks a trace directory."""
+    if not os.path.isdir(path):
+        raise UsageError(f"trace `{path}`: not a directory (expected rank-0.trace, rank-1.trace ...)")
+    files = {int(f[5:-6]): f for f in os.listdir(path) if re.fullmatch(r"rank-\d+\.trace", f)}
+    if not files:
+        raise UsageError(f"trace `{path}`: no rank-R.trace files")
+    first = os.path.join(path, files[min(files)])
+    head = _lines(first)[:1]
+    m = re.fullmatch(r"# bgsim-trace (\d+) rank \d+ size (\S+)", head[0].strip()) if head else None
+    if m and m.group(1) != "2":
+        raise UsageError(f"{first}:1: trace format {m.group(1)}; this bgsim reads format 2 "
+                         "(record the program again with `bgsim record`)")
+    try:
+        n = int(m.group(2)) if m else 0
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise UsageError(f"{first}:1: expected `# bgsim-trace 2 rank R size N` with N a positive number of ranks, "
+                         f"got `{head[0].strip() if head else ''}`")
+    extra = sorted(r for r in files if r >= n)
+    if extra:
+        raise UsageError(f"trace `{path}`: rank-{extra[0]}.trace is beyond the {n} ranks the headers give "
+                         f"(rank-0.trace to rank-{n - 1}.trace)")
+    trace = Trace(path)
+    for r in range(n):
+        if r not in files:
+            raise UsageError(f"trace `{path}`: rank-{r}.trace is missing (the trace has {n} ranks)")
+        trace.ranks.append(_Rank(os.path.join(path, files[r]), r, n, trace.sent).parse())
+    return trace
+
+
+def _lines(name: str) -> List[str]:
+    with open(name, "rb") as f:
+        raw = f.read()
+    try:
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{name}: not a text trace file (byte {e.start} is not UTF-8)") from None
+
+
+class _Rank:
+    """One rank's file, read line by line with the state the lines build:
+    its communicators (number -> members' world ranks) and live requests."""
+
+    def __init__(self, name: str, rank: int, n: int, sent: Dict[Tuple[int, int], List[int]]) -> None:
+        self.name, self.rank, self.n, self.sent = name, rank, n, sent
+        self.comms: Dict[int, List[int]] = {WORLD: list(range(n)), SELF: [rank]}
+        # request -> [the call that made it, active, the call and key that activated it]
+        self.reqs: Dict[int, list] = {}
+        # what the last completion line completed: request -> (the call that
+        # made it, the call that activated it)
+        self.last_done: Dict[int, Tuple[Call, Call]] = {}
+        self.where = ""
+
+    def fail(self, msg: str) -> UsageError:
+        return UsageError(f"{self.where}: {msg}")
+
+    def parse(self) -> List[Call]:
+        lines = _lines(self.name)
+        want = f"# bgsim-trace 2 rank {self.rank} size {self.n}"
+        if not lines or lines[0].split() != want.split():
+            self.where = f"{self.name}:1"
+            raise self.fail(f"expected `{want}`, got `{lines[0] if lines else ''}`")
+        calls: List[Call] = []
+        done = False
+        for i, line in enumerate(lines[1:], start=2):
+            self.where = f"{self.name}:{i}"
+            if not line.strip():
+                continue
+            if done:
+                raise self.fail("a call after finalize")
+            c = self.line(line)
+            if c is None:
+                continue
+            calls.append(c)
+            done = c.name == "finalize"
+        left = [(req, made) for req, (made, active, *_ ) in self.reqs.items()
+                if active and made.name not in ("send_init", "ssend_init", "bsend_init", "rsend_init", "recv_init")]
+        if left:
+            req, made = left[0]
+            self.where = made.where
+            raise self.fail(f"request {req} is never completed (the replay would end with it pending)")
+        return calls
+
+    def line(self, line: str) -> Optional[Call]:
+        parts = line.split()
+        try:
+            t0, t1, what, rest = float(parts[0]), float(parts[1]), parts[2], parts[3:]
+        except (ValueError, IndexError):
+            raise self.fail(f"expected `T0 T1 CALL ARGS...`, got `{line}`") from None
+        for t in (t0, t1):
+            if not (math.isfinite(t) and 0 <= t <= MAX_TIME_S):
+                raise self.fail(f"time {t!r} s: times are seconds from 0 to {MAX_TIME_S:g}")
+        if t1 < t0:
+            raise self.fail(f"the call ends ({t1}) before it starts ({t0})")
+        if what == "unsupported":
+            raise self.fail(f"the program called {' '.join(rest)}, which bgsim cannot replay")
+        if what not in SPEC:
+            raise self.fail(f"unknown call `{what}` (known: {', '.join(SPEC)})")
+        fixed, lst, typed = SPEC[what]
+        dtype, op = "u1", "sum"
+        if typed:
+            if len(rest) < 2:
+                raise self.fail(f"{what} ends with its TYPE and OP")
+            rest, (dtype, op) = rest[:-2], rest[-2:]
+            if dtype not in TYPES:
+                raise self.fail(f"unknown element type `{dtype}` (known: {', '.join(TYPES)})")
+            if op not in OPS:
+                raise self.fail(f"unknown operation `{op}` (known: {', '.join(OPS)})")
+        try:
+            ints = [int(v) for v in rest]
+        except ValueError:
+            raise self.fail(f"arguments must be integers, got `{' '.join(rest)}`") from None
+        k = len(fixed)
+        if lst:
+            if len(ints) <= k:
+                raise self.fail(f"{what} takes {k} arguments and a list (N, then its values), got {len(ints)}")
+            count = ints[k]
+            want = k + 1 + count * (2 if lst == "2n" else 1)
+            if count < 0 or len(ints) != want:
+                raise self.fail(f"{what} with a list of {count}: {want} arguments, got {len(ints)}")
+        elif len(ints) != k:
+            raise self.fail(f"{what} takes {k} arguments ({' '.join(fixed).upper()}), got {len(ints)}")
+        c = Call(t0, t1, what, dict(zip(fixed, ints)), ints[k + 1:] if lst else [], dtype, op, self.where)
+        return self.check(c)
+
+    # -- checks, and the state they follow ---------------------------------
+
+    def comm(self, c: Call, key: str = "comm") -> List[int]:
+        v = c.a[key]
+        if v not in self.comms:
+            raise self.fail(f"communicator {v} was not made on this rank (or was freed)")
+        return self.comms[v]
+
+    def rank_in(self, c: Call, key: str, members: List[int], allowed: Sequence[int] = ()) -> None:
+        v = c.a[key]
+        if not (0 <= v < len(members) or v in allowed):
+            raise self.fail(f"{key} {v} is not a rank of communicator {c.a['comm']} ({len(members)} ranks)")
+
+    def nbytes(self, v: int, what: str = "bytes") -> None:
+        if not 0 <= v <= _core.MAX_MESSAGE_BYTES:
+            raise self.fail(f"{what} {v}: bgsim's messages hold 0 to {_core.MAX_MESSAGE_BYTES} bytes (4 GiB - 1)")
+
+    def tag(self, v: int, wildcard: bool) -> None:
+        if not (0 <= v <= TAG_UB or wildcard and v == ANY):
+            raise self.fail(f"tag {v}: tags are 0 to {TAG_UB}" + (" or -1 (MPI_ANY_TAG)" if wildcard else ""))
+
+    def new_req(self, c: Call, active: bool = True) -> None:
+        req = c.a["req"]
+        if req <= 0:
+            raise self.fail(f"request {req}: requests are numbered from 1")
+        if req in self.reqs:
+            raise self.fail(f"request {req} is already in use (made at {self.reqs[req][0].where})")
+        self.reqs[req] = [c, active, c]
+
+    def send(self, members: List[int], dest: int, nbytes: int) -> None:
+        if dest != PROC_NULL:
+            cell = self.sent.setdefault((self.rank, members[dest]), [0, 0])
+            cell[0] += 1
+            cell[1] += nbytes
+
+    def check(self, c: Call) -> Optional[Call]:
+        a, name = c.a, c.name
+        if name != "status":
+            self.last_done = {}
+        if name in ("comm_dup", "comm_split", "comm_group"):
+            parent = self.comm(c, "parent")
+            new = a["new"]
+            if name == "comm_dup":
+                if new < 2:
+                    raise self.fail(f"a new communicator is numbered from 2, got {new}")
+                members = list(parent)
+            else:
+                members = c.lst
+                if new == -1 and not members:
+                    a["color"], a["key"] = -1, 0
+                    return c
+                if new < 2:
+                    raise self.fail(f"a new communicator is numbered from 2 (or -1 with no members), got {new}")
+                if self.rank not in members:
+                    raise self.fail(f"communicator {new}'s members {members} do not include this rank")
+                if len(set(members)) != len(members) or not set(members) <= set(parent):
+                    raise self.fail(f"communicator {new}'s members {members} are not distinct ranks of "
+                                    f"communicator {a['parent']}")
+                a["color"], a["key"] = min(members), members.index(self.rank)
+                if name == "comm_group":
+                    c.lst = [parent.index(w) for w in members]
+            if new in self.comms:
+                raise self.fail(f"communicator {new} already exists")
+            self.comms[new] = members
+        elif name == "comm_free":
+            if a["comm"] < 2:
+                raise self.fail(f"communicator {a['comm']} is predefined and cannot be freed")
+            self.comm(c)
+            del self.comms[a["comm"]]
+        elif name in ("send", "ssend", "bsend", "rsend", "isend", "issend", "ibsend", "irsend") or name in _ISEND:
+            members = self.comm(c)
+            self.rank_in(c, "dest", members, (PROC_NULL,))
+            self.tag(a["tag"], False)
+            self.nbytes(a["bytes"])
+            if name in _ISEND:
+                self.new_req(c, active=not name.endswith("_init"))
+            if not name.endswith("_init"):
+                self.send(members, a["dest"], a["bytes"])
+        elif name in ("recv", "irecv", "recv_init", "probe"):
+            members = self.comm(c)
+            self.rank_in(c, "src", members, (PROC_NULL, ANY))
+            self.tag(a["tag"], True)
+            if name != "probe":
+                self.nbytes(a["bytes"])
+            if name in ("irecv", "recv_init"):
+                self.new_req(c, active=name == "irecv")
+        elif name == "sendrecv":
+            members = self.comm(c)
+            self.rank_in(c, "dest", members, (PROC_NULL,))
+            self.rank_in(c, "src", members, (PROC_NULL, ANY))
+            self.tag(a["stag"], False)
+            self.tag(a["rtag"], True)
+            self.nbytes(a["sbytes"], "sbytes")
+            self.nbytes(a["rbytes"], "rbytes")
+            self.send(members, a["dest"], a["sbytes"])
+        elif name in ("start", "startall"):
+            reqs = [a["req"]] if name == "start" else c.lst
+            self.distinct(reqs)
+            for req in reqs:
+                made = self.live(req)
+                if not made[0].name.endswith("_init"):
+                    raise self.fail(f"request {req} is not persistent (made by {made[0].name} at {made[0].where})")
+                if made[1]:
+                    raise self.fail(f"request {req} is started while active")
+                made[1], made[2] = True, c
+                init = made[0]
+                if init.name == "recv_init":
+                    c.starts[req] = [init.a["src"], init.a["tag"]]
+                else:
+                    c.starts[req] = [init.a["dest"], init.a["tag"]]
+                    self.send(self.comms.get(init.a["comm"], []), init.a["dest"], init.a["bytes"])
+        elif name == "request_free":
+            self.live(a["req"])
+            del self.reqs[a["req"]]
+        elif name in _COMPLETIONS:
+            reqs = [a["req"]] if "req" in a else c.lst
+            if not reqs:
+                raise self.fail(f"{name} completes no request")
+            self.distinct(reqs)
+            for req in reqs:
+                made = self.live(req)
+                if not made[1]:
+                    raise self.fail(f"request {req} is not active (made at {made[0].where})")
+                self.last_done[req] = (made[0], made[2])
+                if made[0].name.endswith("_init"):
+                    made[1] = False
+                else:
+                    del self.reqs[req]
+            return c
+        elif name == "status":
+            if a["req"] not in self.last_done:
+                raise self.fail(f"status of request {a['req']}, which the line before did not complete")
+            made, act = self.last_done[a["req"]]
+            if made.name not in ("irecv", "recv_init"):
+                raise self.fail(f"status of request {a['req']}, which is not a receive ({made.name} at {made.where})")
+            members = self.comms.get(made.a["comm"], [])
+            if not (0 <= a["src"] < len(members) or a["src"] == PROC_NULL):
+                raise self.fail(f"src {a['src']} is not a rank of the receive's communicator ({len(members)} ranks)")
+            self.tag(a["tag"], False)
+            if act is made:
+                made.a["src"], made.a["tag"] = a["src"], a["tag"]
+            else:
+                act.starts[a["req"]] = [a["src"], a["tag"]]
+            return None  # resolved into the receive: nothing to replay
+        elif name == "finalize":
+            pass
+        else:
+            self.collective(c)
+        return c
+
+    def live(self, req: int) -> list:
+        if req not in self.reqs:
+            raise self.fail(f"request {req} does not exist (never made, or already completed or freed)")
+        return self.reqs[req]
+
+    def distinct(self, reqs: List[int]) -> None:
+        if len(set(reqs)) != len(reqs):
+            dup = next(r for r in reqs if reqs.count(r) > 1)
+            raise self.fail(f"request {dup} appears twice")
+
+    def collective(self, c: Call) -> None:
+        a = c.a
+        members = self.comm(c)
+        size = len(members)
+        if "root" in a and not 0 <= a["root"] < size:
+            raise self.fail(f"root {a['root']} is not a rank of communicator {a['comm']} ({size} ranks)")
+        if "bytes" in a:
+            self.nbytes(a["bytes"])
+        base = c.name[1:] if c.name not in COLLECTIVES else c.name
+        if SPEC[c.name][1]:
+            n = len(c.lst) // (2 if base == "alltoallv" else 1)
+            me_root = "root" in a and members.index(self.rank) == a["root"]
+            if base in ("gatherv", "scatterv") and not me_root:
+                if n:
+                    raise self.fail(f"{c.name}: only the root gives the counts (N 0 at other ranks), got {n}")
+            elif n != size:
+                raise self.fail(f"{c.name}: {n} counts for communicator {a['comm']} of {size} ranks")
+            for v in c.lst:
+                self.nbytes(v)
+        if c.op in ("band", "bor", "bxor") and c.dtype[0] in "fc":
+            raise self.fail(f"operation {c.op} on floating-point elements ({c.dtype})")
+        if "req" in a:
+            self.new_req(c)
