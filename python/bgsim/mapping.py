@@ -145,6 +145,7 @@ def optimize(traffic: Dict[Tuple[int, int], int], shape: Sequence[int], tasks: i
         temp = samples[len(samples) // 2]
         steps = passes * len(talkers) * 10
         cool = (1e-3) ** (1.0 / steps)
+        total, best_total, best_slots = 0, 0, list(slots)  # hop-bytes relative to the start
         for _ in range(steps):
             a = talkers[rng.randrange(len(talkers))]
             t = proposal(a)
@@ -153,7 +154,17 @@ def optimize(traffic: Dict[Tuple[int, int], int], shape: Sequence[int], tasks: i
             d = move_delta(a, t)
             if d < 0 or rng.random() < math.exp(-d / temp):
                 apply(a, t)
+                total += d
+                if total < best_total:  # annealing wanders: keep the best placement it passed
+                    best_total, best_slots = total, list(slots)
             temp *= cool
+        if best_total < total:
+            for r, sl in enumerate(best_slots):
+                slots[r] = sl
+            where.clear()
+            where.update({sl: r for r, sl in enumerate(slots)})
+            free[:] = [sl for sl in product(range(shape[0]), range(shape[1]), range(shape[2]), range(tasks))
+                       if sl not in where]
     for _ in range(passes):
         improved = False
         order = list(range(nranks))
