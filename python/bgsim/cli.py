@@ -180,12 +180,19 @@ def _build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--out", required=True, metavar="DIR", help="the trace directory to write")
     rec.add_argument("-n", "--np", dest="nprocs", type=_count, required=True, metavar="N", help="MPI processes")
     rec.add_argument("--mpirun", default="mpirun", help="the MPI launcher (default mpirun)")
+    rec.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
+                     help="what the recorded times measure: cpu (default), each rank's CPU time, so that the time "
+                          "between two calls is its compute even when more processes than cores share the "
+                          "machine; or wall, the wall clock")
     rec.add_argument("program_args", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
                      help="the program and its arguments (after --)")
 
     r = sub.add_parser("reproduce", help="reproduce the published experiments",
-                       description="Runs experiments of the reproduction suite (NAME, or all).")
-    r.add_argument("name", nargs="?", help="experiment name or `all`")
+                       description="Runs experiments of the reproduction suite (NAME, or all), or `apps`: the "
+                                   "proxy applications of examples/traces replayed on BG/L and BG/P "
+                                   "(--out DIR writes DIR/applications.md and DIR/apps.json; --scale quick: CoMD "
+                                   "only; docs/applications.md is `bgsim reproduce apps --out docs`).")
+    r.add_argument("name", nargs="?", help="experiment name, `all`, or `apps`")
     r.add_argument("--scale", choices=["quick", "paper"], default="paper", help="default paper")
     r.add_argument("--json", action="store_true", help="print the result JSON on stdout and nothing else")
     r.add_argument("--out", metavar="DIR", help="write NAME.json, plots and NAME.md (and index.md for all)")
@@ -419,8 +426,14 @@ def _reproduce(a: argparse.Namespace) -> int:
             print(f"{n:<24} {e.machine}  {e.title}" + ("  [phase model]" if e.phase else ""))
         return 0
     if not a.name:
-        print("bgsim reproduce: error: give an experiment NAME, `all`, or --list", file=sys.stderr)
+        print("bgsim reproduce: error: give an experiment NAME, `all`, `apps`, or --list", file=sys.stderr)
         return 2
+    if a.name == "apps":
+        from .apps import reproduce_apps
+        if a.out and (err := _out_dir_error(a.out, "--out")):
+            print(f"bgsim reproduce: error: {err}", file=sys.stderr)
+            return 2
+        return reproduce_apps(a.scale, a.out, a.json)
     if a.name != "all" and a.name not in REGISTRY:
         print(f"bgsim reproduce: error: unknown experiment `{a.name}`; known: {', '.join(REGISTRY)}", file=sys.stderr)
         return 2
@@ -445,7 +458,7 @@ def _record(a: argparse.Namespace) -> int:
     if err := _out_dir_error(a.out, "--out"):
         print(f"bgsim record: error: {err}", file=sys.stderr)
         return 2
-    t = _trace.record(a.out, a.nprocs, command, a.mpirun)
+    t = _trace.record(a.out, a.nprocs, command, a.mpirun, clock=a.clock)
     calls = sum(len(c) for c in t.ranks)
     print(f"bgsim record: {t.nranks} ranks, {calls:,} calls, {sum(m[0] for m in t.messages().values()):,} "
           f"point-to-point messages in {a.out}", file=sys.stderr)

@@ -32,7 +32,7 @@ def recorded(tmp_path_factory):
 
 def test_the_recorder_writes_every_call_of_every_rank(recorded):
     t = bgtrace.load(str(recorded))
-    assert t.nranks == 4
+    assert t.nranks == 4 and t.clock == "cpu"
     names = [c.name for c in t.ranks[1]]
     assert names == ["recv", "send", "irecv", "irecv", "isend", "isend", "waitall", "allreduce", "barrier", "finalize"]
     allreduce = t.ranks[1][7]
@@ -241,6 +241,10 @@ def test_bad_trace_directories_are_refused_naming_the_file(tmp_path):
     d = _trace(tmp_path, GOOD, "extra")
     (d / "rank-2.trace").write_text("# bgsim-trace 2 rank 2 size 3\n")
     with pytest.raises(UsageError, match=r"rank-2.trace is beyond the 2 ranks"):
+        bgtrace.load(str(d))
+    d = _trace(tmp_path, GOOD, "clock")
+    (d / "rank-0.trace").write_text((d / "rank-0.trace").read_text().replace("size 2\n", "size 2 clock cpu\n", 1))
+    with pytest.raises(UsageError, match=r"rank-1.trace:1: expected `# bgsim-trace 2 rank 1 size 2 clock cpu`"):
         bgtrace.load(str(d))
     d = _trace(tmp_path, GOOD, "v1")
     (d / "rank-0.trace").write_text("# bgsim-trace 1 rank 0 size 2\n")

@@ -32,9 +32,13 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bgsim_trace.c
 
 
 def record(out_dir: str, nprocs: int, command: Sequence[str], mpirun: str = "mpirun",
-           extra: Sequence[str] = ()) -> Trace:
+           extra: Sequence[str] = (), clock: str = "cpu") -> Trace:
     """Runs `command` under the real MPI with `nprocs` processes, each
-    recording its calls into `out_dir`; returns the trace."""
+    recording its calls into `out_dir`; returns the trace. `clock`: what
+    the times measure, "cpu" (each rank's CPU time: its compute, even with
+    more processes than cores) or "wall"."""
+    if clock not in ("cpu", "wall"):
+        raise UsageError(f"bgsim record: clock `{clock}`: cpu or wall")
     mpicc = shutil.which("mpicc")
     if mpicc is None or shutil.which(mpirun) is None:
         raise UsageError("bgsim record needs a real MPI with mpicc and mpirun (Debian: libopenmpi-dev openmpi-bin)")
@@ -49,11 +53,13 @@ def record(out_dir: str, nprocs: int, command: Sequence[str], mpirun: str = "mpi
             raise UsageError(f"bgsim record: building the recorder with {mpicc} failed:\n{p.stderr}")
         args = [mpirun, "-n", str(nprocs)]
         if "open-mpi" in subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout.lower():
-            args += ["--oversubscribe", "-x", f"LD_PRELOAD={lib}", "-x", f"BGSIM_TRACE_DIR={os.path.abspath(out_dir)}"]
+            args += ["--oversubscribe", "-x", f"LD_PRELOAD={lib}", "-x", f"BGSIM_TRACE_DIR={os.path.abspath(out_dir)}",
+                     "-x", f"BGSIM_TRACE_CLOCK={clock}"]
             if hasattr(os, "geteuid") and os.geteuid() == 0:
                 args.append("--allow-run-as-root")
         else:  # MPICH's hydra
-            args += ["-genv", "LD_PRELOAD", lib, "-genv", "BGSIM_TRACE_DIR", os.path.abspath(out_dir)]
+            args += ["-genv", "LD_PRELOAD", lib, "-genv", "BGSIM_TRACE_DIR", os.path.abspath(out_dir),
+                     "-genv", "BGSIM_TRACE_CLOCK", clock]
         p = subprocess.run(args + list(extra) + list(command))
         if p.returncode:
             raise UsageError(f"bgsim record: `{' '.join(command)}` under {mpirun} exited with status {p.returncode}")

@@ -3,8 +3,11 @@
  * its arguments and the wall time around it, for `bgsim replay`.
  *
  * One text file per rank, BGSIM_TRACE_DIR/rank-R.trace:
- *   # bgsim-trace 2 rank R size N
+ *   # bgsim-trace 2 rank R size N clock CLOCK
  *   T0 T1 CALL ARGS...          (seconds since MPI_Init returned)
+ * CLOCK (BGSIM_TRACE_CLOCK) is cpu, the calling thread's CPU time (the
+ * default: the time between two calls is then the rank's compute even
+ * when more processes than cores share the machine), or wall.
  *
  * COMM is the rank's number for a communicator: 0 MPI_COMM_WORLD,
  * 1 MPI_COMM_SELF, then 2, 3 ... in the order the rank made them. REQ
@@ -62,12 +65,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static FILE *out;
 static double t_origin;
 static MPI_Group world_group;
 
-static double now(void) { return PMPI_Wtime() - t_origin; }
+static int cpu_clock = 1;
+
+static double clock_now(void) {
+    if (!cpu_clock) return PMPI_Wtime();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static double now(void) { return clock_now() - t_origin; }
 
 static void *grow(void *p, long *cap, long n, size_t item) {
     if (n < *cap) return p;
@@ -270,14 +282,15 @@ static void open_trace(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    const char *dir = getenv("BGSIM_TRACE_DIR");
+    const char *dir = getenv("BGSIM_TRACE_DIR"), *clk = getenv("BGSIM_TRACE_CLOCK");
+    cpu_clock = !(clk && strcmp(clk, "wall") == 0);
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%d.trace", dir ? dir : ".", rank);
     out = fopen(path, "w");
     if (!out) { fprintf(stderr, "bgsim_trace: cannot write %s\n", path); PMPI_Abort(MPI_COMM_WORLD, 1); }
-    fprintf(out, "# bgsim-trace 2 rank %d size %d\n", rank, size);
+    fprintf(out, "# bgsim-trace 2 rank %d size %d clock %s\n", rank, size, cpu_clock ? "cpu" : "wall");
     PMPI_Barrier(MPI_COMM_WORLD);
-    t_origin = PMPI_Wtime();
+    t_origin = clock_now();
 }
 
 int MPI_Init(int *argc, char ***argv) {

@@ -85,20 +85,37 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         inits: Dict[int, Call] = {}
         freed: List[Any] = []
         last = 0.0  # the recorder's clock starts when MPI_Init returns
+        wait_all = MPI.Request.Waitall
+        zeros = np.zeros
         for c in trace.ranks[me]:
             if c.t0 > last and cpu_factor > 0:
                 compute(seconds=(c.t0 - last) * cpu_factor)
             last = c.t1
             a, name = c.a, c.name
+            # The common calls first: a halo's irecv, isend and waitall.
+            if name == "irecv":
+                src = a["src"]
+                reqs[a["req"]] = comms[a["comm"]].Irecv(zeros(a["bytes"], "u1"), src if src >= 0 else _peer(src),
+                                                        _tag(a["tag"]))
+                continue
+            if name == "isend":
+                reqs[a["req"]] = comms[a["comm"]].Isend(zeros(a["bytes"], "u1"), _peer(a["dest"]), a["tag"])
+                continue
+            if name in _ALL:
+                wait_all([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
+                continue
+            if name in _ONE:
+                r = reqs.pop(a["req"])
+                if r is not None:
+                    r.Wait()
+                continue
             comm = comms.get(a.get("comm", 0))
             if name in ("send", "ssend", "bsend", "rsend"):
                 getattr(comm, name.capitalize())(_buf(a["bytes"]), _peer(a["dest"]), a["tag"])
-            elif name in ("isend", "issend", "ibsend", "irsend"):
+            elif name in ("issend", "ibsend", "irsend"):
                 reqs[a["req"]] = getattr(comm, "I" + name[1:])(_buf(a["bytes"]), _peer(a["dest"]), a["tag"])
             elif name == "recv":
                 comm.Recv(_buf(a["bytes"]), _peer(a["src"]), _tag(a["tag"]))
-            elif name == "irecv":
-                reqs[a["req"]] = comm.Irecv(_buf(a["bytes"]), _peer(a["src"]), _tag(a["tag"]))
             elif name.endswith("_init"):
                 inits[a["req"]] = c
             elif name in ("start", "startall"):
@@ -115,12 +132,6 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 inits.pop(a["req"], None)
                 if a["req"] in reqs:
                     freed.append(reqs.pop(a["req"]))
-            elif name in ("wait", "test", "waitany", "testany"):
-                r = reqs.pop(a["req"])
-                if r is not None:
-                    r.Wait()
-            elif name in ("waitall", "testall", "waitsome", "testsome"):
-                MPI.Request.Waitall([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
             elif name == "sendrecv":
                 comm.Sendrecv(_buf(a["sbytes"]), _peer(a["dest"]), a["stag"], _buf(a["rbytes"]), _peer(a["src"]),
                               _tag(a["rtag"]))
@@ -194,5 +205,7 @@ def _collective(c: Call, comm: Any, op: Any) -> None:
         raise UsageError(f"{c.where}: {c.name} has no replay")
 
 
+_ONE = frozenset(("wait", "test", "waitany", "testany"))
+_ALL = frozenset(("waitall", "testall", "waitsome", "testsome"))
 _BLOCKING = ("barrier", "bcast", "reduce", "allreduce", "scan", "exscan", "reduce_scatter_block", "reduce_scatter",
              "allgather", "alltoall", "gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv")

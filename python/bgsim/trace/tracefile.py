@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import tarfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _core
 from ..errors import UsageError
@@ -82,13 +83,23 @@ SPEC.update({"i" + k: (f[:f.index("comm") + 1] + ("req",) + f[f.index("comm") + 
 _ISEND = {"isend": "send", "issend": "ssend", "ibsend": "bsend", "irsend": "rsend", "send_init": "send",
           "ssend_init": "ssend", "bsend_init": "bsend", "rsend_init": "rsend"}
 _COMPLETIONS = ("wait", "test", "waitany", "testany", "waitall", "testall", "waitsome", "testsome")
+#: What checks a call: point to point (with one peer), completions, the
+#: status after one; the rest by name, collectives last.
+_KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv", "recv_init", "probe",
+                               *_ISEND)},
+         **{m: "done" for m in _COMPLETIONS},
+         **{m: m for m in ("status", "comm_dup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
+                           "startall", "request_free", "finalize")}}
 
 
-@dataclass
+_EMPTY: List[int] = []
+
+
+@dataclass(slots=True)
 class Call:
     """One recorded call: when it started and ended (s), what, its integer
     arguments by name, its list (byte counts, members, requests), TYPE and
-    OP, and FILE:LINE."""
+    OP, and its file and line."""
 
     t0: float
     t1: float
@@ -97,9 +108,14 @@ class Call:
     lst: List[int] = field(default_factory=list)
     dtype: str = "u1"
     op: str = "sum"
-    where: str = ""
+    file: str = ""
+    lineno: int = 0
     #: start/startall: each started request's (source, tag) as matched.
-    starts: Dict[int, List[int]] = field(default_factory=dict)
+    starts: Optional[Dict[int, List[int]]] = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.lineno}"
 
 
 @dataclass
@@ -108,6 +124,8 @@ class Trace:
 
     path: str
     ranks: List[List[Call]] = field(default_factory=list)
+    #: What T0 and T1 measure: "cpu" (the rank's thread's CPU time) or "wall".
+    clock: str = "wall"
     #: (source, destination) world ranks -> [messages, bytes]
     sent: Dict[Tuple[int, int], List[int]] = field(default_factory=dict)
 
@@ -122,42 +140,77 @@ class Trace:
 
 
 def load(path: str) -> Trace:
-    """Reads and checks a trace directory."""
-    if not os.path.isdir(path):
-        raise UsageError(f"trace `{path}`: not a directory (expected rank-0.trace, rank-1.trace ...)")
-    files = {int(f[5:-6]): f for f in os.listdir(path) if re.fullmatch(r"rank-\d+\.trace", f)}
-    if not files:
-        raise UsageError(f"trace `{path}`: no rank-R.trace files")
-    first = os.path.join(path, files[min(files)])
-    head = _lines(first)[:1]
-    m = re.fullmatch(r"# bgsim-trace (\d+) rank \d+ size (\S+)", head[0].strip()) if head else None
+    """Reads and checks a trace: a directory of rank-R.trace files, or a
+    tar archive of one (.tar, .tar.gz, .tgz, .tar.xz, .tar.bz2)."""
+    files = _files(path)
+    first = min(files)
+    head = _lines(*files[first])[:1]
+    name0 = files[first][0]
+    m = re.fullmatch(r"# bgsim-trace (\d+) rank \d+ size (\S+)(?: clock (\S+))?", head[0].strip()) if head else None
     if m and m.group(1) != "2":
-        raise UsageError(f"{first}:1: trace format {m.group(1)}; this bgsim reads format 2 "
+        raise UsageError(f"{name0}:1: trace format {m.group(1)}; this bgsim reads format 2 "
                          "(record the program again with `bgsim record`)")
     try:
         n = int(m.group(2)) if m else 0
     except ValueError:
         n = 0
     if n <= 0:
-        raise UsageError(f"{first}:1: expected `# bgsim-trace 2 rank R size N` with N a positive number of ranks, "
+        raise UsageError(f"{name0}:1: expected `# bgsim-trace 2 rank R size N` with N a positive number of ranks, "
                          f"got `{head[0].strip() if head else ''}`")
     extra = sorted(r for r in files if r >= n)
     if extra:
         raise UsageError(f"trace `{path}`: rank-{extra[0]}.trace is beyond the {n} ranks the headers give "
                          f"(rank-0.trace to rank-{n - 1}.trace)")
-    trace = Trace(path)
+    clock = (m.group(3) or "wall") if m else "wall"
+    if clock not in ("cpu", "wall"):
+        raise UsageError(f"{name0}:1: clock `{clock}`: a trace's clock is cpu or wall")
+    trace = Trace(path, clock=clock)
+    world = list(range(n))
     for r in range(n):
         if r not in files:
             raise UsageError(f"trace `{path}`: rank-{r}.trace is missing (the trace has {n} ranks)")
-        trace.ranks.append(_Rank(os.path.join(path, files[r]), r, n, trace.sent).parse())
+        trace.ranks.append(_Rank(files[r], r, n, trace.sent, clock, world).parse())
     return trace
 
 
-def _lines(name: str) -> List[str]:
-    with open(name, "rb") as f:
-        raw = f.read()
+def _files(path: str) -> Dict[int, Tuple[str, Callable[[], bytes]]]:
+    """rank -> (the name errors give, a reader of its bytes)."""
+    pattern = re.compile(r"(?:.*/)?rank-(\d+)\.trace")
+    if os.path.isdir(path):
+        found = {int(m.group(1)): f for f in os.listdir(path) if (m := pattern.fullmatch(f))}
+        files = {r: (os.path.join(path, f), _reader(os.path.join(path, f))) for r, f in found.items()}
+    elif os.path.isfile(path) and tarfile.is_tarfile(path):
+        files = {}
+        try:
+            tar = tarfile.open(path)
+            members = [(int(m.group(1)), t) for t in tar.getmembers() if t.isfile() and (m := pattern.fullmatch(t.name))]
+        except (tarfile.TarError, OSError, EOFError) as e:
+            raise UsageError(f"trace `{path}`: cannot read the archive: {e}") from None
+        dirs = {os.path.dirname(t.name) for _, t in members}
+        if len(dirs) > 1:
+            raise UsageError(f"trace `{path}`: the archive holds rank files in several directories "
+                             f"({', '.join(sorted(dirs))}); one trace per archive")
+        for r, t in members:
+            files[r] = (f"{path}:{t.name}", lambda t=t: tar.extractfile(t).read())
+    elif os.path.exists(path):
+        raise UsageError(f"trace `{path}`: neither a directory of rank-R.trace files nor a tar archive of one")
+    else:
+        raise UsageError(f"trace `{path}`: not a directory (expected rank-0.trace, rank-1.trace ...)")
+    if not files:
+        raise UsageError(f"trace `{path}`: no rank-R.trace files")
+    return files
+
+
+def _reader(name: str) -> Callable[[], bytes]:
+    def read() -> bytes:
+        with open(name, "rb") as f:
+            return f.read()
+    return read
+
+
+def _lines(name: str, read: Callable[[], bytes]) -> List[str]:
     try:
-        return raw.decode("utf-8").splitlines()
+        return read().decode("utf-8").splitlines()
     except UnicodeDecodeError as e:
         raise UsageError(f"{name}: not a text trace file (byte {e.start} is not UTF-8)") from None
 
@@ -166,29 +219,32 @@ class _Rank:
     """One rank's file, read line by line with the state the lines build:
     its communicators (number -> members' world ranks) and live requests."""
 
-    def __init__(self, name: str, rank: int, n: int, sent: Dict[Tuple[int, int], List[int]]) -> None:
-        self.name, self.rank, self.n, self.sent = name, rank, n, sent
-        self.comms: Dict[int, List[int]] = {WORLD: list(range(n)), SELF: [rank]}
+    def __init__(self, source: Tuple[str, Callable[[], bytes]], rank: int, n: int,
+                 sent: Dict[Tuple[int, int], List[int]], clock: str, world: List[int]) -> None:
+        (self.name, self.read), self.rank, self.n, self.sent = source, rank, n, sent
+        self.clock = clock
+        self.comms: Dict[int, List[int]] = {WORLD: world, SELF: [rank]}
         # request -> [the call that made it, active, the call and key that activated it]
         self.reqs: Dict[int, list] = {}
         # what the last completion line completed: request -> (the call that
         # made it, the call that activated it)
         self.last_done: Dict[int, Tuple[Call, Call]] = {}
-        self.where = ""
+        self.lineno = 0
 
     def fail(self, msg: str) -> UsageError:
-        return UsageError(f"{self.where}: {msg}")
+        return UsageError(f"{self.name}:{self.lineno}: {msg}")
 
     def parse(self) -> List[Call]:
-        lines = _lines(self.name)
-        want = f"# bgsim-trace 2 rank {self.rank} size {self.n}"
-        if not lines or lines[0].split() != want.split():
-            self.where = f"{self.name}:1"
-            raise self.fail(f"expected `{want}`, got `{lines[0] if lines else ''}`")
+        lines = _lines(self.name, self.read)
+        want = f"# bgsim-trace 2 rank {self.rank} size {self.n} clock {self.clock}"
+        head = lines[0].split() if lines else []
+        if head != want.split() and not (self.clock == "wall" and head == want.split()[:7]):
+            self.lineno = 1
+            raise self.fail(f"expected `{want}` (as rank-0.trace), got `{lines[0] if lines else ''}`")
         calls: List[Call] = []
         done = False
         for i, line in enumerate(lines[1:], start=2):
-            self.where = f"{self.name}:{i}"
+            self.lineno = i
             if not line.strip():
                 continue
             if done:
@@ -202,7 +258,7 @@ class _Rank:
                 if active and made.name not in ("send_init", "ssend_init", "bsend_init", "rsend_init", "recv_init")]
         if left:
             req, made = left[0]
-            self.where = made.where
+            self.lineno = made.lineno
             raise self.fail(f"request {req} is never completed (the replay would end with it pending)")
         return calls
 
@@ -212,16 +268,17 @@ class _Rank:
             t0, t1, what, rest = float(parts[0]), float(parts[1]), parts[2], parts[3:]
         except (ValueError, IndexError):
             raise self.fail(f"expected `T0 T1 CALL ARGS...`, got `{line}`") from None
-        for t in (t0, t1):
-            if not (math.isfinite(t) and 0 <= t <= MAX_TIME_S):
-                raise self.fail(f"time {t!r} s: times are seconds from 0 to {MAX_TIME_S:g}")
-        if t1 < t0:
+        if not 0.0 <= t0 <= t1 <= MAX_TIME_S:  # NaN fails too
+            for t in (t0, t1):
+                if not (math.isfinite(t) and 0 <= t <= MAX_TIME_S):
+                    raise self.fail(f"time {t!r} s: times are seconds from 0 to {MAX_TIME_S:g}")
             raise self.fail(f"the call ends ({t1}) before it starts ({t0})")
-        if what == "unsupported":
-            raise self.fail(f"the program called {' '.join(rest)}, which bgsim cannot replay")
-        if what not in SPEC:
+        spec = SPEC.get(what)
+        if spec is None:
+            if what == "unsupported":
+                raise self.fail(f"the program called {' '.join(rest)}, which bgsim cannot replay")
             raise self.fail(f"unknown call `{what}` (known: {', '.join(SPEC)})")
-        fixed, lst, typed = SPEC[what]
+        fixed, lst, typed = spec
         dtype, op = "u1", "sum"
         if typed:
             if len(rest) < 2:
@@ -232,7 +289,7 @@ class _Rank:
             if op not in OPS:
                 raise self.fail(f"unknown operation `{op}` (known: {', '.join(OPS)})")
         try:
-            ints = [int(v) for v in rest]
+            ints = list(map(int, rest))
         except ValueError:
             raise self.fail(f"arguments must be integers, got `{' '.join(rest)}`") from None
         k = len(fixed)
@@ -245,7 +302,8 @@ class _Rank:
                 raise self.fail(f"{what} with a list of {count}: {want} arguments, got {len(ints)}")
         elif len(ints) != k:
             raise self.fail(f"{what} takes {k} arguments ({' '.join(fixed).upper()}), got {len(ints)}")
-        c = Call(t0, t1, what, dict(zip(fixed, ints)), ints[k + 1:] if lst else [], dtype, op, self.where)
+        c = Call(t0, t1, what, dict(zip(fixed, ints)), ints[k + 1:] if lst else _EMPTY, dtype, op, self.name,
+                 self.lineno)
         return self.check(c)
 
     # -- checks, and the state they follow ---------------------------------
@@ -285,8 +343,41 @@ class _Rank:
 
     def check(self, c: Call) -> Optional[Call]:
         a, name = c.a, c.name
-        if name != "status":
+        kind = _KIND.get(name, "coll")
+        if self.last_done and kind != "status":
             self.last_done = {}
+        # The common calls first.
+        if kind == "p2p":
+            members = self.comm(c)
+            if "dest" in a:
+                self.rank_in(c, "dest", members, (PROC_NULL,))
+                self.tag(a["tag"], False)
+            else:
+                self.rank_in(c, "src", members, (PROC_NULL, ANY))
+                self.tag(a["tag"], True)
+            if name != "probe":
+                self.nbytes(a["bytes"])
+            if "req" in a:
+                self.new_req(c, active=not name.endswith("_init"))
+            if "dest" in a and not name.endswith("_init"):
+                self.send(members, a["dest"], a["bytes"])
+            return c
+        if kind == "done":
+            reqs = [a["req"]] if "req" in a else c.lst
+            if not reqs:
+                raise self.fail(f"{name} completes no request")
+            if len(reqs) > 1:
+                self.distinct(reqs)
+            for req in reqs:
+                made = self.live(req)
+                if not made[1]:
+                    raise self.fail(f"request {req} is not active (made at {made[0].where})")
+                self.last_done[req] = (made[0], made[2])
+                if made[0].name.endswith("_init"):
+                    made[1] = False
+                else:
+                    del self.reqs[req]
+            return c
         if name in ("comm_dup", "comm_split", "comm_group"):
             parent = self.comm(c, "parent")
             new = a["new"]
@@ -317,23 +408,6 @@ class _Rank:
                 raise self.fail(f"communicator {a['comm']} is predefined and cannot be freed")
             self.comm(c)
             del self.comms[a["comm"]]
-        elif name in ("send", "ssend", "bsend", "rsend", "isend", "issend", "ibsend", "irsend") or name in _ISEND:
-            members = self.comm(c)
-            self.rank_in(c, "dest", members, (PROC_NULL,))
-            self.tag(a["tag"], False)
-            self.nbytes(a["bytes"])
-            if name in _ISEND:
-                self.new_req(c, active=not name.endswith("_init"))
-            if not name.endswith("_init"):
-                self.send(members, a["dest"], a["bytes"])
-        elif name in ("recv", "irecv", "recv_init", "probe"):
-            members = self.comm(c)
-            self.rank_in(c, "src", members, (PROC_NULL, ANY))
-            self.tag(a["tag"], True)
-            if name != "probe":
-                self.nbytes(a["bytes"])
-            if name in ("irecv", "recv_init"):
-                self.new_req(c, active=name == "irecv")
         elif name == "sendrecv":
             members = self.comm(c)
             self.rank_in(c, "dest", members, (PROC_NULL,))
@@ -354,6 +428,8 @@ class _Rank:
                     raise self.fail(f"request {req} is started while active")
                 made[1], made[2] = True, c
                 init = made[0]
+                if c.starts is None:
+                    c.starts = {}
                 if init.name == "recv_init":
                     c.starts[req] = [init.a["src"], init.a["tag"]]
                 else:
@@ -362,21 +438,6 @@ class _Rank:
         elif name == "request_free":
             self.live(a["req"])
             del self.reqs[a["req"]]
-        elif name in _COMPLETIONS:
-            reqs = [a["req"]] if "req" in a else c.lst
-            if not reqs:
-                raise self.fail(f"{name} completes no request")
-            self.distinct(reqs)
-            for req in reqs:
-                made = self.live(req)
-                if not made[1]:
-                    raise self.fail(f"request {req} is not active (made at {made[0].where})")
-                self.last_done[req] = (made[0], made[2])
-                if made[0].name.endswith("_init"):
-                    made[1] = False
-                else:
-                    del self.reqs[req]
-            return c
         elif name == "status":
             if a["req"] not in self.last_done:
                 raise self.fail(f"status of request {a['req']}, which the line before did not complete")
