@@ -19,7 +19,8 @@ all: build
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.23" "matplotlib>=3.6" "greenlet>=3" "tqdm>=4.60" "pytest>=7"
+	$(PY) -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.23" "matplotlib>=3.6" "greenlet>=3" "tqdm>=4.60" "pytest>=7" \
+	  "otf2>=3"
 	touch $@
 
 env: $(VENV)/.ready
@@ -82,6 +83,11 @@ mpi:
 # and 2 threads, about 30 s). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
 # about 25 million messages).
 MPI_ITERS ?= 1000
+# Rounds of the halo replayed from a trace (bench_replay: the same halo as
+# bench_mpi written as a C program's trace) and of bench_mpi run again at
+# that size to set against it: 50 rounds, 1.2 million messages, about 2
+# minutes both.
+REPLAY_ITERS ?= 50
 bench: build
 	cargo build --release -p bgsim --bin bgsim-bench
 	./target/release/bgsim-bench > .bench.jsonl
@@ -90,6 +96,8 @@ bench: build
 	./target/release/bgsim-bench --torus-only --shape 32x32x32 --runs 3 >> .bench.jsonl
 	./target/release/bgsim-bench --torus-only --shape 32x32x32 --runs 3 --threads 2 >> .bench.jsonl
 	$(PY) scripts/bench_mpi.py $(MPI_ITERS) >> .bench.jsonl
+	$(PY) scripts/bench_replay.py $(REPLAY_ITERS) >> .bench.jsonl
+	$(PY) scripts/bench_mpi.py $(REPLAY_ITERS) >> .bench.jsonl
 	$(PY) scripts/bench_pingpong.py >> .bench.jsonl
 	$(PY) scripts/bench_coll.py >> .bench.jsonl
 	$(PY) scripts/bench_scale.py >> .bench.jsonl

@@ -156,7 +156,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the program (sys.argv[1:])")
     rp = sub.add_parser(
         "replay", help="replay a recorded MPI program (a trace of `bgsim record`) on the simulated machine",
-        description="Replays TRACE (a directory of rank-R.trace files written by `bgsim record`) on the "
+        description="Replays TRACE (a directory of rank-R.trace files written by `bgsim record`, a tar archive "
+                    "of one, or an OTF2 archive: its .otf2 anchor file or directory) on the "
                     "simulated machine: every rank's calls in its order (communicators, point-to-point calls in "
                     "every mode, waits and tests, collectives), through the same MPI and collective algorithms "
                     "as Python programs, messages of the recorded sizes, a wildcard receive matching the "
@@ -171,7 +172,8 @@ def _build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--cpu-factor", type=_cpu_factor, default=1.0, metavar="F",
                     help="scale the recorded time between calls (the real machine's compute) by F (default 1; "
                          "0: no compute)")
-    rp.add_argument("trace", help="the trace directory")
+    rp.add_argument("trace", help="the trace: a directory of rank-R.trace files, a tar archive of one, or an OTF2 "
+                                  "archive (its .otf2 anchor file or the directory holding it)")
     rec = sub.add_parser(
         "record", help="run a C/C++/Fortran MPI program under the real MPI and record its calls for `bgsim replay`",
         description="Builds bgsim's PMPI recorder with the MPI's own mpicc, runs COMMAND with N processes under "
@@ -180,6 +182,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--out", required=True, metavar="DIR", help="the trace directory to write")
     rec.add_argument("-n", "--np", dest="nprocs", type=_count, required=True, metavar="N", help="MPI processes")
     rec.add_argument("--mpirun", default="mpirun", help="the MPI launcher (default mpirun)")
+    rec.add_argument("--format", dest="fmt", choices=["bgsim", "otf2"], default="bgsim",
+                     help="bgsim (default): rank-R.trace text files; otf2: an OTF2 archive (Score-P's format, "
+                          "for other tools too); bgsim replay reads both")
     rec.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                      help="what the recorded times measure: cpu (default), each rank's CPU time, so that the time "
                           "between two calls is its compute even when more processes than cores share the "
@@ -458,7 +463,7 @@ def _record(a: argparse.Namespace) -> int:
     if err := _out_dir_error(a.out, "--out"):
         print(f"bgsim record: error: {err}", file=sys.stderr)
         return 2
-    t = _trace.record(a.out, a.nprocs, command, a.mpirun, clock=a.clock)
+    t = _trace.record(a.out, a.nprocs, command, a.mpirun, clock=a.clock, fmt=a.fmt)
     calls = sum(len(c) for c in t.ranks)
     print(f"bgsim record: {t.nranks} ranks, {calls:,} calls, {sum(m[0] for m in t.messages().values()):,} "
           f"point-to-point messages in {a.out}", file=sys.stderr)

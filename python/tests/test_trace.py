@@ -278,3 +278,70 @@ def test_every_kind_of_call_replays(tmp_path):
         r = bgsim.run(bgtrace.program(t), machine, shape=shape, nranks=2, mode="vn" if machine == "bgp" else None)
         assert abs(r.time_s - 0.002) < 0.001
         assert {"barrier", "allreduce", "alltoall", "gather", "scatter", "reduce"} <= set(r.collectives)
+
+
+# -- OTF2 in and out ---------------------------------------------------------
+
+def test_a_program_recorded_as_otf2_replays_with_the_same_messages(real, tmp_path):
+    exe = real.parent / "prog"
+    p = run_cli("record", "--format", "otf2", "--out", str(tmp_path / "o"), "-n", "4", "--", str(exe))
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "o" / "traces.otf2").exists() and not list((tmp_path / "o").glob("rank-*.trace"))
+    t = bgtrace.load(str(tmp_path / "o"))
+    assert t.messages() == bgtrace.load(str(real)).messages()
+    tm = tmp_path / "tm.csv"
+    p = run_cli("replay", str(tmp_path / "o" / "traces.otf2"), "--shape", "2x2x1", "--traffic-matrix", str(tm))
+    assert p.returncode == 0, p.stderr
+    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
+    assert all(got.get(k, 0) >= v[1] for k, v in t.messages().items())
+
+
+def test_an_otf2_archive_written_with_the_package_replays_its_messages(tmp_path):
+    """Score-P's events, written with the otf2 package's own writer: a
+    blocking send, a nonblocking one completed by a wait, a wildcard
+    nonblocking receive, an allreduce of one double on two ranks (Score-P
+    counts 2 x 8 bytes each way), and a millisecond of compute."""
+    import otf2
+    from otf2.definitions import GroupType
+    from otf2.enums import CollectiveOp, Paradigm
+
+    import bgsim
+    with otf2.writer.open(str(tmp_path / "a"), timer_resolution=1_000_000) as w:  # microseconds
+        d = w.definitions
+        node = d.system_tree_node("node")
+        locs = [d.location("Master thread", group=d.location_group(f"MPI Rank {r}", system_tree_parent=node))
+                for r in range(2)]
+        d.group("MPI locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+        world = d.comm("MPI_COMM_WORLD", group=d.group("world", group_type=GroupType.COMM_GROUP,
+                                                        paradigm=Paradigm.MPI, members=[0, 1]))
+        reg = {n: d.region(n, paradigm=Paradigm.MPI) for n in ("MPI_Send", "MPI_Recv", "MPI_Isend", "MPI_Irecv",
+                                                               "MPI_Wait", "MPI_Allreduce", "MPI_Comm_rank",
+                                                               "MPI_Finalize")}
+        user = d.region("solve")
+        e0, e1 = (w.event_writer_from_location(l) for l in locs)
+        e0.enter(10, reg["MPI_Comm_rank"]), e0.leave(20, reg["MPI_Comm_rank"])
+        e0.enter(20, reg["MPI_Send"]), e0.mpi_send(21, 1, world, 5, 100), e0.leave(30, reg["MPI_Send"])
+        e0.enter(30, user), e0.leave(1030, user)  # a millisecond of the program's own work
+        e0.enter(1030, reg["MPI_Irecv"]), e0.mpi_irecv_request(1031, 42), e0.leave(1040, reg["MPI_Irecv"])
+        e0.enter(1040, reg["MPI_Wait"]), e0.mpi_irecv(1100, 1, world, 7, 200, 42), e0.leave(1101, reg["MPI_Wait"])
+        e1.enter(20, reg["MPI_Recv"]), e1.mpi_recv(40, 0, world, 5, 100), e1.leave(41, reg["MPI_Recv"])
+        e1.enter(50, reg["MPI_Isend"]), e1.mpi_isend(51, 0, world, 7, 200, 9), e1.leave(60, reg["MPI_Isend"])
+        e1.enter(60, reg["MPI_Wait"]), e1.mpi_isend_complete(70, 9), e1.leave(71, reg["MPI_Wait"])
+        for e, t in ((e0, 1200), (e1, 1200)):
+            e.enter(t, reg["MPI_Allreduce"]), e.mpi_collective_begin(t)
+            e.mpi_collective_end(t + 5, CollectiveOp.ALLREDUCE, world, 0, 16, 16), e.leave(t + 6, reg["MPI_Allreduce"])
+            e.enter(t + 10, reg["MPI_Finalize"]), e.leave(t + 20, reg["MPI_Finalize"])
+    t = bgtrace.load(str(tmp_path / "a"))
+    assert t.messages() == {(0, 1): [1, 100], (1, 0): [1, 200]}
+    assert [c.name for c in t.ranks[0]] == ["send", "irecv", "wait", "allreduce", "finalize"]
+    irecv = t.ranks[0][1]
+    assert (irecv.a["src"], irecv.a["tag"], irecv.a["bytes"]) == (1, 7, 200)
+    assert t.ranks[0][3].a["bytes"] == 8
+    # MPI_Comm_rank's 10 us (the first call) is neither compute nor a call
+    # replayed: times close up over it; the user region's millisecond is
+    # compute between the send and the receive.
+    assert t.ranks[0][0].t0 == pytest.approx(0.0)
+    assert t.ranks[0][1].t0 - t.ranks[0][0].t1 == pytest.approx(1e-3)
+    r = bgsim.run(bgtrace.program(t), "bgl", shape="2x1x1", nranks=2)
+    assert r.counters["messages_completed"] == 2 and 1.0e-3 < r.time_s < 1.2e-3
+    assert r.collectives == {"allreduce": {"tree": 1}}

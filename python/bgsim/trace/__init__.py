@@ -23,6 +23,7 @@ import tempfile
 from typing import Sequence
 
 from ..errors import UsageError
+from . import otf2io
 from .replay import program
 from .tracefile import Call, Trace, load
 
@@ -32,13 +33,24 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bgsim_trace.c
 
 
 def record(out_dir: str, nprocs: int, command: Sequence[str], mpirun: str = "mpirun",
-           extra: Sequence[str] = (), clock: str = "cpu") -> Trace:
+           extra: Sequence[str] = (), clock: str = "cpu", fmt: str = "bgsim") -> Trace:
     """Runs `command` under the real MPI with `nprocs` processes, each
     recording its calls into `out_dir`; returns the trace. `clock`: what
     the times measure, "cpu" (each rank's CPU time: its compute, even with
-    more processes than cores) or "wall"."""
+    more processes than cores) or "wall". `fmt`: "bgsim" (rank-R.trace
+    files) or "otf2" (an OTF2 archive, written from them)."""
     if clock not in ("cpu", "wall"):
         raise UsageError(f"bgsim record: clock `{clock}`: cpu or wall")
+    if fmt not in ("bgsim", "otf2"):
+        raise UsageError(f"bgsim record: format `{fmt}`: bgsim or otf2")
+    if fmt == "otf2":
+        otf2io._package()
+        if os.path.exists(os.path.join(out_dir, "traces.otf2")):
+            raise UsageError(f"bgsim record: {out_dir} holds an OTF2 archive already (traces.otf2)")
+        with tempfile.TemporaryDirectory() as tmp:
+            t = record(tmp, nprocs, command, mpirun, extra, clock, "bgsim")
+            otf2io.write(t, out_dir)
+        return load(out_dir)
     mpicc = shutil.which("mpicc")
     if mpicc is None or shutil.which(mpirun) is None:
         raise UsageError("bgsim record needs a real MPI with mpicc and mpirun (Debian: libopenmpi-dev openmpi-bin)")

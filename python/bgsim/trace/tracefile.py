@@ -176,6 +176,13 @@ def load(path: str) -> Trace:
 def _files(path: str) -> Dict[int, Tuple[str, Callable[[], bytes]]]:
     """rank -> (the name errors give, a reader of its bytes)."""
     pattern = re.compile(r"(?:.*/)?rank-(\d+)\.trace")
+    from . import otf2io
+    if otf2io.anchor(path) is not None:
+        name, ranks = otf2io.read(path)
+        n = len(ranks)
+        return {r: (f"{name} (rank {r}, as bgsim reads it)",
+                    lambda r=r, ls=ls: "\n".join([f"# bgsim-trace 2 rank {r} size {n} clock wall", *ls]).encode())
+                for r, ls in ranks.items()}
     if os.path.isdir(path):
         found = {int(m.group(1)): f for f in os.listdir(path) if (m := pattern.fullmatch(f))}
         files = {r: (os.path.join(path, f), _reader(os.path.join(path, f))) for r, f in found.items()}

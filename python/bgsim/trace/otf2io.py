@@ -1,0 +1,481 @@
+"""OTF2 in and out: Score-P's trace format, through the `otf2` package.
+
+`read(path)` turns an OTF2 archive (its `.otf2` anchor file, or the
+directory holding it) into the lines of bgsim's own format, one list per
+MPI rank, which `tracefile.load` then checks and replays as any trace.
+`write(trace, out_dir)` writes a bgsim trace as an OTF2 archive with the
+events Score-P records, so one format serves both ways
+(`bgsim record --format otf2`).
+
+What is read, per MPI rank (an MPI location):
+
+- every region whose name starts with `MPI_` is one call, from its Enter to
+  its Leave; the MPI events inside it say what the call did: `MpiSend` /
+  `MpiRecv` (a blocking send or receive, the sender of a receive as
+  matched), `MpiIsend`, `MpiIrecvRequest` and, where a wait or test
+  completed it, `MpiIrecv` (source, tag and size as received) and
+  `MpiIsendComplete`; `MpiProbe`; `MpiCollectiveBegin` / `End` (the
+  operation, communicator, root and bytes sent and received). The time
+  between two calls is compute, as with bgsim's own traces;
+- communicators are the archive's MPI communicator definitions: each is
+  made, at the start of the replay, as a split of MPI_COMM_WORLD into its
+  members (the archive does not say when or from which parent it was
+  made);
+- a collective's bytes follow Score-P's counting (a rank of an allreduce
+  on N ranks "sends" N times its buffer ...); the per-rank counts of a
+  v-collective are rebuilt from every member's own event of the same call
+  (the k-th collective on that communicator): a gatherv's counts are what
+  each member sent, an alltoallv's pairwise counts are split in proportion
+  to what each member sent and received in all (the archive holds only
+  those totals);
+- nonblocking collectives and one-sided events are refused, naming the
+  location and time.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..errors import UsageError
+
+#: Score-P's collective operation names -> bgsim's.
+_COLL = {"BARRIER": "barrier", "BCAST": "bcast", "GATHER": "gather", "GATHERV": "gatherv", "SCATTER": "scatter",
+         "SCATTERV": "scatterv", "ALLGATHER": "allgather", "ALLGATHERV": "allgatherv", "ALLTOALL": "alltoall",
+         "ALLTOALLV": "alltoallv", "ALLTOALLW": "alltoallv", "ALLREDUCE": "allreduce", "REDUCE": "reduce",
+         "REDUCE_SCATTER": "reduce_scatter", "REDUCE_SCATTER_BLOCK": "reduce_scatter_block", "SCAN": "scan",
+         "EXSCAN": "exscan"}
+_SENDS = {"MPI_Send": "send", "MPI_Ssend": "ssend", "MPI_Bsend": "bsend", "MPI_Rsend": "rsend"}
+_ISENDS = {"MPI_Isend": "isend", "MPI_Issend": "issend", "MPI_Ibsend": "ibsend", "MPI_Irsend": "irsend"}
+_ONE = {"MPI_Wait": "wait", "MPI_Test": "test", "MPI_Waitany": "waitany", "MPI_Testany": "testany"}
+
+
+def _package() -> Any:
+    try:
+        import otf2
+    except ImportError:
+        raise UsageError("reading or writing OTF2 needs the `otf2` package (pip install otf2; make installs it)") \
+            from None
+    return otf2
+
+
+def anchor(path: str) -> Optional[str]:
+    """The anchor file of the OTF2 archive at `path` (the file, or a
+    directory holding one `*.otf2`), else None."""
+    if os.path.isfile(path) and path.endswith(".otf2"):
+        return path
+    if os.path.isdir(path):
+        found = sorted(f for f in os.listdir(path) if f.endswith(".otf2"))
+        if len(found) == 1:
+            return os.path.join(path, found[0])
+    return None
+
+
+class _Coll:
+    """One rank's v-collective line, filled in once every member's event
+    of the same call is known."""
+
+    __slots__ = ("tokens", "kind", "comm", "sent", "recv", "root", "me", "members")
+
+    def __init__(self, tokens: List[str], kind: str, comm: int, sent: int, recv: int, root: int, me: int,
+                 members: List[int]) -> None:
+        self.tokens, self.kind, self.comm, self.sent, self.recv, self.root, self.me, self.members = \
+            tokens, kind, comm, sent, recv, root, me, members
+
+
+def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
+    """The anchor file read and, per rank, the lines of a format-2 trace."""
+    otf2 = _package()
+    anchor_file = anchor(path)
+    if anchor_file is None:
+        raise UsageError(f"trace `{path}`: not an OTF2 archive (no single .otf2 anchor file)")
+    try:
+        reader = otf2.reader.Reader(anchor_file)
+    except Exception as e:  # the package raises its own error types
+        raise UsageError(f"{anchor_file}: cannot read the OTF2 archive: {e}") from None
+    defs = reader.definitions
+    Paradigm, GroupType = otf2.enums.Paradigm, otf2.definitions.GroupType
+    # Ranks: the MPI locations group, in rank order.
+    mpi_locations = next((g for g in defs.groups if g.group_type == GroupType.COMM_LOCATIONS
+                          and g.paradigm == Paradigm.MPI), None)
+    if mpi_locations is None:
+        raise UsageError(f"{anchor_file}: no MPI locations (the archive holds no MPI program)")
+    rank_of = {loc: r for r, loc in enumerate(mpi_locations.members)}
+    n = len(rank_of)
+    clock = defs.clock_properties
+    res, offset = float(clock.timer_resolution), clock.global_offset
+
+    def seconds(t: int) -> float:
+        return (t - offset) / res
+
+    # Communicators: WORLD (all ranks in order), SELF, the others numbered from 2.
+    comm_id: Dict[Any, int] = {}
+    members: Dict[Any, List[int]] = {}
+    others: List[Any] = []
+    for c in defs.comms:
+        g = c.group
+        if g.group_type == GroupType.COMM_SELF:
+            comm_id[c] = 1
+            continue
+        ranks = [rank_of[m] for m in g.members] if g.group_type == GroupType.COMM_GROUP else []
+        members[c] = ranks
+        if ranks == list(range(n)) and 0 not in comm_id.values():
+            comm_id[c] = 0
+        else:
+            comm_id[c] = 2 + len(others)
+            others.append(c)
+    lines: Dict[int, List[List[str]]] = {r: [] for r in range(n)}
+    for r in range(n):
+        for c in others:
+            ranks = members[c]
+            made = ["0", "0", "comm_split", "0"] + ([str(comm_id[c]), str(len(ranks))] + [str(w) for w in ranks]
+                                                  if r in ranks else ["-1", "0"])
+            lines[r].append(made)
+
+    def where(loc: Any, t: int) -> str:
+        return f"{anchor_file}: rank {rank_of.get(loc, '?')} at {seconds(t):.9f} s"
+
+    open_call: Dict[int, Tuple[str, int, List[Any]]] = {}
+    hidden = [0.0] * n
+    next_req = [1] * n
+    req_of: List[Dict[int, int]] = [dict() for _ in range(n)]
+    irecv_line: List[Dict[int, List[str]]] = [dict() for _ in range(n)]
+    colls: Dict[Tuple[int, int], Dict[int, _Coll]] = {}
+    coll_seq: Dict[Tuple[int, int], int] = {}
+    E = otf2.events
+    for loc, ev in reader.events:
+        if loc not in rank_of:
+            continue
+        r = rank_of[loc]
+        if isinstance(ev, E.Enter):
+            name = ev.region.name
+            if name.startswith("MPI_") and r not in open_call:
+                open_call[r] = (name, ev.time, [])
+            continue
+        if isinstance(ev, E.Leave):
+            call = open_call.get(r)
+            if call is None or ev.region.name != call[0]:
+                continue
+            del open_call[r]
+            name, t0, inner = call
+            shift = hidden[r]
+            head = [f"{seconds(t0) - shift:.9f}", f"{seconds(ev.time) - shift:.9f}"]
+            before = len(lines[r])
+            _emit(r, name, head, inner, lines[r], next_req, req_of, irecv_line, colls, coll_seq, comm_id,
+                  members, n, lambda t: where(loc, t))
+            if len(lines[r]) == before:
+                # A call with nothing to replay (MPI_Comm_rank, a constructor
+                # made at the start ...): its time is neither compute nor
+                # a call; the rank's later times close up over it.
+                hidden[r] += seconds(ev.time) - seconds(t0)
+            continue
+        if r in open_call:
+            kind = type(ev).__name__
+            if kind.startswith("Rma") or kind.startswith("NonBlockingCollective"):
+                raise UsageError(f"{where(loc, ev.time)}: {kind} events (one-sided communication, nonblocking "
+                                 "collectives) are not read from OTF2 archives yet")
+            open_call[r][2].append(ev)
+    reader.close()
+    for r, pending in enumerate(irecv_line):
+        if pending:
+            raise UsageError(f"{anchor_file}: rank {r}: a receive (MpiIrecvRequest) is never completed by an "
+                             "MpiIrecv event")
+    _fill_collectives(colls, anchor_file)
+    return anchor_file, {r: [" ".join(tok) for tok in ls] for r, ls in lines.items()}
+
+
+def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[str]], next_req: List[int],
+          req_of: List[Dict[int, int]], irecv_line: List[Dict[int, List[str]]],
+          colls: Dict[Tuple[int, int], Dict[int, "_Coll"]], coll_seq: Dict[Tuple[int, int], int],
+          comm_id: Dict[Any, int], members: Dict[Any, List[int]], n: int, where: Any) -> None:
+    """The lines of one MPI call of rank `r` from the events inside it."""
+    kinds = [type(e).__name__ for e in inner]
+
+    def cid(comm: Any, t: int) -> int:
+        if comm not in comm_id:
+            raise UsageError(f"{where(t)}: an event on a communicator the archive does not define")
+        return comm_id[comm]
+
+    def new_req(otf2_id: int) -> int:
+        ours = next_req[r]
+        next_req[r] += 1
+        req_of[r][otf2_id] = ours
+        return ours
+
+    if name == "MPI_Finalize":
+        out.append(head + ["finalize"])
+        return
+    if "MpiCollectiveEnd" in kinds:
+        e = inner[kinds.index("MpiCollectiveEnd")]
+        op = getattr(e.collective_op, "name", str(e.collective_op)).split(".")[-1]
+        what = _COLL.get(op)
+        if what is None:
+            raise UsageError(f"{where(e.time)}: collective {op} is not read from OTF2 archives")
+        c = cid(e.communicator, e.time)
+        ranks = members.get(e.communicator, [r]) if c != 1 else [r]
+        size = len(ranks) if c != 0 else n
+        me = ranks.index(r) if c not in (0, 1) else (r if c == 0 else 0)
+        sent, recv = int(e.size_sent), int(e.size_received)
+        root = int(e.root) if what in ("bcast", "reduce", "gather", "scatter", "gatherv", "scatterv") else 0
+        if not 0 <= root < size:
+            raise UsageError(f"{where(e.time)}: {what} with root {root} on a communicator of {size} ranks")
+        typed = ["b1", "sum"]
+        per = {"barrier": None, "bcast": recv, "scatter": recv, "gather": sent, "reduce": sent,
+               "allgather": recv // size, "alltoall": recv // size, "allreduce": recv // size,
+               "reduce_scatter_block": recv // size, "scan": recv // (me + 1),
+               "exscan": (sent + recv) // (size - 1) if size > 1 else 0}
+        if what == "barrier":
+            out.append(head + ["barrier", str(c)])
+        elif what in ("bcast", "scatter", "gather", "reduce"):
+            out.append(head + [what, str(root), str(per[what]), str(c)] + (typed if what == "reduce" else []))
+        elif what in ("allgather", "alltoall"):
+            out.append(head + [what, str(per[what]), str(c)])
+        elif what in ("allreduce", "reduce_scatter_block", "scan", "exscan"):
+            out.append(head + [what, str(per[what]), str(c)] + typed)
+        else:  # v-collectives: filled in when every member's event is known
+            tokens = head + [what]
+            out.append(tokens)
+            key = (c if c != 1 else -1 - r, coll_seq.get((c, r), 0))
+            colls.setdefault(key, {})[r] = _Coll(tokens, what, c, sent, recv, root, me,
+                                                  ranks if c != 0 else list(range(n)))
+        coll_seq[(c, r)] = coll_seq.get((c, r), 0) + 1
+        return
+    lines: List[List[str]] = []
+    done: List[int] = []
+    sends = [e for e in inner if type(e).__name__ == "MpiSend"]
+    recvs = [e for e in inner if type(e).__name__ == "MpiRecv"]
+    if sends and recvs:
+        s, v = sends[0], recvs[0]
+        lines.append(head + ["sendrecv", str(s.receiver), str(s.msg_tag), str(s.msg_length), str(v.sender),
+                             str(v.msg_tag), str(v.msg_length), str(cid(s.communicator, s.time))])
+        sends, recvs = sends[1:], recvs[1:]
+    for e in inner:
+        k = type(e).__name__
+        if k == "MpiSend" and e in sends:
+            lines.append(head + [_SENDS.get(name, "send"), str(e.receiver), str(e.msg_tag), str(e.msg_length),
+                                 str(cid(e.communicator, e.time))])
+        elif k == "MpiRecv" and e in recvs:
+            lines.append(head + ["recv", str(e.sender), str(e.msg_tag), str(e.msg_length),
+                                 str(cid(e.communicator, e.time))])
+        elif k == "MpiIsend":
+            lines.append(head + [_ISENDS.get(name, "isend"), str(e.receiver), str(e.msg_tag), str(e.msg_length),
+                                 str(cid(e.communicator, e.time)), str(new_req(e.request_id))])
+        elif k == "MpiIrecvRequest":
+            tokens = head + ["irecv", "?", "?", "?", "?", str(new_req(e.request_id))]
+            irecv_line[r][e.request_id] = tokens
+            lines.append(tokens)
+        elif k in ("MpiIsendComplete", "MpiIrecv"):
+            ours = req_of[r].pop(e.request_id, None)
+            if ours is None:
+                raise UsageError(f"{where(e.time)}: {k} of request {e.request_id}, which was never started")
+            if k == "MpiIrecv":
+                tokens = irecv_line[r].pop(e.request_id)
+                tokens[3:7] = [str(e.sender), str(e.msg_tag), str(e.msg_length), str(cid(e.communicator, e.time))]
+            done.append(ours)
+        elif k == "MpiProbe":
+            lines.append(head + ["probe", str(e.sender), str(e.tag), str(cid(e.communicator, e.time))])
+    if done:
+        if name in _ONE and len(done) == 1:
+            lines.append(head + [_ONE[name], str(done[0])])
+        else:
+            lines.append(head + ["waitall", str(len(done))] + [str(d) for d in done])
+    out.extend(lines)
+
+
+def _fill_collectives(colls: Dict[Tuple[int, int], Dict[int, _Coll]], name: str) -> None:
+    """The per-rank counts of every v-collective, from all its members' events."""
+    for key, by_rank in colls.items():
+        any_c = next(iter(by_rank.values()))
+        ranks = any_c.members
+        if set(by_rank) != set(ranks):
+            raise UsageError(f"{name}: a {any_c.kind} on a communicator of ranks {ranks} has events from ranks "
+                             f"{sorted(by_rank)} only")
+        kind, size = any_c.kind, len(ranks)
+        own = {w: c for w, c in by_rank.items()}
+        ordered = [own[w] for w in ranks]
+        comm = str(any_c.comm)
+        if kind in ("gatherv", "scatterv"):
+            counts = [c.sent if kind == "gatherv" else c.recv for c in ordered]
+            for c in ordered:
+                mine = c.sent if kind == "gatherv" else c.recv
+                c.tokens += [str(c.root), str(mine), comm] + ([str(size)] + [str(v) for v in counts]
+                                                             if c.me == c.root else ["0"])
+        elif kind == "allgatherv":
+            counts = [c.sent // size for c in ordered]
+            for c in ordered:
+                c.tokens += [comm, str(size)] + [str(v) for v in counts]
+        elif kind == "reduce_scatter":
+            counts = [c.recv // size for c in ordered]
+            for c in ordered:
+                c.tokens += [comm, str(size)] + [str(v) for v in counts] + ["b1", "sum"]
+        else:  # alltoallv: pairwise bytes in proportion to the totals
+            total = sum(c.sent for c in ordered) or 1
+            m = [[c.sent * d.recv // total for d in ordered] for c in ordered]
+            for i, c in enumerate(ordered):
+                c.tokens += [comm, str(size)] + [str(v) for v in m[i]] + [str(m[j][i]) for j in range(size)]
+
+
+
+_REGION = {"wait": "MPI_Wait", "test": "MPI_Test", "waitany": "MPI_Waitany", "testany": "MPI_Testany",
+           "waitall": "MPI_Waitall", "testall": "MPI_Testall", "waitsome": "MPI_Waitsome", "testsome": "MPI_Testsome",
+           "comm_dup": "MPI_Comm_dup", "comm_split": "MPI_Comm_split", "comm_group": "MPI_Comm_create_group",
+           "comm_free": "MPI_Comm_free", "request_free": "MPI_Request_free", "sendrecv": "MPI_Sendrecv",
+           "probe": "MPI_Probe", "finalize": "MPI_Finalize", "start": "MPI_Start", "startall": "MPI_Startall"}
+
+
+def _region_name(call: str) -> str:
+    if call in _REGION:
+        return _REGION[call]
+    return "MPI_" + call.capitalize()
+
+
+def _bytes(c: Any, size: int, me: int) -> Tuple[int, int]:
+    """Score-P's (bytes sent, bytes received) for a collective call."""
+    a, lst = c.a, c.lst
+    what = c.name if c.name[0] != "i" or c.name[1:] not in _COLL_NAMES else c.name[1:]
+    b = a.get("bytes", 0)
+    root = a.get("root", -1) == me
+    if what == "barrier":
+        return 0, 0
+    if what in ("bcast", "scatter"):
+        return (size * b if root else 0), b
+    if what in ("gather", "reduce"):
+        return b, (size * b if root else 0)
+    if what in ("allreduce", "reduce_scatter_block", "allgather", "alltoall"):
+        return size * b, size * b
+    if what == "scan":
+        return (size - me) * b, (me + 1) * b
+    if what == "exscan":
+        return (size - 1 - me) * b, me * b
+    if what == "gatherv":
+        return b, (sum(lst) if root else 0)
+    if what == "scatterv":
+        return (sum(lst) if root else 0), b
+    if what == "allgatherv":
+        return size * lst[me], sum(lst)
+    if what == "reduce_scatter":
+        return sum(lst), size * lst[me]
+    return sum(lst[:size]), sum(lst[size:])  # alltoallv
+
+
+_COLL_NAMES = set(_COLL.values())
+
+
+def write(trace: Any, out_dir: str) -> str:
+    """Writes `trace` (a loaded bgsim trace) as an OTF2 archive in
+    `out_dir`; returns the anchor file."""
+    otf2 = _package()
+    from .tracefile import Trace  # noqa: F401 - the type written
+    GroupType, Paradigm = otf2.definitions.GroupType, otf2.enums.Paradigm
+    op_enum = otf2.enums.CollectiveOp
+    n = trace.nranks
+    if os.path.exists(os.path.join(out_dir, "traces.otf2")):
+        raise UsageError(f"{out_dir}: holds an OTF2 archive already (traces.otf2)")
+    with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
+        d = w.definitions
+        node = d.system_tree_node("bgsim")
+        locs = [d.location("Master thread", group=d.location_group(f"MPI Rank {r}", system_tree_parent=node))
+                for r in range(n)]
+        d.group("MPI locations", group_type=GroupType.COMM_LOCATIONS, paradigm=Paradigm.MPI, members=locs)
+        world = d.comm("MPI_COMM_WORLD", group=d.group("MPI_COMM_WORLD", group_type=GroupType.COMM_GROUP,
+                                                        paradigm=Paradigm.MPI, members=list(range(n))))
+        self_comm = d.comm("MPI_COMM_SELF", group=d.group("MPI_COMM_SELF", group_type=GroupType.COMM_SELF,
+                                                           paradigm=Paradigm.MPI, members=[]))
+        regions: Dict[str, Any] = {}
+
+        def region(name: str) -> Any:
+            if name not in regions:
+                regions[name] = d.region(name, paradigm=Paradigm.MPI)
+            return regions[name]
+
+        # Global communicators: one per (parent, the k-th constructor on it, members).
+        shared: Dict[Tuple[Any, int, Tuple[int, ...]], Any] = {}
+        for r in range(n):
+            ew = w.event_writer_from_location(locs[r])
+            comms: Dict[int, Tuple[Any, List[int]]] = {0: (world, list(range(n))), 1: (self_comm, [r])}
+            made_on: Dict[Any, int] = {}
+            reqs: Dict[int, Any] = {}
+            inits: Dict[int, Any] = {}
+            last = 0
+
+            def at(t: float) -> int:
+                nonlocal last
+                last = max(last, int(round(t * 1e9)))
+                return last
+
+            for c in trace.ranks[r]:
+                a = c.a
+                t0 = at(c.t0)
+                reg = region(_region_name(c.name))
+                ew.enter(t0, reg)
+                comm = comms.get(a.get("comm", 0), (world, []))[0]
+                name = c.name
+                if name in ("comm_dup", "comm_split", "comm_group"):
+                    parent, pmembers = comms[a["parent"]]
+                    k = made_on.get(parent, 0)
+                    made_on[parent] = k + 1
+                    if a["new"] >= 0:
+                        ranks = list(pmembers) if name == "comm_dup" else [pmembers[i] for i in c.lst] \
+                            if name == "comm_group" else list(c.lst)
+                        key = (parent, k, tuple(ranks))
+                        if key not in shared:
+                            shared[key] = d.comm(f"comm {len(shared) + 2}", parent=parent,
+                                                 group=d.group(f"comm {len(shared) + 2}",
+                                                               group_type=GroupType.COMM_GROUP,
+                                                               paradigm=Paradigm.MPI, members=ranks))
+                        comms[a["new"]] = (shared[key], ranks)
+                elif name == "comm_free":
+                    comms.pop(a["comm"], None)
+                elif name in ("send", "ssend", "bsend", "rsend") and a["dest"] >= 0:
+                    ew.mpi_send(t0, a["dest"], comm, a["tag"], a["bytes"])
+                elif name in ("isend", "issend", "ibsend", "irsend"):
+                    ew.mpi_isend(t0, a["dest"], comm, a["tag"], a["bytes"], a["req"])
+                    reqs[a["req"]] = c
+                elif name == "irecv":
+                    ew.mpi_irecv_request(t0, a["req"])
+                    reqs[a["req"]] = c
+                elif name.endswith("_init"):
+                    inits[a["req"]] = c
+                elif name in ("start", "startall"):
+                    for req, (peer, tag) in (c.starts or {}).items():
+                        init = inits[req]
+                        started = type(c)(c.t0, c.t1, "irecv" if init.name == "recv_init" else "isend",
+                                          {**init.a, ("src" if init.name == "recv_init" else "dest"): peer,
+                                           "tag": tag})
+                        on = comms[init.a["comm"]][0]
+                        if init.name == "recv_init":
+                            ew.mpi_irecv_request(t0, req)
+                        else:
+                            ew.mpi_isend(t0, peer, on, tag, init.a["bytes"], req)
+                        reqs[req] = started
+                elif name == "recv" and a["src"] >= 0:
+                    ew.mpi_recv(at(c.t1), a["src"], comm, a["tag"], a["bytes"])
+                elif name == "sendrecv":
+                    if a["dest"] >= 0:
+                        ew.mpi_send(t0, a["dest"], comm, a["stag"], a["sbytes"])
+                    if a["src"] >= 0:
+                        ew.mpi_recv(at(c.t1), a["src"], comm, a["rtag"], a["rbytes"])
+                elif name == "probe" and a["src"] >= 0:
+                    ew.mpi_probe(at(c.t1), a["src"], comm, a["tag"], 2**64 - 1)  # no message id: MPI_Probe
+                elif name in ("wait", "test", "waitany", "testany", "waitall", "testall", "waitsome", "testsome"):
+                    t1 = at(c.t1)
+                    for req in ([a["req"]] if "req" in a else c.lst):
+                        made = reqs.pop(req, None)
+                        if made is None:  # a nonblocking collective: written where it started
+                            continue
+                        if made.name == "irecv":
+                            on = comms.get(made.a["comm"], (world, []))[0]
+                            ew.mpi_irecv(t1, made.a["src"], on, made.a["tag"], made.a["bytes"], req)
+                        else:
+                            ew.mpi_isend_complete(t1, req)
+                elif name in _COLL_NAMES or (name[0] == "i" and name[1:] in _COLL_NAMES):
+                    what = name if name in _COLL_NAMES else name[1:]
+                    ranks = comms[a["comm"]][1]
+                    size = len(ranks)
+                    me = ranks.index(r) if r in ranks else 0
+                    sent, recv = _bytes(c, size, me)
+                    op = next(k for k, v in _COLL.items() if v == what)
+                    ew.mpi_collective_begin(t0)
+                    ew.mpi_collective_end(at(c.t1), getattr(op_enum, op), comm, a.get("root", 0), sent, recv)
+                ew.leave(at(c.t1), reg)
+    return os.path.join(out_dir, "traces.otf2")
