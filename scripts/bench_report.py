@@ -132,6 +132,15 @@ def render(rows: list) -> str:
                 f"| share in the core's event loop | {100 * (1 - h['python_share']):.0f}% |",
                 f"| simulated time | {h['simulated_us']:,.0f} us |",
                 f"| packets, events | {h['packets']:,}, {h['events']:,} |", ""]
+    rp = next((r for r in rows if r["benchmark"].startswith("replay_halo_")), None)
+    same = next((r for r in rows if r["benchmark"].startswith("mpi_halo_") and rp and r["iters"] == rp["iters"]), None)
+    if rp and same:
+        out += [f"The same halo replayed from a trace (`scripts/bench_replay.py {rp['iters']}`: the trace a C program "
+                f"doing it would leave, {rp['messages']:,} messages): {rp['messages_per_s']:,.0f} messages per wall "
+                f"second ({rp['wall_s']:.1f} s, of which {rp['load_s']:.1f} s reading and checking the trace; peak "
+                f"{rp.get('peak_rss_mb', 0):,.0f} MB), against {same['messages_per_s']:,.0f} for the mpi4py program "
+                f"at the same size ({same['wall_s']:.1f} s): the replay takes "
+                f"{rp['wall_s'] / same['wall_s']:.2f}x its wall time.", ""]
     pp = by.get("pingpong_8B_2ranks")
     if pp:
         out += [f"Ping-pong from Python (`scripts/bench_pingpong.py`): two ranks on 2x1x1, an 8-byte array with "
