@@ -119,7 +119,7 @@ def test_the_recorder_writes_communicators_and_what_wildcards_matched(real):
     names = [c.name for c in r0]
     for name in ("comm_split", "comm_dup", "comm_free", "waitany", "waitsome", "probe", "ssend", "recv_init",
                  "send_init", "startall", "request_free", "allgatherv", "gatherv", "alltoallv", "reduce_scatter",
-                 "scan"):
+                 "scan", "gather", "scatter", "alltoall"):
         assert name in names or name in [c.name for c in t.ranks[3]], name
     # The Cartesian grid is the world; its rows are pairs of world ranks.
     splits = [c for c in r0 if c.name == "comm_split"]
@@ -132,6 +132,9 @@ def test_the_recorder_writes_communicators_and_what_wildcards_matched(real):
     # The halves of the world, keyed by -rank: rank 3 is rank 0 of {3, 1}.
     half = [c for c in t.ranks[3] if c.name == "comm_split"][-1]
     assert half.lst == [3, 1] and half.a["key"] == 0
+    # Gather and scatter on a row of two: 4 doubles a rank, at every rank.
+    assert [(c.name, c.a["root"], c.a["bytes"]) for c in r0 if c.name in ("gather", "scatter")] == \
+        [("gather", 1, 32), ("scatter", 0, 32)]
     # Rank 3 to rank 0: the Ssend of 30 doubles, 64 doubles to the wildcard
     # receive, and the persistent ring's 128 doubles once per start (3).
     assert t.messages()[(3, 0)] == [5, 240 + 512 + 3 * 1024]
@@ -227,28 +230,21 @@ def test_a_bad_trace_is_refused_at_load_naming_file_and_line(tmp_path, rank, lin
     assert f"rank-{rank}.trace:{index + 1}: {message}" in str(e.value)
 
 
-def test_bad_trace_directories_are_refused_naming_the_file(tmp_path):
+@pytest.mark.parametrize("rank,content,message", [
+    (1, b"\x00\xff\xfe binary", r"rank-1.trace: not a text trace file"),
+    (0, b"# bgsim-trace 2 rank 0 size -3\n",
+     r"rank-0.trace:1: expected `# bgsim-trace 2 rank R size N` with N a positive"),
+    (2, b"# bgsim-trace 2 rank 2 size 3\n", r"rank-2.trace is beyond the 2 ranks"),
+    (0, "\n".join(["# bgsim-trace 2 rank 0 size 2 clock cpu"] + GOOD[0]).encode(),
+     r"rank-1.trace:1: expected `# bgsim-trace 2 rank 1 size 2 clock cpu`"),
+    (0, b"# bgsim-trace 1 rank 0 size 2\n", r"rank-0.trace:1: trace format 1; this bgsim reads format 2"),
+], ids=["binary", "size", "extra", "clock", "format-1"])
+def test_bad_trace_files_are_refused_naming_the_file(tmp_path, rank, content, message):
     from bgsim.errors import UsageError
-    bgtrace.load(str(_trace(tmp_path, GOOD, "good")))  # the base is good
-    d = _trace(tmp_path, GOOD, "binary")
-    (d / "rank-1.trace").write_bytes(b"\x00\xff\xfe binary")
-    with pytest.raises(UsageError, match=r"rank-1.trace: not a text trace file"):
-        bgtrace.load(str(d))
-    d = _trace(tmp_path, GOOD, "size")
-    (d / "rank-0.trace").write_text("# bgsim-trace 2 rank 0 size -3\n")
-    with pytest.raises(UsageError, match=r"rank-0.trace:1: expected `# bgsim-trace 2 rank R size N` with N a positive"):
-        bgtrace.load(str(d))
-    d = _trace(tmp_path, GOOD, "extra")
-    (d / "rank-2.trace").write_text("# bgsim-trace 2 rank 2 size 3\n")
-    with pytest.raises(UsageError, match=r"rank-2.trace is beyond the 2 ranks"):
-        bgtrace.load(str(d))
-    d = _trace(tmp_path, GOOD, "clock")
-    (d / "rank-0.trace").write_text((d / "rank-0.trace").read_text().replace("size 2\n", "size 2 clock cpu\n", 1))
-    with pytest.raises(UsageError, match=r"rank-1.trace:1: expected `# bgsim-trace 2 rank 1 size 2 clock cpu`"):
-        bgtrace.load(str(d))
-    d = _trace(tmp_path, GOOD, "v1")
-    (d / "rank-0.trace").write_text("# bgsim-trace 1 rank 0 size 2\n")
-    with pytest.raises(UsageError, match=r"rank-0.trace:1: trace format 1; this bgsim reads format 2"):
+    d = _trace(tmp_path, GOOD)
+    bgtrace.load(str(d))  # the base is good
+    (d / f"rank-{rank}.trace").write_bytes(content)
+    with pytest.raises(UsageError, match=message):
         bgtrace.load(str(d))
 
 

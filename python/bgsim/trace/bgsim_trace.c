@@ -730,22 +730,18 @@ static void per_rank_line(double t0, const char *name, long b, MPI_Comm comm, MP
     long k;
     if (coll(t0, name, comm, r, &k)) { num(b); coll_comm(k, r); end(); }
 }
-int MPI_Allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Allgather(sb, sc, st, rb, rc_, rt, comm);
-    per_rank_line(t0, "allgather", bytes(rc_, rt), comm, NULL); return rc;
-}
-int MPI_Iallgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Iallgather(sb, sc, st, rb, rc_, rt, comm, r);
-    per_rank_line(t0, "allgather", bytes(rc_, rt), comm, r); return rc;
-}
-int MPI_Alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Alltoall(sb, sc, st, rb, rc_, rt, comm);
-    per_rank_line(t0, "alltoall", bytes(rc_, rt), comm, NULL); return rc;
-}
-int MPI_Ialltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Ialltoall(sb, sc, st, rb, rc_, rt, comm, r);
-    per_rank_line(t0, "alltoall", bytes(rc_, rt), comm, r); return rc;
-}
+#define PER_RANK(NAME, PNAME, INAME, PINAME, LINE)                                                           \
+    int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {     \
+        double t0 = now(); int rc = PNAME(sb, sc, st, rb, rc_, rt, comm);                                      \
+        per_rank_line(t0, LINE, bytes(rc_, rt), comm, NULL); return rc;                                        \
+    }                                                                                                          \
+    int INAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,      \
+              MPI_Request *r) {                                                                                \
+        double t0 = now(); int rc = PINAME(sb, sc, st, rb, rc_, rt, comm, r);                                  \
+        per_rank_line(t0, LINE, bytes(rc_, rt), comm, r); return rc;                                           \
+    }
+PER_RANK(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather, "allgather")
+PER_RANK(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, "alltoall")
 
 /* gather / scatter: the bytes of one rank's block (at the root with
  * MPI_IN_PLACE, from the root's side of the call). */
@@ -754,22 +750,23 @@ static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm 
     if (coll(t0, name, comm, r, &k)) { num(root); num(b); coll_comm(k, r); end(); }
 }
 static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
-int MPI_Gather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Gather(sb, sc, st, rb, rc_, rt, root, comm);
-    rooted_line(t0, "gather", root, me(comm) == root ? bytes(rc_, rt) : bytes(sc, st), comm, NULL); return rc;
-}
-int MPI_Igather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Igather(sb, sc, st, rb, rc_, rt, root, comm, r);
-    rooted_line(t0, "gather", root, me(comm) == root ? bytes(rc_, rt) : bytes(sc, st), comm, r); return rc;
-}
-int MPI_Scatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Scatter(sb, sc, st, rb, rc_, rt, root, comm);
-    rooted_line(t0, "scatter", root, me(comm) == root ? bytes(sc, st) : bytes(rc_, rt), comm, NULL); return rc;
-}
-int MPI_Iscatter(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Iscatter(sb, sc, st, rb, rc_, rt, root, comm, r);
-    rooted_line(t0, "scatter", root, me(comm) == root ? bytes(sc, st) : bytes(rc_, rt), comm, r); return rc;
-}
+/* ROOT_RECV: the root's block is its receive side (gather), else its send side (scatter). */
+#define ROOTED(NAME, PNAME, INAME, PINAME, LINE, ROOT_RECV)                                                    \
+    static long NAME##_bytes(int sc, MPI_Datatype st, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {     \
+        return (me(comm) == root) == ROOT_RECV ? bytes(rc_, rt) : bytes(sc, st);                               \
+    }                                                                                                          \
+    int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root,            \
+             MPI_Comm comm) {                                                                                  \
+        double t0 = now(); int rc = PNAME(sb, sc, st, rb, rc_, rt, root, comm);                                \
+        rooted_line(t0, LINE, root, NAME##_bytes(sc, st, rc_, rt, root, comm), comm, NULL); return rc;         \
+    }                                                                                                          \
+    int INAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root,           \
+              MPI_Comm comm, MPI_Request *r) {                                                                 \
+        double t0 = now(); int rc = PINAME(sb, sc, st, rb, rc_, rt, root, comm, r);                            \
+        rooted_line(t0, LINE, root, NAME##_bytes(sc, st, rc_, rt, root, comm), comm, r); return rc;            \
+    }
+ROOTED(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, "gather", 1)
+ROOTED(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, "scatter", 0)
 
 /* gatherv / scatterv: this rank's own block, and at the root every rank's. */
 static void rooted_v_line(double t0, const char *name, int root, long own, const int *c, MPI_Datatype t,

@@ -35,9 +35,12 @@ What is read, per MPI rank (an MPI location):
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from .tracefile import Trace
 
 #: Score-P's collective operation names -> bgsim's.
 _COLL = {"BARRIER": "barrier", "BCAST": "bcast", "GATHER": "gather", "GATHERV": "gatherv", "SCATTER": "scatter",
@@ -361,11 +364,10 @@ def _bytes(c: Any, size: int, me: int) -> Tuple[int, int]:
 _COLL_NAMES = set(_COLL.values())
 
 
-def write(trace: Any, out_dir: str) -> str:
+def write(trace: "Trace", out_dir: str) -> str:
     """Writes `trace` (a loaded bgsim trace) as an OTF2 archive in
     `out_dir`; returns the anchor file."""
     otf2 = _package()
-    from .tracefile import Trace  # noqa: F401 - the type written
     GroupType, Paradigm = otf2.definitions.GroupType, otf2.enums.Paradigm
     op_enum = otf2.enums.CollectiveOp
     n = trace.nranks

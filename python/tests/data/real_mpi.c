@@ -92,6 +92,9 @@ int main(int argc, char **argv) {
     MPI_Alltoallv(buf, mine, dis, MPI_DOUBLE, in, cnt, dis, MPI_DOUBLE, half);
     MPI_Reduce_scatter(buf, in, cnt, MPI_DOUBLE, MPI_MAX, half);
     MPI_Bcast(buf, 100, MPI_INT, hn - 1, half);
+    MPI_Gather(buf, 4, MPI_DOUBLE, in, 4, MPI_DOUBLE, 1, row);
+    MPI_Scatter(buf, 4, MPI_DOUBLE, in, 4, MPI_DOUBLE, 0, row);
+    MPI_Alltoall(buf, 2, MPI_DOUBLE, in, 2, MPI_DOUBLE, grid);
 
     MPI_Comm_free(&half);
     MPI_Comm_free(&dup);
