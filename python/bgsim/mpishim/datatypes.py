@@ -472,6 +472,11 @@ class Datatype:
 
     @staticmethod
     def Get_value_index(value: "Datatype", index: "Datatype") -> "Datatype":
+        """The predefined pair type of (value, index) (MPI_FLOAT_INT ...),
+        or DATATYPE_NULL when there is none."""
+        for dt, what in ((value, "value"), (index, "index")):
+            if dt == DATATYPE_NULL:
+                raise Exception(ERR_TYPE, f"Get_value_index: the {what} type is MPI_DATATYPE_NULL")
         if index != INT:
             return DATATYPE_NULL
         pairs = {FLOAT: FLOAT_INT, DOUBLE: DOUBLE_INT, LONG: LONG_INT, INT: TWOINT, SHORT: SHORT_INT,
