@@ -433,17 +433,14 @@ def _reproduce(a: argparse.Namespace) -> int:
     if not a.name:
         print("bgsim reproduce: error: give an experiment NAME, `all`, `apps`, or --list", file=sys.stderr)
         return 2
+    if a.out and (err := _out_dir_error(a.out, "--out")):
+        print(f"bgsim reproduce: error: {err}", file=sys.stderr)
+        return 2
     if a.name == "apps":
         from .apps import reproduce_apps
-        if a.out and (err := _out_dir_error(a.out, "--out")):
-            print(f"bgsim reproduce: error: {err}", file=sys.stderr)
-            return 2
         return reproduce_apps(a.scale, a.out, a.json)
     if a.name != "all" and a.name not in REGISTRY:
         print(f"bgsim reproduce: error: unknown experiment `{a.name}`; known: {', '.join(REGISTRY)}", file=sys.stderr)
-        return 2
-    if a.out and (err := _out_dir_error(a.out, "--out")):
-        print(f"bgsim reproduce: error: {err}", file=sys.stderr)
         return 2
     if a.fidelity == "phase" and (a.name == "all" or not REGISTRY[a.name].phase):
         have = ", ".join(n for n, e in REGISTRY.items() if e.phase)

@@ -109,35 +109,33 @@ static long cid(MPI_Comm c) {
 struct req {
     MPI_Request h;
     long id;
+    long taken; /* the snapshot that last named it */
     char persistent, recv, wild, active;
 };
 static struct req *reqs;
-static long nreq, capreq, next_req = 1;
+static long nreq, capreq, next_req = 1, snapshots;
 
 static long track(MPI_Request h, int persistent, int recv, int wild) {
     reqs = grow(reqs, &capreq, nreq, sizeof *reqs);
-    reqs[nreq] = (struct req){h, next_req, (char)persistent, (char)recv, (char)wild, (char)!persistent};
+    reqs[nreq] = (struct req){h, next_req, 0, (char)persistent, (char)recv, (char)wild, (char)!persistent};
     nreq++;
     return next_req++;
 }
 
-/* The oldest live request with handle H that is not among the first N of
- * TAKEN. Handles are not unique: an MPI may hand the same completed
+/* The oldest live request with handle H not named yet by snapshot TAKEN
+ * (0: any). Handles are not unique: an MPI may hand the same completed
  * request object to several sends that finished at once (Open MPI does
  * for small messages), so a handle stands for its live requests in the
  * order they were made. */
-static struct req *find_other(MPI_Request h, struct req **taken, int n) {
+static struct req *find_other(MPI_Request h, long taken) {
     if (h == MPI_REQUEST_NULL) return NULL;
     struct req *best = NULL;
-    for (long i = 0; i < nreq; i++) {
-        if (reqs[i].h != h || (best && reqs[i].id > best->id)) continue;
-        int used = 0;
-        for (int j = 0; j < n && !used; j++) used = taken[j] == &reqs[i];
-        if (!used) best = &reqs[i];
-    }
+    for (long i = 0; i < nreq; i++)
+        if (reqs[i].h == h && !(taken && reqs[i].taken == taken) && (!best || reqs[i].id < best->id))
+            best = &reqs[i];
     return best;
 }
-static struct req *find(MPI_Request h) { return find_other(h, NULL, 0); }
+static struct req *find(MPI_Request h) { return find_other(h, 0); }
 
 static void drop(struct req *q) { *q = reqs[--nreq]; }
 
@@ -240,9 +238,11 @@ static void settle(struct req **done, MPI_Status *sts, int k) {
 static struct req **snapshot(int n, const MPI_Request *rs) {
     struct req **q = malloc((n > 0 ? n : 1) * sizeof *q);
     if (!q) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
+    long stamp = ++snapshots;
     for (int i = 0; i < n; i++) {
-        struct req *e = find_other(rs[i], q, i);
+        struct req *e = find_other(rs[i], stamp);
         q[i] = e && e->active ? e : NULL;
+        if (q[i]) q[i]->taken = stamp;
     }
     return q;
 }

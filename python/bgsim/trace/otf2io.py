@@ -38,6 +38,7 @@ import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..errors import UsageError
+from .tracefile import blocking_collective
 
 if TYPE_CHECKING:
     from .tracefile import Trace
@@ -335,7 +336,7 @@ def _region_name(call: str) -> str:
 def _bytes(c: Any, size: int, me: int) -> Tuple[int, int]:
     """Score-P's (bytes sent, bytes received) for a collective call."""
     a, lst = c.a, c.lst
-    what = c.name if c.name[0] != "i" or c.name[1:] not in _COLL_NAMES else c.name[1:]
+    what = blocking_collective(c.name)
     b = a.get("bytes", 0)
     root = a.get("root", -1) == me
     if what == "barrier":
@@ -359,9 +360,6 @@ def _bytes(c: Any, size: int, me: int) -> Tuple[int, int]:
     if what == "reduce_scatter":
         return sum(lst), size * lst[me]
     return sum(lst[:size]), sum(lst[size:])  # alltoallv
-
-
-_COLL_NAMES = set(_COLL.values())
 
 
 def write(trace: "Trace", out_dir: str) -> str:
@@ -470,8 +468,7 @@ def write(trace: "Trace", out_dir: str) -> str:
                             ew.mpi_irecv(t1, made.a["src"], on, made.a["tag"], made.a["bytes"], req)
                         else:
                             ew.mpi_isend_complete(t1, req)
-                elif name in _COLL_NAMES or (name[0] == "i" and name[1:] in _COLL_NAMES):
-                    what = name if name in _COLL_NAMES else name[1:]
+                elif (what := blocking_collective(name)) is not None:
                     ranks = comms[a["comm"]][1]
                     size = len(ranks)
                     me = ranks.index(r) if r in ranks else 0

@@ -33,7 +33,7 @@ import numpy as np
 from .. import MPI
 from ..errors import UsageError
 from ..runtime import compute
-from .tracefile import ANY, PROC_NULL, Call, Trace
+from .tracefile import ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, SEND_MODE, Call, Trace, blocking_collective
 
 _DTYPES = {"f4": "f4", "f8": "f8", "i1": "i1", "i2": "i2", "i4": "i4", "i8": "i8", "u1": "u1", "u2": "u2",
            "u4": "u4", "u8": "u8", "c8": "c8", "c16": "c16"}
@@ -101,10 +101,10 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             if name == "isend":
                 reqs[a["req"]] = comms[a["comm"]].Isend(zeros(a["bytes"], "u1"), _peer(a["dest"]), a["tag"])
                 continue
-            if name in _ALL:
+            if name in COMPLETES_LIST:
                 wait_all([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
                 continue
-            if name in _ONE:
+            if name in COMPLETES_ONE:
                 r = reqs.pop(a["req"])
                 if r is not None:
                     r.Wait()
@@ -124,10 +124,8 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                     on = comms[init.a["comm"]]
                     if init.name == "recv_init":
                         reqs[req] = on.Irecv(_buf(init.a["bytes"]), _peer(peer), _tag(tag))
-                    else:
-                        mode = {"send_init": "Isend", "ssend_init": "Issend", "bsend_init": "Ibsend",
-                                "rsend_init": "Irsend"}[init.name]
-                        reqs[req] = getattr(on, mode)(_buf(init.a["bytes"]), _peer(peer), tag)
+                    else:  # the nonblocking call of the init's mode: Isend, Issend ...
+                        reqs[req] = getattr(on, "I" + SEND_MODE[init.name])(_buf(init.a["bytes"]), _peer(peer), tag)
             elif name == "request_free":
                 inits.pop(a["req"], None)
                 if a["req"] in reqs:
@@ -164,7 +162,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
 def _collective(c: Call, comm: Any, op: Any) -> None:
     """A collective (blocking, or a nonblocking one run as blocking)."""
     a, lst = c.a, c.lst
-    name = c.name if c.name in _BLOCKING else c.name[1:]
+    name = blocking_collective(c.name)
     size, rank = comm.Get_size(), comm.Get_rank()
     if name == "barrier":
         comm.Barrier()
@@ -203,9 +201,3 @@ def _collective(c: Call, comm: Any, op: Any) -> None:
         comm.Alltoallv(_vector(lst[:size]), _vector(lst[size:]))
     else:  # the loader knows no other call
         raise UsageError(f"{c.where}: {c.name} has no replay")
-
-
-_ONE = frozenset(("wait", "test", "waitany", "testany"))
-_ALL = frozenset(("waitall", "testall", "waitsome", "testsome"))
-_BLOCKING = ("barrier", "bcast", "reduce", "allreduce", "scan", "exscan", "reduce_scatter_block", "reduce_scatter",
-             "allgather", "alltoall", "gather", "scatter", "gatherv", "scatterv", "allgatherv", "alltoallv")

@@ -80,14 +80,27 @@ SPEC.update(COLLECTIVES)
 SPEC.update({"i" + k: (f[:f.index("comm") + 1] + ("req",) + f[f.index("comm") + 1:], lst, typed)
              for k, (f, lst, typed) in COLLECTIVES.items()})
 
-_ISEND = {"isend": "send", "issend": "ssend", "ibsend": "bsend", "irsend": "rsend", "send_init": "send",
-          "ssend_init": "ssend", "bsend_init": "bsend", "rsend_init": "rsend"}
-_COMPLETIONS = ("wait", "test", "waitany", "testany", "waitall", "testall", "waitsome", "testsome")
+#: The nonblocking and persistent sends, and the blocking mode each posts.
+SEND_MODE = {"isend": "send", "issend": "ssend", "ibsend": "bsend", "irsend": "rsend", "send_init": "send",
+             "ssend_init": "ssend", "bsend_init": "bsend", "rsend_init": "rsend"}
+#: Completions of one request, and of a list of them.
+COMPLETES_ONE = frozenset(("wait", "test", "waitany", "testany"))
+COMPLETES_LIST = frozenset(("waitall", "testall", "waitsome", "testsome"))
+
+
+def blocking_collective(name: str) -> Optional[str]:
+    """The collective a call is (its blocking name: `iallreduce` ->
+    `allreduce`), or None for any other call."""
+    if name in COLLECTIVES:
+        return name
+    return name[1:] if name[:1] == "i" and name[1:] in COLLECTIVES else None
+
+
 #: What checks a call: point to point (with one peer), completions, the
 #: status after one; the rest by name, collectives last.
 _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv", "recv_init", "probe",
-                               *_ISEND)},
-         **{m: "done" for m in _COMPLETIONS},
+                               *SEND_MODE)},
+         **{m: "done" for m in COMPLETES_ONE | COMPLETES_LIST},
          **{m: m for m in ("status", "comm_dup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
                            "startall", "request_free", "finalize")}}
 
@@ -261,8 +274,8 @@ class _Rank:
                 continue
             calls.append(c)
             done = c.name == "finalize"
-        left = [(req, made) for req, (made, active, *_ ) in self.reqs.items()
-                if active and made.name not in ("send_init", "ssend_init", "bsend_init", "rsend_init", "recv_init")]
+        left = [(req, made) for req, (made, active, _) in self.reqs.items()
+                if active and not made.name.endswith("_init")]
         if left:
             req, made = left[0]
             self.lineno = made.lineno
@@ -484,7 +497,7 @@ class _Rank:
             raise self.fail(f"root {a['root']} is not a rank of communicator {a['comm']} ({size} ranks)")
         if "bytes" in a:
             self.nbytes(a["bytes"])
-        base = c.name[1:] if c.name not in COLLECTIVES else c.name
+        base = blocking_collective(c.name)
         if SPEC[c.name][1]:
             n = len(c.lst) // (2 if base == "alltoallv" else 1)
             me_root = "root" in a and members.index(self.rank) == a["root"]
