@@ -685,6 +685,32 @@ def test_protocol_waits_overlap_and_only_core_time_serialises():
     assert r["msgs_rendezvous"] == 0 and one.ranks[0]["msgs_rendezvous"] == 64
 
 
+@pytest.mark.parametrize("machine,clock", [("bgl", 700e6), ("bgp", 850e6)])
+@pytest.mark.parametrize("nbytes", [64, 512, 4096])
+@pytest.mark.parametrize("both", [False, True], ids=["one-way", "both-ways"])
+def test_a_core_never_works_longer_than_the_run(machine, clock, nbytes, both):
+    """Windows of one-packet, eager and rendezvous messages, one way and both
+    ways: every core's busy time (reads, writes, protocol work, polls,
+    copies) fits in the simulated time. Work software does between a core's
+    packets (starting the next message of a peer's queue costs the
+    per-message work) comes before the packets it queues, never on top of
+    a write already under way."""
+    def main():
+        comm = MPI.COMM_WORLD
+        peer = 1 - comm.rank
+        out, into = np.zeros(nbytes, "u1"), np.zeros((64, nbytes), "u1")
+        reqs = []
+        if comm.rank == 0 or both:
+            reqs += [comm.Isend(out, dest=peer, tag=1) for _ in range(64)]
+        if comm.rank == 1 or both:
+            reqs += [comm.Irecv(into[i], source=peer, tag=1) for i in range(64)]
+        MPI.Request.Waitall(reqs)
+    r = run(main, machine=machine, shape="2x1x1", mode="smp" if machine == "bgp" else None, nranks=2)
+    for rank in r.ranks:
+        busy = sum(v for k, v in rank.items() if k.startswith("core_") and k.endswith("_cycles"))
+        assert 0 < busy <= r.time_s * clock + 1, (rank["rank"], busy, r.time_s * clock)
+
+
 def test_communicators_share_their_groups_so_memory_per_rank_stays_flat():
     """Create_cart, Dup, Split and Get_group on thousands of ranks: every
     member's group handle holds the same ranks (a communicator's group

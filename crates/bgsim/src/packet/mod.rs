@@ -688,6 +688,13 @@ impl Net {
             }
             if c.sendq.is_empty() && core < self.cores.comm {
                 sw.refill(self, q, now, node, core);
+                // What software did in the refill (starting a message costs
+                // its per-message work) comes before the packets it queued.
+                let busy = self.cores.cores[ci].busy_until;
+                if busy > now {
+                    q.push_at(busy, Event { kind: ev::CORE_WAKE, a: core as u8, b: 0, c: 0, node, data: 0 });
+                    return;
+                }
             }
         }
         let rx_mask = self.torus.rx_mask(node) & self.cores.group_mask(core);
