@@ -225,6 +225,19 @@ pub struct RankStats {
     pub by_protocol: [u64; 5],
 }
 
+/// An agent's messages with packets to emit, as its advance loop takes
+/// them: rendezvous messages whose scout is still to go, and messages with
+/// data to go, served in turn (a turn each, so data of earlier messages
+/// does not hold back the handshakes of later ones, and the other way
+/// round), each list round-robin.
+#[derive(Default)]
+pub(super) struct Streams {
+    pub(super) scouts: VecDeque<MsgId>,
+    pub(super) data: VecDeque<MsgId>,
+    /// The next turn goes to a scout (if one waits).
+    pub(super) scout_next: bool,
+}
+
 struct RankState {
     node: u32,
     task: u8,
@@ -283,7 +296,7 @@ pub struct MsgLayer {
     pub reqs: Vec<Req>,
     free_reqs: Vec<ReqId>,
     /// Per core (node * cores + core): messages with packets to emit.
-    streams: Vec<VecDeque<MsgId>>,
+    streams: Vec<Streams>,
     costs: Costs,
     maxp: u32,
     meta: u32,
@@ -384,7 +397,7 @@ impl MsgLayer {
             free_msgs: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
-            streams: (0..net.agent_count()).map(|_| VecDeque::new()).collect(),
+            streams: (0..net.agent_count()).map(|_| Streams::default()).collect(),
             costs: Costs {
                 send_msg: ticks(&ml.send_message_cycles),
                 recv_msg: ticks(&ml.recv_message_cycles),
@@ -616,7 +629,7 @@ impl MsgLayer {
                 None => return,
             },
             crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN | crate::dma::ev::WAKE | crate::dma::ev::MOVED => {
-                match self.streams.get(net.agent_index(e.node, net.agent_of(e))).and_then(|s| s.front()) {
+                match self.streams.get(net.agent_index(e.node, net.agent_of(e))).and_then(|s| s.data.front().or(s.scouts.front())) {
                     Some(&id) => id,
                     None => return,
                 }

@@ -122,7 +122,13 @@ impl MsgLayer {
     pub(super) fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let (node, core) = self.injector(self.msgs[id as usize].src);
         let ci = net.agent_index(node, core);
-        self.streams[ci].push_back(id);
+        let m = &self.msgs[id as usize];
+        let st = &mut self.streams[ci];
+        if m.proto == Some(Protocol::Rendezvous) && !m.scout_sent && !m.direct {
+            st.scouts.push_back(id);
+        } else {
+            st.data.push_back(id);
+        }
         if net.pending(node, core) == 0 {
             self.emit(net, q, now, node, core);
         }
@@ -176,7 +182,10 @@ impl MsgLayer {
     /// turn.
     pub(super) fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
         let ci = net.agent_index(node, core);
-        let Some(id) = self.streams[ci].pop_front() else { return };
+        let st = &mut self.streams[ci];
+        let scout = st.scout_next && !st.scouts.is_empty() || st.data.is_empty();
+        let Some(id) = (if scout { st.scouts.pop_front() } else { st.data.pop_front() }) else { return };
+        st.scout_next = !scout;
         // The message layer's direct-injection alltoall interleaves its
         // destinations packet by packet: one packet per turn there. A DMA
         // engine serves its injection FIFOs' descriptors in turn, one
@@ -190,7 +199,7 @@ impl MsgLayer {
             }
         }
         if more {
-            self.streams[ci].push_back(id);
+            self.streams[ci].data.push_back(id);
         }
     }
 }
