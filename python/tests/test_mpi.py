@@ -744,6 +744,35 @@ def test_streaming_bandwidth_does_not_fall_at_the_eager_to_rendezvous_switch():
         assert rb >= 0.95 * ra, (a, ra, b, rb)
 
 
+def test_a_peers_rendezvous_messages_send_their_data_one_after_the_other():
+    """Eight 16 KB messages posted at once to one peer: the message layer's
+    send queue for that peer sends one message's data after the other (the
+    handshakes of the later ones overlap it), so the receives complete
+    spread over the transfer, the first after about an eighth of it - what
+    lets a pipelined broadcast forward a segment as soon as it is in. (Sent
+    round-robin, all eight completed at the end.)"""
+    def main():
+        comm = MPI.COMM_WORLD
+        bufs = np.zeros((8, 16384), "u1")
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        if comm.rank == 0:
+            MPI.Request.Waitall([comm.Isend(bufs[i], dest=1, tag=i) for i in range(8)])
+            return None
+        reqs = [comm.Irecv(bufs[i], source=0, tag=i) for i in range(8)]
+        done = {}
+        while len(done) < 8:
+            i = MPI.Request.Waitany(reqs)
+            done[i] = MPI.Wtime() - t0
+        return done
+    r = run(main, shape="2x1x1", nranks=2)
+    done = r.results[1]
+    assert sorted(done, key=done.get) == list(range(8))
+    last = done[7]
+    assert done[0] < 0.3 * last
+    assert all(done[i + 1] - done[i] > 0.05 * last for i in range(7))
+
+
 def test_communicators_share_their_groups_so_memory_per_rank_stays_flat():
     """Create_cart, Dup, Split and Get_group on thousands of ranks: every
     member's group handle holds the same ranks (a communicator's group

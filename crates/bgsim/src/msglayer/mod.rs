@@ -254,6 +254,10 @@ struct RankState {
     /// `Costs::wait`): when it will be taken up. A later envelope from the
     /// same source is not taken up before it, so matching keeps MPI's order.
     envelope_ready: FxHashMap<u32, Tick>,
+    /// Per destination: acked rendezvous messages whose data goes out in
+    /// turn (the head streams; a peer's send queue sends one message's
+    /// packets at a time).
+    rdata: FxHashMap<u32, VecDeque<MsgId>>,
     /// With a DMA engine: the messages waiting for room in the rank's
     /// work FIFO (the FIFO itself is the engine's, `crate::dma`).
     dma_waiting: VecDeque<MsgId>,
@@ -386,6 +390,7 @@ impl MsgLayer {
                     probes: Vec::new(),
                     peers: FxHashMap::default(),
                     envelope_ready: FxHashMap::default(),
+                    rdata: FxHashMap::default(),
                     dma_waiting: VecDeque::new(),
                     stats: RankStats::default(),
                 }

@@ -36,7 +36,11 @@ impl Wire for Rendezvous {
         ml.msgs[id as usize].queued += len;
         let number = ml.packet_number(pk::RDATA, queued);
         ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::RDATA, msg: ml.wire_id(id), arg: number, payload: len, routing: Routing::Dynamic, group1: group1 || coproc });
-        queued + len < bytes
+        let more = queued + len < bytes;
+        if !more {
+            Rendezvous::data_queued(ml, net, q, now, src, dst);
+        }
+        more
     }
 
     /// Ack with the buffer's address (and whether the coprocessor reads
@@ -62,9 +66,27 @@ impl Rendezvous {
         m.acked = true;
         m.coproc = coproc;
         if m.bytes == 0 {
-            ml.check_send(now, id);
-        } else {
+            return ml.check_send(now, id);
+        }
+        let (src, dst) = (m.src, m.dst);
+        let turn = ml.ranks[src as usize].rdata.entry(dst).or_default();
+        turn.push_back(id);
+        if turn.len() == 1 {
             ml.stream(net, q, now, id);
+        }
+    }
+
+    /// The last data packet of the head of a peer's acked messages is
+    /// queued: the next one's data may go.
+    fn data_queued(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, src: u32, dst: u32) {
+        let rs = &mut ml.ranks[src as usize];
+        let turn = rs.rdata.get_mut(&dst).expect("acked rendezvous messages of a peer");
+        turn.pop_front();
+        match turn.front() {
+            Some(&next) => ml.stream(net, q, now, next),
+            None => {
+                rs.rdata.remove(&dst);
+            }
         }
     }
 }
