@@ -197,7 +197,9 @@ def exchange(slots: np.ndarray, shape: Sequence[int], pairs: np.ndarray, nbytes:
     send queue for that peer sends one after the other: the j-th of them
     goes in phase j."""
     nodes = slots[:, :3].astype(np.int64)
-    pairs = np.asarray(pairs, dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return PhaseResult(*phase_time(nodes[pairs[:, 0]], nodes[pairs[:, 1]], nbytes, cal, shape, torus))
     # The j-th occurrence of each pair (stable order) goes in phase j.
     _, inverse = np.unique(pairs, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -205,14 +207,12 @@ def exchange(slots: np.ndarray, shape: Sequence[int], pairs: np.ndarray, nbytes:
     starts = np.r_[0, np.flatnonzero(np.diff(inverse[order])) + 1]
     nth = np.empty(len(pairs), dtype=np.int64)
     nth[order] = np.arange(len(pairs)) - np.repeat(starts, np.diff(np.r_[starts, len(pairs)]))
-    total, load = 0.0, None
-    for j in range(int(nth.max()) + 1 if len(pairs) else 0):
+    total, load = 0.0, 0
+    for j in range(int(nth.max()) + 1):
         sel = pairs[nth == j]
-        t, l = phase_time(nodes[sel[:, 0]], nodes[sel[:, 1]], nbytes, cal, shape, torus)
+        t, phase_load = phase_time(nodes[sel[:, 0]], nodes[sel[:, 1]], nbytes, cal, shape, torus)
         total += t
-        load = l if load is None else load + l
-    if load is None:
-        return PhaseResult(*phase_time(nodes[pairs[:, 0]], nodes[pairs[:, 1]], nbytes, cal, shape, torus))
+        load = load + phase_load
     return PhaseResult(total, load)
 
 

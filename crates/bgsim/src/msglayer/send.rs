@@ -174,12 +174,12 @@ impl MsgLayer {
         net.send(q, now, node, p, Some(f));
     }
 
-    /// Emits the next packets of the core's streams, round-robin between
-    /// messages: as the advance loop fills an injection FIFO, a message's
-    /// data goes out up to a FIFO's worth of packets per turn (so starting
-    /// the next messages, which costs the core far more than a packet, does
-    /// not leave the link waiting between two packets); a scout ends the
-    /// turn.
+    /// Emits the next packets of the core's streams ([`super::Streams`]):
+    /// a scout and a data turn in turn, each list round-robin. As the
+    /// advance loop fills an injection FIFO, a message's data goes out up
+    /// to a FIFO's worth of packets per turn (so starting the next
+    /// messages, which costs the core far more than a packet, does not
+    /// leave the link waiting between two packets); a scout ends the turn.
     pub(super) fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
         let ci = net.agent_index(node, core);
         let st = &mut self.streams[ci];
