@@ -25,7 +25,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -200,13 +200,12 @@ def exchange(slots: np.ndarray, shape: Sequence[int], pairs: np.ndarray, nbytes:
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if not len(pairs):
         return PhaseResult(*phase_time(nodes[pairs[:, 0]], nodes[pairs[:, 1]], nbytes, cal, shape, torus))
-    # The j-th occurrence of each pair (stable order) goes in phase j.
-    _, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.r_[0, np.flatnonzero(np.diff(inverse[order])) + 1]
+    # The j-th occurrence of each pair goes in phase j.
+    seen: Dict[Tuple[int, int], int] = {}
     nth = np.empty(len(pairs), dtype=np.int64)
-    nth[order] = np.arange(len(pairs)) - np.repeat(starts, np.diff(np.r_[starts, len(pairs)]))
+    for i, (s, d) in enumerate(pairs.tolist()):
+        nth[i] = seen.get((s, d), 0)
+        seen[(s, d)] = nth[i] + 1
     total, load = 0.0, 0
     for j in range(int(nth.max()) + 1):
         sel = pairs[nth == j]

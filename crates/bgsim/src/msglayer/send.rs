@@ -124,7 +124,7 @@ impl MsgLayer {
         let ci = net.agent_index(node, core);
         let m = &self.msgs[id as usize];
         let st = &mut self.streams[ci];
-        if m.proto == Some(Protocol::Rendezvous) && !m.scout_sent && !m.direct {
+        if m.proto == Some(Protocol::Rendezvous) && !m.scout_sent {
             st.scouts.push_back(id);
         } else {
             st.data.push_back(id);
