@@ -1,13 +1,16 @@
 """mpi4py's own test suite on the simulated MPI: `make conformance`.
 
-Runs the 16 MPI-1 core modules of mpi4py 4.1.2's test suite, unmodified
+Runs the 16 MPI-1 core modules and the 2 one-sided ones (rma, win) of
+mpi4py 4.1.2's test suite, unmodified
 (`test/main.py -i '^test_MODULE.py$'`, the suite's own skip conditions
 included), under `bgsim run` at 2 ranks (2x1x1) and at 4 ranks (2x2x1) of
 a BG/L, and prints per module and in all how many tests pass, by
 unittest's count (a failing subtest counts once each) and counting the
 tests that are not skipped. It exits 1 when a total falls below the floor
 kept in `scripts/conformance-floor.json` (raise the floor as conformance
-improves), so `make test`, which runs it, fails on a regression.
+improves), so `make test`, which runs it, fails on a regression. Then it
+runs mpi4py's one-sided demos (`DEMOS`) and fails if one does not exit 0
+or, for cpi-rma, does not print the value its own formula gives.
 
 The suite is not part of bgsim: it is taken from mpi4py's source
 distribution on PyPI (pinned by version and SHA-256,
@@ -36,9 +39,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
 
 #: The MPI-1 core of the suite: point-to-point, collectives, communicators,
-#: groups, topologies, datatypes, ops, status, attributes, errors.
+#: groups, topologies, datatypes, ops, status, attributes, errors; and
+#: one-sided communication (windows, RMA operations and synchronization).
 MODULES = ["attributes", "cco_buf", "cco_obj", "cco_vec", "comm", "comm_topo", "datatype", "environ",
-           "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status"]
+           "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status",
+           "rma", "win"]
 
 #: ranks -> partition shape
 SHAPES = {2: "2x1x1", 4: "2x2x1"}
@@ -96,6 +101,67 @@ def run_module(testdir: str, module: str, ranks: int) -> dict:
         return c
 
 
+#: mpi4py's one-sided demos: (file under demo/, ranks, machine, shape,
+#: standard input). Each must exit 0 (the nxtval demos check their own
+#: counters); cpi-rma must print what its own formula gives.
+DEMOS = [("compute-pi/cpi-rma.py", 4, "bgl", "2x2x1", "100\n0\n"),
+         ("nxtval/nxtval-onesided.py", 5, "bgp", "2x2x1", ""),
+         ("nxtval/nxtval-mpi3.py", 5, "bgp", "2x2x1", ""),
+         ("nxtval/nxtval-scalable.py", 5, "bgl", "2x2x2", "")]
+
+
+def demo_dir() -> str:
+    """The demos of `DEMOS`, from the same source distribution."""
+    d = os.path.join(CACHE, "mpi4py-4.1.2-demo")
+    if all(os.path.exists(os.path.join(d, f)) for f, *_ in DEMOS):
+        return d
+    archive = sdist()
+    tmp = tempfile.mkdtemp(dir=CACHE)
+    with tarfile.open(archive) as t:
+        for m in t.getmembers():
+            if m.isfile() and m.name[len(TOP + "demo/"):] in {f for f, *_ in DEMOS}:
+                m.name = m.name[len(TOP + "demo/"):]
+                t.extract(m, tmp, filter="data")
+    if os.path.exists(d):
+        import shutil
+        shutil.rmtree(d)
+    os.replace(tmp, d)
+    return d
+
+
+def cpi_expected(n: int, nprocs: int) -> str:
+    """cpi-rma's line for `n` intervals: its ranks' partial sums, added up."""
+    h = 1.0 / n
+    pi = 0.0
+    for rank in range(nprocs):
+        s = 0.0
+        for i in range(rank + 1, n + 1, nprocs):
+            x = h * (i - 0.5)
+            s += 4.0 / (1.0 + x**2)
+        pi += s * h
+    import math
+    return "pi is approximately %.16f, error is %.16f" % (pi, abs(pi - math.pi))
+
+
+def run_demos() -> list:
+    """Runs `DEMOS`; returns the failures, each with why."""
+    d = demo_dir()
+    bgsim = os.path.join(ROOT, ".venv", "bin", "bgsim")
+    failed = []
+    for f, ranks, machine, shape, stdin in DEMOS:
+        cmd = [bgsim, "run", "--quiet", "--machine", machine, "--shape", shape, "-n", str(ranks), os.path.join(d, f)]
+        p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=d, timeout=600)
+        why = None
+        if p.returncode != 0:
+            why = f"exit status {p.returncode}: " + ((p.stderr.strip().splitlines() or [""])[-1])
+        elif f.endswith("cpi-rma.py") and cpi_expected(100, ranks) not in p.stdout:
+            why = f"expected {cpi_expected(100, ranks)!r}, got {p.stdout.strip()!r}"
+        print(f"  demo {f} ({ranks} ranks, {machine} {shape}): {'ok' if why is None else 'FAILED: ' + why}")
+        if why is not None:
+            failed.append(f"demo {f}: {why}")
+    return failed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
@@ -126,6 +192,9 @@ def main() -> int:
             failed_floor.append(f"{ranks} ranks: {total['passed']} passed, below the floor of {want}")
     if a.json:
         print(json.dumps(out, indent=1))
+    elif not a.module:
+        print("mpi4py 4.1.2 one-sided demos:")
+        failed_floor += run_demos()
     for f in failed_floor:
         print(f"conformance: {f} ({os.path.relpath(FLOOR, ROOT)})", file=sys.stderr)
     return 1 if failed_floor else 0

@@ -174,7 +174,9 @@ fn send_mode(m: u8) -> PyResult<SendMode> {
         2 => SendMode::Ready,
         3 => SendMode::Buffered,
         4 => SendMode::Direct,
-        _ => return Err(errors::usage(format!("send mode {m}: allowed 0..4"))),
+        5 => SendMode::Remote,
+        6 => SendMode::Served,
+        _ => return Err(errors::usage(format!("send mode {m}: allowed 0..6"))),
     })
 }
 
@@ -461,6 +463,19 @@ impl World {
             SendCall::sized(dest, ctx, tag, n as u32)
         };
         self.w.isend(rank, send.mode(send_mode(mode)?)).map_err(to_py)
+    }
+    /// Posts a send of `nbytes` without content by world rank `rank` when
+    /// request `after` (one of `rank`'s, or of a rank on its node's
+    /// partition) completes, or at once if it has; `mode` as for `isend`.
+    /// The send is released when done; `after` stays until `unwatch`ed.
+    fn isend_after(&mut self, after: u32, rank: u32, dest: i64, ctx: u32, tag: i32, nbytes: u64, mode: u8) -> PyResult<()> {
+        check_message_size(nbytes)?;
+        let send = SendCall::sized(dest, ctx, tag, nbytes as u32).mode(send_mode(mode)?);
+        self.w.isend_after(after, rank, send).map_err(to_py)
+    }
+    /// Request `req` is nobody's to wait for: it is released when it completes.
+    fn unwatch(&mut self, req: u32) {
+        self.w.unwatch(req)
     }
     /// The common case of the buffer API's `Isend`, in one call: a standard
     /// send of `data` by world rank `rank`, a member of `comm`, to rank

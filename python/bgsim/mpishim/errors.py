@@ -15,6 +15,7 @@ ERR_ARG, ERR_UNKNOWN, ERR_TRUNCATE, ERR_OTHER, ERR_INTERN, ERR_IN_STATUS = 13, 1
 ERR_PENDING = 19
 (ERR_ERRHANDLER, ERR_INFO, ERR_INFO_KEY, ERR_INFO_NOKEY, ERR_INFO_VALUE, ERR_KEYVAL, ERR_WIN, ERR_SESSION,
  ERR_UNSUPPORTED_OPERATION, ERR_NOT_SAME, ERR_FILE) = range(20, 31)
+ERR_DISP, ERR_RMA_SYNC, ERR_RMA_CONFLICT, ERR_LOCKTYPE, ERR_ASSERT = range(31, 36)
 ERR_LASTCODE = 100
 
 _ERR_NAMES = {
@@ -45,6 +46,11 @@ _ERR_NAMES = {
     ERR_INFO_VALUE: ("MPI_ERR_INFO_VALUE", "invalid info value"),
     ERR_KEYVAL: ("MPI_ERR_KEYVAL", "invalid attribute key"),
     ERR_WIN: ("MPI_ERR_WIN", "invalid window"),
+    ERR_DISP: ("MPI_ERR_DISP", "invalid displacement"),
+    ERR_RMA_SYNC: ("MPI_ERR_RMA_SYNC", "wrong synchronization of RMA calls"),
+    ERR_RMA_CONFLICT: ("MPI_ERR_RMA_CONFLICT", "conflicting accesses to a window"),
+    ERR_LOCKTYPE: ("MPI_ERR_LOCKTYPE", "invalid lock type"),
+    ERR_ASSERT: ("MPI_ERR_ASSERT", "invalid assertion"),
     ERR_SESSION: ("MPI_ERR_SESSION", "invalid session"),
     ERR_UNSUPPORTED_OPERATION: ("MPI_ERR_UNSUPPORTED_OPERATION", "operation not supported"),
     ERR_NOT_SAME: ("MPI_ERR_NOT_SAME", "collective arguments not identical"),

@@ -122,6 +122,11 @@ class buffer:
     def __setitem__(self, item: Any, value: Any) -> None:
         if self._mv.readonly:
             raise _TypeError("buffer: cannot modify read-only memory")
+        if isinstance(item, slice) and isinstance(value, int):
+            # mpi4py fills a slice with one byte value (``mem[:] = 0``).
+            start, stop, step = item.indices(len(self._mv))
+            self._mv[item] = bytes([value]) * len(range(start, stop, step))
+            return
         self._mv[item] = value._mv if isinstance(value, buffer) else value
 
     def __repr__(self) -> str:

@@ -272,6 +272,23 @@ impl Ranks {
         let r = self.of_mut(rank).isend(rank, s)?;
         Ok(self.global(rank, r))
     }
+    /// Posts `rank`'s send when request `after` completes (see
+    /// [`World::isend_after`]): `after` must be a request of a rank the
+    /// same partition runs.
+    pub fn isend_after(&mut self, after: ReqId, rank: u32, s: SendCall) -> Result<(), MpiError> {
+        let part = self.part_of_rank[rank as usize] as usize;
+        let k = (after & ((1 << self.bits) - 1)) as usize;
+        if k != part {
+            return Err(MpiError::Usage(format!("a send by rank {rank} chained to a request of another partition's rank")));
+        }
+        let (w, r) = self.req_mut(after);
+        w.isend_after(r, rank, s)
+    }
+    /// Request `g` is released when it completes (see [`World::unwatch`]).
+    pub fn unwatch(&mut self, g: ReqId) {
+        let (w, r) = self.req_mut(g);
+        w.unwatch(r)
+    }
     /// Posts a receive (see [`World::irecv`]).
     pub fn irecv(&mut self, rank: u32, src: i64, ctx: u32, tag: i32, capacity: u32) -> Result<ReqId, MpiError> {
         self.irecv_into(rank, src, ctx, tag, capacity, false)

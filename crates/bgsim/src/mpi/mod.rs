@@ -210,6 +210,10 @@ pub struct World {
     /// A partition of a windowed run ([`parts`]): its nodes, the program
     /// its ranks run, what went wrong, the last event's time.
     part: Option<parts::PartState>,
+    /// Sends to post when a request completes, by whom ([`World::isend_after`]).
+    chains: HashMap<ReqId, Vec<(u32, SendCall)>>,
+    /// Requests nobody waits for, released when they complete.
+    unwatched: Vec<bool>,
 }
 
 /// How many bytes of message buffers [`World::recycle`] keeps, and the
@@ -256,6 +260,8 @@ impl World {
             agents: Vec::new(),
             origin: (mapping.clone(), seed, mpi),
             part: None,
+            chains: HashMap::new(),
+            unwatched: Vec::new(),
         })
     }
 
@@ -385,6 +391,13 @@ impl World {
 
     /// Posts `rank`'s send `s`.
     pub fn isend(&mut self, rank: u32, s: SendCall) -> Result<ReqId, MpiError> {
+        let r = self.post(rank, s)?;
+        self.collect();
+        Ok(r)
+    }
+
+    /// Posts `rank`'s send `s`, leaving what completed for `collect`.
+    fn post(&mut self, rank: u32, s: SendCall) -> Result<ReqId, MpiError> {
         let bytes = match s.bytes {
             Some(b) => b,
             None => u32::try_from(s.data.len()).map_err(|_| MpiError::message_too_large(s.data.len() as u64))?,
@@ -396,9 +409,37 @@ impl World {
         let proto = self.protocol_for(bytes, s.force);
         let now = self.q.now();
         let send = SendReq { rank, dest, ctx: s.ctx, tag: s.tag, data: s.data, bytes, proto, mode: s.mode };
-        let r = self.at_rank(rank, |net, ml, q| ml.post_send(net, q, now, send));
-        self.collect();
-        Ok(r)
+        Ok(self.at_rank(rank, |net, ml, q| ml.post_send(net, q, now, send)))
+    }
+
+    /// Posts `rank`'s send `s` when request `after` completes, at that
+    /// time (as one-sided traffic is answered: a get's reply leaves when its
+    /// request is in, an ack when the data is); at once if it has. The
+    /// send is nobody's to wait for: it is released when done. Several
+    /// sends may follow one request; [`World::unwatch`] it once they are
+    /// chained (not before: its slot may then be reused).
+    pub fn isend_after(&mut self, after: ReqId, rank: u32, s: SendCall) -> Result<(), MpiError> {
+        self.check_rank(s.dest)?;
+        if self.is_done(after) {
+            let r = self.post(rank, s)?;
+            self.unwatch(r);
+            self.collect();
+        } else {
+            self.chains.entry(after).or_default().push((rank, s));
+        }
+        Ok(())
+    }
+
+    /// Request `req` is released when it completes (now, if it has).
+    pub fn unwatch(&mut self, req: ReqId) {
+        if self.is_done(req) {
+            return self.release(req);
+        }
+        let i = req as usize;
+        if self.unwatched.len() <= i {
+            self.unwatched.resize(i + 1, false);
+        }
+        self.unwatched[i] = true;
     }
 
     /// Runs `f`, an operation `rank` posts, as an event of the rank's node:
@@ -604,7 +645,10 @@ impl World {
 
     /// Marks newly completed requests; ranks whose wait is satisfied become ready.
     fn collect(&mut self) {
-        let done = std::mem::take(&mut self.stack.ml.completed);
+        let mut done = std::mem::take(&mut self.stack.ml.completed);
+        if !self.chains.is_empty() || !self.unwatched.is_empty() {
+            done = self.follow_chains(done);
+        }
         for &req in &done {
             let q = &mut self.stack.ml.reqs[req as usize];
             if !q.waited {
@@ -625,6 +669,40 @@ impl World {
         let mut v = done;
         v.clear();
         self.stack.ml.completed = v;
+    }
+
+    /// Posts the sends chained to requests in `done` (and to those their
+    /// posting completes) and releases the unwatched ones: returns the
+    /// rest, to be counted for the ranks waiting.
+    fn follow_chains(&mut self, mut done: Vec<ReqId>) -> Vec<ReqId> {
+        let mut i = 0;
+        while i < done.len() {
+            let req = done[i];
+            i += 1;
+            if let Some(sends) = self.chains.remove(&req) {
+                for (rank, s) in sends {
+                    // (Its destination was checked when it was chained.)
+                    let r = self.post(rank, s).expect("a chained send was checked");
+                    let i = r as usize;
+                    if self.unwatched.len() <= i {
+                        self.unwatched.resize(i + 1, false);
+                    }
+                    self.unwatched[i] = true;
+                    done.append(&mut self.stack.ml.completed);
+                }
+            }
+        }
+        done.retain(|&req| {
+            let i = req as usize;
+            if i < self.unwatched.len() && self.unwatched[i] {
+                self.unwatched[i] = false;
+                self.stack.ml.release(req);
+                false
+            } else {
+                true
+            }
+        });
+        done
     }
 
     /// Every blocked rank and what it waits for.

@@ -118,6 +118,26 @@ pub enum SendMode {
     /// routed in any order, no per-message protocol or MPI work, no ordering
     /// with other messages to the same peer.
     Direct,
+    /// A one-sided put (or a get's request, an ack): on a machine with a
+    /// DMA engine the receiving node's engine writes the data into memory
+    /// and no core there works on it; the sender's core posts it as any
+    /// send. Without an engine, a standard send.
+    Remote,
+    /// A one-sided get's reply: on a machine with a DMA engine it is the
+    /// engine's answer to a remote get, with no core work on either side.
+    /// Without an engine, a standard send (the target core answers).
+    Served,
+}
+
+/// What a message is to the cores at its ends (see `SendMode::Remote`,
+/// `SendMode::Served`): a `u8` in `Msg::rma`.
+pub(crate) mod rma {
+    /// An MPI message: software on both sides.
+    pub const NONE: u8 = 0;
+    /// No core work on the receiving side.
+    pub const REMOTE: u8 = 1;
+    /// No core work on either side.
+    pub const SERVED: u8 = 2;
 }
 
 /// What a request is for.
@@ -203,6 +223,8 @@ struct Msg {
     coproc: bool,
     /// Message-layer collective traffic (see `SendMode::Direct`).
     direct: bool,
+    /// One-sided traffic moved by the DMA engines (`rma::*`).
+    rma: u8,
     /// Index of its record in the message log (`NO_RECORD`: not logged).
     record: u32,
     /// The sides this record holds (`SEND_SIDE`, `RECV_SIDE`).
@@ -665,7 +687,12 @@ impl Software for MsgLayer {
                     _ => self.msgs[id as usize].dst,
                 };
                 let c = self.ranks[rank as usize].core as usize;
-                if kind != pk::RDATA && kind != pk::RACK {
+                let engine_only = match kind {
+                    pk::RDATA | pk::RACK => true,
+                    pk::ONE | pk::EAGER | pk::ADAPT => self.msgs[id as usize].rma != rma::NONE,
+                    _ => false,
+                };
+                if !engine_only {
                     net.charge(q, now, node, c, self.costs.memfifo_packet, Work::Protocol);
                 }
                 c
@@ -735,7 +762,7 @@ impl Software for MsgLayer {
                 pk::ONE | pk::EAGER | pk::ADAPT => m.written == m.packets,
                 _ => false,
             };
-            if last && !m.direct {
+            if last && !m.direct && m.rma != rma::SERVED {
                 self.descriptor_done(net, q, now, m.src);
             }
         }

@@ -38,6 +38,7 @@ pub struct Envelope {
     proto: Option<Protocol>,
     sync: bool,
     direct: bool,
+    rma: u8,
     packets: u32,
     /// The sender's record, and the message's number among the messages
     /// its partition sent to other partitions.
@@ -89,6 +90,7 @@ impl MsgLayer {
             recv_req: NONE,
             packets: e.packets,
             direct: e.direct,
+            rma: e.rma,
             // The sender's partition's record (see `recv_complete`).
             record: e.record,
             sides: RECV_SIDE,
@@ -149,6 +151,7 @@ impl MsgLayer {
             proto: m.proto,
             sync: m.sync,
             direct: m.direct,
+            rma: m.rma,
             packets: m.packets,
             slot: id,
             seq,

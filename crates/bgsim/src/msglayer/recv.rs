@@ -5,7 +5,7 @@
 use super::log::NO_RECORD;
 use super::partition::RECV_SIDE;
 use super::wire::*;
-use super::{Msg, MsgId, MsgLayer, ReqId, ReqKind, Status, ANY, NONE};
+use super::{rma, Msg, MsgId, MsgLayer, ReqId, ReqKind, Status, ANY, NONE};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
@@ -113,12 +113,12 @@ impl MsgLayer {
         let (dst, src, ctx, tag) = (m.dst, m.src, m.ctx, m.tag);
         let (node, _) = self.place(dst);
         let cost = match m.proto {
-            _ if m.direct => 0,
+            _ if m.direct || m.rma != rma::NONE => 0,
             Some(p) => self.costs.recv_msg[p.index()] - self.recv_done_ticks(id) + self.costs.mpi_half[p.index()],
             None => self.costs.intranode + self.costs.mpi_half[Protocol::Eager.index()],
         };
         net.charge(q, now, node, core, cost, Work::Protocol);
-        if !m.direct {
+        if !m.direct && m.rma == rma::NONE {
             self.envelope_taken(net, q, now, id);
         }
         match self.ranks[dst as usize].posted.take_receive(ctx, src, tag) {
@@ -159,7 +159,7 @@ impl MsgLayer {
     /// `recvnew`) being done when its envelope is taken up.
     pub(super) fn recv_done_ticks(&self, id: MsgId) -> Tick {
         match &self.msgs[id as usize] {
-            m if m.direct => 0,
+            m if m.direct || m.rma != rma::NONE => 0,
             Msg { proto: Some(p), .. } => self.costs.recv_msg[p.index()] / 2,
             _ => 0,
         }
@@ -193,9 +193,10 @@ impl MsgLayer {
             return;
         }
         // `recvdone` runs when the receiving rank's core has finished the
-        // work charged for this message so far.
+        // work charged for this message so far (none for what the DMA
+        // engine alone put into memory: that is done when it is in).
         let busy = net.core_busy_until(node, core);
-        if busy > now {
+        if busy > now && m.rma == rma::NONE {
             self.msgs[id as usize].finishing = true;
             net.timer(q, busy, node, core, timer_tag(tk::RECV_COPIED, id));
         } else {

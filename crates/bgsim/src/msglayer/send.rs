@@ -5,7 +5,7 @@
 
 use super::partition::{RECV_SIDE, SEND_SIDE};
 use super::wire::*;
-use super::{Msg, MsgId, MsgLayer, PacketOut, ReqId, ReqKind, SendMode, SendReq, NONE, PEER_QUEUES_KEPT};
+use super::{rma, Msg, MsgId, MsgLayer, PacketOut, ReqId, ReqKind, SendMode, SendReq, NONE, PEER_QUEUES_KEPT};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
@@ -25,7 +25,15 @@ impl MsgLayer {
         debug_assert!(data.is_empty() || data.len() as u32 == bytes);
         let intranode = self.dma.is_none() && self.ranks[rank as usize].node == self.ranks[dest as usize].node;
         let direct = mode == SendMode::Direct;
-        let proto = if direct || (proto == Protocol::OnePacket && bytes > self.maxp - self.meta) { Protocol::Eager } else { proto };
+        // One-sided traffic: with a DMA engine, a direct put or a remote
+        // get's answer (packets into memory, no handshake); else an MPI send.
+        let rma = match (mode, self.dma.is_some()) {
+            (SendMode::Remote, true) => rma::REMOTE,
+            (SendMode::Served, true) => rma::SERVED,
+            _ => rma::NONE,
+        };
+        let mode = if matches!(mode, SendMode::Remote | SendMode::Served) { SendMode::Standard } else { mode };
+        let proto = if direct || rma != rma::NONE || (proto == Protocol::OnePacket && bytes > self.maxp - self.meta) { Protocol::Eager } else { proto };
         let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
         let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
         let away = !self.owns(self.ranks[dest as usize].node);
@@ -43,6 +51,7 @@ impl MsgLayer {
             recv_req: NONE,
             packets,
             direct: direct && !intranode,
+            rma,
             record,
             sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
             ..Default::default()
@@ -98,6 +107,11 @@ impl MsgLayer {
         }
         let (node, core) = self.place(m.src);
         let p = m.proto.expect("network message").index();
+        if m.rma == rma::SERVED {
+            // The engine answers a remote get from its own FIFO: neither the
+            // core nor the rank's work FIFO is involved.
+            return self.stream(net, q, now, id);
+        }
         if self.dma.is_some() {
             // A descriptor goes into the rank's work FIFO; with the FIFO
             // full the message waits for room (see `descriptor_done`).
