@@ -49,7 +49,7 @@ test-rust:
 test-python: build browser
 	$(PY) -m pytest -q python/tests
 
-# mpi4py's own test suite (its 16 MPI-1 core modules and 2 one-sided ones, fetched from the
+# mpi4py's own test suite (its 16 MPI-1 core modules and 3 one-sided ones, fetched from the
 # pinned mpi4py 4.1.2 source distribution) at 2 and 4 ranks, with the counts
 # per module; fails below the floor in scripts/conformance-floor.json.
 conformance: build

@@ -1,6 +1,6 @@
 """mpi4py's own test suite on the simulated MPI: `make conformance`.
 
-Runs the 16 MPI-1 core modules and the 2 one-sided ones (rma, win) of
+Runs the 16 MPI-1 core modules and the 3 one-sided ones (rma, rma_nb, win) of
 mpi4py 4.1.2's test suite, unmodified
 (`test/main.py -i '^test_MODULE.py$'`, the suite's own skip conditions
 included), under `bgsim run` at 2 ranks (2x1x1) and at 4 ranks (2x2x1) of
@@ -43,7 +43,7 @@ FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
 #: one-sided communication (windows, RMA operations and synchronization).
 MODULES = ["attributes", "cco_buf", "cco_obj", "cco_vec", "comm", "comm_topo", "datatype", "environ",
            "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status",
-           "rma", "win"]
+           "rma", "rma_nb", "win"]
 
 #: ranks -> partition shape
 SHAPES = {2: "2x1x1", 4: "2x2x1"}

@@ -14,7 +14,8 @@ from .. import runtime as _rt
 from ..errors import ArgumentTypeError, RankExit, StateError, UsageError
 from .buffers import _members
 from .collectives import CollectiveCalls, _context_agreement
-from .constants import (ANY_SOURCE, APPNUM, CART, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, KEYVAL_INVALID,
+from .constants import (ANY_SOURCE, APPNUM, CART, COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,
+                        COMM_TYPE_RESOURCE_GUIDED, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, KEYVAL_INVALID,
                         LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY,
                         WTIME_IS_GLOBAL)
 from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_OTHER,
@@ -272,9 +273,33 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         return Intracomm(_shared_group(ctx, context, make), context)
 
     def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> "Comm":
+        """Splits by node: COMM_TYPE_SHARED (and any implementation type);
+        HW_GUIDED and RESOURCE_GUIDED when `info` asks for
+        mpi_hw_resource_type "mpi_shared_memory" (else COMM_NULL: the
+        node is the one level of hardware there is); HW_UNGUIDED when the
+        node holds fewer of the members than all (else COMM_NULL), saying
+        so in `info`."""
         ctx, me = self._me()
-        node = ctx.runtime.world.node_of(ctx.rank)
-        return self.Split(node if split_type != UNDEFINED else UNDEFINED, key)
+        w = ctx.runtime.world
+        node = w.node_of(ctx.rank)
+        color = node
+        if split_type == UNDEFINED:
+            color = UNDEFINED
+        elif split_type in (COMM_TYPE_HW_GUIDED, COMM_TYPE_RESOURCE_GUIDED):
+            asked = None
+            if info is not None and info:
+                asked = info.Get("mpi_hw_resource_type")
+            if asked != "mpi_shared_memory":
+                color = UNDEFINED
+        elif split_type == COMM_TYPE_HW_UNGUIDED:
+            ranks = self._group._ranks
+            # (A communicator larger than a node's tasks cannot be on one.)
+            if len(ranks) > w.tasks_per_node or any(w.node_of(r) != node for r in ranks):
+                if info is not None and info:
+                    info.Set("mpi_hw_resource_type", "mpi_shared_memory")
+            else:
+                color = UNDEFINED
+        return self.Split(color, key)
 
     def Create(self, group: Group) -> "Comm":
         ctx, me = self._me()

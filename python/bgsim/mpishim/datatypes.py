@@ -63,6 +63,8 @@ _COMBINER_NAMES = ["NAMED", "DUP", "CONTIGUOUS", "VECTOR", "HVECTOR", "INDEXED",
                    "HINDEXED_BLOCK", "STRUCT", "SUBARRAY", "DARRAY", "F90_REAL", "F90_COMPLEX", "F90_INTEGER",
                    "RESIZED", "VALUE_INDEX"]
 TYPECLASS_INTEGER, TYPECLASS_REAL, TYPECLASS_COMPLEX = 1, 2, 3
+#: No logical types of given sizes (MPI_UNDEFINED, as mpi4py has it then).
+TYPECLASS_LOGICAL = -32766
 ORDER_C, ORDER_FORTRAN = 0, 1
 ORDER_F = ORDER_FORTRAN
 
@@ -336,6 +338,9 @@ class Datatype:
         return Datatype._of(_Type(t.name, t.np, t.runs, t.lb, t.ub, t.true_lb, t.true_ub, t.align, COMBINER_DUP,
                                   ((), (), (), (self,)), (self, {})))
 
+    #: mpi4py's alias (the constructor `decode()` names for a DUP type).
+    Create_dup = Dup
+
     # -- constructors --
 
     def Create_contiguous(self, count: int) -> "Datatype":
@@ -463,8 +468,8 @@ class Datatype:
 
     @staticmethod
     def Match_size(typeclass: int, size: int) -> "Datatype":
-        table = {TYPECLASS_INTEGER: (INTEGER1, INTEGER2, INTEGER4, INTEGER8),
-                 TYPECLASS_REAL: (REAL2, REAL4, REAL8, REAL16), TYPECLASS_COMPLEX: (COMPLEX8, COMPLEX16, COMPLEX32)}
+        table = {TYPECLASS_INTEGER: (INTEGER1, INTEGER2, INTEGER4, INTEGER8, INTEGER16),
+                 TYPECLASS_REAL: (REAL2, REAL4, REAL8, REAL16), TYPECLASS_COMPLEX: (COMPLEX4, COMPLEX8, COMPLEX16, COMPLEX32)}
         for dt in table.get(typeclass, ()):
             if dt.size == size:
                 return dt

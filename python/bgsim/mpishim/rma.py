@@ -176,6 +176,8 @@ class Win(Handle):
     def Free(self) -> None:
         sh = self._live("Free")
         self._complete_all()
+        for keyval in list(self._attrs):
+            self.Delete_attr(keyval)
         self._comm.Barrier()
         self._comm.Free()
         sh.freed += 1
@@ -274,9 +276,34 @@ class Win(Handle):
             raise Exception(ERR_ERRHANDLER, "Set_errhandler: not an error handler")
         self._errhandler = Errhandler(errhandler)
 
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Any) -> Any:
+        """A user's error handler, `errhandler_fn(win, errorcode)`, called
+        by `Call_errhandler`. A process holds at most 32 for windows (as
+        mpi4py's callback table of each object kind)."""
+        from ..errors import StateError  # noqa: PLC0415
+        from .errors import Errhandler  # noqa: PLC0415
+        if not callable(errhandler_fn):
+            raise _TypeError("Create_errhandler: the handler must be callable")
+        st = _rt.current().state
+        made = st.get("win_errhandlers", 0)
+        if made >= 32:
+            raise StateError("Win.Create_errhandler: at most 32 user error handlers for windows")
+        st["win_errhandlers"] = made + 1
+        return Errhandler(f"user error handler {made} (windows)", errhandler_fn)
+
     def Call_errhandler(self, errorcode: int) -> None:
+        """Calls the window's error handler with `errorcode`: a user's
+        function, nothing for ERRORS_RETURN, MPI.Exception otherwise."""
+        from .errors import ERRORS_ARE_FATAL, ERRORS_RETURN, SUCCESS  # noqa: PLC0415
         self._live("Call_errhandler")
-        raise Exception(errorcode, "Win.Call_errhandler")
+        if errorcode == SUCCESS:
+            return
+        eh = self._errhandler or ERRORS_ARE_FATAL
+        if eh._fn is not None:
+            eh._fn(self, errorcode)
+        elif eh != ERRORS_RETURN:
+            raise Exception(errorcode, "Call_errhandler")
 
     def Get_attr(self, keyval: int) -> Any:
         sh = self._live("Get_attr")
@@ -293,17 +320,34 @@ class Win(Handle):
             return sh.flavor
         if keyval == WIN_MODEL:
             return WIN_UNIFIED
-        return self._attrs.get(keyval)
+        held = self._attrs.get(keyval)
+        return None if held is None else held[1]
 
     def Set_attr(self, keyval: int, attrval: Any) -> None:
+        """Sets a user key's value (keys are the process's, shared with
+        communicators: ``Win.Create_keyval``); a value it replaces goes
+        through the key's delete function."""
         self._live("Set_attr")
         if keyval in (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR, WIN_MODEL, KEYVAL_INVALID):
             raise Exception(ERR_KEYVAL, f"Set_attr: {keyval} is a predefined key")
-        self._attrs[keyval] = attrval
+        key = _rt.current().state.get("keyvals", {}).get(keyval)
+        if key is None:
+            raise Exception(ERR_KEYVAL, f"Set_attr: {keyval} is not a key of this process")
+        if keyval in self._attrs:
+            self.Delete_attr(keyval)
+        self._attrs[keyval] = (key, attrval)
 
     def Delete_attr(self, keyval: int) -> None:
+        """Deletes a value, calling its key's delete function (one that
+        raises is printed and becomes MPI_ERR_OTHER)."""
+        from .comm import _callback  # noqa: PLC0415
         self._live("Delete_attr")
-        self._attrs.pop(keyval, None)
+        held = self._attrs.pop(keyval, None)
+        if held is None:
+            raise Exception(ERR_KEYVAL, f"Delete_attr: no attribute {keyval} on this window")
+        key, value = held
+        if callable(key.delete_fn):
+            _callback("delete", key.delete_fn, self, keyval, value)
 
     @classmethod
     def Create_keyval(cls, copy_fn: Any = None, delete_fn: Any = None, nopython: bool = False) -> int:

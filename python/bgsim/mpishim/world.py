@@ -89,11 +89,21 @@ def Get_processor_name() -> str:
 
 
 def Get_version() -> Tuple[int, int]:
+    """The standard whose interface the simulated MPI follows (mpi4py 4.1's);
+    what it does not simulate, `Get_library_version` says."""
     return (VERSION, SUBVERSION)
 
 
+#: What of MPI 4.1 the simulated MPI does not have (each raises
+#: NotImplementedError naming itself, or is refused in a trace).
+NOT_SIMULATED = ("nonblocking and neighbourhood collectives, intercommunicators, dynamic processes, "
+                 "MPI-IO, sessions, partitioned communication")
+
+
 def Get_library_version() -> str:
-    return f"bgsim {__version__} simulated MPI (MPI {VERSION}.{SUBVERSION} point-to-point and collectives on a simulated Blue Gene)"
+    return (f"bgsim {__version__} simulated MPI (MPI {VERSION}.{SUBVERSION} interface on a simulated Blue Gene: "
+            f"point-to-point, collectives, communicators and topologies, datatypes, one-sided; "
+            f"not simulated: {NOT_SIMULATED})")
 
 
 def get_vendor() -> Tuple[str, Tuple[int, int, int]]:
