@@ -3,6 +3,7 @@ recorder (`bgsim record`), then replayed on the simulated machine (`bgsim
 replay`): the replay sends the messages the real run sent."""
 
 import csv
+import re
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import pytest
 
 from bgsim import trace as bgtrace
+from bgsim.errors import UsageError
 from conftest import run_cli
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -102,15 +104,21 @@ def test_a_trace_the_replay_cannot_do_is_refused_naming_the_line(recorded, tmp_p
 REAL = os.path.join(HERE, "data", "real_mpi.c")
 
 
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    d = tmp_path_factory.mktemp("real")
+def _recorded(tmp_path_factory, source, printed):
+    """`source` built with mpicc and recorded at 4 ranks; its output
+    must hold `printed` (the real run ran)."""
+    d = tmp_path_factory.mktemp("rec")
     exe = d / "prog"
-    subprocess.run(["mpicc", "-O2", "-o", str(exe), REAL], check=True)
+    subprocess.run(["mpicc", "-O2", "-o", str(exe), source], check=True)
     p = run_cli("record", "--out", str(d / "t"), "-n", "4", "--", str(exe))
     assert p.returncode == 0, p.stderr
-    assert "row sum" in p.stdout
+    assert printed in p.stdout
     return d / "t"
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    return _recorded(tmp_path_factory, REAL, "row sum")
 
 
 def test_the_recorder_writes_communicators_and_what_wildcards_matched(real):
@@ -341,3 +349,69 @@ def test_an_otf2_archive_written_with_the_package_replays_its_messages(tmp_path)
     r = bgsim.run(bgtrace.program(t), "bgl", shape="2x1x1", nranks=2)
     assert r.counters["messages_completed"] == 2 and 1.0e-3 < r.time_s < 1.2e-3
     assert r.collectives == {"allreduce": {"tree": 1}}
+
+
+# -- one-sided communication (tests/data/one_sided.c) ---------------------
+
+ONE_SIDED = os.path.join(HERE, "data", "one_sided.c")
+
+
+@pytest.fixture(scope="module")
+def one_sided(tmp_path_factory):
+    return _recorded(tmp_path_factory, ONE_SIDED, "accumulated 18")  # 3 x (0 + 1 + 2 + 3)
+
+
+def test_the_recorder_writes_windows_operations_and_synchronization(one_sided):
+    t = bgtrace.load(str(one_sided))
+    r0 = t.ranks[0]
+    names = [c.name for c in r0]
+    for name in ("win_create", "win_fence", "put", "get", "accumulate", "win_lock", "fetch_and_op", "win_unlock",
+                 "win_start", "win_complete", "win_free"):
+        assert name in names, name
+    assert "win_post" in [c.name for c in t.ranks[1]] and "win_wait" in [c.name for c in t.ranks[1]]
+    create = next(c for c in r0 if c.name == "win_create")
+    assert (create.a["bytes"], create.a["unit"]) == (8192, 8)
+    put = next(c for c in r0 if c.name == "put")
+    assert (put.a["target"], put.a["disp"], put.a["bytes"]) == (1, 0, 4096)
+    acc = next(c for c in r0 if c.name == "accumulate")
+    assert (acc.a["disp"], acc.a["bytes"], acc.dtype, acc.op) == (1000, 64, "f8", "sum")
+    start = next(c for c in r0 if c.name == "win_start")
+    assert start.lst == [1]
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_a_one_sided_program_replays_its_operations(one_sided, machine, mode):
+    import bgsim
+    t = bgtrace.load(str(one_sided))
+    r = bgsim.run(bgtrace.program(t), machine, shape="2x2x1", mode=mode, nranks=4, memory_check=False)
+    # Rank 1 puts 4 KB to rank 2 and accumulates 64 bytes on rank 0 in each
+    # of 3 epochs, and answers rank 2's 2 KB gets: that much data leaves
+    # it; the rest is requests, acks and lock and epoch messages of 16 bytes.
+    data = 3 * 4096 + 3 * 64 + 3 * 2048
+    sent = r.ranks[1]["bytes_sent"]
+    assert data <= sent < data + 200 * 16 and (sent - data) % 16 == 0
+    assert r.time_s > 0
+
+
+def test_a_bad_one_sided_line_is_refused_naming_it(one_sided, tmp_path):
+    for old, new, why in (("put 1 0 4096 0", "put 7 0 4096 0", "target 7 is not a rank of window 0 (4 ranks)"),
+                          ("put 1 0 4096 0", "put 1 0 4096 5", "window 5 was not made on this rank"),
+                          ("put 1 0 4096 0", "put 1 -3 4096 0", "displacement -3: must be 0 or more")):
+        bad = tmp_path / "bad"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(one_sided, bad)
+        text = (bad / "rank-0.trace").read_text()
+        assert old in text
+        (bad / "rank-0.trace").write_text(text.replace(old, new, 1))
+        lineno = next(i for i, line in enumerate(text.splitlines(), 1) if old in line)
+        with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: {why}")):
+            bgtrace.load(str(bad))
+
+
+def test_otf2_output_refuses_one_sided_calls_before_writing_anything(one_sided, tmp_path):
+    from bgsim.trace import otf2io
+    t = bgtrace.load(str(one_sided))
+    out = tmp_path / "archive"
+    with pytest.raises(UsageError, match=r"rank-0.trace:2: win_create: bgsim does not write one-sided calls"):
+        otf2io.write(t, str(out))
+    assert not out.exists() or not any(out.iterdir())

@@ -3,13 +3,13 @@ calls under a real MPI (`record`: a PMPI library, `bgsim_trace.c`, built
 with the MPI's own `mpicc` and preloaded into the program), check them
 (`load`, `tracefile`), and replay them on the simulated machine
 (`program`, `replay`): communicators, point-to-point calls in every mode,
-waits and collectives through the same MPI module and collective
+waits, collectives and one-sided windows through the same MPI module and collective
 algorithms as Python programs, and the time between calls as compute,
 scaled by a CPU factor.
 
 A trace is a directory of `rank-R.trace` text files (the format is in
-`bgsim_trace.c`). A call the replay cannot do (an intercommunicator,
-one-sided communication, MPI_Cancel ...) or a line that does not hold is
+`bgsim_trace.c`). A call the replay cannot do (an intercommunicator, a
+dynamic window, MPI_Cancel ...) or a line that does not hold is
 refused before the run, naming its file and line.
 """
 

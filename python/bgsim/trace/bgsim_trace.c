@@ -56,6 +56,19 @@
  *   scatterv ROOT BYTES COMM N B1..BN    (N 0 but at the root)
  *   allgatherv COMM N B1..BN
  *   alltoallv COMM N S1..SN R1..RN       (also MPI_Alltoallw)
+ * One-sided (WIN: the rank's number for a window, 0, 1 ... in the order
+ * it made them; TARGET a rank of the window's communicator; DISP in the
+ * target's displacement units; BYTES what the origin's buffer holds):
+ *   win_create COMM WIN BYTES UNIT       MPI_Win_create / _allocate(_shared)
+ *   win_free WIN
+ *   put|get|compare_and_swap TARGET DISP BYTES WIN
+ *   accumulate|get_accumulate|fetch_and_op TARGET DISP BYTES WIN TYPE OP
+ *   win_fence WIN | win_lock TARGET EXCLUSIVE WIN (1, or 0: shared)
+ *   win_unlock|win_flush TARGET WIN      (flush_local as flush)
+ *   win_lock_all|win_unlock_all|win_flush_all|win_sync WIN
+ *   win_post|win_start WIN K R1..RK      the group's ranks in the window
+ *   win_complete|win_wait WIN            (a win_test that found it done:
+ *       win_wait)
  * And:
  *   finalize
  *   unsupported WHAT                     a call the replay cannot do: the
@@ -634,13 +647,165 @@ int MPI_Improbe(int s, int t, MPI_Comm c, int *f, MPI_Message *m, MPI_Status *st
     if (*f) unsupported("MPI_Improbe");
     return rc;
 }
+
+/* ---- one-sided communication ---- */
+struct win {
+    MPI_Win h;
+    long id;
+};
+static struct win *wins;
+static long nwin, capwin, next_win;
+
+static long wid(MPI_Win w) {
+    for (long i = nwin - 1; i >= 0; i--)
+        if (wins[i].h == w) return wins[i].id;
+    return -1;
+}
+
+/* Starts a window call's line, or says it cannot be replayed when the
+ * window is not one the recorder saw made. */
+static int wbegin(double t0, const char *name, MPI_Win w) {
+    if (!out) return 0;
+    if (wid(w) < 0) {
+        fprintf(out, "%.9f %.9f unsupported %s on a window bgsim did not see made\n", t0, now(), name);
+        return 0;
+    }
+    fprintf(out, "%.9f %.9f %s", t0, now(), name);
+    return 1;
+}
+
+static void win_made(double t0, MPI_Comm c, MPI_Aint size, int du, MPI_Win w) {
+    long k = cid(c);
+    wins = grow(wins, &capwin, nwin, sizeof *wins);
+    wins[nwin++] = (struct win){w, next_win};
+    if (begin(t0, "win_create", k)) { num(k); num(next_win); num((long)size); num(du); end(); }
+    next_win++;
+}
 int MPI_Win_create(void *b, MPI_Aint size, int du, MPI_Info i, MPI_Comm c, MPI_Win *w) {
-    unsupported("MPI_Win_create (one-sided communication)");
-    return PMPI_Win_create(b, size, du, i, c, w);
+    double t0 = now(); int rc = PMPI_Win_create(b, size, du, i, c, w); win_made(t0, c, size, du, *w); return rc;
 }
 int MPI_Win_allocate(MPI_Aint size, int du, MPI_Info i, MPI_Comm c, void *b, MPI_Win *w) {
-    unsupported("MPI_Win_allocate (one-sided communication)");
-    return PMPI_Win_allocate(size, du, i, c, b, w);
+    double t0 = now(); int rc = PMPI_Win_allocate(size, du, i, c, b, w); win_made(t0, c, size, du, *w); return rc;
+}
+int MPI_Win_allocate_shared(MPI_Aint size, int du, MPI_Info i, MPI_Comm c, void *b, MPI_Win *w) {
+    double t0 = now(); int rc = PMPI_Win_allocate_shared(size, du, i, c, b, w); win_made(t0, c, size, du, *w); return rc;
+}
+int MPI_Win_create_dynamic(MPI_Info i, MPI_Comm c, MPI_Win *w) {
+    unsupported("MPI_Win_create_dynamic (a dynamic window's displacements are addresses)");
+    return PMPI_Win_create_dynamic(i, c, w);
+}
+int MPI_Win_free(MPI_Win *w) {
+    double t0 = now();
+    MPI_Win h = *w;
+    long id = wid(h);
+    int rc = PMPI_Win_free(w);
+    if (wbegin(t0, "win_free", h)) { num(id); end(); }
+    for (long i = 0; i < nwin; i++)
+        if (wins[i].h == h) { wins[i] = wins[--nwin]; break; }
+    return rc;
+}
+
+/* An operation's line: TARGET DISP BYTES WIN. */
+static int op_line(double t0, const char *name, int target, MPI_Aint disp, long nbytes, MPI_Win w) {
+    if (!wbegin(t0, name, w)) return 0;
+    num(peer(target)); num((long)disp); num(nbytes); num(wid(w));
+    return 1;
+}
+int MPI_Put(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Put(o, oc, ot, tr, td, tc, tt, w);
+    if (op_line(t0, "put", tr, td, bytes(oc, ot), w)) end();
+    return rc;
+}
+int MPI_Get(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Get(o, oc, ot, tr, td, tc, tt, w);
+    if (op_line(t0, "get", tr, td, bytes(oc, ot), w)) end();
+    return rc;
+}
+int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
+                   MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Accumulate(o, oc, ot, tr, td, tc, tt, op, w);
+    if (op_line(t0, "accumulate", tr, td, bytes(oc, ot), w)) { reduction(ot, op); end(); }
+    return rc;
+}
+int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
+                       MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Get_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w);
+    if (op_line(t0, "get_accumulate", tr, td, bytes(rcount, rt), w)) { reduction(rt, op); end(); }
+    return rc;
+}
+int MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype t, int tr, MPI_Aint td, MPI_Op op, MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Fetch_and_op(o, r, t, tr, td, op, w);
+    if (op_line(t0, "fetch_and_op", tr, td, bytes(1, t), w)) { reduction(t, op); end(); }
+    return rc;
+}
+int MPI_Compare_and_swap(const void *o, const void *c, void *r, MPI_Datatype t, int tr, MPI_Aint td, MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Compare_and_swap(o, c, r, t, tr, td, w);
+    if (op_line(t0, "compare_and_swap", tr, td, bytes(1, t), w)) end();
+    return rc;
+}
+int MPI_Rput(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
+             MPI_Request *q) {
+    unsupported("MPI_Rput (request-based one-sided operations)");
+    return PMPI_Rput(o, oc, ot, tr, td, tc, tt, w, q);
+}
+int MPI_Rget(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
+             MPI_Request *q) {
+    unsupported("MPI_Rget (request-based one-sided operations)");
+    return PMPI_Rget(o, oc, ot, tr, td, tc, tt, w, q);
+}
+int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
+                    MPI_Win w, MPI_Request *q) {
+    unsupported("MPI_Raccumulate (request-based one-sided operations)");
+    return PMPI_Raccumulate(o, oc, ot, tr, td, tc, tt, op, w, q);
+}
+
+/* Synchronization: WIN last, after a TARGET where there is one. */
+static void sync_line(double t0, const char *name, int target, MPI_Win w) {
+    if (!wbegin(t0, name, w)) return;
+    if (target != MPI_UNDEFINED) num(peer(target));
+    num(wid(w));
+    end();
+}
+int MPI_Win_fence(int a, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_fence(a, w); sync_line(t0, "win_fence", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_lock(int type, int r, int a, MPI_Win w) {
+    double t0 = now(); int rc = PMPI_Win_lock(type, r, a, w);
+    if (wbegin(t0, "win_lock", w)) { num(peer(r)); num(type == MPI_LOCK_EXCLUSIVE); num(wid(w)); end(); }
+    return rc;
+}
+int MPI_Win_unlock(int r, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_unlock(r, w); sync_line(t0, "win_unlock", r, w); return rc; }
+int MPI_Win_lock_all(int a, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_lock_all(a, w); sync_line(t0, "win_lock_all", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_unlock_all(MPI_Win w) { double t0 = now(); int rc = PMPI_Win_unlock_all(w); sync_line(t0, "win_unlock_all", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_flush(int r, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_flush(r, w); sync_line(t0, "win_flush", r, w); return rc; }
+int MPI_Win_flush_local(int r, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_flush_local(r, w); sync_line(t0, "win_flush", r, w); return rc; }
+int MPI_Win_flush_all(MPI_Win w) { double t0 = now(); int rc = PMPI_Win_flush_all(w); sync_line(t0, "win_flush_all", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_flush_local_all(MPI_Win w) { double t0 = now(); int rc = PMPI_Win_flush_local_all(w); sync_line(t0, "win_flush_all", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_sync(MPI_Win w) { double t0 = now(); int rc = PMPI_Win_sync(w); sync_line(t0, "win_sync", MPI_UNDEFINED, w); return rc; }
+
+/* Post and Start name a group: its ranks in the window's group. */
+static void group_line(double t0, const char *name, MPI_Group g, MPI_Win w) {
+    if (!wbegin(t0, name, w)) return;
+    MPI_Group wg;
+    PMPI_Win_get_group(w, &wg);
+    int n = 0;
+    PMPI_Group_size(g, &n);
+    int *in = malloc((n > 0 ? n : 1) * sizeof *in), *to = malloc((n > 0 ? n : 1) * sizeof *to);
+    if (!in || !to) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
+    for (int i = 0; i < n; i++) in[i] = i;
+    PMPI_Group_translate_ranks(g, n, in, wg, to);
+    num(wid(w)); num(n);
+    for (int i = 0; i < n; i++) num(to[i]);
+    end();
+    free(in); free(to);
+    PMPI_Group_free(&wg);
+}
+int MPI_Win_post(MPI_Group g, int a, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_post(g, a, w); group_line(t0, "win_post", g, w); return rc; }
+int MPI_Win_start(MPI_Group g, int a, MPI_Win w) { double t0 = now(); int rc = PMPI_Win_start(g, a, w); group_line(t0, "win_start", g, w); return rc; }
+int MPI_Win_complete(MPI_Win w) { double t0 = now(); int rc = PMPI_Win_complete(w); sync_line(t0, "win_complete", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_wait(MPI_Win w) { double t0 = now(); int rc = PMPI_Win_wait(w); sync_line(t0, "win_wait", MPI_UNDEFINED, w); return rc; }
+int MPI_Win_test(MPI_Win w, int *flag) {
+    double t0 = now(); int rc = PMPI_Win_test(w, flag);
+    if (*flag) sync_line(t0, "win_wait", MPI_UNDEFINED, w);
+    return rc;
 }
 
 /* ---- collectives ---- */

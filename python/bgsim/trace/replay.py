@@ -19,6 +19,9 @@ How each recorded call replays:
 - a nonblocking collective runs as its blocking collective where it was
   started (the simulated MPI has no nonblocking collectives yet), and its
   completion is then immediate;
+- a window is a window of the recorded size and displacement unit, its
+  operations move the recorded bytes at the recorded displacements, its
+  synchronization is as recorded (the simulated MPI's `MPI.Win`);
 - reductions use the recorded element type; a user operation, MAXLOC,
   MINLOC and REPLACE reduce as a sum of the same elements, types the
   simulated MPI has no element for as bytes.
@@ -33,7 +36,8 @@ import numpy as np
 from .. import MPI
 from ..errors import UsageError
 from ..runtime import compute
-from .tracefile import ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, SEND_MODE, Call, Trace, blocking_collective
+from .tracefile import (ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, RMA, SEND_MODE, Call, Trace,
+                        blocking_collective)
 
 _DTYPES = {"f4": "f4", "f8": "f8", "i1": "i1", "i2": "i2", "i4": "i4", "i8": "i8", "u1": "u1", "u2": "u2",
            "u4": "u4", "u8": "u8", "c8": "c8", "c16": "c16"}
@@ -84,6 +88,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         reqs: Dict[int, Any] = {}
         inits: Dict[int, Call] = {}
         freed: List[Any] = []
+        wins: Dict[int, Any] = {}
         last = 0.0  # the recorder's clock starts when MPI_Init returns
         wait_all = MPI.Request.Waitall
         zeros = np.zeros
@@ -148,6 +153,8 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 comms.pop(a["comm"]).Free()
             elif name == "finalize":
                 break
+            elif name in RMA:
+                _rma(c, comms, wins, op_of(c))
             else:
                 _collective(c, comm, op_of(c))
                 if "req" in a:
@@ -157,6 +164,60 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         if any(r is not None for r in reqs.values()):
             raise UsageError(f"trace `{trace.path}`: rank {me} ends with requests never waited for")
     return main
+
+
+def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> None:
+    """A one-sided call: the window of the recorded size and displacement
+    unit (zeros), operations of the recorded sizes at the recorded
+    displacements (as bytes there: the target datatype's layout is not
+    recorded), synchronization as recorded."""
+    a, name = c.a, c.name
+    if name == "win_create":
+        wins[a["win"]] = MPI.Win.Create(_buf(a["bytes"]), a["unit"], comm=comms[a["comm"]])
+        return
+    win = wins[a["win"]]
+    if "target" in a and "bytes" in a:
+        n, target, disp = a["bytes"], _peer(a["target"]), a["disp"]
+        if name == "put":
+            win.Put(_buf(n), target, disp)
+        elif name == "get":
+            win.Get(_buf(n), target, disp)
+        elif name == "compare_and_swap":
+            one = np.zeros(1, f"u{n}" if n in (1, 2, 4, 8) else "u1")
+            win.Compare_and_swap(one, one.copy(), np.empty_like(one), target, disp)
+        else:
+            x = _elements(c, n)
+            if name == "accumulate":
+                win.Accumulate(x, target, disp, op)
+            elif name == "get_accumulate":
+                win.Get_accumulate(x, np.empty_like(x), target, disp, op)
+            else:
+                win.Fetch_and_op(x[:1], np.empty_like(x[:1]), target, disp, op)
+    elif name == "win_free":
+        wins.pop(a["win"]).Free()
+    elif name == "win_fence":
+        win.Fence()
+    elif name == "win_lock":
+        win.Lock(_peer(a["target"]), MPI.LOCK_EXCLUSIVE if a["exclusive"] else MPI.LOCK_SHARED)
+    elif name == "win_unlock":
+        win.Unlock(_peer(a["target"]))
+    elif name == "win_lock_all":
+        win.Lock_all()
+    elif name == "win_unlock_all":
+        win.Unlock_all()
+    elif name == "win_flush":
+        win.Flush(_peer(a["target"]))
+    elif name == "win_flush_all":
+        win.Flush_all()
+    elif name == "win_sync":
+        win.Sync()
+    elif name in ("win_post", "win_start"):
+        group = win.Get_group().Incl(c.lst)
+        (win.Post if name == "win_post" else win.Start)(group)
+    elif name == "win_complete":
+        win.Complete()
+    elif name == "win_wait":
+        win.Wait()
 
 
 def _collective(c: Call, comm: Any, op: Any) -> None:

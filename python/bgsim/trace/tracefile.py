@@ -76,6 +76,33 @@ COLLECTIVES: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "allgatherv": (("comm",), "n", False),
     "alltoallv": (("comm",), "2n", False),
 }
+#: One-sided communication: windows (WIN: the rank's number for a window,
+#: from 0 in the order it made them), operations on TARGET (a rank of the
+#: window's communicator) at displacement DISP (in the target's units),
+#: synchronization.
+RMA: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
+    "win_create": (("comm", "win", "bytes", "unit"), None, False),
+    "win_free": (("win",), None, False),
+    "put": (("target", "disp", "bytes", "win"), None, False),
+    "get": (("target", "disp", "bytes", "win"), None, False),
+    "accumulate": (("target", "disp", "bytes", "win"), None, True),
+    "get_accumulate": (("target", "disp", "bytes", "win"), None, True),
+    "fetch_and_op": (("target", "disp", "bytes", "win"), None, True),
+    "compare_and_swap": (("target", "disp", "bytes", "win"), None, False),
+    "win_fence": (("win",), None, False),
+    "win_lock": (("target", "exclusive", "win"), None, False),
+    "win_unlock": (("target", "win"), None, False),
+    "win_lock_all": (("win",), None, False),
+    "win_unlock_all": (("win",), None, False),
+    "win_flush": (("target", "win"), None, False),
+    "win_flush_all": (("win",), None, False),
+    "win_sync": (("win",), None, False),
+    "win_post": (("win",), "n", False),
+    "win_start": (("win",), "n", False),
+    "win_complete": (("win",), None, False),
+    "win_wait": (("win",), None, False),
+}
+SPEC.update(RMA)
 SPEC.update(COLLECTIVES)
 SPEC.update({"i" + k: (f[:f.index("comm") + 1] + ("req",) + f[f.index("comm") + 1:], lst, typed)
              for k, (f, lst, typed) in COLLECTIVES.items()})
@@ -102,7 +129,8 @@ _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv
                                *SEND_MODE)},
          **{m: "done" for m in COMPLETES_ONE | COMPLETES_LIST},
          **{m: m for m in ("status", "comm_dup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
-                           "startall", "request_free", "finalize")}}
+                           "startall", "request_free", "finalize")},
+         **{m: "rma" for m in RMA}}
 
 
 _EMPTY: List[int] = []
@@ -244,6 +272,8 @@ class _Rank:
         (self.name, self.read), self.rank, self.n, self.sent = source, rank, n, sent
         self.clock = clock
         self.comms: Dict[int, List[int]] = {WORLD: world, SELF: [rank]}
+        # window -> its communicator's members
+        self.wins: Dict[int, List[int]] = {}
         # request -> [the call that made it, active, the call and key that activated it]
         self.reqs: Dict[int, list] = {}
         # what the last completion line completed: request -> (the call that
@@ -475,9 +505,40 @@ class _Rank:
             return None  # resolved into the receive: nothing to replay
         elif name == "finalize":
             pass
+        elif kind == "rma":
+            self.rma(c)
         else:
             self.collective(c)
         return c
+
+    def rma(self, c: Call) -> None:
+        a, name = c.a, c.name
+        if name == "win_create":
+            members = self.comm(c)
+            if a["win"] < 0 or a["win"] in self.wins:
+                raise self.fail(f"window {a['win']}: windows are numbered from 0, one number each")
+            self.nbytes(a["bytes"])
+            if a["unit"] <= 0:
+                raise self.fail(f"displacement unit {a['unit']}: must be positive")
+            self.wins[a["win"]] = members
+            return
+        if a["win"] not in self.wins:
+            raise self.fail(f"window {a['win']} was not made on this rank (or was freed)")
+        members = self.wins[a["win"]]
+        if name == "win_free":
+            del self.wins[a["win"]]
+            return
+        if "target" in a and not (0 <= a["target"] < len(members) or a["target"] == PROC_NULL):
+            raise self.fail(f"target {a['target']} is not a rank of window {a['win']} ({len(members)} ranks)")
+        if "disp" in a and a["disp"] < 0:
+            raise self.fail(f"displacement {a['disp']}: must be 0 or more")
+        if "bytes" in a:
+            self.nbytes(a["bytes"])
+        if "exclusive" in a and a["exclusive"] not in (0, 1):
+            raise self.fail(f"lock kind {a['exclusive']}: 1 exclusive, 0 shared")
+        for r in c.lst:
+            if not 0 <= r < len(members):
+                raise self.fail(f"rank {r} of the group is not a rank of window {a['win']} ({len(members)} ranks)")
 
     def live(self, req: int) -> list:
         if req not in self.reqs:
