@@ -758,6 +758,11 @@ int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td,
     unsupported("MPI_Raccumulate (request-based one-sided operations)");
     return PMPI_Raccumulate(o, oc, ot, tr, td, tc, tt, op, w, q);
 }
+int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
+                        MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w, MPI_Request *q) {
+    unsupported("MPI_Rget_accumulate (request-based one-sided operations)");
+    return PMPI_Rget_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w, q);
+}
 
 /* Synchronization: WIN last, after a TARGET where there is one. */
 static void sync_line(double t0, const char *name, int target, MPI_Win w) {

@@ -435,6 +435,11 @@ impl World {
         if self.is_done(req) {
             return self.release(req);
         }
+        self.mark_unwatched(req);
+    }
+
+    /// Marks `req` to be released when `collect` sees it complete.
+    fn mark_unwatched(&mut self, req: ReqId) {
         let i = req as usize;
         if self.unwatched.len() <= i {
             self.unwatched.resize(i + 1, false);
@@ -683,11 +688,7 @@ impl World {
                 for (rank, s) in sends {
                     // (Its destination was checked when it was chained.)
                     let r = self.post(rank, s).expect("a chained send was checked");
-                    let i = r as usize;
-                    if self.unwatched.len() <= i {
-                        self.unwatched.resize(i + 1, false);
-                    }
-                    self.unwatched[i] = true;
+                    self.mark_unwatched(r);
                     done.append(&mut self.stack.ml.completed);
                 }
             }
