@@ -9,8 +9,10 @@ unittest's count (a failing subtest counts once each) and counting the
 tests that are not skipped. It exits 1 when a total falls below the floor
 kept in `scripts/conformance-floor.json` (raise the floor as conformance
 improves), so `make test`, which runs it, fails on a regression. Then it
-runs mpi4py's one-sided demos (`DEMOS`) and fails if one does not exit 0
-or, for cpi-rma, does not print the value its own formula gives.
+runs mpi4py's demos (`DEMOS`: one-sided, init-fini's mpi4py.rc runs,
+reductions, sequential, threads, mpi-ref-v1, compute-pi, helloworld) and
+fails if one does not exit 0 or, for cpi-rma, does not print the value its
+own formula gives.
 
 The suite is not part of bgsim: it is taken from mpi4py's source
 distribution on PyPI (pinned by version and SHA-256,
@@ -101,13 +103,39 @@ def run_module(testdir: str, module: str, ranks: int) -> dict:
         return c
 
 
-#: mpi4py's one-sided demos: (file under demo/, ranks, machine, shape,
-#: standard input). Each must exit 0 (the nxtval demos check their own
-#: counters); cpi-rma must print what its own formula gives.
-DEMOS = [("compute-pi/cpi-rma.py", 4, "bgl", "2x2x1", "100\n0\n"),
-         ("nxtval/nxtval-onesided.py", 5, "bgp", "2x2x1", ""),
-         ("nxtval/nxtval-mpi3.py", 5, "bgp", "2x2x1", ""),
-         ("nxtval/nxtval-scalable.py", 5, "bgl", "2x2x2", "")]
+#: The init-fini demo's runs (its run.sh): mpi4py.rc options one at a time,
+#: then its programs.
+_INIT_FINI = [("init-fini/test_0.py", (opt,)) for opt in (
+    "threads=true", "threads=false", "thread_level=single", "thread_level=funneled", "thread_level=serialized",
+    "thread_level=multiple", "fast_reduce=true", "fast_reduce=false", "recv_mprobe=true", "recv_mprobe=false",
+    "irecv_bufsz=0", "irecv_bufsz=1", "irecv_bufsz=1024", "errors=default", "errors=exception", "errors=abort",
+    "errors=fatal")] + [(f"init-fini/{t}.py", ()) for t in
+                        ("test_1", "test_2", "test_3", "test_4", "test_5", "test_6", "test_mpi40")]
+_MPI_REF = [f"mpi-ref-v1/ex-{n}.py" for n in (
+    "2.01", "2.08", "2.16", "2.29", "2.32", "2.34", "2.35", "3.01", "3.02", "3.03", "3.04", "3.05", "3.06", "3.07",
+    "3.08", "3.09", "3.11", "3.12", "3.13")]
+
+#: mpi4py's demos: (file under demo/, arguments, ranks, machine, shape,
+#: standard input). Each must exit 0 (most check themselves: the nxtval
+#: demos their counters, init-fini what mpi4py.rc asked for, reductions
+#: and sequential their unittest suites); cpi-rma must print what its own
+#: formula gives. threads/sendrecv.py exits 0 saying the thread level is
+#: too low: bgsim honours MPI_THREAD_FUNNELED.
+DEMOS = ([("compute-pi/cpi-rma.py", (), 4, "bgl", "2x2x1", "100\n0\n"),
+          ("compute-pi/cpi-cco.py", (), 4, "bgl", "2x2x1", "100\n0\n"),
+          ("nxtval/nxtval-onesided.py", (), 5, "bgp", "2x2x1", ""),
+          ("nxtval/nxtval-mpi3.py", (), 5, "bgp", "2x2x1", ""),
+          ("nxtval/nxtval-scalable.py", (), 5, "bgl", "2x2x2", ""),
+          ("helloworld.py", (), 4, "bgl", "2x2x1", ""),
+          ("reductions/test_reductions.py", ("-q",), 4, "bgl", "2x2x1", ""),
+          ("sequential/test_seq.py", (), 4, "bgl", "2x2x1", ""),
+          ("threads/sendrecv.py", (), 2, "bgl", "2x1x1", "")]
+         + [(f, args, 2, "bgl", "2x1x1", "") for f, args in _INIT_FINI]
+         + [(f, (), 4, "bgl", "2x2x1", "") for f in _MPI_REF])
+
+#: What of the source distribution's demo/ the demos need.
+_DEMO_FILES = ("compute-pi/", "nxtval/", "helloworld.py", "reductions/", "sequential/", "threads/", "init-fini/",
+               "mpi-ref-v1/")
 
 
 def demo_dir() -> str:
@@ -119,8 +147,9 @@ def demo_dir() -> str:
     tmp = tempfile.mkdtemp(dir=CACHE)
     with tarfile.open(archive) as t:
         for m in t.getmembers():
-            if m.isfile() and m.name[len(TOP + "demo/"):] in {f for f, *_ in DEMOS}:
-                m.name = m.name[len(TOP + "demo/"):]
+            name = m.name[len(TOP + "demo/"):]
+            if m.isfile() and m.name.startswith(TOP + "demo/") and name.startswith(_DEMO_FILES):
+                m.name = name
                 t.extract(m, tmp, filter="data")
     if os.path.exists(d):
         import shutil
@@ -148,17 +177,22 @@ def run_demos() -> list:
     d = demo_dir()
     bgsim = os.path.join(ROOT, ".venv", "bin", "bgsim")
     failed = []
-    for f, ranks, machine, shape, stdin in DEMOS:
-        cmd = [bgsim, "run", "--quiet", "--machine", machine, "--shape", shape, "-n", str(ranks), os.path.join(d, f)]
-        p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=d, timeout=600)
+    for f, args, ranks, machine, shape, stdin in DEMOS:
+        cmd = [bgsim, "run", "--quiet", "--machine", machine, "--shape", shape, "-n", str(ranks), os.path.join(d, f),
+               *args]
+        # Each runs in its own directory, as its makefile runs it (reductions
+        # and sequential import their modules from there).
+        p = subprocess.run(cmd, input=stdin, capture_output=True, text=True, cwd=os.path.join(d, os.path.dirname(f)),
+                           timeout=600)
         why = None
         if p.returncode != 0:
             why = f"exit status {p.returncode}: " + ((p.stderr.strip().splitlines() or [""])[-1])
         elif f.endswith("cpi-rma.py") and cpi_expected(100, ranks) not in p.stdout:
             why = f"expected {cpi_expected(100, ranks)!r}, got {p.stdout.strip()!r}"
-        print(f"  demo {f} ({ranks} ranks, {machine} {shape}): {'ok' if why is None else 'FAILED: ' + why}")
+        shown = " ".join((f, *args))
+        print(f"  demo {shown} ({ranks} ranks, {machine} {shape}): {'ok' if why is None else 'FAILED: ' + why}")
         if why is not None:
-            failed.append(f"demo {f}: {why}")
+            failed.append(f"demo {shown}: {why}")
     return failed
 
 
@@ -169,6 +203,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the counts as one JSON object")
     ap.add_argument("--no-floor", action="store_true", help="report only; do not compare with the floor")
     a = ap.parse_args()
+    import importlib.util
+    if importlib.util.find_spec("xmlrunner") is None:
+        print("conformance: the suite's reports need unittest-xml-reporting in this Python "
+              "(pip install 'unittest-xml-reporting>=3'; `make conformance` installs it)", file=sys.stderr)
+        return 2
     testdir = suite()
     modules = a.module or MODULES
     out: dict = {}
@@ -193,7 +232,7 @@ def main() -> int:
     if a.json:
         print(json.dumps(out, indent=1))
     elif not a.module:
-        print("mpi4py 4.1.2 one-sided demos:")
+        print(f"mpi4py 4.1.2 demos ({len(DEMOS)} runs):")
         failed_floor += run_demos()
     for f in failed_floor:
         print(f"conformance: {f} ({os.path.relpath(FLOOR, ROOT)})", file=sys.stderr)

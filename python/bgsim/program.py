@@ -17,18 +17,15 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-import greenlet
 
-from . import MPI as _shim
 from . import _core, memory
+from . import mpi4py_package as _mpi4py_package
 from . import timeline as _timeline
 from .api import Machine, _settings, check_cpu_factor, check_seed, partition_count, write_atomic
-from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, RankExit, UsageError
-from .mpishim.constants import _MPI4PY_VERSION
+from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, UsageError
 from .mpishim.world import _reset
 from .runtime import Runtime
 from .runtime import current as _current_rank
-from .runtime import rank_own as _rank_own
 
 #: The tiers a run's torus may run on: packet by packet, or the coarse tier.
 FIDELITIES = ("packet", "coarse")
@@ -360,7 +357,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
                        memory_check=memory_check, fidelity=fidelity, threads=threads, processes=processes)
-    with _mpi4py_installed():
+    with _mpi4py_package.installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
                         timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)
 
@@ -419,7 +416,7 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
             k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity", "threads",
                                           "processes")})
-        with _mpi4py_installed():
+        with _mpi4py_package.installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
                             private_dir=os.path.dirname(os.path.abspath(path)),
                             traffic_matrix=kw.pop("traffic_matrix", False),
@@ -526,80 +523,3 @@ class observe:
 
     def __exit__(self, *exc: Any) -> None:
         _OBSERVERS.remove(self.fn)
-
-
-#: mpi4py.rc's options and their defaults.
-_RC_DEFAULTS = {"initialize": True, "finalize": True, "threads": False, "thread_level": "single", "thread_safe": True,
-                "fast_reduce": True, "recv_mprobe": True, "irecv_bufsz": 32768, "errors": "exception"}
-
-
-class _RankRC:
-    """``mpi4py.rc``: each rank's own runtime options, as a process of its
-    own has them (one rank setting ``mpi4py.rc.threads = True`` leaves the
-    others' as they were); ``mpi4py.rc(name=value, ...)`` sets several.
-    The simulated MPI is set up before a rank's program starts and every
-    rank runs at MPI_THREAD_SINGLE, so bgsim keeps the options without
-    acting on them."""
-
-    def __init__(self) -> None:
-        self.__dict__["_outside"] = dict(_RC_DEFAULTS)
-
-    def _mine(self) -> Dict[str, Any]:
-        return _rank_own("mpi4py_rc", lambda: dict(_RC_DEFAULTS), self.__dict__["_outside"])
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._mine()[name]
-        except KeyError:
-            raise AttributeError(f"mpi4py.rc has no option {name!r} (options: {', '.join(_RC_DEFAULTS)})") from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name not in _RC_DEFAULTS:
-            raise UsageError(f"mpi4py.rc: unknown option {name!r} (options: {', '.join(_RC_DEFAULTS)})")
-        self._mine()[name] = value
-
-    def __call__(self, **options: Any) -> None:
-        for name, value in options.items():
-            setattr(self, name, value)
-
-    def __repr__(self) -> str:
-        return f"<mpi4py.rc: {self._mine()}>"
-
-
-class _mpi4py_installed:
-    """Makes ``import mpi4py`` / ``from mpi4py import MPI`` give the
-    simulated MPI for the duration of a run, and a rank's ``os._exit(N)``
-    end the run with status N (it would end the whole simulator, silently)."""
-
-    def __enter__(self):
-        self.os_exit = os._exit
-
-        def rank_exit(code: int) -> None:
-            ctx = getattr(greenlet.getcurrent(), "ctx", None)
-            if ctx is None:
-                self.os_exit(code)
-            raise RankExit(ctx.rank, code)
-
-        os._exit = rank_exit
-        self.saved = {k: v for k, v in sys.modules.items() if k == "mpi4py" or k.startswith("mpi4py.")}
-        for k in self.saved:
-            del sys.modules[k]
-        pkg = types.ModuleType("mpi4py")
-        pkg.__doc__ = "bgsim's simulated mpi4py"
-        pkg.MPI = _shim
-        pkg.__version__ = _MPI4PY_VERSION
-        # A package whose path holds mpi4py.util (pkl5, dtlib).
-        pkg.__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "_mpi4py")]
-        pkg.rc = _RankRC()
-        pkg.get_config = lambda: {"mpi": "bgsim (simulated)", "mpi4py": _MPI4PY_VERSION}
-        pkg.get_include = lambda: ""
-        sys.modules["mpi4py"] = pkg
-        sys.modules["mpi4py.MPI"] = _shim
-        return self
-
-    def __exit__(self, *exc):
-        os._exit = self.os_exit
-        for k in [k for k in sys.modules if k == "mpi4py" or k.startswith("mpi4py.")]:
-            del sys.modules[k]
-        sys.modules.update(self.saved)
-        return False

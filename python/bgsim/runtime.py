@@ -12,9 +12,11 @@ the same simulated times and the same output.
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import os
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -107,17 +109,31 @@ def current() -> RankContext:
     g = greenlet.getcurrent()
     ctx = getattr(g, "ctx", None)
     if ctx is None:
+        if _current_runtime is not None and threading.current_thread() is not threading.main_thread():
+            raise StateError("bgsim: MPI called from a thread a rank started: the simulated MPI provides "
+                             "MPI_THREAD_FUNNELED (only a rank's main flow may call MPI)")
         raise StateError("bgsim: MPI called outside a simulated rank (run the program with `bgsim run` or bgsim.run)")
     return ctx
 
 
+_ABSENT = object()
+
+
 class _RankModules:
     """Each rank's own copy of the program's modules (those under the
-    program's directory), as separate processes would have: a module's
-    globals set by one rank are never seen by another. The modules a rank
-    imported are put in ``sys.modules`` while it runs and taken out when it
-    waits; other modules are shared. Costs one length check per switch for a
-    program that imports none."""
+    program's directory) and of the simulated mpi4py package, as separate
+    processes would have: a module's globals set by one rank are never seen
+    by another. The modules a rank imported are put in ``sys.modules``
+    while it runs and taken out when it waits; other modules are shared.
+    Costs one length check per switch for a program that imports none."""
+
+    #: Always the rank's own once imported: mpi4py.MPI, which the simulated
+    #: mpi4py's finder gives (`mpi4py_package._Finder`: importing it is the rank's
+    #: import of MPI).
+    OWN = frozenset(("mpi4py.MPI",))
+    #: In sys.modules for every rank until one takes them out or replaces
+    #: them (``del sys.modules["mpi4py.rc"]``): then that rank's alone.
+    SHARED = ("mpi4py", "mpi4py.rc")
 
     def __init__(self, directory: str, nranks: int):
         self.prefix = os.path.join(os.path.realpath(directory), "")
@@ -130,6 +146,9 @@ class _RankModules:
         #: launcher's, put back while no rank runs.
         self.mains: List[Optional[Any]] = [None] * nranks
         self.launcher_main = sys.modules.get("__main__")
+        #: The SHARED entries, and what a rank made of them (_ABSENT: removed).
+        self.shared = {k: sys.modules[k] for k in self.SHARED if k in sys.modules}
+        self.changed: Dict[int, Dict[str, Any]] = {}
 
     #: bgsim's own package is shared whatever directory the program is in.
     _OWN = os.path.join(os.path.dirname(os.path.realpath(__file__)), "")
@@ -154,25 +173,66 @@ class _RankModules:
         main = self.mains[r]
         if main is not None:
             sys.modules["__main__"] = main
+        if self.changed:
+            for k, m in self.changed.get(r, {}).items():
+                if m is _ABSENT:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = m
 
     def leave(self, r: int) -> None:
         if self.mains[r] is not None:
             sys.modules["__main__"] = self.launcher_main
+        if self.changed:
+            self._keep_shared(r)
         mine = self.per_rank[r]
         if mine:
             for k in mine:
                 sys.modules.pop(k, None)
-        if len(sys.modules) == len(self.known):
+        extra = len(sys.modules) - len(self.known)
+        if extra == 0:
             return
-        for k in list(sys.modules.keys() - self.known):
+        if self._keep_shared(r):
+            extra = len(sys.modules) - len(self.known)
+            if extra == 0:
+                return
+        if extra > 0:
+            # What the rank imported was added last (sys.modules keeps the
+            # order of insertion): that tail is enough unless a module was
+            # taken out or put back meanwhile.
+            tail = list(itertools.islice(reversed(sys.modules), extra))
+            if not any(k in self.known for k in tail):
+                self._sort(r, tail)
+                if len(sys.modules) == len(self.known):
+                    return
+        self._sort(r, list(sys.modules.keys() - self.known))
+        self.known &= sys.modules.keys()
+
+    def _keep_shared(self, r: int) -> bool:
+        """Notes which SHARED entries the rank took out or replaced (only
+        looked for when sys.modules changed size, or the rank or another
+        changed one before) and puts the shared ones back."""
+        changed = False
+        for k, m in self.shared.items():
+            now = sys.modules.get(k, _ABSENT)
+            if now is not m:
+                self.changed.setdefault(r, {})[k] = now
+                sys.modules[k] = m
+                changed = True
+        return changed
+
+    def _sort(self, r: int, names: List[str]) -> None:
+        """Takes the rank's own of the modules `names` out of sys.modules
+        (into its copy); the others are shared from now on."""
+        for k in names:
             m = sys.modules[k]
-            if self._private(m):
+            if k in self.OWN or self._private(m):
+                mine = self.per_rank[r]
                 if mine is None:
                     mine = self.per_rank[r] = {}
                 mine[k] = sys.modules.pop(k)
             else:
                 self.known.add(k)
-        self.known &= sys.modules.keys()
 
     def close(self) -> None:
         """Puts back the modules of before the run."""

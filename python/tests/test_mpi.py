@@ -923,6 +923,55 @@ def test_dlpack_cai_and_mpi_buffer_messages_and_every_spec_form():
     assert r["win"] is True
 
 
+def test_device_memory_goes_to_mpi_calls_but_not_to_python_access():
+    # Memory a producer calls device memory (here host memory named CUDA)
+    # is taken by MPI calls; MPI.buffer refuses to read or write it from
+    # Python, as mpi4py's does. A 'descr' that is not a list is refused; a
+    # structured one is ignored with a warning.
+    import warnings
+
+    class _DLPackCUDA(_DLPackHost):
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    def main():
+        c = MPI.COMM_WORLD
+        peer = 1 - c.rank
+        src = np.arange(4, dtype="f8") + 10 * c.rank
+        refused = []
+        for obj in (_CAIHost(src), _DLPackCUDA(src)):
+            b = MPI.buffer.frombuffer(obj)
+            for access in (lambda: b.cast("B"), lambda: b.tobytes(), lambda: b[0], lambda: b.__setitem__(0, 1)):
+                try:
+                    access()
+                    refused.append(False)
+                except BufferError:
+                    refused.append(True)
+        dst = np.zeros(4, "f8")
+        c.Sendrecv(MPI.buffer.frombuffer(_DLPackCUDA(src)), peer, recvbuf=_CAIHost(dst), source=peer)
+        host = MPI.buffer.frombuffer(src)
+        readable = host.cast("d")[1] == src[1] and host[0:8].tobytes() == src[:1].tobytes()
+        bad = _CAIHost(np.zeros(4, "f8"))
+        bad.__cuda_array_interface__["descr"] = 42
+        try:
+            c.Sendrecv(src, peer, recvbuf=bad, source=peer)
+            descr_refused = False
+        except TypeError:
+            descr_refused = True
+        pairs = _CAIHost(np.zeros(4, "f8"))
+        pairs.__cuda_array_interface__.update(shape=(2,), strides=(16,), typestr="|V16", descr=[("", "<f8")] * 2)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            c.Sendrecv(src, peer, recvbuf=pairs, source=peer)
+        return refused, dst.tolist(), readable, descr_refused, [str(w.message) for w in seen], pairs.a.tolist()
+
+    for r, (refused, got, readable, descr_refused, warned, pairs) in enumerate(run(main, shape="2x1x1").results):
+        assert refused == [True] * 8 and readable and descr_refused
+        assert got == [10.0 * (1 - r) + i for i in range(4)]
+        assert warned == ["__cuda_array_interface__: ignoring 'descr' key"]
+        assert pairs == got
+
+
 def test_derived_datatypes_move_exactly_their_bytes():
     def main():
         c = MPI.COMM_WORLD
@@ -1255,6 +1304,19 @@ def test_each_rank_runs_the_program_as_its_own_main(cli, tmp_path):
     assert sys.modules["__main__"] is before
 
 
+def test_the_simulated_mpi4py_reports_the_version_whose_suite_make_conformance_runs():
+    import os
+    import re
+
+    def main():
+        import mpi4py
+        return mpi4py.__version__, mpi4py.get_config()["mpi4py"]
+
+    pinned = open(os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "mpi4py_sdist.py")).read()
+    version = re.search(r'TOP = "mpi4py-([0-9.]+)/"', pinned).group(1)
+    assert bgsim.run(main, shape="1x1x1", nranks=1).results[0] == (version, version)
+
+
 def test_mpi4py_rc_and_the_pickle_are_each_ranks_own():
     import fractions
     import marshal
@@ -1264,7 +1326,7 @@ def test_mpi4py_rc_and_the_pickle_are_each_ranks_own():
         c = MPI.COMM_WORLD
         r = c.Get_rank()
         if r == 0:
-            mpi4py.rc.threads = True
+            mpi4py.rc.threads = False
             mpi4py.rc(irecv_bufsz=1)
             MPI.pickle.__init__(marshal.dumps, marshal.loads)  # marshal cannot carry a Fraction
             MPI.pickle.PROTOCOL = 2
@@ -1273,13 +1335,82 @@ def test_mpi4py_rc_and_the_pickle_are_each_ranks_own():
         try:
             mpi4py.rc.no_such_option = 1
             refused = False
-        except ValueError:
+        except TypeError:  # as mpi4py's
             refused = True
         return mpi4py.rc.threads, mpi4py.rc.irecv_bufsz, MPI.pickle.PROTOCOL, got, refused
 
     res = bgsim.run(main, shape="2x1x1", nranks=2).results
-    assert res[0] == (True, 1, 2, {"r": 0}, True)
-    assert res[1] == (False, 32768, pickle.HIGHEST_PROTOCOL, fractions.Fraction(1, 3), True)
+    assert res[0] == (False, 1, 2, {"r": 0}, True)
+    assert res[1] == (True, 32768, pickle.HIGHEST_PROTOCOL, fractions.Fraction(1, 3), True)
+
+
+RC_PROGRAM = """
+import os
+import sys
+import warnings
+
+import mpi4py
+
+mpi4py.rc.initialize = False
+mpi4py.rc.errors = "bogus"
+os.environ["MPI4PY_RC_THREAD_LEVEL"] = "SERIALIZED"
+os.environ["MPI4PY_PICKLE_PROTOCOL"] = "3"
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    from mpi4py import MPI
+before = MPI.Is_initialized()
+c = MPI.COMM_WORLD
+r = c.Get_rank()
+# Rank 0 initializes with threads, rank 1 without; rank 0 then takes away its
+# package's rc and makes its COMM_WORLD's errors fatal: rank 1 sees neither.
+level = MPI.Init_thread(MPI.THREAD_MULTIPLE) if r == 0 else (MPI.Init(), MPI.Query_thread())[1]
+if r == 0:
+    del mpi4py.rc
+    del sys.modules["mpi4py.rc"]
+    c.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+c.Barrier()
+import mpi4py.MPI
+eh = c.Get_errhandler()
+print(r, before, MPI.Is_initialized(), level, MPI.Query_thread(), [str(w.message) for w in seen],
+      getattr(mpi4py, "rc", None) is not None and "mpi4py.rc" in sys.modules,
+      eh == MPI.ERRORS_RETURN, c.Dup().Get_errhandler() == eh, MPI.Win.Create(None, comm=MPI.COMM_SELF).Get_errhandler() == MPI.ERRORS_RETURN,
+      MPI.pickle.PROTOCOL, mpi4py.rc.thread_level if r else "-", MPI.Is_thread_main(), mpi4py.MPI is MPI, flush=True)
+"""
+
+
+def test_a_thread_a_rank_starts_runs_but_may_not_call_mpi():
+    import threading
+
+    def main():
+        seen = {}
+
+        def work():
+            seen["main"] = MPI.Is_thread_main()
+            try:
+                MPI.COMM_WORLD.Get_rank()
+            except bgsim.errors.StateError as e:
+                seen["refused"] = str(e)
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        return MPI.Query_thread(), MPI.Is_thread_main(), seen
+
+    level, main, seen = bgsim.run(main, shape="1x1x1", nranks=1).results[0]
+    assert level == MPI.THREAD_FUNNELED and main and seen["main"] is False
+    assert "MPI_THREAD_FUNNELED" in seen["refused"]
+
+
+def test_a_ranks_import_of_mpi_does_what_mpi4py_rc_asks_each_rank_for_itself(cli, tmp_path):
+    prog = tmp_path / "rc.py"
+    prog.write_text(RC_PROGRAM)
+    p = cli("run", "--quiet", "--shape", "2x1x1", "-n", "2", str(prog), check=True)
+    lines = sorted(p.stdout.splitlines())
+    warned = repr(["mpi4py.rc.errors: unexpected value 'bogus'"])
+    # Not initialized until Init; the environment's thread level asked for,
+    # THREAD_FUNNELED (1) provided to rank 0, THREAD_SINGLE (0) to rank 1.
+    assert lines == [f"0 False True 1 1 {warned} False False True True 3 - True True",
+                     f"1 False True 0 0 {warned} True True True True 3 serialized True True"]
 
 
 def test_buffer_collectives_refuse_messages_that_do_not_match_as_mpi4py_does():

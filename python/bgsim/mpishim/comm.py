@@ -11,15 +11,15 @@ from greenlet import getcurrent as _getcurrent
 
 from . import coll as _coll
 from .. import runtime as _rt
-from ..errors import ArgumentTypeError, RankExit, StateError, UsageError
+from ..errors import ArgumentTypeError, RankExit, UsageError
 from .buffers import _members
 from .collectives import CollectiveCalls, _context_agreement
 from .constants import (ANY_SOURCE, APPNUM, CART, COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,
                         COMM_TYPE_RESOURCE_GUIDED, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, KEYVAL_INVALID,
                         LASTUSEDCODE, PROC_NULL, TAG_UB, UNDEFINED, UNIVERSE_SIZE, UNWEIGHTED, WEIGHTS_EMPTY,
                         WTIME_IS_GLOBAL)
-from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_ERRHANDLER, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_OTHER,
-                     ERR_RANK, ERRORS_ARE_FATAL, ERRORS_RETURN, SUCCESS, Errhandler, Exception, _guard)
+from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_KEYVAL, ERR_LASTCODE, ERR_OTHER,
+                     ERR_RANK, ErrhandlerMethods, Errhandler, Exception, _guard)
 from .groups import Group
 from .handles import Handle
 from .info import Info
@@ -40,8 +40,13 @@ def _shared_group(ctx: Any, context: int, make: Any) -> Group:
     return g
 
 
-class Comm(PointToPoint, CollectiveCalls, Handle):
+class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
     """A communicator: a group of world ranks and a context id."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Comm":
+        # mpi4py's communicator classes take their argument in __new__ too: a
+        # subclass may call ``super().__new__(cls, comm)``; __init__ builds.
+        return object.__new__(cls)
 
     def __init__(self, group: Any = None, context: Optional[int] = None, name: str = ""):
         # mpi4py's forms: Comm() is a null communicator, Comm(comm) a new
@@ -51,7 +56,9 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         elif isinstance(group, Comm) and context is None:
             if isinstance(self, Topocomm) and not isinstance(group, type(self)):
                 raise ArgumentTypeError(f"{type(self).__name__}(): {type(group).__name__} has another topology")
-            group, context, name = group._group, group._context, group._name
+            # (COMM_SELF is every rank's: a handle of it is the caller's.)
+            members = Group([_ctx().rank]) if group._per_rank_group else group._group
+            group, context, name = members, group._context, group._name
         elif not isinstance(group, Group) or not isinstance(context, int):
             raise ArgumentTypeError(f"{type(self).__name__}(): expecting a communicator, got {type(group).__name__}")
         self._group = group
@@ -230,7 +237,7 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         c = self._clone(self._group, _ctx().runtime.new_context(key))
         c._name = self._name
         self._copy_attrs(c)
-        return c
+        return self._inherit_errhandler(c)
 
     Clone = Dup
 
@@ -270,7 +277,7 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
             idx = _np.flatnonzero(colors == color)
             order = idx[_np.lexsort((idx, keys[idx]))]  # by key, then by rank
             return Group([self._group._ranks[i] for i in order.tolist()])
-        return Intracomm(_shared_group(ctx, context, make), context)
+        return self._inherit_errhandler(Intracomm(_shared_group(ctx, context, make), context))
 
     def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> "Comm":
         """Splits by node: COMM_TYPE_SHARED (and any implementation type);
@@ -307,7 +314,7 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         self._sync("Create")
         if ctx.rank not in group._index:
             return COMM_NULL
-        return Intracomm(group, ctx.runtime.new_context(seqkey + (group._ranks,)))
+        return self._inherit_errhandler(Intracomm(group, ctx.runtime.new_context(seqkey + (group._ranks,))))
 
     def Create_group(self, group: Group, tag: int = 0) -> "Comm":
         ctx, me = self._me()
@@ -333,41 +340,32 @@ class Comm(PointToPoint, CollectiveCalls, Handle):
         self._context = -1
         self._bind()
 
-    # -- error handlers: bgsim raises MPI.Exception whatever is set --
+    # -- error handlers (ErrhandlerMethods): bgsim raises MPI.Exception whatever is set --
 
-    @classmethod
-    def Create_errhandler(cls, errhandler_fn: Any) -> Errhandler:
-        """A user's error handler: `errhandler_fn(comm, errorcode)`, called by
-        `Call_errhandler` (bgsim's own errors still raise). A process holds
-        at most 32, as mpi4py's callback table."""
-        if not callable(errhandler_fn):
-            raise ArgumentTypeError("Create_errhandler: the handler must be callable")
-        st = _ctx().state
-        made = st.get("errhandlers", 0)
-        if made >= _MAX_USER_ERRHANDLERS:
-            raise StateError(f"Create_errhandler: at most {_MAX_USER_ERRHANDLERS} user error handlers")
-        st["errhandlers"] = made + 1
-        return Errhandler(f"user error handler {made}", errhandler_fn)
+    #: COMM_WORLD and COMM_SELF are one object for all ranks: the error
+    #: handler set on them is each rank's own.
+    _per_rank_errhandler = False
+    #: COMM_SELF: its group is the calling rank's.
+    _per_rank_group = False
 
-    def Get_errhandler(self) -> Errhandler:
-        """A new handle to the communicator's error handler."""
-        return Errhandler(self.__dict__.get("_errhandler", ERRORS_ARE_FATAL))
+    def _own_errhandler(self) -> Optional[Errhandler]:
+        """The handler set on (or inherited by) this communicator, if any."""
+        if self._per_rank_errhandler:
+            return _ctx().state.get("predefined_errhandlers", {}).get(self._context)
+        return self.__dict__.get("_errhandler")
 
-    def Set_errhandler(self, errhandler: Errhandler) -> None:
-        if not isinstance(errhandler, Errhandler) or not errhandler:
-            raise Exception(ERR_ERRHANDLER, "Set_errhandler: not an error handler")
-        self.__dict__["_errhandler"] = Errhandler(errhandler)
+    def _keep_errhandler(self, errhandler: Errhandler) -> None:
+        if self._per_rank_errhandler:
+            _ctx().state.setdefault("predefined_errhandlers", {})[self._context] = errhandler
+        else:
+            self.__dict__["_errhandler"] = errhandler
 
-    def Call_errhandler(self, errorcode: int) -> None:
-        """Calls the communicator's error handler with `errorcode`: a user's
-        function, nothing for ERRORS_RETURN, MPI.Exception otherwise."""
-        if errorcode == SUCCESS:
-            return
-        eh = self.__dict__.get("_errhandler", ERRORS_ARE_FATAL)
-        if eh._fn is not None:
-            eh._fn(self, errorcode)
-        elif eh != ERRORS_RETURN:
-            raise Exception(errorcode, "Call_errhandler")
+    def _inherit_errhandler(self, new: "Comm") -> "Comm":
+        """A communicator made from this one inherits its error handler."""
+        eh = self._own_errhandler()
+        if eh is not None and new is not COMM_NULL:
+            new.__dict__["_errhandler"] = eh
+        return new
 
     def Disconnect(self) -> None:
         self.Free()
@@ -874,7 +872,6 @@ _PREDEFINED = {TAG_UB_KEYVAL: TAG_UB, LASTUSEDCODE: ERR_LASTCODE, IO: ANY_SOURCE
                HOST: PROC_NULL}
 
 #: The user error handlers a process may hold (mpi4py's callback table).
-_MAX_USER_ERRHANDLERS = 32
 
 #: The first key Create_keyval hands out (above the predefined ones).
 _FIRST_USER_KEYVAL = 2000

@@ -5,7 +5,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from greenlet import getcurrent as _getcurrent
+
 from ..errors import BgsimError as _BgsimError
+from ..errors import ArgumentTypeError as _ArgumentTypeError
+from ..errors import StateError as _StateError
 from ..errors import UsageError as _UsageError
 
 SUCCESS = 0
@@ -113,6 +117,77 @@ ERRORS_RETURN = Errhandler("MPI_ERRORS_RETURN")
 ERRORS_ARE_FATAL = Errhandler("MPI_ERRORS_ARE_FATAL")
 ERRORS_ABORT = Errhandler("MPI_ERRORS_ABORT")
 _PREDEFINED_ERRHANDLERS = (ERRHANDLER_NULL, ERRORS_RETURN, ERRORS_ARE_FATAL, ERRORS_ABORT)
+
+
+def default_errhandler() -> Errhandler:
+    """The error handler of a communicator or window none was set on (nor
+    inherited): the one ``mpi4py.rc.errors`` gave the calling rank when it
+    imported MPI - ERRORS_RETURN for "exception", mpi4py's default (its
+    errors become exceptions), ERRORS_ARE_FATAL for "default" and "fatal",
+    ERRORS_ABORT for "abort"."""
+    ctx = getattr(_getcurrent(), "ctx", None)
+    eh = None if ctx is None else ctx.state.get("errhandler_default")
+    return ERRORS_RETURN if eh is None else eh
+
+
+class ErrhandlerMethods:
+    """Get/Set/Call_errhandler and Create_errhandler of communicators and
+    windows. A class says where its handler is kept (`_own_errhandler`,
+    `_keep_errhandler`) and which of a process's handler tables its users'
+    handlers count against (`_ERRH_TABLE`: 32 each, as in mpi4py)."""
+
+    _ERRH_TABLE = ""
+
+    def _own_errhandler(self) -> "Errhandler | None":
+        raise NotImplementedError
+
+    def _keep_errhandler(self, errhandler: Errhandler) -> None:
+        raise NotImplementedError
+
+    def _errhandler_in_force(self) -> Errhandler:
+        eh = self._own_errhandler()
+        return default_errhandler() if eh is None else eh
+
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn: Any) -> Errhandler:
+        """A user's error handler, `errhandler_fn(obj, errorcode)`, called by
+        `Call_errhandler` (bgsim's own errors still raise)."""
+        from .. import runtime as _rt  # noqa: PLC0415 - the runtime imports this package
+        if not callable(errhandler_fn):
+            raise _ArgumentTypeError("Create_errhandler: the handler must be callable")
+        st = _rt.current().state
+        key = "errhandlers" + cls._ERRH_TABLE
+        made = st.get(key, 0)
+        if made >= _MAX_USER_ERRHANDLERS:
+            raise _StateError(f"{cls.__name__}.Create_errhandler: at most {_MAX_USER_ERRHANDLERS} user error handlers"
+                              + (f" for {cls._ERRH_TABLE}" if cls._ERRH_TABLE else ""))
+        st[key] = made + 1
+        return Errhandler(f"user error handler {made}" + (f" ({cls._ERRH_TABLE})" if cls._ERRH_TABLE else ""),
+                          errhandler_fn)
+
+    def Get_errhandler(self) -> Errhandler:
+        """A new handle to the object's error handler."""
+        return Errhandler(self._errhandler_in_force())
+
+    def Set_errhandler(self, errhandler: Errhandler) -> None:
+        if not isinstance(errhandler, Errhandler) or not errhandler:
+            raise Exception(ERR_ERRHANDLER, "Set_errhandler: not an error handler")
+        self._keep_errhandler(Errhandler(errhandler))
+
+    def Call_errhandler(self, errorcode: int) -> None:
+        """Calls the object's error handler with `errorcode`: a user's
+        function, nothing for ERRORS_RETURN, MPI.Exception otherwise."""
+        eh = self._errhandler_in_force()
+        if errorcode == SUCCESS:
+            return
+        if eh._fn is not None:
+            eh._fn(self, errorcode)
+        elif eh != ERRORS_RETURN:
+            raise Exception(errorcode, "Call_errhandler")
+
+
+#: User error handlers a process may create per table (mpi4py's callback tables).
+_MAX_USER_ERRHANDLERS = 32
 
 
 class Exception(_BgsimError, RuntimeError):  # noqa: A001 - the name mpi4py uses

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import warnings
 from typing import Any, Optional, Tuple
 
 import numpy as _np
@@ -98,15 +99,28 @@ def memory(obj: Any) -> Optional[memoryview]:
     """A memoryview of `obj`'s memory: a Python buffer's own, or (with the
     element format) a DLPack or CUDA array interface object's; None when it
     offers none of these."""
+    got = memory_and_device(obj)
+    return None if got is None else got[0]
+
+
+#: DLPack device types whose memory a CPU may read: none given, kDLCPU,
+#: kDLCUDAHost, kDLROCMHost, kDLCUDAManaged.
+CPU_ACCESSIBLE = frozenset((0, _CPU, 3, 11, 13))
+_CUDA = 2
+
+
+def memory_and_device(obj: Any) -> Optional[Tuple[memoryview, int]]:
+    """`memory(obj)` and the DLPack device type the object names for it
+    (kDLCPU for a Python buffer, kDLCUDA for the CUDA array interface)."""
     try:
-        return memoryview(obj)
+        return memoryview(obj), _CPU
     except TypeError:
         pass
     if not is_foreign(obj):
         return None
     if hasattr(obj, "__dlpack__"):
         return _dlpack_view(obj)
-    return _cai_view(obj)
+    return _cai_view(obj), _CUDA
 
 
 def _contiguous(shape, strides, itemsize: int, order: str) -> bool:
@@ -121,7 +135,7 @@ def _contiguous(shape, strides, itemsize: int, order: str) -> bool:
     return True
 
 
-def _dlpack_view(obj: Any) -> memoryview:
+def _dlpack_view(obj: Any) -> Tuple[memoryview, int]:
     try:
         device = obj.__dlpack_device__
     except AttributeError:
@@ -178,7 +192,7 @@ def _dlpack_view(obj: Any) -> memoryview:
     else:
         typestr, elements = "|u1", (count * itemsize,)
     address = (t.data or 0) + t.byte_offset
-    return memoryview(_np.asarray(_Holder(address, elements, typestr, readonly, capsule)))
+    return memoryview(_np.asarray(_Holder(address, elements, typestr, readonly, capsule))), device_type
 
 
 def _cai_view(obj: Any) -> memoryview:
@@ -187,6 +201,9 @@ def _cai_view(obj: Any) -> memoryview:
         raise _TypeError(f"__cuda_array_interface__: expecting a dict, got {type(cai).__name__}")
     # A missing mandatory key is a KeyError, as in mpi4py.
     data, typestr, shape = cai["data"], cai["typestr"], tuple(cai["shape"])
+    descr = cai.get("descr")
+    if descr is not None and not isinstance(descr, list):
+        raise _TypeError(f"__cuda_array_interface__: 'descr' must be a list, got {type(descr).__name__}")
     address, readonly = data
     count = 1
     for s in shape:
@@ -204,6 +221,9 @@ def _cai_view(obj: Any) -> memoryview:
     strides: Optional[tuple] = cai.get("strides")
     if strides is not None and not (_contiguous(shape, strides, itemsize, "C") or _contiguous(shape, strides, itemsize, "F")):
         raise BufferAccessError(f"__cuda_array_interface__: buffer is not contiguous (shape:{shape}, strides:{strides}, itemsize:{itemsize})")
+    if descr is not None and (len(descr) != 1 or tuple(descr[0]) != ("", typestr)):
+        # A structured layout: read as its bytes, as mpi4py does.
+        warnings.warn("__cuda_array_interface__: ignoring 'descr' key", RuntimeWarning, stacklevel=2)
     try:
         dtype = _np.dtype(typestr)
     except TypeError:

@@ -22,27 +22,44 @@ from . import foreign as _foreign
 class buffer:
     """A view of memory: of a buffer-like object, or allocated."""
 
-    __slots__ = ("_mv", "_obj")
+    #: _kind: the DLPack device type of the memory (kDLCPU = 1 unless a
+    #: DLPack or CUDA array interface object named another). The simulated
+    #: MPI's calls take any; Python-side access (cast, tobytes, indexing)
+    #: refuses memory a CPU cannot read, as mpi4py's does.
+    __slots__ = ("_mv", "_obj", "_kind")
 
     def __init__(self, obj: Any = None):
+        self._kind = 1
         if obj is None:
             self._mv, self._obj = memoryview(b""), None
         elif isinstance(obj, buffer):
-            self._mv, self._obj = obj._mv, obj._obj
+            self._mv, self._obj, self._kind = obj._mv, obj._obj, obj._kind
         else:
-            mv = _foreign.memory(obj)
-            if mv is None:
+            got = _foreign.memory_and_device(obj)
+            if got is None:
                 raise _TypeError(f"buffer: expecting a buffer-like object, got {type(obj).__name__}")
+            mv, self._kind = got
             if not mv.contiguous:
                 raise _BufferError("buffer: the object's memory is not contiguous")
             self._mv, self._obj = mv.cast("B"), obj
+
+    def _host(self) -> memoryview:
+        """The memory, for Python-side access: refused for device memory."""
+        if self._kind not in _foreign.CPU_ACCESSIBLE:
+            raise _BufferError(f"buffer is not CPU-accessible (DLPack device type {self._kind})")
+        return self._mv
+
+    def _view(self, mv: memoryview) -> "buffer":
+        b = buffer.__new__(buffer)
+        b._mv, b._obj, b._kind = mv, self._obj, self._kind
+        return b
 
     @staticmethod
     def allocate(nbytes: int, clear: bool = False) -> "buffer":
         if nbytes < 0:
             raise _ValueError(f"buffer.allocate: size {nbytes} is negative")
         b = buffer.__new__(buffer)
-        b._mv, b._obj = memoryview(bytearray(nbytes)), None
+        b._mv, b._obj, b._kind = memoryview(bytearray(nbytes)), None, 1
         return b
 
     @staticmethod
@@ -62,7 +79,7 @@ class buffer:
             raise _ValueError("buffer.fromaddress: a null address with a positive size")
         b = buffer.__new__(buffer)
         raw = (ctypes.c_char * nbytes).from_address(address) if nbytes else bytearray()
-        b._mv, b._obj = memoryview(raw).cast("B"), None
+        b._mv, b._obj, b._kind = memoryview(raw).cast("B"), None, 1
         if readonly:
             b._mv = b._mv.toreadonly()
         return b
@@ -94,40 +111,37 @@ class buffer:
         return 1
 
     def cast(self, format: str, shape: Optional[Any] = None) -> memoryview:
-        return self._mv.cast(format) if shape is None else self._mv.cast(format, shape)
+        mv = self._host()
+        return mv.cast(format) if shape is None else mv.cast(format, shape)
 
     def tobytes(self, order: Optional[str] = None) -> bytes:
-        return self._mv.tobytes()
+        return self._host().tobytes()
 
     def toreadonly(self) -> "buffer":
-        b = buffer.__new__(buffer)
-        b._mv, b._obj = self._mv.toreadonly(), self._obj
-        return b
+        return self._view(self._mv.toreadonly())
 
     def release(self) -> None:
         self._mv = memoryview(b"")
         self._obj = None
+        self._kind = 1
 
     def __len__(self) -> int:
         return len(self._mv)
 
     def __getitem__(self, item: Any) -> Any:
-        got = self._mv[item]
-        if isinstance(got, memoryview):
-            b = buffer.__new__(buffer)
-            b._mv, b._obj = got, self._obj
-            return b
-        return got
+        got = self._host()[item]
+        return self._view(got) if isinstance(got, memoryview) else got
 
     def __setitem__(self, item: Any, value: Any) -> None:
-        if self._mv.readonly:
+        mv = self._host()
+        if mv.readonly:
             raise _TypeError("buffer: cannot modify read-only memory")
         if isinstance(item, slice) and isinstance(value, int):
             # mpi4py fills a slice with one byte value (``mem[:] = 0``).
-            start, stop, step = item.indices(len(self._mv))
-            self._mv[item] = bytes([value]) * len(range(start, stop, step))
+            start, stop, step = item.indices(len(mv))
+            mv[item] = bytes([value]) * len(range(start, stop, step))
             return
-        self._mv[item] = value._mv if isinstance(value, buffer) else value
+        mv[item] = value._host() if isinstance(value, buffer) else value
 
     def __repr__(self) -> str:
         return f"<MPI.buffer of {self.nbytes} bytes>"

@@ -39,7 +39,8 @@ from ..errors import ArgumentTypeError as _TypeError
 from ..errors import UsageError as _ValueError
 from .buffers import _bytes_view, _datatype_view, _msg, _address
 from .constants import KEYVAL_INVALID, PROC_NULL
-from .errors import ERR_ARG, ERR_COMM, ERR_DISP, ERR_KEYVAL, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_SYNC, ERR_WIN, Exception
+from .errors import (ERR_ARG, ERR_COMM, ERR_DISP, ERR_KEYVAL, ERR_LOCKTYPE, ERR_RANK, ERR_RMA_SYNC, ERR_WIN, Errhandler,
+                     ErrhandlerMethods, Exception, _guard)
 from .handles import Handle
 
 LOCK_EXCLUSIVE, LOCK_SHARED = 234, 235
@@ -82,7 +83,7 @@ class _Shared:
         self.freed = 0
 
 
-class Win(Handle):
+class Win(ErrhandlerMethods, Handle):
     """An RMA window (``mpi4py.MPI.Win``)."""
 
     def __init__(self, win: Any = None):
@@ -97,8 +98,15 @@ class Win(Handle):
     # -- making and freeing --
 
     @classmethod
-    def _make(cls, memory: Any, disp_unit: int, info: Any, comm: Any, flavor: int, size: Optional[int] = None) -> "Win":
+    def _make(cls, what: str, memory: Any, disp_unit: int, info: Any, comm: Any, flavor: int,
+              size: Optional[int] = None) -> "Win":
+        """Window constructor `what` (collective over `comm`, COMM_SELF when
+        None); `size`: bytes to allocate for it."""
         from .comm import Comm  # noqa: PLC0415 (comm imports this module's users)
+        from .world import COMM_SELF  # noqa: PLC0415
+        comm = COMM_SELF if comm is None else comm
+        if size is not None and int(size) < 0:
+            raise Exception(ERR_ARG, f"Win.{what}: size {size} is negative")
         if not isinstance(comm, Comm) or not comm:
             raise Exception(ERR_COMM, "window on MPI_COMM_NULL")
         ctx, me = comm._me()
@@ -146,27 +154,19 @@ class Win(Handle):
 
     @classmethod
     def Create(cls, memory: Any, disp_unit: int = 1, info: Any = None, comm: Any = None) -> "Win":
-        from .world import COMM_SELF  # noqa: PLC0415
-        return cls._make(memory, disp_unit, info, COMM_SELF if comm is None else comm, WIN_FLAVOR_CREATE)
+        return cls._make("Create", memory, disp_unit, info, comm, WIN_FLAVOR_CREATE)
 
     @classmethod
     def Allocate(cls, size: int, disp_unit: int = 1, info: Any = None, comm: Any = None) -> "Win":
-        from .world import COMM_SELF  # noqa: PLC0415
-        if int(size) < 0:
-            raise Exception(ERR_ARG, f"Win.Allocate: size {size} is negative")
-        return cls._make(None, disp_unit, info, COMM_SELF if comm is None else comm, WIN_FLAVOR_ALLOCATE, int(size))
+        return cls._make("Allocate", None, disp_unit, info, comm, WIN_FLAVOR_ALLOCATE, size)
 
     @classmethod
     def Allocate_shared(cls, size: int, disp_unit: int = 1, info: Any = None, comm: Any = None) -> "Win":
-        from .world import COMM_SELF  # noqa: PLC0415
-        if int(size) < 0:
-            raise Exception(ERR_ARG, f"Win.Allocate_shared: size {size} is negative")
-        return cls._make(None, disp_unit, info, COMM_SELF if comm is None else comm, WIN_FLAVOR_SHARED, int(size))
+        return cls._make("Allocate_shared", None, disp_unit, info, comm, WIN_FLAVOR_SHARED, size)
 
     @classmethod
     def Create_dynamic(cls, info: Any = None, comm: Any = None) -> "Win":
-        from .world import COMM_SELF  # noqa: PLC0415
-        return cls._make(None, 1, info, COMM_SELF if comm is None else comm, WIN_FLAVOR_DYNAMIC)
+        return cls._make("Create_dynamic", None, 1, info, comm, WIN_FLAVOR_DYNAMIC)
 
     def _live(self, what: str) -> _Shared:
         if self._sh is None:
@@ -263,47 +263,15 @@ class Win(Handle):
     def info(self, info: Any) -> None:
         self.Set_info(info)
 
-    def Get_errhandler(self) -> Any:
-        """A new handle to the window's error handler."""
-        from .errors import ERRORS_ARE_FATAL, Errhandler  # noqa: PLC0415
-        self._live("Get_errhandler")
-        return Errhandler(self._errhandler or ERRORS_ARE_FATAL)
+    # -- error handlers (ErrhandlerMethods; on WIN_NULL they raise ERR_WIN) --
 
-    def Set_errhandler(self, errhandler: Any) -> None:
-        from .errors import ERR_ERRHANDLER, Errhandler  # noqa: PLC0415
-        self._live("Set_errhandler")
-        if not isinstance(errhandler, Errhandler) or not errhandler:
-            raise Exception(ERR_ERRHANDLER, "Set_errhandler: not an error handler")
-        self._errhandler = Errhandler(errhandler)
+    _ERRH_TABLE = "windows"
 
-    @classmethod
-    def Create_errhandler(cls, errhandler_fn: Any) -> Any:
-        """A user's error handler, `errhandler_fn(win, errorcode)`, called
-        by `Call_errhandler`. A process holds at most 32 for windows (as
-        mpi4py's callback table of each object kind)."""
-        from ..errors import StateError  # noqa: PLC0415
-        from .errors import Errhandler  # noqa: PLC0415
-        if not callable(errhandler_fn):
-            raise _TypeError("Create_errhandler: the handler must be callable")
-        st = _rt.current().state
-        made = st.get("win_errhandlers", 0)
-        if made >= 32:
-            raise StateError("Win.Create_errhandler: at most 32 user error handlers for windows")
-        st["win_errhandlers"] = made + 1
-        return Errhandler(f"user error handler {made} (windows)", errhandler_fn)
+    def _own_errhandler(self) -> Optional[Errhandler]:
+        return self._errhandler
 
-    def Call_errhandler(self, errorcode: int) -> None:
-        """Calls the window's error handler with `errorcode`: a user's
-        function, nothing for ERRORS_RETURN, MPI.Exception otherwise."""
-        from .errors import ERRORS_ARE_FATAL, ERRORS_RETURN, SUCCESS  # noqa: PLC0415
-        self._live("Call_errhandler")
-        if errorcode == SUCCESS:
-            return
-        eh = self._errhandler or ERRORS_ARE_FATAL
-        if eh._fn is not None:
-            eh._fn(self, errorcode)
-        elif eh != ERRORS_RETURN:
-            raise Exception(errorcode, "Call_errhandler")
+    def _keep_errhandler(self, errhandler: Errhandler) -> None:
+        self._errhandler = errhandler
 
     def Get_attr(self, keyval: int) -> Any:
         sh = self._live("Get_attr")
@@ -432,13 +400,17 @@ class Win(Handle):
         except ValueError as e:
             raise Exception(ERR_ARG, f"{what} on rank {rank}: {e}") from None
 
+    def _ctx_world(self) -> Tuple[Any, Any]:
+        """The calling rank's context and the core's World."""
+        ctx, _ = self._comm._me()
+        return ctx, ctx.runtime.world
+
     def _ops_traffic(self, rank: int, out: int, back: int, mode_out: int, mode_back: int) -> int:
         """Posts the messages of one operation on target `rank`: `out`
         bytes there, then `back` bytes (or an ack) from there once they are
         in. Returns the request this rank waits for to complete it."""
         sh = self._sh
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         me, them = ctx.rank, self._comm._group._ranks[rank]
         self._seq = tag = (self._seq + 1) % _TAGS
         arrived = w.irecv(them, me, sh.ctx_ops, tag, out, False)
@@ -625,8 +597,7 @@ class Win(Handle):
         t = self._target(rank)
         if rank in self._locks:
             raise Exception(ERR_RMA_SYNC, f"Lock: rank {rank} is already locked by this rank")
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         me, them = ctx.rank, self._comm._group._ranks[rank]
         self._seq = tag = (self._seq + 1) % _TAGS
         self._locks[rank] = lock_type
@@ -653,8 +624,7 @@ class Win(Handle):
         if lock_type is None:
             raise Exception(ERR_RMA_SYNC, f"Unlock: rank {rank} is not locked by this rank")
         self._complete(rank)
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         me, them = ctx.rank, self._comm._group._ranks[rank]
         # The release: one message to the target, whose core then grants
         # the lock to whoever waits.
@@ -694,8 +664,7 @@ class Win(Handle):
         if self._exposure is not None:
             raise Exception(ERR_RMA_SYNC, "Post: an exposure epoch is already open")
         self._exposure = self._ranks_of(group)
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         ranks = self._comm._group._ranks
         # The origins' Complete messages are expected from now on.
         self._waits = [w.irecv(ctx.rank, ranks[r], sh.ctx_sync + 1, 0, _CONTROL, False) for r in self._exposure]
@@ -707,8 +676,7 @@ class Win(Handle):
         if self._access is not None:
             raise Exception(ERR_RMA_SYNC, "Start: an access epoch is already open")
         self._access = self._ranks_of(group)
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         self._wait([w.irecv(ctx.rank, self._comm._group._ranks[r], sh.ctx_sync, 0, _CONTROL, False)
                     for r in self._access], "start")
 
@@ -718,8 +686,7 @@ class Win(Handle):
             raise Exception(ERR_RMA_SYNC, "Complete: no access epoch (Start) is open")
         for r in self._access:
             self._complete(r)
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         # Synchronous: done when each target has taken it (its Post posted
         # the receive), so a Test there after this returns sees it.
         done = [w.isend(ctx.rank, self._comm._group._ranks[r], sh.ctx_sync + 1, 0, _CONTROL, _SYNCHRONOUS)
@@ -740,8 +707,7 @@ class Win(Handle):
         if self._exposure is None:
             raise Exception(ERR_RMA_SYNC, "Test: no exposure epoch (Post) is open")
         reqs = self._waits
-        ctx, _ = self._comm._me()
-        w = ctx.runtime.world
+        ctx, w = self._ctx_world()
         if all(w.done(r) for r in reqs):
             self._wait(reqs, "test")
             self._waits = None
@@ -788,3 +754,5 @@ def _null() -> "Win":
 
 WIN_NULL = Win()
 
+
+_guard(Win, ("Get_errhandler", "Set_errhandler", "Call_errhandler"), lambda w: w._sh is None, ERR_WIN, "MPI_WIN_NULL")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading as _threading
 from typing import Any, Optional, Tuple
 
 from greenlet import getcurrent as _getcurrent
@@ -10,7 +11,7 @@ from .._core import __version__
 from .buffers import _members_cache
 from .handles import _objects as _handle_objects
 from .comm import Intracomm
-from .constants import SUBVERSION, THREAD_MULTIPLE, THREAD_SINGLE, VERSION
+from .constants import SUBVERSION, THREAD_FUNNELED, THREAD_MULTIPLE, THREAD_SINGLE, VERSION
 from . import groups as _groups
 from .groups import Group
 from .requests import _ctx
@@ -18,6 +19,8 @@ from .requests import _ctx
 
 class _WorldComm(Intracomm):
     """COMM_WORLD: every rank of the run (resolved at call time)."""
+
+    _per_rank_errhandler = True
 
     def __init__(self):
         super().__init__(Group(()), 0, "MPI_COMM_WORLD")
@@ -31,6 +34,9 @@ class _WorldComm(Intracomm):
 
 class _SelfComm(Intracomm):
     """COMM_SELF: the calling rank alone (its own context per rank)."""
+
+    _per_rank_errhandler = True
+    _per_rank_group = True
 
     def __init__(self):
         super().__init__(Group(()), 2, "MPI_COMM_SELF")
@@ -63,10 +69,6 @@ def _reset(nranks: int) -> None:
     _groups._DERIVED.clear()
     COMM_WORLD._group = Group(range(nranks))
     COMM_WORLD._bind()
-    _state.update(initialized=True, buffer=None)
-
-
-_state = {"initialized": True, "buffer": None}
 
 
 def Wtime() -> float:
@@ -111,21 +113,57 @@ def get_vendor() -> Tuple[str, Tuple[int, int, int]]:
     return ("bgsim", tuple((parts + [0, 0, 0])[:3]))
 
 
+#: The highest thread level the simulated MPI honours. Every rank is a
+#: greenlet of the simulator's own thread: a rank's program may start threads
+#: of its own, but only its main flow may call MPI (a call from another thread
+#: is refused, naming this level).
+THREAD_PROVIDED = THREAD_FUNNELED
+
+
+def _start(level: int) -> int:
+    """MPI_Init_thread for the calling rank: initialized, at `level` or the
+    highest the simulated MPI honours, whichever is lower."""
+    provided = max(THREAD_SINGLE, min(int(level), THREAD_PROVIDED))
+    st = _rank_state()
+    if st is not None and not st.get("initialized", True):
+        st["initialized"] = True
+        st["thread_level"] = provided
+    elif st is not None:
+        provided = st.get("thread_level", THREAD_PROVIDED)
+    return provided
+
+
 def Init() -> None:
-    _state["initialized"] = True
+    _start(THREAD_SINGLE)
 
 
 def Init_thread(required: int = THREAD_MULTIPLE) -> int:
-    _state["initialized"] = True
-    return THREAD_SINGLE
+    return _start(required)
 
 
 def Query_thread() -> int:
-    return THREAD_SINGLE
+    st = _rank_state()
+    return THREAD_PROVIDED if st is None else st.get("thread_level", THREAD_PROVIDED)
 
 
 def Is_thread_main() -> bool:
-    return True
+    """True in a rank's main flow (a rank's greenlet), False in a thread the
+    rank's program started."""
+    return getattr(_getcurrent(), "ctx", None) is not None or _threading.current_thread() is _threading.main_thread()
+
+
+def _imported(initialize: bool, level: int, errors: Any) -> None:
+    """What ``from mpi4py import MPI`` does in a rank, as mpi4py.rc asks:
+    initializes MPI at `level` (or leaves it to MPI.Init when `initialize`
+    is false) and sets the error handler of COMM_SELF, COMM_WORLD and the
+    communicators and windows made from them (`errors`: an Errhandler)."""
+    st = _rank_state()
+    if st is None:
+        return
+    st["initialized"] = False
+    if initialize:
+        _start(level)
+    st["errhandler_default"] = errors
 
 
 def _rank_state() -> Optional[dict]:
@@ -143,7 +181,8 @@ def Finalize() -> None:
 
 
 def Is_initialized() -> bool:
-    return _state["initialized"]
+    st = _rank_state()
+    return True if st is None else st.get("initialized", True)
 
 
 def Is_finalized() -> bool:
