@@ -1,7 +1,8 @@
 """mpi4py's own test suite on the simulated MPI: `make conformance`.
 
-Runs the 16 MPI-1 core modules and the 3 one-sided ones (rma, rma_nb, win) of
-mpi4py 4.1.2's test suite, unmodified
+Runs the 16 MPI-1 core modules, the 3 one-sided ones (rma, rma_nb, win)
+and 6 more (p2p_buf_matched, p2p_obj_matched, request, pickle, address,
+mpimem) of mpi4py 4.1.2's test suite, unmodified
 (`test/main.py -i '^test_MODULE.py$'`, the suite's own skip conditions
 included), under `bgsim run` at 2 ranks (2x1x1) and at 4 ranks (2x2x1) of
 a BG/L, and prints per module and in all how many tests pass, by
@@ -41,11 +42,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
 
 #: The MPI-1 core of the suite: point-to-point, collectives, communicators,
-#: groups, topologies, datatypes, ops, status, attributes, errors; and
-#: one-sided communication (windows, RMA operations and synchronization).
+#: groups, topologies, datatypes, ops, status, attributes, errors; one-sided
+#: communication (windows, RMA operations and synchronization); matched
+#: probes, requests, pickling of handles, addresses and memory.
 MODULES = ["attributes", "cco_buf", "cco_obj", "cco_vec", "comm", "comm_topo", "datatype", "environ",
            "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status",
-           "rma", "rma_nb", "win"]
+           "rma", "rma_nb", "win",
+           "p2p_buf_matched", "p2p_obj_matched", "request", "pickle", "address", "mpimem"]
 
 #: ranks -> partition shape
 SHAPES = {2: "2x1x1", 4: "2x2x1"}
@@ -220,11 +223,11 @@ def main() -> int:
         out[str(ranks)] = {"modules": per, "total": total, "wall_s": round(time.time() - t0, 1)}
         if not a.json:
             print(f"mpi4py 4.1.2 test suite, {ranks} ranks ({SHAPES[ranks]} BG/L):")
-            print(f"  {'module':<14} {'passed':>6} {'of run':>6} {'of all':>6}")
+            print(f"  {'module':<16} {'passed':>6} {'of run':>6} {'of all':>6}")
             for m, c in per.items():
                 note = f"  ({c['error']})" if "error" in c else ""
-                print(f"  {m:<14} {c['passed']:>6} {c['tests'] - c['skipped']:>6} {c['tests']:>6}{note}")
-            print(f"  {'all':<14} {total['passed']:>6} {total['tests'] - total['skipped']:>6} {total['tests']:>6}"
+                print(f"  {m:<16} {c['passed']:>6} {c['tests'] - c['skipped']:>6} {c['tests']:>6}{note}")
+            print(f"  {'all':<16} {total['passed']:>6} {total['tests'] - total['skipped']:>6} {total['tests']:>6}"
                   f"   ({out[str(ranks)]['wall_s']} s)")
         want = floor.get(str(ranks))
         if want is not None and not a.module and total["passed"] < want:

@@ -242,6 +242,11 @@ from .mpishim.requests import (
     Grequest,
     REQUEST_NULL,
 )
+from .mpishim.message import (
+    Message,
+    MESSAGE_NULL,
+    MESSAGE_NO_PROC,
+)
 from .mpishim.info import (
     Info,
     INFO_NULL,
@@ -511,6 +516,9 @@ __all__ = [
     "Prequest",
     "Grequest",
     "REQUEST_NULL",
+    "Message",
+    "MESSAGE_NULL",
+    "MESSAGE_NO_PROC",
     "Info",
     "INFO_NULL",
     "INFO_ENV",

@@ -972,6 +972,43 @@ def test_device_memory_goes_to_mpi_calls_but_not_to_python_access():
         assert pairs == got
 
 
+def test_a_matched_probe_takes_its_message_out_of_the_matching():
+    # Rank 1 sends A then B with one tag; rank 0's Mprobe takes A, so a
+    # wildcard receive after it gets B, and the Message gives A - with the
+    # buffer API (a rendezvous-sized one too) and the pickle API.
+    def main():
+        c = MPI.COMM_WORLD
+        if c.rank == 1:
+            for n in (8, 4096):
+                c.Send(np.full(n, 1, "i4"), 0, 5)
+                c.Send(np.full(n, 2, "i4"), 0, 5)
+            c.send("A", 0, 6)
+            c.send("B", 0, 6)
+            return None
+        got = []
+        for n in (8, 4096):
+            st = MPI.Status()
+            m = c.Mprobe(MPI.ANY_SOURCE, 5, st)
+            first, second = np.zeros(n, "i4"), np.zeros(n, "i4")
+            c.Recv(second, MPI.ANY_SOURCE, 5)
+            taken_is_null_after = (bool(m), m.Irecv(first).Wait() and not m)
+            got.append((st.Get_count(MPI.INT), int(first[0]), int(second[0]), taken_is_null_after))
+        while (m := c.Improbe(1, 6)) is None:
+            pass
+        later = c.recv(source=1, tag=6)
+        small = np.zeros(1, "i4")
+        try:
+            c.Mprobe(MPI.PROC_NULL).Recv(small)
+            noproc = True
+        except MPI.Exception:
+            noproc = False
+        return got, m.recv(), later, noproc, c.Improbe(1, 6) is None, c.Mprobe(MPI.PROC_NULL) == MPI.MESSAGE_NO_PROC
+
+    got, first, later, noproc, none_left, is_noproc = run(main, shape="2x1x1").results[0]
+    assert got == [(8, 1, 2, (True, True)), (4096, 1, 2, (True, True))]
+    assert (first, later, noproc, none_left, is_noproc) == ("A", "B", True, True, True)
+
+
 def test_derived_datatypes_move_exactly_their_bytes():
     def main():
         c = MPI.COMM_WORLD

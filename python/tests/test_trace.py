@@ -415,3 +415,59 @@ def test_otf2_output_refuses_one_sided_calls_before_writing_anything(one_sided, 
     with pytest.raises(UsageError, match=r"rank-0.trace:2: win_create: bgsim does not write one-sided calls"):
         otf2io.write(t, str(out))
     assert not out.exists() or not any(out.iterdir())
+
+
+# -- matched probes and MPI_Comm_idup (tests/data/mprobe_idup.c) ------------
+
+MATCHED = os.path.join(HERE, "data", "mprobe_idup.c")
+
+
+@pytest.fixture(scope="module")
+def matched(tmp_path_factory):
+    return _recorded(tmp_path_factory, MATCHED, "matched 1 2")
+
+
+def test_the_recorder_writes_the_messages_matched_probes_take_and_their_receives(matched):
+    t = bgtrace.load(str(matched))
+    lines = [(c.name, c.a) for c in t.ranks[0] if c.name in ("mprobe", "mrecv", "imrecv")]
+    assert [(n, {k: v for k, v in a.items() if k != "comm"}) for n, a in lines] == [
+        ("mprobe", {"src": 1, "tag": 5, "bytes": 32, "msg": 1}),
+        ("mprobe", {"src": 1, "tag": 5, "bytes": 16384, "msg": 2}),
+        ("imrecv", {"msg": 2, "req": lines[2][1]["req"]}),
+        ("mrecv", {"msg": 1}),
+        ("mprobe", {"src": -2, "tag": 0, "bytes": 0, "msg": 3}),
+        ("mrecv", {"msg": 3})]
+    for calls in t.ranks:
+        idup = next(c for c in calls if c.name == "comm_idup")
+        after = [(c.name, c.a) for c in calls[calls.index(idup) + 1:]][:3]
+        assert (idup.a["parent"], idup.a["new"]) == (0, 2)
+        assert after == [("wait", {"req": idup.a["req"]}), ("barrier", {"comm": 2}), ("comm_free", {"comm": 2})]
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_a_matched_probe_program_replays_its_messages(matched, machine, mode):
+    import bgsim
+    t = bgtrace.load(str(matched))
+    r = bgsim.run(bgtrace.program(t), machine, shape="2x2x1", mode=mode, nranks=4, memory_check=False)
+    assert r.ranks[0]["bytes_received"] >= 32 + 16384 and r.ranks[1]["bytes_sent"] >= 32 + 16384
+
+
+def test_a_matched_receive_of_a_message_not_taken_is_refused(matched, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(matched, bad)
+    text = (bad / "rank-0.trace").read_text()
+    old = next(line for line in text.splitlines() if " mrecv 1" in line)
+    (bad / "rank-0.trace").write_text(text.replace(old, old.replace(" mrecv 1", " mrecv 9"), 1))
+    lineno = text.splitlines().index(old) + 1
+    with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: message 9 was not taken")):
+        bgtrace.load(str(bad))
+
+
+def test_otf2_output_writes_a_matched_receive_as_the_message_received(matched, tmp_path):
+    pytest.importorskip("otf2")
+    from bgsim.trace import otf2io
+    t = bgtrace.load(str(matched))
+    anchor = otf2io.write(t, str(tmp_path / "archive"))
+    back = bgtrace.load(anchor)
+    recvs = sorted((c.a["src"], c.a["bytes"]) for c in back.ranks[0] if c.name in ("recv", "irecv"))
+    assert recvs == [(1, 32), (1, 16384)]

@@ -13,6 +13,7 @@ import numpy as _np
 
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError as _TypeError
+from . import message as _message
 from .buffers import _BIG, _address, _bytes_view, _dump, _load, _msg
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
 from .errors import ERR_TAG, ERR_TRUNCATE, Exception
@@ -92,6 +93,14 @@ class PointToPoint:
         return self._isend_bytes(data, dest, tag, mode, call)
 
     def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
+        mv, nbytes, addr = self._recv_view(buf)
+        ctx, me = self._me()
+        req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0, ctx=ctx)
+        req._into = mv
+        return req
+
+    def _recv_view(self, buf: Any) -> Tuple[Any, int, int]:
+        """A receive buffer's memory, its size in bytes and its address."""
         mv = None
         if _plain(buf):
             try:
@@ -106,10 +115,7 @@ class PointToPoint:
             m = _msg(buf, recv=True)
             mv, nbytes = m.mv, m.nbytes
             addr = _address(mv) if isinstance(mv, memoryview) else 0
-        ctx, me = self._me()
-        req = self._irecv_into(nbytes, source, tag, None, unaligned=addr % ctx.runtime.alignment != 0, ctx=ctx)
-        req._into = mv
-        return req
+        return mv, nbytes, addr
 
     def _wait(self, req: Request, status: Optional[Status], call: str) -> Any:
         if not req._poll():
@@ -285,12 +291,46 @@ class PointToPoint:
         if req._poll():
             req._fill(status)
             return True
+        self._probe_missed(req, f"MPI.Comm.Iprobe(source={source}, tag={tag})")
+        return False
+
+    @staticmethod
+    def _probe_missed(req: Request, call: str) -> None:
+        """A nonblocking probe that found nothing: its request goes, the
+        rank's core spends a poll."""
         if req._id >= 0:
             req._ctx.runtime.world.cancel(req._id)
             req._ctx.runtime.world.release(req._id)
         ctx = _rt.current()
-        ctx.runtime.poll(ctx, f"MPI.Comm.Iprobe(source={source}, tag={tag})")
-        return False
+        ctx.runtime.poll(ctx, call)
+
+    # -- matched probes (mpishim/message.py) --
+
+    def _matched(self, req: Request, status: Optional[Status]) -> "_message.Message":
+        """The Message of a completed probe request: its receive is posted now."""
+        req._fill(status)
+        src, tag, count = req._status[:3]
+        return _message.taken(self, src, tag, count)
+
+    def Mprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> "_message.Message":
+        req = self._probe_req(source, tag)
+        self._wait(req, None, lambda: f"MPI.Comm.Mprobe(source={source}, tag={tag})")
+        return self._matched(req, status)
+
+    def Improbe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+                status: Optional[Status] = None) -> "Optional[_message.Message]":
+        req = self._probe_req(source, tag)
+        if req._poll():
+            return self._matched(req, status)
+        self._probe_missed(req, f"MPI.Comm.Improbe(source={source}, tag={tag})")
+        return None
+
+    def mprobe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> "_message.Message":
+        return self.Mprobe(source, tag, status)
+
+    def improbe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+                status: Optional[Status] = None) -> "Optional[_message.Message]":
+        return self.Improbe(source, tag, status)
 
     # -- pickle API --
 

@@ -10,7 +10,7 @@ from greenlet import getcurrent as _getcurrent
 from .. import runtime as _rt
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from .errors import ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, UsageError
 from .groups import Group
 from .handles import Handle
 from .status import Status
@@ -81,6 +81,15 @@ class Request(Handle):
         return cls.fromint(handle)
 
     __hash__ = object.__hash__
+
+    def __reduce__(self) -> Any:
+        # As mpi4py: REQUEST_NULL pickles as itself, a null request as a new
+        # one, a request of an operation not at all (it is this run's).
+        if self is REQUEST_NULL:
+            return "REQUEST_NULL"
+        if not self and type(self) is Request:
+            return (Request, ())
+        raise UsageError(f"cannot pickle {type(self).__name__} of an operation (it is this run's)")
 
     def _complete(self) -> None:
         """Collects a finished core request (data, status) exactly once."""

@@ -20,6 +20,7 @@
  *
  * Communicators (W... the members' MPI_COMM_WORLD ranks in rank order):
  *   comm_dup PARENT NEW                  MPI_Comm_dup(_with_info)
+ *   comm_idup PARENT NEW REQ             MPI_Comm_idup(_with_info)
  *   comm_split PARENT NEW K W1..WK       every constructor collective over
  *       its parent (Split, Split_type, Create, Cart_create, Cart_sub,
  *       Graph_create, Dist_graph_create(_adjacent)); NEW -1, K 0: this rank
@@ -35,6 +36,9 @@
  *   sendrecv DEST STAG SBYTES SRC RTAG RBYTES COMM   (also _replace)
  *   probe SRC TAG COMM                   the message found (MPI_Probe, or
  *       an MPI_Iprobe that found one)
+ *   mprobe SRC TAG BYTES COMM MSG        the message a matched probe took
+ *       (MPI_Mprobe, or an MPI_Improbe that found one), numbered from 1
+ *   mrecv MSG | imrecv MSG REQ           its receive (MPI_Mrecv / MPI_Imrecv)
  *   send_init|ssend_init|bsend_init|rsend_init DEST TAG BYTES COMM REQ
  *   recv_init SRC TAG BYTES COMM REQ
  *   start REQ | startall K REQ... | request_free REQ
@@ -413,7 +417,23 @@ int MPI_Comm_disconnect(MPI_Comm *c) {
     double t0 = now(); MPI_Comm was = *c; int rc = PMPI_Comm_disconnect(c); freed(t0, was); return rc;
 }
 
-int MPI_Comm_idup(MPI_Comm c, MPI_Comm *n, MPI_Request *r) { unsupported("MPI_Comm_idup"); return PMPI_Comm_idup(c, n, r); }
+/* MPI_Comm_idup: the new communicator (its handle is the program's at
+ * once, usable once REQ is complete) and the request. */
+static void made_nonblocking(double t0, MPI_Comm parent, MPI_Comm *n, MPI_Request r) {
+    long p = cid(parent);
+    if (!out || !begin(t0, "comm_idup", p)) return;
+    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
+    comms[ncomm] = (struct comm){*n, next_comm++};
+    num(p); num(comms[ncomm++].id); num(track(r, 0, 0, 0)); end();
+}
+int MPI_Comm_idup(MPI_Comm c, MPI_Comm *n, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Comm_idup(c, n, r); made_nonblocking(t0, c, n, *r); return rc;
+}
+#if MPI_VERSION >= 4
+int MPI_Comm_idup_with_info(MPI_Comm c, MPI_Info i, MPI_Comm *n, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Comm_idup_with_info(c, i, n, r); made_nonblocking(t0, c, n, *r); return rc;
+}
+#endif
 int MPI_Intercomm_create(MPI_Comm l, int ll, MPI_Comm p, int rl, int tag, MPI_Comm *n) {
     unsupported("MPI_Intercomm_create (intercommunicators)");
     return PMPI_Intercomm_create(l, ll, p, rl, tag, n);
@@ -638,15 +658,74 @@ static int some_like(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status s
 int MPI_Waitsome(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status sts[]) { return some_like(n, rs, outc, idx, sts, 0); }
 int MPI_Testsome(int n, MPI_Request rs[], int *outc, int idx[], MPI_Status sts[]) { return some_like(n, rs, outc, idx, sts, 1); }
 
+/* ---- matched probes: the messages taken, numbered from 1 ---- */
+struct msg {
+    MPI_Message h;
+    long id;
+};
+static struct msg *msgs;
+static long nmsg, capmsg, next_msg = 1;
+
+static void mprobe_line(double t0, int src, int tag, MPI_Comm comm, MPI_Status *st, MPI_Message m) {
+    long k = cid(comm);
+    int count = 0;
+    if (src != MPI_PROC_NULL) PMPI_Get_count(st, MPI_BYTE, &count);
+    msgs = grow(msgs, &capmsg, nmsg, sizeof *msgs);
+    msgs[nmsg++] = (struct msg){m, next_msg};
+    if (begin(t0, "mprobe", k)) {
+        num(src == MPI_PROC_NULL ? -2 : peer(st->MPI_SOURCE)); num(src == MPI_PROC_NULL ? 0 : tagof(st->MPI_TAG));
+        num(count); num(k); num(next_msg); end();
+    }
+    next_msg++;
+}
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *m, MPI_Status *st) {
+    double t0 = now();
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    int rc = PMPI_Mprobe(src, tag, comm, m, st);
+    mprobe_line(t0, src, tag, comm, st, *m);
+    return rc;
+}
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *f, MPI_Message *m, MPI_Status *st) {
+    double t0 = now();
+    MPI_Status own;
+    if (st == MPI_STATUS_IGNORE) st = &own;
+    int rc = PMPI_Improbe(src, tag, comm, f, m, st);
+    if (*f) mprobe_line(t0, src, tag, comm, st, *m);
+    return rc;
+}
+/* The number of the oldest taken message with handle M (MPI_MESSAGE_NO_PROC
+ * is one handle for all), which it no longer names; 0 if none. */
+static long taken_msg(MPI_Message m) {
+    for (long i = 0; i < nmsg; i++)
+        if (msgs[i].h == m) {
+            long id = msgs[i].id;
+            memmove(&msgs[i], &msgs[i + 1], (size_t)(nmsg - i - 1) * sizeof *msgs);
+            nmsg--;
+            return id;
+        }
+    return 0;
+}
+int MPI_Mrecv(void *b, int c, MPI_Datatype t, MPI_Message *m, MPI_Status *st) {
+    double t0 = now();
+    long id = taken_msg(*m);
+    int rc = PMPI_Mrecv(b, c, t, m, st);
+    if (!id) unsupported("MPI_Mrecv of a message bgsim did not see probed");
+    else if (out) { fprintf(out, "%.9f %.9f mrecv", t0, now()); num(id); end(); }
+    return rc;
+}
+int MPI_Imrecv(void *b, int c, MPI_Datatype t, MPI_Message *m, MPI_Request *r) {
+    double t0 = now();
+    long id = taken_msg(*m);
+    int rc = PMPI_Imrecv(b, c, t, m, r);
+    if (!id) unsupported("MPI_Imrecv of a message bgsim did not see probed");
+    else if (out) { fprintf(out, "%.9f %.9f imrecv", t0, now()); num(id); num(track(*r, 0, 1, 0)); end(); }
+    return rc;
+}
+
 /* Calls with no replay: recorded so that the replay refuses the trace
  * naming them rather than replaying something else. */
 int MPI_Cancel(MPI_Request *r) { unsupported("MPI_Cancel"); return PMPI_Cancel(r); }
-int MPI_Mprobe(int s, int t, MPI_Comm c, MPI_Message *m, MPI_Status *st) { unsupported("MPI_Mprobe"); return PMPI_Mprobe(s, t, c, m, st); }
-int MPI_Improbe(int s, int t, MPI_Comm c, int *f, MPI_Message *m, MPI_Status *st) {
-    int rc = PMPI_Improbe(s, t, c, f, m, st);
-    if (*f) unsupported("MPI_Improbe");
-    return rc;
-}
 
 /* ---- one-sided communication ---- */
 struct win {

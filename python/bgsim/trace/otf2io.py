@@ -322,9 +322,10 @@ def _fill_collectives(colls: Dict[Tuple[int, int], Dict[int, _Coll]], name: str)
 
 _REGION = {"wait": "MPI_Wait", "test": "MPI_Test", "waitany": "MPI_Waitany", "testany": "MPI_Testany",
            "waitall": "MPI_Waitall", "testall": "MPI_Testall", "waitsome": "MPI_Waitsome", "testsome": "MPI_Testsome",
-           "comm_dup": "MPI_Comm_dup", "comm_split": "MPI_Comm_split", "comm_group": "MPI_Comm_create_group",
+           "comm_dup": "MPI_Comm_dup", "comm_idup": "MPI_Comm_idup", "comm_split": "MPI_Comm_split", "comm_group": "MPI_Comm_create_group",
            "comm_free": "MPI_Comm_free", "request_free": "MPI_Request_free", "sendrecv": "MPI_Sendrecv",
-           "probe": "MPI_Probe", "finalize": "MPI_Finalize", "start": "MPI_Start", "startall": "MPI_Startall"}
+           "probe": "MPI_Probe", "finalize": "MPI_Finalize", "start": "MPI_Start", "startall": "MPI_Startall",
+           "mprobe": "MPI_Mprobe", "mrecv": "MPI_Mrecv", "imrecv": "MPI_Imrecv"}
 
 
 def _region_name(call: str) -> str:
@@ -402,6 +403,7 @@ def write(trace: "Trace", out_dir: str) -> str:
             made_on: Dict[Any, int] = {}
             reqs: Dict[int, Any] = {}
             inits: Dict[int, Any] = {}
+            msgs: Dict[int, Any] = {}  # matched messages taken, not yet received
             last = 0
 
             def at(t: float) -> int:
@@ -416,12 +418,12 @@ def write(trace: "Trace", out_dir: str) -> str:
                 ew.enter(t0, reg)
                 comm = comms.get(a.get("comm", 0), (world, []))[0]
                 name = c.name
-                if name in ("comm_dup", "comm_split", "comm_group"):
+                if name in ("comm_dup", "comm_idup", "comm_split", "comm_group"):
                     parent, pmembers = comms[a["parent"]]
                     k = made_on.get(parent, 0)
                     made_on[parent] = k + 1
                     if a["new"] >= 0:
-                        ranks = list(pmembers) if name == "comm_dup" else [pmembers[i] for i in c.lst] \
+                        ranks = list(pmembers) if name in ("comm_dup", "comm_idup") else [pmembers[i] for i in c.lst] \
                             if name == "comm_group" else list(c.lst)
                         key = (parent, k, tuple(ranks))
                         if key not in shared:
@@ -461,6 +463,16 @@ def write(trace: "Trace", out_dir: str) -> str:
                         ew.mpi_send(t0, a["dest"], comm, a["stag"], a["sbytes"])
                     if a["src"] >= 0:
                         ew.mpi_recv(at(c.t1), a["src"], comm, a["rtag"], a["rbytes"])
+                elif name == "mprobe":
+                    msgs[a["msg"]] = c
+                elif name == "mrecv":
+                    m = msgs.pop(a["msg"]).a
+                    if m["src"] >= 0:
+                        ew.mpi_recv(at(c.t1), m["src"], comms[m["comm"]][0], m["tag"], m["bytes"])
+                elif name == "imrecv":
+                    ew.mpi_irecv_request(t0, a["req"])
+                    m = msgs.pop(a["msg"])
+                    reqs[a["req"]] = type(c)(c.t0, c.t1, "irecv", {**m.a, "req": a["req"]})
                 elif name == "probe" and a["src"] >= 0:
                     ew.mpi_probe(at(c.t1), a["src"], comm, a["tag"], 2**64 - 1)  # no message id: MPI_Probe
                 elif name in ("wait", "test", "waitany", "testany", "waitall", "testall", "waitsome", "testsome"):

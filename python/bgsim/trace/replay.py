@@ -89,6 +89,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         inits: Dict[int, Call] = {}
         freed: List[Any] = []
         wins: Dict[int, Any] = {}
+        msgs: Dict[int, Any] = {}  # matched messages taken, not yet received
         last = 0.0  # the recorder's clock starts when MPI_Init returns
         wait_all = MPI.Request.Waitall
         zeros = np.zeros
@@ -140,8 +141,17 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                               _tag(a["rtag"]))
             elif name == "probe":
                 comm.Probe(_peer(a["src"]), _tag(a["tag"]))
+            elif name == "mprobe":  # the message the recorded one took: its source and tag
+                msgs[a["msg"]] = comm.Mprobe(_peer(a["src"]), a["tag"])
+            elif name == "mrecv":
+                msgs.pop(a["msg"]).Recv(_buf(c.probed.a["bytes"]))
+            elif name == "imrecv":
+                reqs[a["req"]] = msgs.pop(a["msg"]).Irecv(_buf(c.probed.a["bytes"]))
             elif name == "comm_dup":
                 comms[a["new"]] = comms[a["parent"]].Dup()
+            elif name == "comm_idup":  # (the simulated MPI's Idup is done on return)
+                comms[a["new"]], _ = comms[a["parent"]].Idup()
+                reqs[a["req"]] = None
             elif name == "comm_split":
                 made = comms[a["parent"]].Split(a["color"] if a["new"] >= 0 else MPI.UNDEFINED, a["key"])
                 if a["new"] >= 0:

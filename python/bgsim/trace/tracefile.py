@@ -41,6 +41,7 @@ _RECV = ("src", "tag", "bytes", "comm")
 #: "2n": N values twice) and TYPE OP, when it has them.
 SPEC: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "comm_dup": (("parent", "new"), None, False),
+    "comm_idup": (("parent", "new", "req"), None, False),
     "comm_split": (("parent", "new"), "n", False),
     "comm_group": (("parent", "new"), "n", False),
     "comm_free": (("comm",), None, False),
@@ -52,6 +53,11 @@ SPEC: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "recv_init": (_RECV + ("req",), None, False),
     "sendrecv": (("dest", "stag", "sbytes", "src", "rtag", "rbytes", "comm"), None, False),
     "probe": (("src", "tag", "comm"), None, False),
+    # Matched probes: MSG numbers the message taken (from 1), received once
+    # by mrecv / imrecv.
+    "mprobe": (("src", "tag", "bytes", "comm", "msg"), None, False),
+    "mrecv": (("msg",), None, False),
+    "imrecv": (("msg", "req"), None, False),
     "start": (("req",), None, False),
     "startall": ((), "n", False),
     "request_free": (("req",), None, False),
@@ -128,8 +134,8 @@ def blocking_collective(name: str) -> Optional[str]:
 _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv", "recv_init", "probe",
                                *SEND_MODE)},
          **{m: "done" for m in COMPLETES_ONE | COMPLETES_LIST},
-         **{m: m for m in ("status", "comm_dup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
-                           "startall", "request_free", "finalize")},
+         **{m: m for m in ("status", "comm_dup", "comm_idup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
+                           "startall", "request_free", "finalize", "mprobe", "mrecv", "imrecv")},
          **{m: "rma" for m in RMA}}
 
 
@@ -153,6 +159,8 @@ class Call:
     lineno: int = 0
     #: start/startall: each started request's (source, tag) as matched.
     starts: Optional[Dict[int, List[int]]] = None
+    #: mrecv/imrecv: the mprobe line that took its message.
+    probed: Optional["Call"] = None
 
     @property
     def where(self) -> str:
@@ -279,6 +287,8 @@ class _Rank:
         # what the last completion line completed: request -> (the call that
         # made it, the call that activated it)
         self.last_done: Dict[int, Tuple[Call, Call]] = {}
+        # matched message -> the mprobe line that took it (until received)
+        self.msgs: Dict[int, Call] = {}
         self.lineno = 0
 
     def fail(self, msg: str) -> UsageError:
@@ -428,10 +438,12 @@ class _Rank:
                 else:
                     del self.reqs[req]
             return c
-        if name in ("comm_dup", "comm_split", "comm_group"):
+        if name in ("comm_dup", "comm_idup", "comm_split", "comm_group"):
             parent = self.comm(c, "parent")
             new = a["new"]
-            if name == "comm_dup":
+            if name == "comm_idup":
+                self.new_req(c)
+            if name in ("comm_dup", "comm_idup"):
                 if new < 2:
                     raise self.fail(f"a new communicator is numbered from 2, got {new}")
                 members = list(parent)
@@ -503,6 +515,23 @@ class _Rank:
             else:
                 act.starts[a["req"]] = [a["src"], a["tag"]]
             return None  # resolved into the receive: nothing to replay
+        elif name == "mprobe":
+            members = self.comm(c)
+            self.rank_in(c, "src", members, (PROC_NULL,))
+            self.tag(a["tag"], False)
+            self.nbytes(a["bytes"])
+            if a["msg"] <= 0:
+                raise self.fail(f"message {a['msg']}: matched messages are numbered from 1")
+            if a["msg"] in self.msgs:
+                raise self.fail(f"message {a['msg']} is already taken (at {self.msgs[a['msg']].where}) and not received")
+            self.msgs[a["msg"]] = c
+        elif name in ("mrecv", "imrecv"):
+            probed = self.msgs.pop(a["msg"], None)
+            if probed is None:
+                raise self.fail(f"message {a['msg']} was not taken by an mprobe line before, or was received already")
+            c.probed = probed
+            if name == "imrecv":
+                self.new_req(c)
         elif name == "finalize":
             pass
         elif kind == "rma":
