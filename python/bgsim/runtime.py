@@ -183,19 +183,15 @@ class _RankModules:
     def leave(self, r: int) -> None:
         if self.mains[r] is not None:
             sys.modules["__main__"] = self.launcher_main
-        if self.changed:
-            self._keep_shared(r)
         mine = self.per_rank[r]
         if mine:
             for k in mine:
                 sys.modules.pop(k, None)
+        if self.changed or len(sys.modules) != len(self.known):
+            self._keep_shared(r)
         extra = len(sys.modules) - len(self.known)
         if extra == 0:
             return
-        if self._keep_shared(r):
-            extra = len(sys.modules) - len(self.known)
-            if extra == 0:
-                return
         if extra > 0:
             # What the rank imported was added last (sys.modules keeps the
             # order of insertion): that tail is enough unless a module was
@@ -208,18 +204,15 @@ class _RankModules:
         self._sort(r, list(sys.modules.keys() - self.known))
         self.known &= sys.modules.keys()
 
-    def _keep_shared(self, r: int) -> bool:
+    def _keep_shared(self, r: int) -> None:
         """Notes which SHARED entries the rank took out or replaced (only
         looked for when sys.modules changed size, or the rank or another
         changed one before) and puts the shared ones back."""
-        changed = False
         for k, m in self.shared.items():
             now = sys.modules.get(k, _ABSENT)
             if now is not m:
                 self.changed.setdefault(r, {})[k] = now
                 sys.modules[k] = m
-                changed = True
-        return changed
 
     def _sort(self, r: int, names: List[str]) -> None:
         """Takes the rank's own of the modules `names` out of sys.modules

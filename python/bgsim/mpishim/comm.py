@@ -363,7 +363,7 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
     def _inherit_errhandler(self, new: "Comm") -> "Comm":
         """A communicator made from this one inherits its error handler."""
         eh = self._own_errhandler()
-        if eh is not None and new is not COMM_NULL:
+        if eh is not None:
             new.__dict__["_errhandler"] = eh
         return new
 

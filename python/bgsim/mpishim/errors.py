@@ -177,9 +177,9 @@ class ErrhandlerMethods:
     def Call_errhandler(self, errorcode: int) -> None:
         """Calls the object's error handler with `errorcode`: a user's
         function, nothing for ERRORS_RETURN, MPI.Exception otherwise."""
-        eh = self._errhandler_in_force()
         if errorcode == SUCCESS:
             return
+        eh = self._errhandler_in_force()
         if eh._fn is not None:
             eh._fn(self, errorcode)
         elif eh != ERRORS_RETURN:

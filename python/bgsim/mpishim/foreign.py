@@ -25,7 +25,8 @@ import numpy as _np
 from ..errors import ArgumentTypeError as _TypeError
 from ..errors import BufferAccessError
 
-_CPU = 1
+#: DLPack's kDLCPU: host memory.
+CPU = 1
 _READ_ONLY = 1
 
 
@@ -105,7 +106,7 @@ def memory(obj: Any) -> Optional[memoryview]:
 
 #: DLPack device types whose memory a CPU may read: none given, kDLCPU,
 #: kDLCUDAHost, kDLROCMHost, kDLCUDAManaged.
-CPU_ACCESSIBLE = frozenset((0, _CPU, 3, 11, 13))
+CPU_ACCESSIBLE = frozenset((0, CPU, 3, 11, 13))
 _CUDA = 2
 
 
@@ -113,7 +114,7 @@ def memory_and_device(obj: Any) -> Optional[Tuple[memoryview, int]]:
     """`memory(obj)` and the DLPack device type the object names for it
     (kDLCPU for a Python buffer, kDLCUDA for the CUDA array interface)."""
     try:
-        return memoryview(obj), _CPU
+        return memoryview(obj), CPU
     except TypeError:
         pass
     if not is_foreign(obj):
@@ -145,7 +146,7 @@ def _dlpack_view(obj: Any) -> Tuple[memoryview, int]:
         raise _TypeError(f"dlpack: __dlpack_device__ must return two integers, got ({device_type!r}, {device_id!r})")
     # Device memory is asked for with stream -1 (no synchronisation), as
     # mpi4py asks for it.
-    stream = {} if device_type == _CPU else {"stream": -1}
+    stream = {} if device_type == CPU else {"stream": -1}
     try:
         capsule = obj.__dlpack__(max_version=(1, 0), copy=False, **stream)
         name, versioned = b"dltensor_versioned", True

@@ -22,14 +22,14 @@ from . import foreign as _foreign
 class buffer:
     """A view of memory: of a buffer-like object, or allocated."""
 
-    #: _kind: the DLPack device type of the memory (kDLCPU = 1 unless a
+    #: _kind: the DLPack device type of the memory (kDLCPU unless a
     #: DLPack or CUDA array interface object named another). The simulated
     #: MPI's calls take any; Python-side access (cast, tobytes, indexing)
     #: refuses memory a CPU cannot read, as mpi4py's does.
     __slots__ = ("_mv", "_obj", "_kind")
 
     def __init__(self, obj: Any = None):
-        self._kind = 1
+        self._kind = _foreign.CPU
         if obj is None:
             self._mv, self._obj = memoryview(b""), None
         elif isinstance(obj, buffer):
@@ -59,7 +59,7 @@ class buffer:
         if nbytes < 0:
             raise _ValueError(f"buffer.allocate: size {nbytes} is negative")
         b = buffer.__new__(buffer)
-        b._mv, b._obj, b._kind = memoryview(bytearray(nbytes)), None, 1
+        b._mv, b._obj, b._kind = memoryview(bytearray(nbytes)), None, _foreign.CPU
         return b
 
     @staticmethod
@@ -79,7 +79,7 @@ class buffer:
             raise _ValueError("buffer.fromaddress: a null address with a positive size")
         b = buffer.__new__(buffer)
         raw = (ctypes.c_char * nbytes).from_address(address) if nbytes else bytearray()
-        b._mv, b._obj, b._kind = memoryview(raw).cast("B"), None, 1
+        b._mv, b._obj, b._kind = memoryview(raw).cast("B"), None, _foreign.CPU
         if readonly:
             b._mv = b._mv.toreadonly()
         return b
@@ -123,7 +123,7 @@ class buffer:
     def release(self) -> None:
         self._mv = memoryview(b"")
         self._obj = None
-        self._kind = 1
+        self._kind = _foreign.CPU
 
     def __len__(self) -> int:
         return len(self._mv)

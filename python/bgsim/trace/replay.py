@@ -176,6 +176,11 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
     return main
 
 
+#: Window synchronization calls without arguments: the MPI.Win method of each.
+_WIN_SYNC = {"win_fence": "Fence", "win_lock_all": "Lock_all", "win_unlock_all": "Unlock_all",
+             "win_flush_all": "Flush_all", "win_sync": "Sync", "win_complete": "Complete", "win_wait": "Wait"}
+
+
 def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> None:
     """A one-sided call: the window of the recorded size and displacement
     unit (zeros), operations of the recorded sizes at the recorded
@@ -205,29 +210,17 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> None:
                 win.Fetch_and_op(x[:1], np.empty_like(x[:1]), target, disp, op)
     elif name == "win_free":
         wins.pop(a["win"]).Free()
-    elif name == "win_fence":
-        win.Fence()
+    elif name in _WIN_SYNC:
+        getattr(win, _WIN_SYNC[name])()
     elif name == "win_lock":
         win.Lock(_peer(a["target"]), MPI.LOCK_EXCLUSIVE if a["exclusive"] else MPI.LOCK_SHARED)
     elif name == "win_unlock":
         win.Unlock(_peer(a["target"]))
-    elif name == "win_lock_all":
-        win.Lock_all()
-    elif name == "win_unlock_all":
-        win.Unlock_all()
     elif name == "win_flush":
         win.Flush(_peer(a["target"]))
-    elif name == "win_flush_all":
-        win.Flush_all()
-    elif name == "win_sync":
-        win.Sync()
     elif name in ("win_post", "win_start"):
         group = win.Get_group().Incl(c.lst)
         (win.Post if name == "win_post" else win.Start)(group)
-    elif name == "win_complete":
-        win.Complete()
-    elif name == "win_wait":
-        win.Wait()
 
 
 def _collective(c: Call, comm: Any, op: Any) -> None:
