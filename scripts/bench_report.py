@@ -20,7 +20,7 @@ HEADER = """# Benchmarks
 
 Produced by `make bench` (the `bgsim-bench` binary, release build, one core;
 `scripts/bench_mpi.py`, `bench_pingpong.py`, `bench_coll.py`, `bench_scale.py`,
-`bench_osu.py`, `bench_million.py` and `bench_threads.py` from Python). Builds are
+`bench_osu.py`, `bench_million.py`, `bench_threads.py` and `bench_inflight.py` from Python). Builds are
 compared with `python3 scripts/bench_pair.py ROUNDS BIN_A BIN_B` (alternating
 runs; only paired ratios tell changes apart on a shared machine).
 Targets of the torus issue: at least 5 million packet-hops per second on one
@@ -177,6 +177,13 @@ def render(rows: list) -> str:
             out.append(f"| {what} | {r['events']:,} | {r['python_wall_s']:.2f} s | {w1[0]:.2f}-{w1[-1]:.2f} s | "
                        f"{w2[0]:.2f}-{w2[-1]:.2f} s | {r['ratios'][0]:.2f}-{r['ratios'][-1]:.2f}x |")
         out.append("")
+    inf = by.get("inflight_alltoall_1024")
+    if inf:
+        out += [f"Memory of messages in flight (`scripts/bench_inflight.py`): MPI_Alltoall of 1 KiB on {inf['ranks']:,} "
+                f"ranks, BG/P VN, size-only buffers, every send and receive posted at once ({inf['in_flight']:,} "
+                f"messages): peak resident memory {inf['peak_rss_mb']:,.0f} MB against {inf['baseline_rss_mb']:,.0f} MB "
+                f"for the same program with a barrier, {inf['bytes_per_message']:.0f} bytes per message; "
+                f"{inf['wall_s']:.1f} s wall, {inf['simulated_us']:,.2f} us simulated.", ""]
     o = by.get("osu_alltoall_32")
     if o:
         out += [f"mpi4py's own `osu_alltoall` demo, unmodified (`scripts/bench_osu.py`): 32 ranks on a 4x4x2 BG/L, "

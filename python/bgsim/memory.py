@@ -9,9 +9,13 @@ of it fixed) and about 17 KB per rank for an MPI program (its greenlet and
 frames, the message layer's state), on top of what the process holds. A
 machine cut into partitions on threads holds a copy of every node's state
 per partition (4,096 nodes: 14.6 MB on one thread, 28.2 MB on two, 55.5 MB
-on four). What a program
-allocates itself is not known beforehand: an MPI run also watches its
-resident memory and stops cleanly when it nears the limit.
+on four). A message posted and not yet received costs about 260 bytes
+(`MESSAGE_BYTES`: its two requests, its waiting send, its place in the
+matching lists and peer queues; `scripts/bench_inflight.py`), counted
+where a run's messages are known beforehand (`halo_in_core`). What a
+program allocates and posts itself is not known beforehand: an MPI run
+also watches its resident memory and stops cleanly when it nears the
+limit.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ RANK_BYTES = 17 << 10
 #: 262,144 nodes, about 2.7 KB per rank beside the nodes.
 CORE_RANK_BYTES = 3 << 10
 PER_LINK_BYTES = 6 * 24
+#: One message in flight (posted, not yet received), as the 1,024-rank
+#: all-to-all of `scripts/bench_inflight.py` measures it: 256 bytes.
+MESSAGE_BYTES = 260
 
 
 def _read_int(path: str) -> Optional[int]:
@@ -78,11 +85,13 @@ def limit_bytes() -> Optional[int]:
     return avail
 
 
-def estimate_bytes(nodes: int, ranks: int = 0, per_link: bool = False, rank_bytes: int = RANK_BYTES) -> int:
+def estimate_bytes(nodes: int, ranks: int = 0, per_link: bool = False, rank_bytes: int = RANK_BYTES,
+                   messages: int = 0) -> int:
     """The memory a run on `nodes` nodes with `ranks` MPI ranks (0: a
     traffic run) adds to the process's (`rank_bytes` per rank: a Python
-    rank's by default, CORE_RANK_BYTES for skeletons driven by the core)."""
-    return nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * rank_bytes
+    rank's by default, CORE_RANK_BYTES for skeletons driven by the core),
+    with at most `messages` in flight at once where that is known."""
+    return nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * rank_bytes + messages * MESSAGE_BYTES
 
 
 def _gb(b: float) -> str:
@@ -90,13 +99,14 @@ def _gb(b: float) -> str:
 
 
 def check(nodes: int, ranks: int = 0, per_link: bool = False, what: str = "this run",
-          rank_bytes: int = RANK_BYTES) -> None:
+          rank_bytes: int = RANK_BYTES, messages: int = 0) -> None:
     """Refuses a run whose estimate exceeds what the process may use."""
-    need = estimate_bytes(nodes, ranks, per_link, rank_bytes)
+    need = estimate_bytes(nodes, ranks, per_link, rank_bytes, messages)
     held = rss_bytes()
     limit = limit_bytes()
     if limit is not None and held + need > limit:
-        parts = f"{nodes:,} nodes" + (f" and {ranks:,} ranks" if ranks else "")
+        parts = f"{nodes:,} nodes" + (f" and {ranks:,} ranks" if ranks else "") + \
+            (f" with {messages:,} messages in flight" if messages else "")
         raise MemoryLimitError(
             f"{what} needs about {_gb(need)} ({parts}) beside the {_gb(held)} this process holds, but it may use "
             f"about {_gb(limit)} in all; use a smaller partition, or run anyway with --no-memory-check "

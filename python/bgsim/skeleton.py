@@ -130,10 +130,11 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
         m = m.with_settings(shape=world.get("shape"), mode=world.get("mode"))
         # With partitions: the world and one copy of it per partition.
         copies = 1 if threads == 1 else threads + 1
+        # Every rank posts a receive from and a send to each neighbour.
         memory.check(m.nodes * copies, n * copies,
                      what=f"a halo of {n:,} skeleton ranks on {'x'.join(map(str, m.shape))}"
                      + (f" in {threads} partitions" if threads > 1 else ""),
-                     rank_bytes=memory.CORE_RANK_BYTES)
+                     rank_bytes=memory.CORE_RANK_BYTES, messages=n * 2 * len(grid) * copies)
     t0 = time.perf_counter()
     w = make_world(machine, nranks=n, memory_check=False, **world)
     built = time.perf_counter() - t0

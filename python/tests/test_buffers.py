@@ -114,3 +114,41 @@ def test_the_command_line_runs_a_program_with_size_only_buffers(tmp_path):
     assert out["size-only"]["counters"] == out["full"]["counters"]
     p = run_cli("run", "--buffers", "none", "examples/halo2d.py")
     assert p.returncode == 2 and "invalid choice: 'none'" in p.stderr
+
+
+def _python_peak(program, nranks: int) -> int:
+    """Peak of what Python itself allocates during a run (tracemalloc:
+    the core's own memory is not counted)."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        bgsim.run(program, "bgp", nranks=nranks, mode="vn", buffers="size-only")
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_size_only_alltoall_holds_nothing_per_message_in_python():
+    # Every rank posts n - 1 sends and receives at once; with size-only
+    # buffers one size and the ranks go to the core, which holds the
+    # messages (each waiting rank held a list of n sizes, and each rank
+    # that had finished its call the n sizes it received, until its next
+    # call: 29 bytes of Python per message at 256 ranks).
+    def program(kind):
+        def main():
+            comm = MPI.COMM_WORLD
+            n = comm.Get_size()
+            send = bgsim.shared_array(n * 256, "u1", key="send")
+            recv = bgsim.shared_array(n * 256, "u1", key="recv")
+            if kind == "alltoall":
+                comm.Alltoall(send, recv)
+            else:
+                comm.Barrier()
+        return main
+
+    n = 512
+    extra = _python_peak(program("alltoall"), n) - _python_peak(program("barrier"), n)
+    # (What is left is per rank: its call's frames, about 1.5 KB.)
+    assert extra / (n * (n - 1)) < 8, f"{extra / (n * (n - 1)):.1f} bytes of Python per message"

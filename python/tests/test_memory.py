@@ -11,6 +11,11 @@ from bgsim import MPI, errors, memory, runtime
 def test_the_estimate_grows_with_nodes_and_ranks():
     assert memory.estimate_bytes(65536) > memory.estimate_bytes(4096) > 0
     assert memory.estimate_bytes(4096, ranks=4096) > memory.estimate_bytes(4096)
+    # Messages in flight count where they are known: a 4,096-rank
+    # all-to-all posts 16.8 M at once, about 4 GB.
+    a2a = 4096 * 4095
+    assert memory.estimate_bytes(1024, 4096, messages=a2a) - memory.estimate_bytes(1024, 4096) == a2a * memory.MESSAGE_BYTES
+    assert 3 * 2**30 < a2a * memory.MESSAGE_BYTES < 6 * 2**30
     # 128x128x128 would need about 7 GB before a single event.
     assert memory.estimate_bytes(128 ** 3) > 6 * 2**30
     limit = memory.limit_bytes()
@@ -75,3 +80,14 @@ def test_the_cores_watch_stops_the_process_with_a_message_whatever_it_does():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "not stopped" not in p.stdout
     assert "the run was stopped: it holds" in p.stderr and "of the about 8.0 GB this process may use" in p.stderr
+
+
+def test_a_core_driven_halo_counts_its_messages_in_flight(monkeypatch):
+    from bgsim import skeleton
+    # 4,096 ranks on a 64 x 64 grid: four neighbours each, 16,384 messages.
+    need = memory.estimate_bytes(1024, 4096, rank_bytes=memory.CORE_RANK_BYTES, messages=4096 * 4)
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + need - 1)
+    with pytest.raises(errors.MemoryLimitError, match=r"4,096 ranks with 16,384 messages in flight"):
+        skeleton.halo_in_core((64, 64), 1024, 1, "bgp", shape="8x8x16", mode="vn")
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + need + (64 << 20))
+    assert skeleton.halo_in_core((64, 64), 1024, 1, "bgp", shape="8x8x16", mode="vn")["messages"] == 16384

@@ -295,7 +295,12 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             _coll.run("alltoall", c, blocks, nbytes=size)
             rmv[me * size:(me + 1) * size] = blocks[me]
             return
-        parts = [part(smv, sdt, scounts[i], sdispls[i]) for i in range(n)]
+        if sized and sc is not None:
+            # One size for every peer: no list of n sizes (n ranks each
+            # holding one would be n^2 objects).
+            parts = _Same(sc * sdt.size, n)
+        else:
+            parts = [part(smv, sdt, scounts[i], sdispls[i]) for i in range(n)]
         got = _coll.run("alltoall", c, parts, nbytes=max(_size(p) for p in parts))
         if not sized:
             for i, p in enumerate(got):

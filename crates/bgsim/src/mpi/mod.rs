@@ -477,8 +477,7 @@ impl World {
     /// Posts a probe request.
     pub fn probe(&mut self, rank: u32, src: i64, ctx: u32, tag: i32) -> Result<ReqId, MpiError> {
         let src = if src < 0 { crate::msglayer::ANY } else { self.check_rank(src)? as i32 };
-        let now = self.q.now();
-        let r = self.stack.ml.probe(now, rank, src, ctx, tag.max(-1));
+        let r = self.stack.ml.probe(rank, src, ctx, tag.max(-1));
         self.collect();
         Ok(r)
     }
@@ -580,24 +579,23 @@ impl World {
 
     /// Cancels a pending receive or probe.
     pub fn cancel(&mut self, req: ReqId) -> bool {
-        let now = self.q.now();
-        let r = self.stack.ml.cancel(now, req);
+        let r = self.stack.ml.cancel(req);
         self.collect();
         r
     }
 
     pub fn is_done(&self, req: ReqId) -> bool {
-        self.stack.ml.reqs[req as usize].done
+        self.stack.ml.reqs[req as usize].done()
     }
     pub fn kind(&self, req: ReqId) -> ReqKind {
         self.stack.ml.reqs[req as usize].kind
     }
     pub fn status(&self, req: ReqId) -> Status {
-        self.stack.ml.reqs[req as usize].status
+        self.stack.ml.reqs[req as usize].status()
     }
     /// Takes the received data of a completed receive.
     pub fn take_data(&mut self, req: ReqId) -> Option<Vec<u8>> {
-        self.stack.ml.reqs[req as usize].data.take()
+        self.stack.ml.take_data(req)
     }
     /// A buffer holding a copy of `data`, for [`Self::isend`]: a recycled one
     /// when there is one (a thousand ranks' 1 KB messages otherwise keep the
@@ -642,7 +640,8 @@ impl World {
         // updates the count in constant time.
         for &r in &reqs {
             let q = &mut self.stack.ml.reqs[r as usize];
-            q.waited = !q.done;
+            let done = q.done();
+            q.set_waited(!done);
         }
         self.waits[rank as usize] = Some(Wait { need: need.min(reqs.len()), reqs, done });
         true
@@ -656,16 +655,16 @@ impl World {
         }
         for &req in &done {
             let q = &mut self.stack.ml.reqs[req as usize];
-            if !q.waited {
+            if !q.waited() {
                 continue;
             }
-            q.waited = false;
+            q.set_waited(false);
             let rank = q.rank as usize;
             let Some(w) = &mut self.waits[rank] else { continue };
             w.done += 1;
             if w.done >= w.need {
                 for &r in &w.reqs {
-                    self.stack.ml.reqs[r as usize].waited = false;
+                    self.stack.ml.reqs[r as usize].set_waited(false);
                 }
                 self.waits[rank] = None;
                 self.ready.push(rank as u32);

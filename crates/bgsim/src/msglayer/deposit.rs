@@ -58,12 +58,12 @@ impl MsgLayer {
                 b.root_done = true;
             }
             if b.root_done {
-                self.complete(req, now);
+                self.complete(req);
             } else {
                 b.waiting[node as usize].push(req);
             }
         } else if b.done[node as usize] || b.packets == 0 {
-            self.complete(req, now);
+            self.complete(req);
         } else {
             b.waiting[node as usize].push(req);
         }
@@ -197,7 +197,7 @@ impl MsgLayer {
 
     /// A line packet of broadcast `id` written at node `src`: the root's
     /// join completes once all of its packets are written.
-    pub(super) fn line_bcast_written(&mut self, now: Tick, id: u32, src: u32) {
+    pub(super) fn line_bcast_written(&mut self, id: u32, src: u32) {
         let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
         if src == b.root {
             b.root_written += 1;
@@ -205,7 +205,7 @@ impl MsgLayer {
                 b.root_done = true;
                 let root = b.root as usize;
                 for r in std::mem::take(&mut b.waiting[root]) {
-                    self.complete(r, now);
+                    self.complete(r);
                 }
             }
         }

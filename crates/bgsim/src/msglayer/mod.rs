@@ -59,12 +59,6 @@ use partition::{RECV_SIDE, SEND_SIDE};
 use protocol::{AdaptiveEager, Rendezvous};
 use wire::{pk, tk, timer_tag, untag};
 
-/// Empty per-peer send queues a rank keeps (with their buffers) for the next
-/// message to the same peer: a neighbour exchange then allocates nothing per
-/// message, while a rank that has sent to thousands of peers holds only this
-/// many idle queues.
-const PEER_QUEUES_KEPT: usize = 32;
-
 /// Dense ids of messages and requests.
 pub type MsgId = u32;
 pub type ReqId = u32;
@@ -160,28 +154,90 @@ pub struct Status {
     pub truncated: bool,
 }
 
-/// One request (a send, a receive, a probe, a compute timer).
+/// One request (a send, a receive, a probe, a compute timer): 32 bytes, as
+/// a post-all exchange holds two per message. A receive's or probe's
+/// criteria become its status's source and tag when it completes; its
+/// data, when it has any, waits in `MsgLayer::req_data`.
 #[derive(Clone, Debug)]
 pub struct Req {
     pub kind: ReqKind,
+    /// `req_flag` bits.
+    flags: u8,
     pub rank: u32,
-    pub done: bool,
-    pub done_at: Tick,
-    pub status: Status,
     pub msg: MsgId,
-    /// Receive / probe criteria.
+    /// Receive / probe criteria until complete, then the status's source
+    /// and tag (`Req::status`).
     pub src: i32,
     pub ctx: u32,
     pub tag: i32,
     pub capacity: u32,
+    /// The status's count.
+    count: u32,
+}
+
+/// Bits of `Req::flags`.
+mod req_flag {
+    pub const DONE: u8 = 1;
+    /// The slot is in use (not on the free list).
+    pub const LIVE: u8 = 2;
+    /// A blocked rank waits for this request (kept by the MPI layer).
+    pub const WAITED: u8 = 4;
     /// The receive buffer is not aligned for network access: the data is
     /// realigned by an extra copy.
-    pub unaligned: bool,
-    /// Received data, until taken.
-    pub data: Option<Vec<u8>>,
-    pub live: bool,
-    /// A blocked rank waits for this request (kept by the MPI layer).
-    pub waited: bool,
+    pub const UNALIGNED: u8 = 8;
+    pub const CANCELLED: u8 = 16;
+    /// The message was longer than the receive buffer (MPI_ERR_TRUNCATE).
+    pub const TRUNCATED: u8 = 32;
+    /// Received data (possibly none: a skeleton's) not taken yet.
+    pub const DATA: u8 = 64;
+    /// A send not started yet: `msg` names its `Pending`.
+    pub const PENDING: u8 = 128;
+}
+
+impl Req {
+    fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+    fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+    pub fn done(&self) -> bool {
+        self.flag(req_flag::DONE)
+    }
+    pub fn live(&self) -> bool {
+        self.flag(req_flag::LIVE)
+    }
+    pub fn waited(&self) -> bool {
+        self.flag(req_flag::WAITED)
+    }
+    pub fn set_waited(&mut self, on: bool) {
+        self.set_flag(req_flag::WAITED, on)
+    }
+    pub fn unaligned(&self) -> bool {
+        self.flag(req_flag::UNALIGNED)
+    }
+    pub fn status(&self) -> Status {
+        // (Set by a receive's or probe's completion; zero otherwise, as is
+        // a cancelled one's.)
+        let set = self.flags & (req_flag::DONE | req_flag::CANCELLED) == req_flag::DONE
+            && matches!(self.kind, ReqKind::Recv | ReqKind::Probe);
+        Status {
+            source: if set { self.src } else { 0 },
+            tag: if set { self.tag } else { 0 },
+            count: self.count,
+            cancelled: self.flag(req_flag::CANCELLED),
+            truncated: self.flag(req_flag::TRUNCATED),
+        }
+    }
+    fn set_status(&mut self, s: Status) {
+        (self.src, self.tag, self.count) = (s.source, s.tag, s.count);
+        self.set_flag(req_flag::CANCELLED, s.cancelled);
+        self.set_flag(req_flag::TRUNCATED, s.truncated);
+    }
 }
 
 /// One message in flight.
@@ -195,7 +251,6 @@ struct Msg {
     proto: Option<Protocol>,
     intranode: bool,
     sync: bool,
-    data: Vec<u8>,
     send_req: ReqId,
     recv_req: ReqId,
     /// Sender: data bytes put into packets; scout sent.
@@ -236,6 +291,52 @@ struct Msg {
     peer: MsgId,
 }
 
+/// A send posted and not started yet: it waits for its peer queue's turn,
+/// its core or room in its rank's work FIFO, and its `Msg` (76 bytes) is
+/// made when it starts (`MsgLayer::start`). A post-all exchange posts every
+/// message at once: each waits in 36 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    src: u32,
+    dst: u32,
+    ctx: u32,
+    tag: i32,
+    bytes: u32,
+    /// `NONE` once complete at posting (a buffered send).
+    req: ReqId,
+    record: u32,
+    /// The next send of its peer queue (`RankState::peers`).
+    next: u32,
+    /// `pend` bits: protocol, intra-node, synchronous, `rma` kind.
+    bits: u8,
+}
+
+/// Bits of `Pending::bits`.
+mod pend {
+    /// The protocol's index in `Protocol::ALL`.
+    pub const PROTO: u8 = 3;
+    pub const INTRANODE: u8 = 4;
+    pub const SYNC: u8 = 8;
+    /// The `rma` kind from this bit on.
+    pub const RMA_SHIFT: u8 = 4;
+}
+
+/// Puts `x` into a free slot of `v` (or a new one) and returns its index;
+/// ids travel in 28-bit timer tags.
+fn slot<T>(v: &mut Vec<T>, free: &mut Vec<u32>, x: T, what: &str) -> u32 {
+    match free.pop() {
+        Some(id) => {
+            v[id as usize] = x;
+            id
+        }
+        None => {
+            v.push(x);
+            assert!(v.len() < (1 << 28), "more than 2^28 {what}");
+            (v.len() - 1) as u32
+        }
+    }
+}
+
 /// Per-rank counters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RankStats {
@@ -269,9 +370,12 @@ struct RankState {
     /// Messages whose envelope arrived unmatched, in arrival order.
     unexpected: Queue,
     probes: Vec<ReqId>,
-    /// Per destination: messages not yet started (head may be in progress).
-    /// (Fx hashing: a rank number needs no protection from crafted keys.)
-    peers: FxHashMap<u32, VecDeque<MsgId>>,
+    /// Per destination with a message in progress (or about to start):
+    /// the first and last of the sends waiting behind it (`NONE` for
+    /// none), linked by `Pending::next`: no allocation per queue, 12 bytes
+    /// per peer. (Fx hashing: a rank number needs no protection from
+    /// crafted keys.)
+    peers: FxHashMap<u32, (u32, u32)>,
     /// Per source whose last envelope is being waited for (see
     /// `Costs::wait`): when it will be taken up. A later envelope from the
     /// same source is not taken up before it, so matching keeps MPI's order.
@@ -280,9 +384,9 @@ struct RankState {
     /// turn (the head streams; a peer's send queue sends one message's
     /// packets at a time).
     rdata: FxHashMap<u32, VecDeque<MsgId>>,
-    /// With a DMA engine: the messages waiting for room in the rank's
-    /// work FIFO (the FIFO itself is the engine's, `crate::dma`).
-    dma_waiting: VecDeque<MsgId>,
+    /// With a DMA engine: the sends (`Pending`) waiting for room in the
+    /// rank's work FIFO (the FIFO itself is the engine's, `crate::dma`).
+    dma_waiting: VecDeque<u32>,
     stats: RankStats,
 }
 
@@ -321,6 +425,15 @@ pub struct MsgLayer {
     free_msgs: Vec<MsgId>,
     pub reqs: Vec<Req>,
     free_reqs: Vec<ReqId>,
+    /// The contents of messages that carry any (a skeleton's, or a run
+    /// with size-only buffers, carry none and cost nothing here), by
+    /// message while in flight and by receive once delivered.
+    msg_data: FxHashMap<MsgId, Vec<u8>>,
+    req_data: FxHashMap<ReqId, Vec<u8>>,
+    /// Sends not started yet, and their contents.
+    pending: Vec<Pending>,
+    free_pending: Vec<u32>,
+    pending_data: FxHashMap<u32, Vec<u8>>,
     /// Per core (node * cores + core): messages with packets to emit.
     streams: Vec<Streams>,
     costs: Costs,
@@ -424,6 +537,11 @@ impl MsgLayer {
             free_msgs: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
+            msg_data: FxHashMap::default(),
+            req_data: FxHashMap::default(),
+            pending: Vec::new(),
+            free_pending: Vec::new(),
+            pending_data: FxHashMap::default(),
             streams: (0..net.agent_count()).map(|_| Streams::default()).collect(),
             costs: Costs {
                 send_msg: ticks(&ml.send_message_cycles),
@@ -498,63 +616,51 @@ impl MsgLayer {
     fn new_req(&mut self, kind: ReqKind, rank: u32) -> ReqId {
         let r = Req {
             kind,
+            flags: req_flag::LIVE,
             rank,
-            done: false,
-            done_at: 0,
-            status: Status::default(),
             msg: NONE,
             src: ANY,
             ctx: 0,
             tag: ANY,
             capacity: 0,
-            unaligned: false,
-            data: None,
-            live: true,
-            waited: false,
+            count: 0,
         };
-        match self.free_reqs.pop() {
-            Some(id) => {
-                self.reqs[id as usize] = r;
-                id
-            }
-            None => {
-                self.reqs.push(r);
-                (self.reqs.len() - 1) as ReqId
-            }
+        slot(&mut self.reqs, &mut self.free_reqs, r, "requests")
+    }
+
+    /// Takes a completed receive's data (empty for a message without
+    /// content), once.
+    pub fn take_data(&mut self, id: ReqId) -> Option<Vec<u8>> {
+        let r = &mut self.reqs[id as usize];
+        if !r.flag(req_flag::DATA) {
+            return None;
         }
+        r.set_flag(req_flag::DATA, false);
+        Some(self.req_data.remove(&id).unwrap_or_default())
     }
 
     /// Frees a completed (or abandoned) request's slot.
     pub fn release(&mut self, id: ReqId) {
         let r = &mut self.reqs[id as usize];
-        if r.live {
-            r.live = false;
-            r.data = None;
+        if r.live() {
+            r.flags = 0;
+            if !self.req_data.is_empty() {
+                self.req_data.remove(&id);
+            }
             self.free_reqs.push(id);
         }
     }
 
-    fn complete(&mut self, id: ReqId, now: Tick) {
+    fn complete(&mut self, id: ReqId) {
         let r = &mut self.reqs[id as usize];
-        if !r.done {
-            r.done = true;
-            r.done_at = now;
+        if !r.done() {
+            r.flags |= req_flag::DONE;
             self.completed.push(id);
         }
     }
 
     fn new_msg(&mut self, m: Msg) -> MsgId {
-        match self.free_msgs.pop() {
-            Some(id) => {
-                self.msgs[id as usize] = m;
-                id
-            }
-            None => {
-                self.msgs.push(m);
-                assert!(self.msgs.len() < (1 << 28), "more than 2^28 messages in flight");
-                (self.msgs.len() - 1) as MsgId
-            }
-        }
+        slot(&mut self.msgs, &mut self.free_msgs, m, "messages in flight")
     }
 
     fn maybe_free_msg(&mut self, id: MsgId) {
@@ -563,7 +669,9 @@ impl MsgLayer {
         // An adaptive-eager confirmation may still be on its way back.
         let settled = !send || m.proto != Some(Protocol::AdaptiveEager) || m.acked;
         if (m.send_done || !send) && (m.recv_done || !recv) && settled {
-            m.data = Vec::new();
+            if !self.msg_data.is_empty() {
+                self.msg_data.remove(&id);
+            }
             m.send_done = false;
             m.sides = 0;
             self.free_msgs.push(id);
@@ -598,6 +706,10 @@ impl MsgLayer {
             ReqKind::Recv => format!("a message from {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
             ReqKind::Probe => format!("a probe for {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
             ReqKind::Timer => "compute".to_string(),
+            ReqKind::Send if r.flag(req_flag::PENDING) => {
+                let p = &self.pending[r.msg as usize];
+                format!("a send of {} bytes to rank {} with tag {} (context {}); not started", p.bytes, p.dst, p.tag, p.ctx)
+            }
             ReqKind::Send => {
                 let m = &self.msgs[r.msg as usize];
                 // (Whether the receiver matched: known here when it is in
@@ -741,7 +853,7 @@ impl Software for MsgLayer {
     fn on_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, _node: u32, _core: usize, pkt: &Packet) {
         let (kind, id, _) = untag(pkt.tag);
         if kind == pk::DEPOSIT {
-            return self.line_bcast_written(now, id, pkt.src);
+            return self.line_bcast_written(id, pkt.src);
         }
         if matches!(kind, pk::RACK | pk::CONFIRM | pk::SYNCACK) {
             // A receiver's ack: it names the sender's record, which may be
@@ -783,7 +895,7 @@ impl Software for MsgLayer {
                 self.envelope(net, q, now, id, core);
             }
             tk::INTRA_FREE => self.send_complete(now, id),
-            tk::REQ_DONE => self.complete(id, now),
+            tk::REQ_DONE => self.complete(id),
             tk::RECV_COPIED => self.recv_complete(now, id),
             tk::START => self.start(net, q, now, id),
             tk::POSTED => self.stream(net, q, now, id),
@@ -797,5 +909,18 @@ impl Software for MsgLayer {
             }
             k => unreachable!("unknown message-layer timer kind {k}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// What a posted message holds in the core, per structure: a post-all
+    /// exchange keeps two requests and a waiting send per message, and a
+    /// `Msg` only for the messages under way (`docs/performance.md`).
+    #[test]
+    fn a_posted_message_stays_lean() {
+        assert!(std::mem::size_of::<super::Req>() <= 32, "Req is {} bytes", std::mem::size_of::<super::Req>());
+        assert!(std::mem::size_of::<super::Pending>() <= 36, "Pending is {} bytes", std::mem::size_of::<super::Pending>());
+        assert!(std::mem::size_of::<super::Msg>() <= 76, "Msg is {} bytes", std::mem::size_of::<super::Msg>());
     }
 }

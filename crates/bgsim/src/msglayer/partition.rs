@@ -85,7 +85,6 @@ impl MsgLayer {
             bytes: e.bytes,
             proto: e.proto,
             sync: e.sync,
-            data: e.data,
             send_req: NONE,
             recv_req: NONE,
             packets: e.packets,
@@ -98,6 +97,9 @@ impl MsgLayer {
             peer: e.slot,
             ..Default::default()
         });
+        if !e.data.is_empty() {
+            self.msg_data.insert(id, e.data);
+        }
         let old = self.from_away.insert(key, id);
         debug_assert!(old.is_none(), "message {key:?} taken in twice");
     }
@@ -156,7 +158,7 @@ impl MsgLayer {
             slot: id,
             seq,
             record: m.record,
-            data: std::mem::take(&mut m.data),
+            data: self.msg_data.remove(&id).unwrap_or_default(),
         };
         let node = self.ranks[e.dst as usize].node;
         self.notes.push(e);

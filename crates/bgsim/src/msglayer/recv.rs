@@ -23,7 +23,7 @@ impl MsgLayer {
             r.ctx = ctx;
             r.tag = tag;
             r.capacity = capacity;
-            r.unaligned = unaligned;
+            r.set_flag(super::req_flag::UNALIGNED, unaligned);
         }
         let rs = &mut self.ranks[rank as usize];
         match rs.unexpected.take_message(ctx, src, tag) {
@@ -35,7 +35,7 @@ impl MsgLayer {
 
     /// Posts a probe: completes when a matching message is (or becomes)
     /// visible, without receiving it.
-    pub fn probe(&mut self, now: Tick, rank: u32, src: i32, ctx: u32, tag: i32) -> ReqId {
+    pub fn probe(&mut self, rank: u32, src: i32, ctx: u32, tag: i32) -> ReqId {
         let req = self.new_req(ReqKind::Probe, rank);
         {
             let r = &mut self.reqs[req as usize];
@@ -44,23 +44,23 @@ impl MsgLayer {
             r.tag = tag;
         }
         if let Some(m) = self.ranks[rank as usize].unexpected.peek_message(ctx, src, tag) {
-            self.finish_probe(req, m, now);
+            self.finish_probe(req, m);
         } else {
             self.ranks[rank as usize].probes.push(req);
         }
         req
     }
 
-    pub(super) fn finish_probe(&mut self, req: ReqId, msg: MsgId, now: Tick) {
+    pub(super) fn finish_probe(&mut self, req: ReqId, msg: MsgId) {
         let m = &self.msgs[msg as usize];
-        self.reqs[req as usize].status = Status { source: m.src as i32, tag: m.tag, count: m.bytes, ..Default::default() };
-        self.complete(req, now);
+        self.reqs[req as usize].set_status(Status { source: m.src as i32, tag: m.tag, count: m.bytes, ..Default::default() });
+        self.complete(req);
     }
 
     /// Cancels a pending receive or probe; true if it was still pending.
-    pub fn cancel(&mut self, now: Tick, req: ReqId) -> bool {
+    pub fn cancel(&mut self, req: ReqId) -> bool {
         let r = &self.reqs[req as usize];
-        if r.done {
+        if r.done() {
             return false;
         }
         let (rank, ctx, src) = (r.rank as usize, r.ctx, r.src);
@@ -73,8 +73,8 @@ impl MsgLayer {
             _ => return false,
         };
         if found {
-            self.reqs[req as usize].status.cancelled = true;
-            self.complete(req, now);
+            self.reqs[req as usize].set_flag(super::req_flag::CANCELLED, true);
+            self.complete(req);
             true
         } else {
             false
@@ -134,7 +134,7 @@ impl MsgLayer {
                     r.ctx == m.ctx && (r.src == ANY || r.src as u32 == m.src) && (r.tag == ANY || r.tag == m.tag)
                 }) {
                     let p = self.ranks[dst as usize].probes.remove(i);
-                    self.finish_probe(p, id, now);
+                    self.finish_probe(p, id);
                 }
             }
         }
@@ -171,7 +171,7 @@ impl MsgLayer {
         if !m.matched || !m.envelope || m.arrived < m.bytes || m.recv_done || m.finishing {
             return;
         }
-        if !m.unexpected && !m.realigned && !m.intranode && self.reqs[m.recv_req as usize].unaligned {
+        if !m.unexpected && !m.realigned && !m.intranode && self.reqs[m.recv_req as usize].unaligned() {
             // Packets are read into an aligned area and copied into place;
             // the part of the copy not overlapped with the reads costs time.
             let (node, core) = self.place(m.dst);
@@ -215,11 +215,8 @@ impl MsgLayer {
         }
         let req = m.recv_req;
         let cap = self.reqs[req as usize].capacity;
-        let mut data = std::mem::take(&mut m.data);
         let truncated = m.bytes > cap;
-        if truncated {
-            data.truncate(cap as usize);
-        }
+        let data = if self.msg_data.is_empty() { None } else { self.msg_data.remove(&id) };
         // (A message without content - a skeleton's - arrives as empty data.)
         let status = Status { source: m.src as i32, tag: m.tag, count: m.bytes.min(cap), cancelled: false, truncated };
         let dst = m.dst;
@@ -227,9 +224,13 @@ impl MsgLayer {
         st.recvs += 1;
         st.bytes_received += status.count as u64;
         let r = &mut self.reqs[req as usize];
-        r.status = status;
-        r.data = Some(data);
-        self.complete(req, now);
+        r.set_status(status);
+        r.set_flag(super::req_flag::DATA, true);
+        if let Some(mut data) = data {
+            data.truncate(cap as usize);
+            self.req_data.insert(req, data);
+        }
+        self.complete(req);
         // (The sender may still be writing packets: the slot is kept until then.)
         self.maybe_free_msg(id);
     }
@@ -247,7 +248,7 @@ impl MsgLayer {
         }
         let req = m.send_req;
         if req != NONE {
-            self.complete(req, now);
+            self.complete(req);
         }
         self.maybe_free_msg(id);
     }

@@ -5,7 +5,7 @@
 
 use super::partition::{RECV_SIDE, SEND_SIDE};
 use super::wire::*;
-use super::{rma, Msg, MsgId, MsgLayer, PacketOut, ReqId, ReqKind, SendMode, SendReq, NONE, PEER_QUEUES_KEPT};
+use super::{pend, req_flag, rma, Msg, MsgId, MsgLayer, PacketOut, Pending, ReqId, ReqKind, SendMode, SendReq, NONE};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
@@ -34,32 +34,22 @@ impl MsgLayer {
         };
         let mode = if matches!(mode, SendMode::Remote | SendMode::Served) { SendMode::Standard } else { mode };
         let proto = if direct || rma != rma::NONE || (proto == Protocol::OnePacket && bytes > self.maxp - self.meta) { Protocol::Eager } else { proto };
-        let packets = if intranode { 0 } else { self.data_packets(proto, bytes) };
         let record = self.log_record(rank, dest, bytes, if intranode { 4 } else { proto.index() as u8 }, now);
-        let away = !self.owns(self.ranks[dest as usize].node);
-        let msg = self.new_msg(Msg {
-            src: rank,
-            dst: dest,
-            ctx,
-            tag,
-            bytes,
-            proto: if intranode { None } else { Some(proto) },
-            intranode,
-            sync: mode == SendMode::Synchronous,
-            data,
-            send_req: req,
-            recv_req: NONE,
-            packets,
-            direct: direct && !intranode,
-            rma,
-            record,
-            sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
-            ..Default::default()
-        });
-        if away {
-            self.send_away(q, msg);
+        // The message waits as a `Pending` until it starts; its `Msg` is
+        // made then.
+        let mut bits = proto.index() as u8 | (rma << pend::RMA_SHIFT);
+        if intranode {
+            bits |= pend::INTRANODE;
         }
-        self.reqs[req as usize].msg = msg;
+        if mode == SendMode::Synchronous {
+            bits |= pend::SYNC;
+        }
+        let pd = self.new_pending(Pending { src: rank, dst: dest, ctx, tag, bytes, req, record, next: NONE, bits });
+        if !data.is_empty() {
+            self.pending_data.insert(pd, data);
+        }
+        self.reqs[req as usize].msg = pd;
+        self.reqs[req as usize].set_flag(req_flag::PENDING, true);
         let st = &mut self.ranks[rank as usize].stats;
         st.sends += 1;
         st.bytes_sent += bytes as u64;
@@ -75,52 +65,122 @@ impl MsgLayer {
             // complete after the copy, the message goes on by itself.
             let (node, core) = self.place(rank);
             let done = net.charge(q, now, node, core, self.copy_ticks(bytes), Work::Copy);
-            self.msgs[msg as usize].send_req = NONE;
+            self.pending[pd as usize].req = NONE;
             net.timer(q, done, node, core, timer_tag(tk::REQ_DONE, req));
         }
-        if self.msgs[msg as usize].direct {
+        if direct && !intranode {
+            let msg = self.materialize(q, pd);
+            self.msgs[msg as usize].direct = true;
             self.stream(net, q, now, msg);
             return req;
         }
-        let queue = self.ranks[rank as usize].peers.entry(dest).or_default();
-        queue.push_back(msg);
-        if queue.len() == 1 {
-            // The rank's calls run one after the other on its core: a send
-            // posted while the core still works on earlier calls starts
-            // when it is free.
-            let (node, core) = self.place(rank);
-            let busy = net.core_busy_until(node, core);
-            if busy > now {
-                net.timer(q, busy, node, core, timer_tag(tk::START, msg));
-            } else {
-                self.start(net, q, now, msg);
+        // A message to a peer with one in progress (or about to start)
+        // waits behind it.
+        match self.ranks[rank as usize].peers.get_mut(&dest) {
+            Some(ends) => {
+                if ends.0 == NONE {
+                    ends.0 = pd;
+                } else {
+                    self.pending[ends.1 as usize].next = pd;
+                }
+                ends.1 = pd;
+            }
+            None => {
+                self.ranks[rank as usize].peers.insert(dest, (NONE, NONE));
+                // The rank's calls run one after the other on its core: a
+                // send posted while the core still works on earlier calls
+                // starts when it is free.
+                let (node, core) = self.place(rank);
+                let busy = net.core_busy_until(node, core);
+                if busy > now {
+                    net.timer(q, busy, node, core, timer_tag(tk::START, pd));
+                } else {
+                    self.start(net, q, now, pd);
+                }
             }
         }
         req
     }
 
-    /// Starts the head message of a peer queue.
-    pub(super) fn start(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
-        let m = &self.msgs[id as usize];
-        if m.intranode {
+    fn new_pending(&mut self, p: Pending) -> u32 {
+        super::slot(&mut self.pending, &mut self.free_pending, p, "sends waiting to start")
+    }
+
+    /// Makes a waiting send's `Msg` (and hands its envelope to the
+    /// receiver's partition if that is another).
+    pub(super) fn materialize(&mut self, q: &mut EventQueue, pd: u32) -> MsgId {
+        let p = self.pending[pd as usize];
+        self.free_pending.push(pd);
+        let proto = Protocol::ALL[(p.bits & pend::PROTO) as usize];
+        let intranode = p.bits & pend::INTRANODE != 0;
+        let packets = if intranode { 0 } else { self.data_packets(proto, p.bytes) };
+        let away = !self.owns(self.ranks[p.dst as usize].node);
+        let msg = self.new_msg(Msg {
+            src: p.src,
+            dst: p.dst,
+            ctx: p.ctx,
+            tag: p.tag,
+            bytes: p.bytes,
+            proto: if intranode { None } else { Some(proto) },
+            intranode,
+            sync: p.bits & pend::SYNC != 0,
+            send_req: p.req,
+            recv_req: NONE,
+            packets,
+            rma: p.bits >> pend::RMA_SHIFT,
+            record: p.record,
+            sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
+            ..Default::default()
+        });
+        if !self.pending_data.is_empty() {
+            if let Some(d) = self.pending_data.remove(&pd) {
+                self.msg_data.insert(msg, d);
+            }
+        }
+        if away {
+            self.send_away(q, msg);
+        }
+        // (A request freed before its send started is no longer this
+        // message's: its slot may serve another by now.)
+        match self.reqs.get_mut(p.req as usize) {
+            Some(r) if r.flag(req_flag::PENDING) && r.msg == pd => {
+                r.msg = msg;
+                r.set_flag(req_flag::PENDING, false);
+            }
+            _ => self.msgs[msg as usize].send_req = NONE,
+        }
+        msg
+    }
+
+    /// Starts a waiting send, the head of its peer queue: its `Msg` is
+    /// made once it has the rank's core and, with a DMA engine, room in
+    /// the rank's work FIFO.
+    pub(super) fn start(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, pd: u32) {
+        let p = &self.pending[pd as usize];
+        let rma_kind = p.bits >> pend::RMA_SHIFT;
+        if p.bits & pend::INTRANODE != 0 {
+            let id = self.materialize(q, pd);
             return self.intra_start(net, q, now, id);
         }
-        let (node, core) = self.place(m.src);
-        let p = m.proto.expect("network message").index();
-        if m.rma == rma::SERVED {
+        if rma_kind == rma::SERVED {
             // The engine answers a remote get from its own FIFO: neither the
             // core nor the rank's work FIFO is involved.
+            let id = self.materialize(q, pd);
             return self.stream(net, q, now, id);
         }
+        let src = p.src as usize;
         if self.dma.is_some() {
             // A descriptor goes into the rank's work FIFO; with the FIFO
             // full the message waits for room (see `descriptor_done`).
-            let src = m.src as usize;
             if !net.dma_post(self.ranks[src].node, self.ranks[src].task as u32) {
-                self.ranks[src].dma_waiting.push_back(id);
+                self.ranks[src].dma_waiting.push_back(pd);
                 return;
             }
         }
+        let id = self.materialize(q, pd);
+        let m = &self.msgs[id as usize];
+        let (node, core) = self.place(m.src);
+        let p = m.proto.expect("network message").index();
         let cost = self.costs.send_msg[p] + self.costs.mpi_half[p] + self.costs.descriptor;
         let posted = net.charge(q, now, node, core, cost, Work::Protocol);
         if self.dma.is_some() && posted > now {
@@ -150,13 +210,15 @@ impl MsgLayer {
 
     /// The next message of a peer queue may start.
     pub(super) fn advance_peer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, src: u32, dst: u32) {
-        let queue = self.ranks[src as usize].peers.get_mut(&dst).expect("peer queue");
-        queue.pop_front();
-        if let Some(&next) = queue.front() {
-            self.start(net, q, now, next);
-        } else if self.ranks[src as usize].peers.len() > PEER_QUEUES_KEPT {
-            self.ranks[src as usize].peers.remove(&dst);
+        let peers = &mut self.ranks[src as usize].peers;
+        let ends = peers.get_mut(&dst).expect("peer queue");
+        let next = ends.0;
+        if next == NONE {
+            peers.remove(&dst);
+            return;
         }
+        ends.0 = self.pending[next as usize].next;
+        self.start(net, q, now, next);
     }
 
     /// The injection FIFO of a packet from a task: FIFOs are pinned to

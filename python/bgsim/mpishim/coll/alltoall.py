@@ -30,8 +30,10 @@ def alltoall_postall(c: Call, parts: Any, order: Optional[Sequence[int]] = None,
     n, me = c.n, c.me
     expect = getattr(c, "expect", None)
     if expect is None:
-        dests = list(order) if order is not None else [(me + k) % n for k in range(1, n)]
-        got = c.exchange(parts, dests, [i for i in range(n) if i != me], mode=mode)
+        # (The lists go straight to the core, which copies them: nothing
+        # here holds them while the exchange runs.)
+        got = c.exchange(parts, list(order) if order is not None else [(me + k) % n for k in range(1, n)],
+                         [i for i in range(n) if i != me], mode=mode)
         got[me] = parts[me]
         return got
     sparse = isinstance(parts, dict)

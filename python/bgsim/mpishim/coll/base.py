@@ -133,8 +133,16 @@ class Call:
         members = self.comm._p2p
         if members is None:  # COMM_SELF: the calling rank's own group
             members = _members(self.comm._context, self.comm._group._ranks)
-        if w.coll_exchange(ctx.rank, members, self.tag, parts, dests, srcs, steps, mode, packed):
+        started = w.coll_exchange(ctx.rank, members, self.tag, parts, dests, srcs, steps, mode, packed)
+        # The core has its own copy of the ranks: a waiting rank holds no
+        # list as long as the communicator.
+        del dests, srcs
+        if started:
             rt.suspend(ctx.rank)
+        # Done waiting: the caller's frame, kept for a deadlock report,
+        # would otherwise keep its locals (what this call returns, as long
+        # as the communicator) until the rank's next call.
+        ctx.frame = None
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:
