@@ -28,9 +28,11 @@ from .errors import MemoryLimitError
 NODE_BYTES = 3400
 RANK_BYTES = 17 << 10
 #: A rank that is a skeleton driven by the core (no greenlet, no Python
-#: objects): the 1,048,576-rank halo of BENCHMARKS.md peaked at 3.75 GB on
-#: 262,144 nodes, about 2.7 KB per rank beside the nodes.
-CORE_RANK_BYTES = 3 << 10
+#: objects), its messages apart: the 1,048,576-rank halo of
+#: `scripts/bench_million.py` (four messages in flight per rank) peaked at
+#: 3.08 GB on 262,144 nodes (2026-11-28), about 2.25 KB per rank beside the
+#: nodes, 1.2 KB of it without the messages.
+CORE_RANK_BYTES = 3 << 9
 PER_LINK_BYTES = 6 * 24
 #: One message in flight (posted, not yet received), as the 1,024-rank
 #: all-to-all of `scripts/bench_inflight.py` measures it: 256 bytes.

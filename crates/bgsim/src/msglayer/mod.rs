@@ -59,6 +59,14 @@ use partition::{RECV_SIDE, SEND_SIDE};
 use protocol::{AdaptiveEager, Rendezvous};
 use wire::{pk, tk, timer_tag, untag};
 
+/// Idle peer queues a rank keeps (`RankState::peers`, marked `IDLE`) for
+/// the next message to the same peer: a neighbour exchange then only
+/// updates its map's entries, while a rank that has sent to thousands of
+/// peers keeps this many.
+const PEER_QUEUES_KEPT: usize = 32;
+/// A peer queue kept with no message in progress.
+const IDLE: u32 = u32::MAX - 1;
+
 /// Dense ids of messages and requests.
 pub type MsgId = u32;
 pub type ReqId = u32;
@@ -373,8 +381,8 @@ struct RankState {
     /// Per destination with a message in progress (or about to start):
     /// the first and last of the sends waiting behind it (`NONE` for
     /// none), linked by `Pending::next`: no allocation per queue, 12 bytes
-    /// per peer. (Fx hashing: a rank number needs no protection from
-    /// crafted keys.)
+    /// per peer; `IDLE` for a queue kept with none in progress. (Fx
+    /// hashing: a rank number needs no protection from crafted keys.)
     peers: FxHashMap<u32, (u32, u32)>,
     /// Per source whose last envelope is being waited for (see
     /// `Costs::wait`): when it will be taken up. A later envelope from the

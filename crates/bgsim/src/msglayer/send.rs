@@ -5,7 +5,7 @@
 
 use super::partition::{RECV_SIDE, SEND_SIDE};
 use super::wire::*;
-use super::{pend, req_flag, rma, Msg, MsgId, MsgLayer, PacketOut, Pending, ReqId, ReqKind, SendMode, SendReq, NONE};
+use super::{pend, req_flag, rma, Msg, MsgId, MsgLayer, PacketOut, Pending, ReqId, ReqKind, SendMode, SendReq, IDLE, NONE, PEER_QUEUES_KEPT};
 use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
@@ -76,7 +76,12 @@ impl MsgLayer {
         }
         // A message to a peer with one in progress (or about to start)
         // waits behind it.
-        match self.ranks[rank as usize].peers.get_mut(&dest) {
+        let peers = &mut self.ranks[rank as usize].peers;
+        let first = match peers.get_mut(&dest) {
+            Some(ends) if ends.0 == IDLE => {
+                *ends = (NONE, NONE);
+                true
+            }
             Some(ends) => {
                 if ends.0 == NONE {
                     ends.0 = pd;
@@ -84,19 +89,23 @@ impl MsgLayer {
                     self.pending[ends.1 as usize].next = pd;
                 }
                 ends.1 = pd;
+                false
             }
             None => {
-                self.ranks[rank as usize].peers.insert(dest, (NONE, NONE));
-                // The rank's calls run one after the other on its core: a
-                // send posted while the core still works on earlier calls
-                // starts when it is free.
-                let (node, core) = self.place(rank);
-                let busy = net.core_busy_until(node, core);
-                if busy > now {
-                    net.timer(q, busy, node, core, timer_tag(tk::START, pd));
-                } else {
-                    self.start(net, q, now, pd);
-                }
+                peers.insert(dest, (NONE, NONE));
+                true
+            }
+        };
+        if first {
+            // The rank's calls run one after the other on its core: a send
+            // posted while the core still works on earlier calls starts
+            // when it is free.
+            let (node, core) = self.place(rank);
+            let busy = net.core_busy_until(node, core);
+            if busy > now {
+                net.timer(q, busy, node, core, timer_tag(tk::START, pd));
+            } else {
+                self.start(net, q, now, pd);
             }
         }
         req
@@ -211,10 +220,18 @@ impl MsgLayer {
     /// The next message of a peer queue may start.
     pub(super) fn advance_peer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, src: u32, dst: u32) {
         let peers = &mut self.ranks[src as usize].peers;
+        let many = peers.len() > PEER_QUEUES_KEPT;
         let ends = peers.get_mut(&dst).expect("peer queue");
         let next = ends.0;
         if next == NONE {
-            peers.remove(&dst);
+            // Idle: kept for the next message to the same peer (a
+            // neighbour exchange then touches the map's table only), up to
+            // PEER_QUEUES_KEPT of them.
+            if many {
+                peers.remove(&dst);
+            } else {
+                *ends = (IDLE, IDLE);
+            }
             return;
         }
         ends.0 = self.pending[next as usize].next;
