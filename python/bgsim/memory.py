@@ -9,7 +9,7 @@ of it fixed) and about 17 KB per rank for an MPI program (its greenlet and
 frames, the message layer's state), on top of what the process holds. A
 machine cut into partitions on threads holds a copy of every node's state
 per partition (4,096 nodes: 14.6 MB on one thread, 28.2 MB on two, 55.5 MB
-on four). A message posted and not yet received costs about 260 bytes
+on four). A message posted and not yet received costs about 240 bytes
 (`MESSAGE_BYTES`: its two requests, its waiting send, its place in the
 matching lists and peer queues; `scripts/bench_inflight.py`), counted
 where a run's messages are known beforehand (`halo_in_core`). What a
@@ -35,8 +35,8 @@ RANK_BYTES = 17 << 10
 CORE_RANK_BYTES = 3 << 9
 PER_LINK_BYTES = 6 * 24
 #: One message in flight (posted, not yet received), as the 1,024-rank
-#: all-to-all of `scripts/bench_inflight.py` measures it: 256 bytes.
-MESSAGE_BYTES = 260
+#: all-to-all of `scripts/bench_inflight.py` measures it: 232 bytes.
+MESSAGE_BYTES = 240
 
 
 def _read_int(path: str) -> Optional[int]:

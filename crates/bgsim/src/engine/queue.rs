@@ -81,6 +81,8 @@ pub struct EventQueue {
     slot_bits: Vec<u64>,
     far: BinaryHeap<Reverse<Far>>,
     seq: u64,
+    /// Events pushed so far (`Self::pushes`).
+    pushes: u64,
     /// Buffers larger than SLOT_KEEP not lent to a slot.
     big: Vec<Vec<Event>>,
     /// Empty SLOT_KEEP-event buffers not lent to a slot, the one given back
@@ -256,6 +258,7 @@ impl EventQueue {
             slot_bits: vec![0; WHEEL / 64],
             far: BinaryHeap::new(),
             seq: 0,
+            pushes: 0,
             big: Vec::new(),
             spare: Vec::new(),
             windowed: false,
@@ -299,9 +302,18 @@ impl EventQueue {
         self.push_at(self.now + delay, ev);
     }
 
+    /// How many events have been pushed so far: software that would push
+    /// an event right behind its last one, at the same time, can tell
+    /// whether anything else was pushed in between.
+    #[inline]
+    pub fn pushes(&self) -> u64 {
+        self.pushes
+    }
+
     /// Schedules `ev` at absolute time `t` (not before now).
     #[inline(always)]
     pub fn push_at(&mut self, t: Tick, ev: Event) {
+        self.pushes += 1;
         if self.windowed && ev.node != self.cur {
             return self.cross(t, ev);
         }

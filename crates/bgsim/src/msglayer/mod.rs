@@ -395,6 +395,17 @@ struct RankState {
     /// With a DMA engine: the sends (`Pending`) waiting for room in the
     /// rank's work FIFO (the FIFO itself is the engine's, `crate::dma`).
     dma_waiting: VecDeque<u32>,
+    /// Sends posted while the core was busy, to start when it is free
+    /// (`MsgLayer::start_chain`): the first (whose timer is set) and last,
+    /// linked by `Pending::next` (a send that heads its peer queue links
+    /// nothing else), when they start, and the event queue's count of
+    /// pushes after the first's timer. A send posted right behind (same
+    /// time, nothing pushed in between) joins the chain instead of setting
+    /// a timer of its own: a post-all exchange sets one, not one per
+    /// message, and the events come in the same order.
+    chain: (u32, u32),
+    chain_at: Tick,
+    chain_mark: u64,
     stats: RankStats,
 }
 
@@ -535,6 +546,9 @@ impl MsgLayer {
                     envelope_ready: FxHashMap::default(),
                     rdata: FxHashMap::default(),
                     dma_waiting: VecDeque::new(),
+                    chain: (NONE, NONE),
+                    chain_at: 0,
+                    chain_mark: 0,
                     stats: RankStats::default(),
                 }
             })
@@ -905,7 +919,7 @@ impl Software for MsgLayer {
             tk::INTRA_FREE => self.send_complete(now, id),
             tk::REQ_DONE => self.complete(id),
             tk::RECV_COPIED => self.recv_complete(now, id),
-            tk::START => self.start(net, q, now, id),
+            tk::START => self.start_chain(net, q, now, id),
             tk::POSTED => self.stream(net, q, now, id),
             tk::ENVELOPE => {
                 let (dst, src) = (self.msgs[id as usize].dst, self.msgs[id as usize].src);

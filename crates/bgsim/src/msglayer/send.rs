@@ -103,12 +103,36 @@ impl MsgLayer {
             let (node, core) = self.place(rank);
             let busy = net.core_busy_until(node, core);
             if busy > now {
-                net.timer(q, busy, node, core, timer_tag(tk::START, pd));
+                let rs = &mut self.ranks[rank as usize];
+                if rs.chain.0 != NONE && rs.chain_at == busy && rs.chain_mark == q.pushes() {
+                    self.pending[rs.chain.1 as usize].next = pd;
+                    rs.chain.1 = pd;
+                } else {
+                    net.timer(q, busy, node, core, timer_tag(tk::START, pd));
+                    let rs = &mut self.ranks[rank as usize];
+                    (rs.chain, rs.chain_at, rs.chain_mark) = ((pd, pd), busy, q.pushes());
+                }
             } else {
                 self.start(net, q, now, pd);
             }
         }
         req
+    }
+
+    /// The start timer of send `pd`: it starts, and the sends chained
+    /// behind it (see `RankState::chain`) after it, in order.
+    pub(super) fn start_chain(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, pd: u32) {
+        let rank = self.pending[pd as usize].src as usize;
+        if self.ranks[rank].chain.0 == pd {
+            self.ranks[rank].chain = (NONE, NONE);
+        }
+        let mut p = pd;
+        while p != NONE {
+            // (Read before it starts: starting frees its slot.)
+            let next = std::mem::replace(&mut self.pending[p as usize].next, NONE);
+            self.start(net, q, now, p);
+            p = next;
+        }
     }
 
     fn new_pending(&mut self, p: Pending) -> u32 {
