@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
 import sys
 import time
 
@@ -42,7 +43,6 @@ def once(kind: str, ranks: int) -> None:
 
 
 def run(kind: str, ranks: int) -> dict:
-    import subprocess
     p = subprocess.run([sys.executable, __file__, "--once", kind, str(ranks)], capture_output=True, text=True)
     if p.returncode:
         sys.exit(f"bench_inflight: {kind} on {ranks} ranks failed:\n{p.stderr}")
