@@ -319,6 +319,32 @@ def test_vn_mode_ranks_and_intranode_messages():
     assert r.ranks[0]["msgs_intranode"] == 1
 
 
+
+@pytest.mark.parametrize("nbytes, sync", [(64_000, False), (300, True)])
+def test_a_vn_tasks_messages_do_not_wait_for_the_other_task_of_its_node(nbytes, sync):
+    # XYZT on 2 nodes in VN mode: ranks 0, 1 are the first tasks of nodes 0,
+    # 1 and ranks 2, 3 the second. Rank 2 sends to rank 3 a rendezvous
+    # message (the receiver's ack goes back to rank 2) or a synchronous
+    # one-packet message (its ack likewise) while the first tasks compute.
+    # Every packet goes to its own task's reception group and core, so the
+    # answer to rank 2 waits for nobody's computation.
+    def main(busy):
+        comm = MPI.COMM_WORLD
+        buf = np.zeros(nbytes, "u1")
+        t0 = MPI.Wtime()
+        if comm.rank == 2:
+            (comm.Ssend if sync else comm.Send)(buf, dest=3)
+        elif comm.rank == 3:
+            comm.Recv(buf, source=2)
+        elif busy:
+            bgsim.compute(seconds=0.01)
+        return MPI.Wtime() - t0
+
+    idle = run(lambda: main(False), shape="2x1x1", mode="vn")
+    busy = run(lambda: main(True), shape="2x1x1", mode="vn")
+    assert idle.results[2] < 0.002
+    assert busy.results[2] == idle.results[2] and busy.results[3] == idle.results[3]
+
 def test_mapping_places_ranks_and_mapfile_errors_name_the_line(tmp_path):
     def main():
         return MPI.Get_processor_name()

@@ -75,7 +75,9 @@ pub const NONE: u32 = u32::MAX;
 /// (`wire::pk`), naming message `msg` as the receiving side knows it,
 /// with `arg` (a data packet's number in its message, or a control
 /// packet's argument), `payload` bytes after the headers, `routing`, and
-/// whether it goes to the receiving node's second reception group.
+/// whether it is rendezvous data for the receiving node's coprocessor. It
+/// goes to the reception group of the task it is for (the second group for
+/// the second task in VN and DUAL modes), or of the coprocessor.
 struct PacketOut {
     from: u32,
     to: u32,
@@ -84,7 +86,7 @@ struct PacketOut {
     arg: u32,
     payload: u32,
     routing: crate::packet::Routing,
-    group1: bool,
+    coproc: bool,
 }
 
 /// The largest message, in bytes (a message's size is a u32).

@@ -278,12 +278,12 @@ impl MsgLayer {
     /// Writes one packet of the layer (a [`PacketOut`]) into the injection
     /// FIFO its sender's task and direction pin it to.
     pub(super) fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, out: PacketOut) {
-        let PacketOut { from, to, kind, msg, arg, payload, routing, group1 } = out;
+        let PacketOut { from, to, kind, msg, arg, payload, routing, coproc } = out;
         let (node, _) = self.place(from);
         let (dnode, _) = self.place(to);
         let mut p = net.packet(node, dnode, payload, routing, now);
         p.tag = tag(kind, msg, arg);
-        if group1 {
+        if coproc || self.to_group1(to) {
             p.flags |= flags::GROUP1;
         }
         let f = self.fifo(net, node, self.ranks[from as usize].task as usize, &p);

@@ -26,7 +26,7 @@ impl Wire for AdaptiveEager {
     fn envelope_taken(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let m = &ml.msgs[id as usize];
         let (src, dst) = (m.src, m.dst);
-        ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::CONFIRM, msg: ml.sender_id(id), arg: 0, payload: 8, routing: Routing::Deterministic, group1: false });
+        ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::CONFIRM, msg: ml.sender_id(id), arg: 0, payload: 8, routing: Routing::Deterministic, coproc: false });
     }
 }
 

@@ -45,9 +45,8 @@ pub(super) fn stream_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue
     m.queued += len;
     // A zero-byte message still sends its first packet.
     m.scout_sent = true;
-    let group1 = ml.to_group1(dst);
     let number = ml.packet_number(kind, queued);
-    ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind, msg: ml.wire_id(id), arg: number, payload, routing, group1 });
+    ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind, msg: ml.wire_id(id), arg: number, payload, routing, coproc: false });
     let more = queued + len < bytes;
     let m = &ml.msgs[id as usize];
     if !more && !m.direct && (kind == pk::EAGER || m.acked) {

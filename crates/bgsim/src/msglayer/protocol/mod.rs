@@ -46,7 +46,7 @@ pub(super) trait Wire {
         let m = &ml.msgs[id as usize];
         if m.sync {
             let (src, dst) = (m.src, m.dst);
-            ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::SYNCACK, msg: ml.sender_id(id), arg: 0, payload: 8, routing: Routing::Deterministic, group1: false });
+            ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::SYNCACK, msg: ml.sender_id(id), arg: 0, payload: 8, routing: Routing::Deterministic, coproc: false });
         }
     }
 }

@@ -19,8 +19,7 @@ impl Wire for OnePacket {
         let m = &mut ml.msgs[id as usize];
         let (src, dst, bytes) = (m.src, m.dst, m.bytes);
         m.queued = bytes;
-        let group1 = ml.to_group1(dst);
-        ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::ONE, msg: ml.wire_id(id), arg: 0, payload: ml.meta + bytes, routing: Routing::Deterministic, group1 });
+        ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::ONE, msg: ml.wire_id(id), arg: 0, payload: ml.meta + bytes, routing: Routing::Deterministic, coproc: false });
         ml.advance_peer(net, q, now, src, dst);
         false
     }

@@ -25,17 +25,16 @@ impl Wire for Rendezvous {
     fn emit_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) -> bool {
         let m = &ml.msgs[id as usize];
         let (src, dst, bytes, queued, coproc) = (m.src, m.dst, m.bytes, m.queued, m.coproc);
-        let group1 = ml.to_group1(dst);
         if !m.scout_sent {
             ml.msgs[id as usize].scout_sent = true;
-            ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::SCOUT, msg: ml.wire_id(id), arg: 0, payload: ml.meta, routing: Routing::Deterministic, group1 });
+            ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::SCOUT, msg: ml.wire_id(id), arg: 0, payload: ml.meta, routing: Routing::Deterministic, coproc: false });
             ml.advance_peer(net, q, now, src, dst);
             return false;
         }
         let len = (bytes - queued).min(ml.maxp);
         ml.msgs[id as usize].queued += len;
         let number = ml.packet_number(pk::RDATA, queued);
-        ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::RDATA, msg: ml.wire_id(id), arg: number, payload: len, routing: Routing::Dynamic, group1: group1 || coproc });
+        ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind: pk::RDATA, msg: ml.wire_id(id), arg: number, payload: len, routing: Routing::Dynamic, coproc });
         let more = queued + len < bytes;
         if !more {
             Rendezvous::data_queued(ml, net, q, now, src, dst);
@@ -54,7 +53,7 @@ impl Wire for Rendezvous {
             net.charge(q, now, node, core, ml.costs.workunit, Work::Protocol);
         }
         let coproc = ml.msgs[id as usize].coproc as u32;
-        ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::RACK, msg: ml.sender_id(id), arg: coproc, payload: 16, routing: Routing::Deterministic, group1: false });
+        ml.send_packet(net, q, now, PacketOut { from: dst, to: src, kind: pk::RACK, msg: ml.sender_id(id), arg: coproc, payload: 16, routing: Routing::Deterministic, coproc: false });
     }
 }
 
