@@ -471,3 +471,78 @@ def test_otf2_output_writes_a_matched_receive_as_the_message_received(matched, t
     back = bgtrace.load(anchor)
     recvs = sorted((c.a["src"], c.a["bytes"]) for c in back.ranks[0] if c.name in ("recv", "irecv"))
     assert recvs == [(1, 32), (1, 16384)]
+
+
+# -- request-based one-sided operations and MPI_Cancel -------------------
+# -- (tests/data/rma_requests_cancel.c) ------------------------------------
+
+RMA_CANCEL = os.path.join(HERE, "data", "rma_requests_cancel.c")
+
+
+@pytest.fixture(scope="module")
+def rma_cancel(tmp_path_factory):
+    return _recorded(tmp_path_factory, RMA_CANCEL, "cancelled 1 received 1")
+
+
+def test_the_recorder_writes_request_based_operations_and_cancels(rma_cancel):
+    t = bgtrace.load(str(rma_cancel))
+    for r, calls in enumerate(t.ranks):
+        ops = [(c.name, c.a["target"], c.a["disp"], c.a["bytes"]) for c in calls
+               if c.name in ("rput", "rget", "raccumulate", "rget_accumulate")]
+        assert ops == [("rput", (r + 1) % 4, 0, 2048), ("rget", (r + 3) % 4, 256, 1024),
+                       ("raccumulate", 0, 400, 64), ("rget_accumulate", 0, 500, 64)]
+        reqs = [c.a["req"] for c in calls if c.name in ("rput", "rget", "raccumulate", "rget_accumulate")]
+        assert next(c for c in calls if c.name == "waitall").lst == reqs
+        # The receive no message matched: its cancel succeeded, which loading
+        # resolves into the irecv (the `cancelled` line is not a call).
+        never = next(c for c in calls if c.name == "irecv" and c.a["tag"] == 99)
+        assert never.cancelled == {never.a["req"]}
+        assert "cancelled" not in [c.name for c in calls]
+    # Rank 1's receive from rank 2 was matched before its cancel: it stays.
+    came = next(c for c in t.ranks[1] if c.name == "irecv" and c.a["tag"] == 7)
+    assert came.cancelled is None and "cancel" in [c.name for c in t.ranks[1]]
+    assert t.messages() == {(2, 1): [1, 256]}
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_request_based_operations_and_cancelled_receives_replay(rma_cancel, machine, mode):
+    import bgsim
+    t = bgtrace.load(str(rma_cancel))
+    # Posted, the cancelled receive (tag 99) would never complete: the
+    # replay ends only because it is not posted.
+    r = bgsim.run(bgtrace.program(t), machine, shape="2x2x1", mode=mode, nranks=4, memory_check=False)
+    # Rank 1 gets rank 2's 256 bytes and answers rank 2's 1 KB get.
+    assert r.ranks[1]["bytes_received"] >= 256 and r.ranks[1]["bytes_sent"] >= 1024 + 2048
+
+
+def test_a_cancelled_line_must_follow_the_completion_of_its_request(rma_cancel, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(rma_cancel, bad)
+    lines = (bad / "rank-0.trace").read_text().splitlines()
+    k = next(i for i, line in enumerate(lines) if " cancelled " in line)
+    req = lines[k].split()[-1]
+    lines[k - 1], lines[k] = lines[k], lines[k - 1]  # before its wait
+    (bad / "rank-0.trace").write_text("\n".join(lines) + "\n")
+    with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{k}: cancelled request {req}, which the line "
+                                                   "before did not complete")):
+        bgtrace.load(str(bad))
+
+
+def test_otf2_round_trip_of_a_cancelled_receive(tmp_path):
+    pytest.importorskip("otf2")
+    from bgsim.trace import otf2io
+    src = tmp_path / "t"
+    src.mkdir()
+    head = "# bgsim-trace 2 rank {} size 2 clock wall\n"
+    (src / "rank-0.trace").write_text(head.format(0) + "0.1 0.1 irecv -1 9 64 0 1\n0.1 0.1 cancel 1\n"
+                                      "0.1 0.2 wait 1\n0.2 0.2 cancelled 1\n0.2 0.3 recv 1 3 128 0\n"
+                                      "0.3 0.3 finalize\n")
+    (src / "rank-1.trace").write_text(head.format(1) + "0.1 0.2 send 0 3 128 0\n0.3 0.3 finalize\n")
+    anchor = otf2io.write(bgtrace.load(str(src)), str(tmp_path / "archive"))
+    back = bgtrace.load(anchor)
+    irecv = next(c for c in back.ranks[0] if c.name == "irecv")
+    assert irecv.cancelled == {irecv.a["req"]}
+    assert back.messages() == {(1, 0): [1, 128]}
+    import bgsim
+    r = bgsim.run(bgtrace.program(back), "bgl", shape="2x1x1", nranks=2)
+    assert r.ranks[0]["bytes_received"] == 128

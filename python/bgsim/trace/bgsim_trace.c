@@ -42,12 +42,15 @@
  *   send_init|ssend_init|bsend_init|rsend_init DEST TAG BYTES COMM REQ
  *   recv_init SRC TAG BYTES COMM REQ
  *   start REQ | startall K REQ... | request_free REQ
+ *   cancel REQ                           MPI_Cancel
  * Completions (only what completed; a test that found nothing is not
  * recorded):
  *   wait|test|waitany|testany REQ
  *   waitall|testall|waitsome|testsome K REQ...
  *   status REQ SRC TAG                   after a completion: the message a
  *       receive posted with a wildcard matched
+ *   cancelled REQ                        after a completion: the request's
+ *       cancel succeeded (it moved no message)
  * Collectives (a nonblocking one, MPI_Ibarrier ..., is its blocking
  * line's name with an i in front and REQ after COMM):
  *   barrier COMM | bcast ROOT BYTES COMM
@@ -67,6 +70,8 @@
  *   win_free WIN
  *   put|get|compare_and_swap TARGET DISP BYTES WIN
  *   accumulate|get_accumulate|fetch_and_op TARGET DISP BYTES WIN TYPE OP
+ *   rput|rget TARGET DISP BYTES WIN REQ  (request-based: done at REQ's
+ *   raccumulate|rget_accumulate TARGET DISP BYTES WIN REQ TYPE OP   completion)
  *   win_fence WIN | win_lock TARGET EXCLUSIVE WIN (1, or 0: shared)
  *   win_unlock|win_flush TARGET WIN      (flush_local as flush)
  *   win_lock_all|win_unlock_all|win_flush_all|win_sync WIN
@@ -240,7 +245,12 @@ static void counts(int n, const int *c, MPI_Datatype t, const MPI_Datatype *type
 static void settle(struct req **done, MPI_Status *sts, int k) {
     for (int i = 0; i < k; i++) {
         if (!done[i]) continue;
-        if (out && done[i]->recv && done[i]->wild) {
+        int cancelled = 0;
+        PMPI_Test_cancelled(&sts[i], &cancelled);
+        if (out && cancelled) {
+            double t = now();
+            fprintf(out, "%.9f %.9f cancelled %ld\n", t, t, done[i]->id);
+        } else if (out && done[i]->recv && done[i]->wild) {
             double t = now();
             fprintf(out, "%.9f %.9f status %ld %d %d\n", t, t, done[i]->id, peer(sts[i].MPI_SOURCE),
                     tagof(sts[i].MPI_TAG));
@@ -723,9 +733,16 @@ int MPI_Imrecv(void *b, int c, MPI_Datatype t, MPI_Message *m, MPI_Request *r) {
     return rc;
 }
 
-/* Calls with no replay: recorded so that the replay refuses the trace
- * naming them rather than replaying something else. */
-int MPI_Cancel(MPI_Request *r) { unsupported("MPI_Cancel"); return PMPI_Cancel(r); }
+/* MPI_Cancel: whether it succeeded shows at the request's completion
+ * (`cancelled`). */
+int MPI_Cancel(MPI_Request *r) {
+    double t0 = now();
+    struct req *e = find(*r);
+    int rc = PMPI_Cancel(r);
+    if (!e) unsupported("MPI_Cancel of a request bgsim did not record");
+    else if (begin(t0, "cancel", 0)) { num(e->id); end(); }
+    return rc;
+}
 
 /* ---- one-sided communication ---- */
 struct win {
@@ -822,25 +839,38 @@ int MPI_Compare_and_swap(const void *o, const void *c, void *r, MPI_Datatype t, 
     if (op_line(t0, "compare_and_swap", tr, td, bytes(1, t), w)) end();
     return rc;
 }
+/* Request-based operations: an operation's line with the request last
+ * (before TYPE OP). */
+static void rop_line(double t0, const char *name, int target, MPI_Aint disp, long nbytes, MPI_Win w, MPI_Request q,
+                     MPI_Datatype t, MPI_Op op) {
+    if (!op_line(t0, name, target, disp, nbytes, w)) return;
+    num(track(q, 0, 0, 0));
+    if (op != MPI_OP_NULL) reduction(t, op);
+    end();
+}
 int MPI_Rput(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
              MPI_Request *q) {
-    unsupported("MPI_Rput (request-based one-sided operations)");
-    return PMPI_Rput(o, oc, ot, tr, td, tc, tt, w, q);
+    double t0 = now(); int rc = PMPI_Rput(o, oc, ot, tr, td, tc, tt, w, q);
+    rop_line(t0, "rput", tr, td, bytes(oc, ot), w, *q, ot, MPI_OP_NULL);
+    return rc;
 }
 int MPI_Rget(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
              MPI_Request *q) {
-    unsupported("MPI_Rget (request-based one-sided operations)");
-    return PMPI_Rget(o, oc, ot, tr, td, tc, tt, w, q);
+    double t0 = now(); int rc = PMPI_Rget(o, oc, ot, tr, td, tc, tt, w, q);
+    rop_line(t0, "rget", tr, td, bytes(oc, ot), w, *q, ot, MPI_OP_NULL);
+    return rc;
 }
 int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
                     MPI_Win w, MPI_Request *q) {
-    unsupported("MPI_Raccumulate (request-based one-sided operations)");
-    return PMPI_Raccumulate(o, oc, ot, tr, td, tc, tt, op, w, q);
+    double t0 = now(); int rc = PMPI_Raccumulate(o, oc, ot, tr, td, tc, tt, op, w, q);
+    rop_line(t0, "raccumulate", tr, td, bytes(oc, ot), w, *q, ot, op);
+    return rc;
 }
 int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
                         MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w, MPI_Request *q) {
-    unsupported("MPI_Rget_accumulate (request-based one-sided operations)");
-    return PMPI_Rget_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w, q);
+    double t0 = now(); int rc = PMPI_Rget_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w, q);
+    rop_line(t0, "rget_accumulate", tr, td, bytes(rcount, rt), w, *q, rt, op);
+    return rc;
 }
 
 /* Synchronization: WIN last, after a TARGET where there is one. */

@@ -14,7 +14,8 @@ What is read, per MPI rank (an MPI location):
   `MpiRecv` (a blocking send or receive, the sender of a receive as
   matched), `MpiIsend`, `MpiIrecvRequest` and, where a wait or test
   completed it, `MpiIrecv` (source, tag and size as received) and
-  `MpiIsendComplete`; `MpiProbe`; `MpiCollectiveBegin` / `End` (the
+  `MpiIsendComplete`, or `MpiRequestCancelled` where its cancel succeeded;
+  `MpiProbe`; `MpiCollectiveBegin` / `End` (the
   operation, communicator, root and bytes sent and received). The time
   between two calls is compute, as with bgsim's own traces;
 - communicators are the archive's MPI communicator definitions: each is
@@ -246,6 +247,7 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
         return
     lines: List[List[str]] = []
     done: List[int] = []
+    cancelled: List[int] = []
     sends = [e for e in inner if type(e).__name__ == "MpiSend"]
     recvs = [e for e in inner if type(e).__name__ == "MpiRecv"]
     if sends and recvs:
@@ -276,6 +278,15 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
                 tokens = irecv_line[r].pop(e.request_id)
                 tokens[3:7] = [str(e.sender), str(e.msg_tag), str(e.msg_length), str(cid(e.communicator, e.time))]
             done.append(ours)
+        elif k == "MpiRequestCancelled":
+            ours = req_of[r].pop(e.request_id, None)
+            if ours is None:
+                raise UsageError(f"{where(e.time)}: {k} of request {e.request_id}, which was never started")
+            tokens = irecv_line[r].pop(e.request_id, None)
+            if tokens is not None:  # a receive that got nothing: posted as a wildcard
+                tokens[3:7] = ["-1", "-1", "0", "0"]
+            done.append(ours)
+            cancelled.append(ours)
         elif k == "MpiProbe":
             lines.append(head + ["probe", str(e.sender), str(e.tag), str(cid(e.communicator, e.time))])
     if done:
@@ -283,6 +294,7 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
             lines.append(head + [_ONE[name], str(done[0])])
         else:
             lines.append(head + ["waitall", str(len(done))] + [str(d) for d in done])
+        lines += [head[1:] * 2 + ["cancelled", str(d)] for d in cancelled]
     out.extend(lines)
 
 
@@ -450,6 +462,8 @@ def write(trace: "Trace", out_dir: str) -> str:
                         started = type(c)(c.t0, c.t1, "irecv" if init.name == "recv_init" else "isend",
                                           {**init.a, ("src" if init.name == "recv_init" else "dest"): peer,
                                            "tag": tag})
+                        if c.cancelled is not None and req in c.cancelled:
+                            started.cancelled = {req}
                         on = comms[init.a["comm"]][0]
                         if init.name == "recv_init":
                             ew.mpi_irecv_request(t0, req)
@@ -481,7 +495,9 @@ def write(trace: "Trace", out_dir: str) -> str:
                         made = reqs.pop(req, None)
                         if made is None:  # a nonblocking collective: written where it started
                             continue
-                        if made.name == "irecv":
+                        if made.cancelled is not None and req in made.cancelled:
+                            ew.mpi_request_cancelled(t1, req)
+                        elif made.name == "irecv":
                             on = comms.get(made.a["comm"], (world, []))[0]
                             ew.mpi_irecv(t1, made.a["src"], on, made.a["tag"], made.a["bytes"], req)
                         else:

@@ -16,12 +16,18 @@ How each recorded call replays:
 - a persistent request's start is the nonblocking call of its mode with the
   init's arguments; Waitany / Testany / Test wait for the request the
   recorded run completed, Waitsome / Testsome / Testall for those it did;
+- a send or receive whose cancel succeeded in the recorded run (it moved
+  no message) is not posted, and its completion is immediate; a cancel
+  that did not succeed changes nothing, so `cancel` itself replays as
+  nothing;
 - a nonblocking collective runs as its blocking collective where it was
   started (the simulated MPI has no nonblocking collectives yet), and its
   completion is then immediate;
 - a window is a window of the recorded size and displacement unit, its
   operations move the recorded bytes at the recorded displacements, its
-  synchronization is as recorded (the simulated MPI's `MPI.Win`);
+  synchronization is as recorded (the simulated MPI's `MPI.Win`); a
+  request-based operation (`rput` ...) completes at its request's
+  completion;
 - reductions use the recorded element type; a user operation, MAXLOC,
   MINLOC and REPLACE reduce as a sum of the same elements, types the
   simulated MPI has no element for as bytes.
@@ -98,6 +104,9 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 compute(seconds=(c.t0 - last) * cpu_factor)
             last = c.t1
             a, name = c.a, c.name
+            if c.cancelled is not None and "req" in a:
+                reqs[a["req"]] = None  # its cancel succeeded: it moved nothing
+                continue
             # The common calls first: a halo's irecv, isend and waitall.
             if name == "irecv":
                 src = a["src"]
@@ -126,6 +135,9 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 inits[a["req"]] = c
             elif name in ("start", "startall"):
                 for req, (peer, tag) in c.starts.items():
+                    if c.cancelled is not None and req in c.cancelled:
+                        reqs[req] = None
+                        continue
                     init = inits[req]
                     on = comms[init.a["comm"]]
                     if init.name == "recv_init":
@@ -163,8 +175,12 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 comms.pop(a["comm"]).Free()
             elif name == "finalize":
                 break
+            elif name == "cancel":
+                pass
             elif name in RMA:
-                _rma(c, comms, wins, op_of(c))
+                made = _rma(c, comms, wins, op_of(c))
+                if "req" in a:
+                    reqs[a["req"]] = made
             else:
                 _collective(c, comm, op_of(c))
                 if "req" in a:
@@ -181,22 +197,23 @@ _WIN_SYNC = {"win_fence": "Fence", "win_lock_all": "Lock_all", "win_unlock_all":
              "win_flush_all": "Flush_all", "win_sync": "Sync", "win_complete": "Complete", "win_wait": "Wait"}
 
 
-def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> None:
+def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
     """A one-sided call: the window of the recorded size and displacement
     unit (zeros), operations of the recorded sizes at the recorded
     displacements (as bytes there: the target datatype's layout is not
-    recorded), synchronization as recorded."""
+    recorded), synchronization as recorded. Returns a request-based
+    operation's request."""
     a, name = c.a, c.name
     if name == "win_create":
         wins[a["win"]] = MPI.Win.Create(_buf(a["bytes"]), a["unit"], comm=comms[a["comm"]])
-        return
+        return None
     win = wins[a["win"]]
     if "target" in a and "bytes" in a:
         n, target, disp = a["bytes"], _peer(a["target"]), a["disp"]
-        if name == "put":
-            win.Put(_buf(n), target, disp)
-        elif name == "get":
-            win.Get(_buf(n), target, disp)
+        if name in ("put", "rput"):
+            return (win.Rput if name == "rput" else win.Put)(_buf(n), target, disp)
+        elif name in ("get", "rget"):
+            return (win.Rget if name == "rget" else win.Get)(_buf(n), target, disp)
         elif name == "compare_and_swap":
             one = np.zeros(1, f"u{n}" if n in (1, 2, 4, 8) else "u1")
             win.Compare_and_swap(one, one.copy(), np.empty_like(one), target, disp)
@@ -204,8 +221,12 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> None:
             x = _elements(c, n)
             if name == "accumulate":
                 win.Accumulate(x, target, disp, op)
+            elif name == "raccumulate":
+                return win.Raccumulate(x, target, disp, op)
             elif name == "get_accumulate":
                 win.Get_accumulate(x, np.empty_like(x), target, disp, op)
+            elif name == "rget_accumulate":
+                return win.Rget_accumulate(x, np.empty_like(x), target, disp, op)
             else:
                 win.Fetch_and_op(x[:1], np.empty_like(x[:1]), target, disp, op)
     elif name == "win_free":

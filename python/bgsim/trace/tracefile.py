@@ -18,7 +18,7 @@ import os
 import re
 import tarfile
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .. import _core
 from ..errors import UsageError
@@ -61,9 +61,11 @@ SPEC: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "start": (("req",), None, False),
     "startall": ((), "n", False),
     "request_free": (("req",), None, False),
+    "cancel": (("req",), None, False),
     **{m: (("req",), None, False) for m in ("wait", "test", "waitany", "testany")},
     **{m: ((), "n", False) for m in ("waitall", "testall", "waitsome", "testsome")},
     "status": (("req", "src", "tag"), None, False),
+    "cancelled": (("req",), None, False),
     "finalize": ((), None, False),
 }
 #: Collectives; a nonblocking one is the same with an i in front and REQ after COMM.
@@ -95,6 +97,11 @@ RMA: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "get_accumulate": (("target", "disp", "bytes", "win"), None, True),
     "fetch_and_op": (("target", "disp", "bytes", "win"), None, True),
     "compare_and_swap": (("target", "disp", "bytes", "win"), None, False),
+    # Request-based: done when REQ completes.
+    "rput": (("target", "disp", "bytes", "win", "req"), None, False),
+    "rget": (("target", "disp", "bytes", "win", "req"), None, False),
+    "raccumulate": (("target", "disp", "bytes", "win", "req"), None, True),
+    "rget_accumulate": (("target", "disp", "bytes", "win", "req"), None, True),
     "win_fence": (("win",), None, False),
     "win_lock": (("target", "exclusive", "win"), None, False),
     "win_unlock": (("target", "win"), None, False),
@@ -134,7 +141,7 @@ def blocking_collective(name: str) -> Optional[str]:
 _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv", "recv_init", "probe",
                                *SEND_MODE)},
          **{m: "done" for m in COMPLETES_ONE | COMPLETES_LIST},
-         **{m: m for m in ("status", "comm_dup", "comm_idup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
+         **{m: m for m in ("status", "cancelled", "cancel", "comm_dup", "comm_idup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
                            "startall", "request_free", "finalize", "mprobe", "mrecv", "imrecv")},
          **{m: "rma" for m in RMA}}
 
@@ -161,6 +168,9 @@ class Call:
     starts: Optional[Dict[int, List[int]]] = None
     #: mrecv/imrecv: the mprobe line that took its message.
     probed: Optional["Call"] = None
+    #: The requests this call posted whose cancel succeeded in the recorded
+    #: run (they moved no message; the replay does not post them).
+    cancelled: Optional[Set[int]] = None
 
     @property
     def where(self) -> str:
@@ -404,7 +414,7 @@ class _Rank:
     def check(self, c: Call) -> Optional[Call]:
         a, name = c.a, c.name
         kind = _KIND.get(name, "coll")
-        if self.last_done and kind != "status":
+        if self.last_done and kind not in ("status", "cancelled"):
             self.last_done = {}
         # The common calls first.
         if kind == "p2p":
@@ -500,6 +510,28 @@ class _Rank:
         elif name == "request_free":
             self.live(a["req"])
             del self.reqs[a["req"]]
+        elif name == "cancel":
+            made = self.live(a["req"])
+            if not made[1]:
+                raise self.fail(f"cancel of request {a['req']}, which is not active (made at {made[0].where})")
+        elif name == "cancelled":
+            if a["req"] not in self.last_done:
+                raise self.fail(f"cancelled request {a['req']}, which the line before did not complete")
+            made, act = self.last_done[a["req"]]
+            if made.name not in SEND_MODE and made.name not in ("irecv", "recv_init"):
+                raise self.fail(f"cancelled request {a['req']}: only sends and receives are cancelled "
+                                f"({made.name} at {made.where})")
+            if act.cancelled is None:
+                act.cancelled = set()
+            act.cancelled.add(a["req"])
+            if made.name in SEND_MODE:  # its message never went
+                dest = act.starts[a["req"]][0] if act is not made else made.a["dest"]
+                members = self.comms.get(made.a["comm"], [])
+                cell = self.sent.get((self.rank, members[dest])) if 0 <= dest < len(members) else None
+                if cell:
+                    cell[0] -= 1
+                    cell[1] -= made.a["bytes"]
+            return None  # resolved into the call that posted it: nothing to replay
         elif name == "status":
             if a["req"] not in self.last_done:
                 raise self.fail(f"status of request {a['req']}, which the line before did not complete")
@@ -568,6 +600,8 @@ class _Rank:
         for r in c.lst:
             if not 0 <= r < len(members):
                 raise self.fail(f"rank {r} of the group is not a rank of window {a['win']} ({len(members)} ranks)")
+        if "req" in a:
+            self.new_req(c)
 
     def live(self, req: int) -> list:
         if req not in self.reqs:
