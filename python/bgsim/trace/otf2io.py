@@ -29,8 +29,9 @@ What is read, per MPI rank (an MPI location):
   each member sent, an alltoallv's pairwise counts are split in proportion
   to what each member sent and received in all (the archive holds only
   those totals);
-- nonblocking collectives and one-sided events are refused, naming the
-  location and time.
+- one-sided calls from their regions and RMA events (`_RmaReader`; what
+  is written: `_RmaWriter`);
+- nonblocking collectives are refused, naming the location and time.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
     irecv_line: List[Dict[int, List[str]]] = [dict() for _ in range(n)]
     colls: Dict[Tuple[int, int], Dict[int, _Coll]] = {}
     coll_seq: Dict[Tuple[int, int], int] = {}
+    rma = _RmaReader(n, comm_id, members, next_req, rank_of)
     E = otf2.events
     for loc, ev in reader.events:
         if loc not in rank_of:
@@ -166,8 +168,11 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
             shift = hidden[r]
             head = [f"{seconds(t0) - shift:.9f}", f"{seconds(ev.time) - shift:.9f}"]
             before = len(lines[r])
-            _emit(r, name, head, inner, lines[r], next_req, req_of, irecv_line, colls, coll_seq, comm_id,
-                  members, n, lambda t: where(loc, t))
+            if name in _RMA_REGIONS:
+                rma.emit(r, name, t0, head, inner, lines[r], lambda t: where(loc, t))
+            else:
+                _emit(r, name, head, inner, lines[r], next_req, req_of, irecv_line, colls, coll_seq, comm_id,
+                      members, n, lambda t: where(loc, t), rma)
             if len(lines[r]) == before:
                 # A call with nothing to replay (MPI_Comm_rank, a constructor
                 # made at the start ...): its time is neither compute nor
@@ -176,9 +181,9 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
             continue
         if r in open_call:
             kind = type(ev).__name__
-            if kind.startswith("Rma") or kind.startswith("NonBlockingCollective"):
-                raise UsageError(f"{where(loc, ev.time)}: {kind} events (one-sided communication, nonblocking "
-                                 "collectives) are not read from OTF2 archives yet")
+            if kind.startswith("NonBlockingCollective"):
+                raise UsageError(f"{where(loc, ev.time)}: {kind} events (nonblocking collectives) are not read "
+                                 "from OTF2 archives yet")
             open_call[r][2].append(ev)
     reader.close()
     for r, pending in enumerate(irecv_line):
@@ -192,7 +197,7 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
 def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[str]], next_req: List[int],
           req_of: List[Dict[int, int]], irecv_line: List[Dict[int, List[str]]],
           colls: Dict[Tuple[int, int], Dict[int, "_Coll"]], coll_seq: Dict[Tuple[int, int], int],
-          comm_id: Dict[Any, int], members: Dict[Any, List[int]], n: int, where: Any) -> None:
+          comm_id: Dict[Any, int], members: Dict[Any, List[int]], n: int, where: Any, rma: "_RmaReader") -> None:
     """The lines of one MPI call of rank `r` from the events inside it."""
     kinds = [type(e).__name__ for e in inner]
 
@@ -278,6 +283,10 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
                 tokens = irecv_line[r].pop(e.request_id)
                 tokens[3:7] = [str(e.sender), str(e.msg_tag), str(e.msg_length), str(cid(e.communicator, e.time))]
             done.append(ours)
+        elif k == "RmaOpCompleteNonBlocking":
+            ours = rma.reqs[r].pop((e.win, e.matching_id), None)
+            if ours is not None:  # (a blocking operation's, written at a wait: nothing more to do)
+                done.append(ours)
         elif k == "MpiRequestCancelled":
             ours = req_of[r].pop(e.request_id, None)
             if ours is None:
@@ -296,6 +305,101 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
             lines.append(head + ["waitall", str(len(done))] + [str(d) for d in done])
         lines += [head[1:] * 2 + ["cancelled", str(d)] for d in cancelled]
     out.extend(lines)
+
+
+#: The one-sided calls, by region name.
+_RMA_REGIONS = {"MPI_Win_create": "win_create", "MPI_Win_allocate": "win_create",
+                "MPI_Win_allocate_shared": "win_create", "MPI_Win_free": "win_free", "MPI_Put": "put",
+                "MPI_Get": "get", "MPI_Accumulate": "accumulate", "MPI_Get_accumulate": "get_accumulate",
+                "MPI_Fetch_and_op": "fetch_and_op", "MPI_Compare_and_swap": "compare_and_swap", "MPI_Rput": "rput",
+                "MPI_Rget": "rget", "MPI_Raccumulate": "raccumulate", "MPI_Rget_accumulate": "rget_accumulate",
+                "MPI_Win_fence": "win_fence", "MPI_Win_lock": "win_lock", "MPI_Win_unlock": "win_unlock",
+                "MPI_Win_lock_all": "win_lock_all", "MPI_Win_unlock_all": "win_unlock_all",
+                "MPI_Win_flush": "win_flush", "MPI_Win_flush_local": "win_flush", "MPI_Win_flush_all": "win_flush_all",
+                "MPI_Win_flush_local_all": "win_flush_all", "MPI_Win_sync": "win_sync", "MPI_Win_post": "win_post",
+                "MPI_Win_start": "win_start", "MPI_Win_complete": "win_complete", "MPI_Win_wait": "win_wait"}
+
+
+class _RmaReader:
+    """One-sided calls read from their regions (the call) and RMA events
+    (the window, target, bytes, lock kind, group). A window is numbered per
+    rank in the order its RmaWinCreate came; OTF2 keeps neither its size
+    nor displacements, so operations replay at displacement 0 of a window
+    of bytes (unit 1) as large as the largest operation on it."""
+
+    def __init__(self, n: int, comm_id: Dict[Any, int], members: Dict[Any, List[int]], next_req: List[int],
+                 rank_of: Dict[Any, int]) -> None:
+        self.n, self.comm_id, self.members, self.next_req, self.rank_of = n, comm_id, members, next_req, rank_of
+        self.wins: List[Dict[Any, int]] = [dict() for _ in range(n)]
+        self.created: List[Dict[Any, List[str]]] = [dict() for _ in range(n)]  # its win_create line
+        self.count = [0] * n
+        self.reqs: List[Dict[Tuple[Any, int], int]] = [dict() for _ in range(n)]
+
+    def emit(self, r: int, region: str, start: int, head: List[str], inner: List[Any], out: List[List[str]],
+             where: Any) -> None:
+        call = _RMA_REGIONS[region]
+        e = next((e for e in inner if hasattr(e, "win")), None)
+        if e is None:
+            raise UsageError(f"{where(start)}: {region} without an RMA event naming its window")
+        win = e.win
+        if call == "win_create":
+            comm = self.comm_id.get(win.comm)
+            if comm is None:
+                raise UsageError(f"{where(e.time)}: a window on a communicator the archive does not define")
+            number = self.wins[r][win] = self.count[r]
+            self.count[r] += 1
+            tokens = head + ["win_create", str(comm), str(number), "0", "1"]
+            self.created[r][win] = tokens
+            out.append(tokens)
+            return
+        number = self.wins[r].get(win)
+        if number is None:
+            raise UsageError(f"{where(e.time)}: {region} on a window this rank did not create")
+        if call == "win_free":
+            out.append(head + ["win_free", str(number)])
+            del self.wins[r][win]
+            return
+        kind = type(e).__name__
+        target = getattr(e, "remote", _UNDEF)
+        if call in ("put", "get", "rput", "rget") or call in _ATOMIC:
+            if kind not in ("RmaPut", "RmaGet", "RmaAtomic"):
+                raise UsageError(f"{where(e.time)}: {region} without an RmaPut, RmaGet or RmaAtomic event")
+            nbytes = int(e.bytes) if kind != "RmaAtomic" else int(e.bytes_received or e.bytes_sent)
+            if kind == "RmaAtomic" and call == "compare_and_swap":
+                nbytes = int(e.bytes_received)
+            created = self.created[r][win]
+            created[5] = str(max(int(created[5]), nbytes))
+            tokens = head + [call, str(target), "0", str(nbytes), str(number)]
+            if call in ("rput", "rget", "raccumulate", "rget_accumulate"):
+                ours = self.next_req[r]
+                self.next_req[r] += 1
+                self.reqs[r][(win, e.matching_id)] = ours
+                tokens.append(str(ours))
+            if call in _ATOMIC:
+                tokens += ["b1", "sum"]
+            out.append(tokens)
+        elif call in ("win_lock", "win_unlock", "win_flush"):
+            if target == _UNDEF:
+                raise UsageError(f"{where(e.time)}: {region} without its target rank")
+            tokens = head + [call, str(target)]
+            if call == "win_lock":
+                tokens.append("1" if getattr(e, "lock_type", None) == self._exclusive() else "0")
+            out.append(tokens + [str(number)])
+        elif call in ("win_post", "win_start"):
+            group = getattr(e, "group", None)
+            world = [self.rank_of.get(m, m) for m in group.members] if group is not None else []
+            on = self.members.get(win.comm, list(range(self.n))) if self.comm_id.get(win.comm) != 0 else \
+                list(range(self.n))
+            if not set(world) <= set(on):
+                raise UsageError(f"{where(e.time)}: {region}: the group's ranks {world} are not all in the window")
+            ranks = [on.index(w) for w in world]
+            out.append(head + [call, str(number), str(len(ranks))] + [str(x) for x in ranks])
+        else:  # fence, lock_all, unlock_all, flush_all, sync, complete, wait
+            out.append(head + [call, str(number)])
+
+    @staticmethod
+    def _exclusive() -> Any:
+        return _package().enums.LockType.EXCLUSIVE
 
 
 def _fill_collectives(colls: Dict[Tuple[int, int], Dict[int, _Coll]], name: str) -> None:
@@ -375,6 +479,112 @@ def _bytes(c: Any, size: int, me: int) -> Tuple[int, int]:
     return sum(lst[:size]), sum(lst[size:])  # alltoallv
 
 
+#: OTF2's undefined rank (a lock or flush of every target).
+_UNDEF = 2**32 - 1
+#: One-sided operations: the RmaAtomic type each is written as, and whether
+#: it fetches (bytes received) and sends twice its bytes (compare and swap).
+_ATOMIC = {"accumulate": "ACCUMULATE", "raccumulate": "ACCUMULATE", "get_accumulate": "FETCH_AND_ACCUMULATE",
+           "rget_accumulate": "FETCH_AND_ACCUMULATE", "fetch_and_op": "FETCH_AND_ADD",
+           "compare_and_swap": "COMPARE_AND_SWAP"}
+
+
+class _RmaWriter:
+    """One rank's one-sided lines as OTF2 RMA events, in the region of the
+    call (`MPI_Put`, `MPI_Win_fence` ...; the reader goes by that name):
+    RmaWinCreate / RmaWinDestroy between RmaCollectiveBegin and End;
+    RmaPut, RmaGet and RmaAtomic (matching id: the request of a
+    request-based operation, whose RmaOpCompleteNonBlocking comes with the
+    completion that finished it; else RmaOpCompleteBlocking at once); a
+    fence as an RmaCollectiveEnd (BARRIER); locks as RmaAcquireLock /
+    RmaReleaseLock, flushes and MPI_Win_sync as RmaSync (remote undefined:
+    every target), post, start, complete and wait as RmaGroupSync (the
+    group's world ranks; empty for the last two).
+    OTF2 keeps no window size or displacement: the reader rebuilds them."""
+
+    def __init__(self, otf2: Any, d: Any, ew: Any, wins: Dict[Tuple[Any, int], Any],
+                 groups: Dict[Tuple[int, ...], Any]) -> None:
+        self.otf2, self.d, self.ew, self.shared, self.groups = otf2, d, ew, wins, groups
+        self.wins: Dict[int, Any] = {}  # this rank's window number -> its definition
+        self.ranks: Dict[int, List[int]] = {}  # and its communicator's members (world ranks)
+        self.made_on: Dict[Any, int] = {}
+        self.ops: Dict[int, Any] = {}  # request -> window of a request-based operation
+        self.locks: Dict[Tuple[int, int], int] = {}
+        self.next_id = 1 << 40  # matching ids of blocking operations (requests stay below)
+
+    def group(self, ranks: List[int]) -> Any:
+        key = tuple(ranks)
+        if key not in self.groups:
+            GroupType, Paradigm = self.otf2.definitions.GroupType, self.otf2.enums.Paradigm
+            self.groups[key] = self.d.group(f"RMA group {len(self.groups)}", group_type=GroupType.COMM_GROUP,
+                                            paradigm=Paradigm.MPI, members=list(ranks))
+        return self.groups[key]
+
+    def line(self, c: Any, t0: int, t1: int, comms: Dict[int, Tuple[Any, List[int]]]) -> None:
+        E, a, name, ew = self.otf2.enums, c.a, c.name, self.ew
+        if name == "win_create":
+            comm = comms[a["comm"]][0]
+            k = self.made_on.get(comm, 0)
+            self.made_on[comm] = k + 1
+            if (comm, k) not in self.shared:
+                self.shared[(comm, k)] = self.d.rma_win(f"window {len(self.shared)}", comm)
+            win = self.wins[a["win"]] = self.shared[(comm, k)]
+            self.ranks[a["win"]] = comms[a["comm"]][1]
+            ew.rma_collective_begin(t0)
+            ew.rma_win_create(t0, win)
+            ew.rma_collective_end(t1, E.CollectiveOp.CREATE_HANDLE, E.RmaSyncLevel.NONE, win, _UNDEF, 0, 0)
+            return
+        win = self.wins[a["win"]]
+        target = a.get("target", _UNDEF)
+        target = _UNDEF if target < 0 else target
+        mid = a.get("req")
+        if mid is None and "bytes" in a:
+            mid = self.next_id
+            self.next_id += 1
+        if name in ("put", "rput"):
+            ew.rma_put(t0, win, target, a["bytes"], mid)
+        elif name in ("get", "rget"):
+            ew.rma_get(t0, win, target, a["bytes"], mid)
+        elif name in _ATOMIC:
+            fetch = name not in ("accumulate", "raccumulate")
+            sent = a["bytes"] * (2 if name == "compare_and_swap" else 1)
+            ew.rma_atomic(t0, win, target, getattr(E.RmaAtomicType, _ATOMIC[name]), sent,
+                          a["bytes"] if fetch else 0, mid)
+        elif name == "win_free":
+            ew.rma_collective_begin(t0)
+            ew.rma_win_destroy(t0, win)
+            ew.rma_collective_end(t1, E.CollectiveOp.DESTROY_HANDLE, E.RmaSyncLevel.NONE, win, _UNDEF, 0, 0)
+            del self.wins[a["win"]]
+        elif name == "win_fence":
+            ew.rma_collective_begin(t0)
+            ew.rma_collective_end(t1, E.CollectiveOp.BARRIER, E.RmaSyncLevel.PROCESS, win,
+                                  _UNDEF, 0, 0)
+        elif name in ("win_lock", "win_lock_all"):
+            lock = self.locks[(a["win"], target)] = len(self.locks) + 1
+            kind = E.LockType.EXCLUSIVE if a.get("exclusive") else E.LockType.SHARED
+            ew.rma_acquire_lock(t1, win, target, lock, kind)
+        elif name in ("win_unlock", "win_unlock_all"):
+            ew.rma_release_lock(t1, win, target, self.locks.pop((a["win"], target), 0))
+        elif name in ("win_flush", "win_flush_all", "win_sync"):
+            ew.rma_sync(t1, win, target, E.RmaSyncType.MEMORY)
+        else:  # post, start, complete, wait
+            ranks = self.ranks[a["win"]]
+            ew.rma_group_sync(t1, E.RmaSyncLevel.PROCESS, win, self.group([ranks[i] for i in c.lst]))
+        if "bytes" in a and name not in ("win_create",):
+            if "req" in a:
+                self.ops[a["req"]] = win
+            else:
+                ew.rma_op_complete_blocking(t1, win, mid)
+
+    def complete(self, req: int, t1: int) -> bool:
+        """Writes the completion of request `req` if it is a request-based
+        operation's."""
+        win = self.ops.pop(req, None)
+        if win is None:
+            return False
+        self.ew.rma_op_complete_non_blocking(t1, win, req)
+        return True
+
+
 def write(trace: "Trace", out_dir: str) -> str:
     """Writes `trace` (a loaded bgsim trace) as an OTF2 archive in
     `out_dir`; returns the anchor file."""
@@ -384,12 +594,6 @@ def write(trace: "Trace", out_dir: str) -> str:
     n = trace.nranks
     if os.path.exists(os.path.join(out_dir, "traces.otf2")):
         raise UsageError(f"{out_dir}: holds an OTF2 archive already (traces.otf2)")
-    # (Checked before anything is written: no half archive.)
-    for calls in trace.ranks:
-        c = next((c for c in calls if c.name in RMA), None)
-        if c is not None:
-            raise UsageError(f"{c.where}: {c.name}: bgsim does not write one-sided calls into OTF2 (RMA events); "
-                             "record with --format bgsim to keep them")
     with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
         d = w.definitions
         node = d.system_tree_node("bgsim")
@@ -409,8 +613,11 @@ def write(trace: "Trace", out_dir: str) -> str:
 
         # Global communicators: one per (parent, the k-th constructor on it, members).
         shared: Dict[Tuple[Any, int, Tuple[int, ...]], Any] = {}
+        wins: Dict[Tuple[Any, int], Any] = {}  # windows: (communicator, the k-th made on it)
+        groups: Dict[Tuple[int, ...], Any] = {}
         for r in range(n):
             ew = w.event_writer_from_location(locs[r])
+            rma = _RmaWriter(otf2, d, ew, wins, groups)
             comms: Dict[int, Tuple[Any, List[int]]] = {0: (world, list(range(n))), 1: (self_comm, [r])}
             made_on: Dict[Any, int] = {}
             reqs: Dict[int, Any] = {}
@@ -495,6 +702,8 @@ def write(trace: "Trace", out_dir: str) -> str:
                         made = reqs.pop(req, None)
                         if made is None:  # a nonblocking collective: written where it started
                             continue
+                        if rma.complete(req, t1):
+                            continue
                         if made.cancelled is not None and req in made.cancelled:
                             ew.mpi_request_cancelled(t1, req)
                         elif made.name == "irecv":
@@ -502,6 +711,10 @@ def write(trace: "Trace", out_dir: str) -> str:
                             ew.mpi_irecv(t1, made.a["src"], on, made.a["tag"], made.a["bytes"], req)
                         else:
                             ew.mpi_isend_complete(t1, req)
+                elif name in RMA:
+                    rma.line(c, t0, at(c.t1), comms)
+                    if "req" in a:
+                        reqs[a["req"]] = c
                 elif (what := blocking_collective(name)) is not None:
                     ranks = comms[a["comm"]][1]
                     size = len(ranks)

@@ -227,8 +227,9 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
                 win.Get_accumulate(x, np.empty_like(x), target, disp, op)
             elif name == "rget_accumulate":
                 return win.Rget_accumulate(x, np.empty_like(x), target, disp, op)
-            else:
-                win.Fetch_and_op(x[:1], np.empty_like(x[:1]), target, disp, op)
+            else:  # one element of the recorded size (bytes: from an OTF2 archive, which keeps no type)
+                one = x[:1] if x.itemsize == n or n not in (2, 4, 8) else np.zeros(1, f"u{n}")
+                win.Fetch_and_op(one, np.empty_like(one), target, disp, op)
     elif name == "win_free":
         wins.pop(a["win"]).Free()
     elif name in _WIN_SYNC:
