@@ -1500,3 +1500,57 @@ def test_buffer_collectives_refuse_messages_that_do_not_match_as_mpi4py_does():
     for r, (refused, got) in enumerate(bgsim.run(main, shape="2x1x1", nranks=2).results):
         assert refused == [True] * 5
         assert got == bytes([b"ab"[r]]) * 2  # element r of each rank's "ab", back to back
+
+
+def test_intercommunicators_point_to_point_barrier_dup_and_merge():
+    def main():
+        w = MPI.COMM_WORLD
+        r = w.rank
+        color = r % 2
+        local = w.Split(color, r)
+        # Leaders: each group's rank 0 (world ranks 0 and 1); only they
+        # give the peer communicator and tag.
+        ic = local.Create_intercomm(0, w if local.rank == 0 else MPI.COMM_NULL, 1 - color, tag=12)
+        me = ic.rank
+        got = ic.sendrecv(r, dest=me, source=me)
+        buf = np.zeros(4, "i4")
+        ic.Sendrecv(np.full(4, r, "i4"), dest=me, recvbuf=buf, source=me)
+        ic.Barrier()
+        st = MPI.Status()
+        wild = None
+        if color == 0:
+            ic.send(r, dest=(me + 1) % ic.Get_remote_size(), tag=5)
+        else:
+            wild = (ic.recv(source=MPI.ANY_SOURCE, tag=5, status=st), st.source)
+        d = ic.Dup()
+        d.Barrier()
+        merged = ic.Merge(high=bool(color))
+        try:
+            ic.Allreduce(np.ones(1), np.zeros(1))
+            refused = None
+        except MPI.Exception as e:
+            refused = e.Get_error_class()
+        out = dict(inter=ic.Is_inter(), size=ic.size, remote=ic.Get_remote_group().Translate_ranks(
+            [0, 1], w.Get_group()), got=got, buf=int(buf[0]), wild=wild, merged=(merged.rank, merged.size),
+            refused=refused == MPI.ERR_COMM, sum=merged.allreduce(r))
+        try:  # a handle of an intercommunicator is no intracommunicator
+            MPI.Intracomm(ic)
+            out["typed"] = False
+        except TypeError:
+            out["typed"] = True
+        d.Free()
+        ic.Free()
+        return out
+
+    res = run(main, shape="2x2x1").results
+    for r, o in enumerate(res):
+        assert o["inter"] and o["size"] == 2 and o["refused"]
+        assert o["remote"] == ([1, 3] if r % 2 == 0 else [0, 2])
+        partner = r + 1 if r % 2 == 0 else r - 1  # the remote rank of the same index
+        assert o["got"] == partner and o["buf"] == partner
+        # The group that asked for high=False comes first: 0, 2, then 1, 3.
+        assert o["merged"] == ([0, 2, 1, 3].index(r), 4) and o["sum"] == 6
+    # Rank 2 (local rank 1 of the even group) sent to remote rank 0 = world 1,
+    # whose status names the sender by its remote rank, 1.
+    assert res[1]["wild"] == (2, 1) and res[3]["wild"] == (0, 0)
+    assert all(o["typed"] for o in res)

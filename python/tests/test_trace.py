@@ -565,3 +565,65 @@ def test_otf2_round_trip_of_a_cancelled_receive(tmp_path):
 
 def test_request_based_operations_and_cancels_round_trip_through_otf2(rma_cancel, tmp_path):
     _same_one_sided_replay(rma_cancel, tmp_path)
+
+
+# -- intercommunicators (tests/data/intercomm.c) -------------------------
+
+INTERCOMM = os.path.join(HERE, "data", "intercomm.c")
+
+
+@pytest.fixture(scope="module")
+def intercomm(tmp_path_factory):
+    return _recorded(tmp_path_factory, INTERCOMM, "merged sum 6")
+
+
+def test_the_recorder_writes_intercommunicators_and_their_merge(intercomm):
+    t = bgtrace.load(str(intercomm))
+    for r, calls in enumerate(t.ranks):
+        make = next(c for c in calls if c.name == "intercomm_create")
+        leader = r in (0, 1)
+        assert (make.a["leader"], make.a["peer"], make.a["rleader"], make.a["tag"]) == \
+            ((0, 0, 1 - r % 2, 7) if leader else (0, -1, -1, -1))
+        assert make.lst == ([1, 3] if r % 2 == 0 else [0, 2])
+        merge = next(c for c in calls if c.name == "intercomm_merge")
+        assert (merge.a["inter"], merge.a["high"], merge.lst) == (make.a["new"], r % 2, [0, 2, 1, 3])
+        # Messages on the intercommunicator name ranks of the remote group.
+        isend = next(c for c in calls if c.name == "isend")
+        assert (isend.a["comm"], isend.a["dest"]) == (make.a["new"], 0 if r < 2 else 1)
+    # Each even rank sends 4 KB to its odd partner and back, and one int to
+    # an odd rank over the dup.
+    assert t.messages() == {(0, 1): [1, 4096], (1, 0): [1, 4096], (2, 3): [1, 4096], (3, 2): [1, 4096],
+                            (0, 3): [1, 4], (2, 1): [1, 4]}
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_an_intercommunicator_program_replays_its_messages(intercomm, machine, mode):
+    import bgsim
+    t = bgtrace.load(str(intercomm))
+    r = bgsim.run(bgtrace.program(t), machine, shape="2x2x1", mode=mode, nranks=4, memory_check=False)
+    for rank in range(4):
+        assert r.ranks[rank]["bytes_received"] >= 4096
+
+
+def test_bad_intercommunicator_lines_are_refused_naming_them(intercomm, tmp_path):
+    text0 = (intercomm / "rank-0.trace").read_text()
+    create = next(line for line in text0.splitlines() if " intercomm_create " in line)
+    barrier = next(line for line in text0.splitlines() if line.split()[2] == "barrier" and line.split()[3] != "0")
+    for old, new, why in ((create, create.rsplit(" ", 1)[0] + " 2", "remote group [1, 2] is empty or overlaps"),
+                          (barrier, barrier.replace(" barrier ", " bcast 0 8 "), "bcast on intercommunicator")):
+        bad = tmp_path / "bad"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(intercomm, bad)
+        (bad / "rank-0.trace").write_text(text0.replace(old, new, 1))
+        lineno = text0.splitlines().index(old) + 1
+        with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: ") + ".*" + re.escape(why)):
+            bgtrace.load(str(bad))
+
+
+def test_otf2_output_refuses_intercommunicators_before_writing_anything(intercomm, tmp_path):
+    pytest.importorskip("otf2")
+    from bgsim.trace import otf2io
+    out = tmp_path / "archive"
+    with pytest.raises(UsageError, match="intercomm_create: bgsim does not write intercommunicators"):
+        otf2io.write(bgtrace.load(str(intercomm)), str(out))
+    assert not out.exists() or not any(out.iterdir())

@@ -12,7 +12,8 @@ from greenlet import getcurrent as _getcurrent
 from . import coll as _coll
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError, RankExit, UsageError
-from .buffers import _members
+from .. import _core
+from .buffers import _dump, _load, _members
 from .collectives import CollectiveCalls, _context_agreement
 from .constants import (ANY_SOURCE, APPNUM, CART, COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED,
                         COMM_TYPE_RESOURCE_GUIDED, CONGRUENT, DIST_GRAPH, GRAPH, HOST, IDENT, IO, KEYVAL_INVALID,
@@ -24,7 +25,7 @@ from .groups import Group
 from .handles import Handle
 from .info import Info
 from .p2p import PointToPoint
-from .requests import Request, _ctx
+from .requests import Request, _ctx, _wait_all
 
 _ndarray = _np.ndarray
 
@@ -54,6 +55,10 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
         if group is None and context is None:
             group, context, name = Group(()), -1, "MPI_COMM_NULL"
         elif isinstance(group, Comm) and context is None:
+            if group and isinstance(group, Intercomm) != isinstance(self, Intercomm):
+                raise ArgumentTypeError(f"{type(self).__name__}(): expecting an "
+                                        f"{'inter' if isinstance(self, Intercomm) else 'intra'}communicator, got "
+                                        f"{type(group).__name__}")
             if isinstance(self, Topocomm) and not isinstance(group, type(self)):
                 raise ArgumentTypeError(f"{type(self).__name__}(): {type(group).__name__} has another topology")
             # (COMM_SELF is every rank's: a handle of it is the caller's.)
@@ -66,6 +71,12 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
         self._name = name
         self._freed = False
         self._bind()
+
+    @property
+    def _peers(self) -> Group:
+        """The group the ranks of point-to-point calls are of (an
+        intercommunicator's remote group)."""
+        return self._group
 
     def _bind(self) -> None:
         """Points the fast path of Isend / Irecv at the communicator's
@@ -901,23 +912,193 @@ COMM_NULL = Intracomm(Group(()), -1, "MPI_COMM_NULL")
 
 
 class Intercomm(Comm):
-    """Intercommunicators are not simulated: ``Intercomm()`` is a null
-    handle, and creating one raises NotImplementedError."""
+    """An inter-communicator: a local group (the calling rank's; its rank
+    and size) and a remote group, the ranks of point-to-point calls.
+    Made by ``Intracomm.Create_intercomm``; ``Merge`` makes an
+    intra-communicator of both groups. Point-to-point calls, ``Barrier``,
+    ``Dup``, ``Merge`` and ``Free`` are simulated; other collectives on an
+    inter-communicator raise MPI_ERR_COMM. ``Intercomm()`` is a null
+    handle."""
 
     def __init__(self, comm: Any = None):
+        if isinstance(comm, Intercomm):
+            super().__init__(comm._group, comm._context, comm._name)
+            self._remote, self._local = comm._remote, comm._local
+            self._bind()
+            return
         if comm is not None and not (isinstance(comm, Comm) and not comm):
-            raise NotImplementedError("intercommunicators are not simulated by bgsim")
+            raise ArgumentTypeError(f"Intercomm(): expecting an intercommunicator, got {type(comm).__name__}")
+        self._remote, self._local = Group(()), None
         super().__init__()
 
-    # Only the null intercommunicator exists: its calls raise MPI_ERR_COMM.
+    @classmethod
+    def _make(cls, local: Group, remote: Group, context: int, local_context: int) -> "Intercomm":
+        ic = cls()
+        ic._group, ic._remote, ic._context, ic._name = local, remote, context, ""
+        # The local group's own communicator, for what a collective does
+        # within a group (its context: the next pair).
+        ic._local = Intracomm(local, local_context)
+        ic._bind()
+        return ic
+
+    def _bind(self) -> None:
+        # The general point-to-point path, with the remote group's ranks.
+        self._p2p = None
+        self._p2p_group = getattr(self, "_remote", None)
+
+    @property
+    def _peers(self) -> Group:
+        return self._remote
+
+    def _world_rank(self, r: int, what: str, allow_null: bool = True, allow_any: bool = False) -> int:
+        ranks = self._remote._ranks
+        if r.__class__ is int and 0 <= r < len(ranks):
+            return ranks[r]
+        if allow_null and r == PROC_NULL:
+            return PROC_NULL
+        if allow_any and r == ANY_SOURCE:
+            return ANY_SOURCE
+        raise Exception(ERR_RANK, f"{what} {r} in an intercommunicator whose remote group has {len(ranks)} ranks")
+
+    def Is_inter(self) -> bool:
+        return True
+
+    def Is_intra(self) -> bool:
+        return False
+
+    @property
+    def is_inter(self) -> bool:
+        return True
+
+    @property
+    def is_intra(self) -> bool:
+        return False
+
     def Get_remote_group(self) -> Group:
-        raise Exception(ERR_COMM, "Get_remote_group on MPI_COMM_NULL")
+        if self._context < 0:
+            raise Exception(ERR_COMM, "Get_remote_group on MPI_COMM_NULL")
+        return Group(self._remote)
+
+    @property
+    def remote_group(self) -> Group:
+        return self.Get_remote_group()
 
     def Get_remote_size(self) -> int:
-        raise Exception(ERR_COMM, "Get_remote_size on MPI_COMM_NULL")
+        if self._context < 0:
+            raise Exception(ERR_COMM, "Get_remote_size on MPI_COMM_NULL")
+        return len(self._remote._ranks)
+
+    @property
+    def remote_size(self) -> int:
+        return self.Get_remote_size()
+
+    def _leaders(self, what: str, data: Any) -> Any:
+        """Local rank 0 trades `data` with the remote group's rank 0 (on the
+        collective context); every local rank gets the remote side's by a
+        broadcast in its group. Entered by every rank of both groups."""
+        ctx, me = self._me()
+        got = None
+        if me == 0:
+            req = self._irecv_into(_core.MAX_MESSAGE_BYTES, 0, 0, lambda st, d: d, ctx_off=1, ctx=ctx)
+            send = self._isend_bytes(_dump(data), 0, 0, 0, what, ctx_off=1)
+            _wait_all([req, send], f"MPI.Intercomm.{what}()")
+            got = _load(req._obj)
+        return self._local.bcast(got, 0)
+
+    def Barrier(self) -> None:
+        """Every rank of both groups has entered before any leaves: a
+        barrier in each group, the leaders' exchange, a broadcast."""
+        self._local.Barrier()
+        self._leaders("Barrier", None)
+
+    def barrier(self) -> None:
+        self.Barrier()
+
+    def _agree(self, what: str, key: Tuple) -> Tuple[int, int]:
+        """A new context pair for a communicator made from this one, the
+        same on both sides: named by the key and the lower group's ranks."""
+        self._local._sync(what)
+        self._leaders(what, None)
+        seqs = _ctx().state.setdefault("comm_seq", {})
+        n = seqs.get(self._context, 0)
+        seqs[self._context] = n + 1
+        rt = _ctx().runtime
+        return rt.new_context((self._context, what, n) + key), rt.new_context((self._context, what, n, "local") + key
+                                                                              + (self._group._ranks,))
+
+    def Dup(self, info: Any = None) -> "Intercomm":
+        if self._context < 0:
+            raise Exception(ERR_COMM, "Dup on MPI_COMM_NULL")
+        context, local = self._agree("Dup", ())
+        c = Intercomm._make(self._group, self._remote, context, local)
+        c._name = self._name
+        self._copy_attrs(c)
+        return self._inherit_errhandler(c)
+
+    Clone = Dup
 
     def Merge(self, high: bool = False) -> "Intracomm":
-        raise Exception(ERR_COMM, "Merge on MPI_COMM_NULL")
+        """An intra-communicator of both groups: the group that asked for
+        `high` false first; if both asked the same, the group whose rank 0
+        has the lower world rank."""
+        if self._context < 0:
+            raise Exception(ERR_COMM, "Merge on MPI_COMM_NULL")
+        self._local._sync("Merge")
+        theirs = self._leaders("Merge", bool(high))
+        mine = bool(high)
+        if mine != theirs:
+            first = not mine
+        else:
+            first = self._group._ranks[0] < self._remote._ranks[0]
+        order = self._group._ranks + self._remote._ranks if first else self._remote._ranks + self._group._ranks
+        seqs = _ctx().state.setdefault("comm_seq", {})
+        n = seqs.get(self._context, 0)
+        seqs[self._context] = n + 1
+        context = _ctx().runtime.new_context((self._context, "merge", n))
+        return self._inherit_errhandler(Intracomm(_shared_group(_ctx(), context, lambda: Group(order)), context))
+
+    def Free(self) -> None:
+        if self._context >= 0:
+            self._delete_attrs()
+        self._freed = True
+        self._context = -1
+        self._bind()
+
+    def __repr__(self) -> str:
+        return (f"<mpi4py.MPI.Intercomm size={len(self._group._ranks)} remote_size={len(self._remote._ranks)} "
+                f"context={self._context}>")
+
+
+def _create_intercomm(self: Comm, local_leader: int, peer_comm: Comm, remote_leader: int, tag: int = 0) -> Intercomm:
+    """MPI_Intercomm_create: the local leader trades its group's world
+    ranks with the remote leader over `peer_comm` (tag `tag`), then
+    broadcasts the remote group in the local communicator."""
+    ctx, me = self._me()
+    n = self.Get_size()
+    if not isinstance(local_leader, (int, _np.integer)) or not 0 <= local_leader < n:
+        raise Exception(ERR_RANK, f"Create_intercomm: local_leader {local_leader} in a communicator of size {n}")
+    told = None
+    if me == local_leader:
+        if not isinstance(peer_comm, Comm) or not peer_comm:
+            raise Exception(ERR_COMM, "Create_intercomm: the local leader needs a peer communicator")
+        told = (peer_comm.sendrecv(list(self._group._ranks), remote_leader, tag, None, remote_leader, tag), tag)
+    # (peer_comm, remote_leader and tag count at the local leader only.)
+    remote, tag = self.bcast(told, local_leader)
+    mine = tuple(self._group._ranks)
+    if set(mine) & set(remote):
+        raise Exception(ERR_COMM, "Create_intercomm: the local and remote groups overlap")
+    low, high = sorted((mine, tuple(remote)))
+    seqs = ctx.state.setdefault("intercomm_seq", {})
+    k = (low, high, tag)
+    count = seqs.get(k, 0)
+    seqs[k] = count + 1
+    context = ctx.runtime.new_context(("intercomm",) + k + (count,))
+    local = ctx.runtime.new_context(("intercomm local",) + k + (count, mine))
+    remote_group = _shared_group(ctx, ("remote", context, mine), lambda: Group(list(remote)))
+    return self._inherit_errhandler(Intercomm._make(self._group, remote_group, context, local))
+
+
+Intracomm.Create_intercomm = _create_intercomm
 
 
 # MPI_COMM_NULL: every call raises MPI_ERR_COMM.

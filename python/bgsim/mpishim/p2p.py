@@ -78,7 +78,7 @@ class PointToPoint:
             r._obj = finish((PROC_NULL, ANY_TAG, 0, False, False), b"") if finish else None
             return r
         rid = ctx.runtime.world.irecv(ctx.rank, wsrc, self._context + ctx_off, tag, capacity, unaligned)
-        return Request(rid, "recv", finish, ctx, "", self._group)
+        return Request(rid, "recv", finish, ctx, "", self._peers)
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
         cls = buf.__class__
@@ -280,7 +280,7 @@ class PointToPoint:
         if wsrc == PROC_NULL:
             return Request(-1, "probe")
         rid = ctx.runtime.world.probe(ctx.rank, wsrc, self._context, tag)
-        return Request(rid, "probe", None, ctx, "", self._group)
+        return Request(rid, "probe", None, ctx, "", self._peers)
 
     def Probe(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Optional[Status] = None) -> bool:
         self._wait(self._probe_req(source, tag), status, lambda: f"MPI.Comm.Probe(source={source}, tag={tag})")

@@ -28,6 +28,12 @@
  *   comm_group PARENT NEW K W1..WK       MPI_Comm_create_group (collective
  *       over the members only)
  *   comm_free COMM
+ *   intercomm_create LOCAL LEADER PEER REMOTE_LEADER TAG NEW K R1..RK
+ *       MPI_Intercomm_create: R... the remote group's MPI_COMM_WORLD
+ *       ranks; PEER and REMOTE_LEADER -1 but at the local leader. A rank of
+ *       an intercommunicator in a point-to-point call is one of its remote
+ *       group; comm_dup of one is an intercommunicator too
+ *   intercomm_merge INTER HIGH NEW K W1..WK   MPI_Intercomm_merge
  * Point to point:
  *   send|ssend|bsend|rsend DEST TAG BYTES COMM
  *   isend|issend|ibsend|irsend DEST TAG BYTES COMM REQ
@@ -163,13 +169,12 @@ static void drop(struct req *q) { *q = reqs[--nreq]; }
 
 /* ---- lines ---- */
 /* Starts a line, or says the call cannot be replayed when COMM is not one
- * the recorder saw made (an intercommunicator, or one made by a call it
- * does not record). */
+ * the recorder saw made (made by a call it does not record). */
 static int begin(double t0, const char *name, long comm) {
     if (!out) return 0;
     if (comm < 0) {
         fprintf(out, "%.9f %.9f unsupported %s on a communicator bgsim did not see made "
-                     "(an intercommunicator, or one made by a call bgsim does not record)\n", t0, now(), name);
+                     "(one made by a call bgsim does not record)\n", t0, now(), name);
         return 0;
     }
     fprintf(out, "%.9f %.9f %s", t0, now(), name);
@@ -351,7 +356,10 @@ static void made(double t0, const char *how, MPI_Comm parent, MPI_Comm *made_com
     MPI_Comm c = made_comm ? *made_comm : MPI_COMM_NULL;
     int inter = 0;
     if (c != MPI_COMM_NULL) PMPI_Comm_test_inter(c, &inter);
-    if (inter) { unsupported("a communicator that is an intercommunicator"); return; }
+    if (inter && strcmp(how, "comm_dup") != 0) {
+        unsupported("a communicator made from an intercommunicator but by MPI_Comm_dup");
+        return;
+    }
     if (!begin(t0, how, p)) return;
     num(p);
     if (c == MPI_COMM_NULL) { num(-1); num(0); end(); return; }
@@ -444,13 +452,54 @@ int MPI_Comm_idup_with_info(MPI_Comm c, MPI_Info i, MPI_Comm *n, MPI_Request *r)
     double t0 = now(); int rc = PMPI_Comm_idup_with_info(c, i, n, r); made_nonblocking(t0, c, n, *r); return rc;
 }
 #endif
+/* Writes the world ranks of group G (K, then the ranks). */
+static void world_ranks_of(MPI_Group g) {
+    int k;
+    PMPI_Group_size(g, &k);
+    int *ranks = malloc((k > 0 ? k : 1) * sizeof *ranks), *w = malloc((k > 0 ? k : 1) * sizeof *w);
+    for (int i = 0; i < k; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, k, ranks, world_group, w);
+    num(k);
+    for (int i = 0; i < k; i++) num(w[i]);
+    free(ranks);
+    free(w);
+}
+/* A new communicator's number (it joins the recorder's table). */
+static long adopt(MPI_Comm c) {
+    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
+    comms[ncomm] = (struct comm){c, next_comm++};
+    return comms[ncomm++].id;
+}
 int MPI_Intercomm_create(MPI_Comm l, int ll, MPI_Comm p, int rl, int tag, MPI_Comm *n) {
-    unsupported("MPI_Intercomm_create (intercommunicators)");
-    return PMPI_Intercomm_create(l, ll, p, rl, tag, n);
+    double t0 = now();
+    int rc = PMPI_Intercomm_create(l, ll, p, rl, tag, n);
+    long lid = cid(l);
+    int me = -1;
+    PMPI_Comm_rank(l, &me);
+    long pid = me == ll ? cid(p) : -1;
+    if (me == ll && pid < 0) { unsupported("MPI_Intercomm_create over a peer communicator bgsim did not see made"); return rc; }
+    if (!begin(t0, "intercomm_create", lid)) return rc;
+    num(lid); num(ll); num(pid); num(me == ll ? rl : -1); num(me == ll ? tag : -1);
+    num(adopt(*n));
+    MPI_Group g;
+    PMPI_Comm_remote_group(*n, &g);
+    world_ranks_of(g);
+    PMPI_Group_free(&g);
+    end();
+    return rc;
 }
 int MPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm *n) {
-    unsupported("MPI_Intercomm_merge (intercommunicators)");
-    return PMPI_Intercomm_merge(c, high, n);
+    double t0 = now();
+    int rc = PMPI_Intercomm_merge(c, high, n);
+    long id = cid(c);
+    if (!begin(t0, "intercomm_merge", id)) return rc;
+    num(id); num(high != 0); num(adopt(*n));
+    MPI_Group g;
+    PMPI_Comm_group(*n, &g);
+    world_ranks_of(g);
+    PMPI_Group_free(&g);
+    end();
+    return rc;
 }
 
 /* ---- point to point ---- */

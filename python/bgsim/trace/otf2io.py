@@ -594,6 +594,12 @@ def write(trace: "Trace", out_dir: str) -> str:
     n = trace.nranks
     if os.path.exists(os.path.join(out_dir, "traces.otf2")):
         raise UsageError(f"{out_dir}: holds an OTF2 archive already (traces.otf2)")
+    # (Checked before anything is written: no half archive.)
+    for calls in trace.ranks:
+        c = next((c for c in calls if c.name.startswith("intercomm_")), None)
+        if c is not None:
+            raise UsageError(f"{c.where}: {c.name}: bgsim does not write intercommunicators into OTF2; record with "
+                             "--format bgsim to keep them")
     with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
         d = w.definitions
         node = d.system_tree_node("bgsim")

@@ -9,6 +9,9 @@ How each recorded call replays:
   the recorded order (colour: the smallest member's world rank, key: the
   rank's place), `comm_dup` a Dup and `comm_group` a Create_group over the
   members only, so it costs what the simulated MPI's constructor costs;
+  an intercommunicator is the simulated MPI's `Create_intercomm` (the
+  same leaders, peer communicator and tag), its merge `Merge` (then a
+  split into the recorded order where the simulated one differs);
 - a receive, probe or persistent start posted with a wildcard uses the
   source and tag of the message the recorded run matched, so the replay
   makes the program's decisions (which neighbour's data came first)
@@ -171,6 +174,12 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             elif name == "comm_group":
                 parent = comms[a["parent"]]
                 comms[a["new"]] = parent.Create_group(parent.Get_group().Incl(c.lst))
+            elif name == "intercomm_create":
+                peer = comms[a["peer"]] if a["peer"] >= 0 else MPI.COMM_NULL
+                comms[a["new"]] = comms[a["local"]].Create_intercomm(a["leader"], peer, max(a["rleader"], 0),
+                                                                     max(a["tag"], 0))
+            elif name == "intercomm_merge":
+                comms[a["new"]] = _merge(comms[a["inter"]], a["high"], c.lst, me)
             elif name == "comm_free":
                 comms.pop(a["comm"]).Free()
             elif name == "finalize":
@@ -190,6 +199,24 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         if any(r is not None for r in reqs.values()):
             raise UsageError(f"trace `{trace.path}`: rank {me} ends with requests never waited for")
     return main
+
+
+def _merge(inter: Any, high: int, members: List[int], me: int) -> Any:
+    """MPI_Intercomm_merge with the recorded members in the recorded order:
+    the simulated Merge, then (where its order differs: both groups asked
+    for the same `high`, whose order MPI leaves to the implementation) a
+    split of it into the recorded order."""
+    merged = inter.Merge(bool(high))
+    world = MPI.COMM_WORLD.Get_group()
+    group = merged.Get_group()
+    order = group.Translate_ranks(list(range(group.Get_size())), world)
+    group.Free()
+    world.Free()
+    if list(order) == list(members):
+        return merged
+    again = merged.Split(0, members.index(me))
+    merged.Free()
+    return again
 
 
 #: Window synchronization calls without arguments: the MPI.Win method of each.

@@ -45,6 +45,10 @@ SPEC: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "comm_split": (("parent", "new"), "n", False),
     "comm_group": (("parent", "new"), "n", False),
     "comm_free": (("comm",), None, False),
+    # Intercommunicators: the list is the remote group's world ranks
+    # (create), the merged communicator's (merge).
+    "intercomm_create": (("local", "leader", "peer", "rleader", "tag", "new"), "n", False),
+    "intercomm_merge": (("inter", "high", "new"), "n", False),
     **{m: (_SEND, None, False) for m in ("send", "ssend", "bsend", "rsend")},
     **{m: (_SEND + ("req",), None, False) for m in ("isend", "issend", "ibsend", "irsend", "send_init",
                                                      "ssend_init", "bsend_init", "rsend_init")},
@@ -141,7 +145,7 @@ def blocking_collective(name: str) -> Optional[str]:
 _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv", "recv_init", "probe",
                                *SEND_MODE)},
          **{m: "done" for m in COMPLETES_ONE | COMPLETES_LIST},
-         **{m: m for m in ("status", "cancelled", "cancel", "comm_dup", "comm_idup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
+         **{m: m for m in ("status", "cancelled", "cancel", "intercomm_create", "intercomm_merge", "comm_dup", "comm_idup", "comm_split", "comm_group", "comm_free", "sendrecv", "start",
                            "startall", "request_free", "finalize", "mprobe", "mrecv", "imrecv")},
          **{m: "rma" for m in RMA}}
 
@@ -290,6 +294,9 @@ class _Rank:
         (self.name, self.read), self.rank, self.n, self.sent = source, rank, n, sent
         self.clock = clock
         self.comms: Dict[int, List[int]] = {WORLD: world, SELF: [rank]}
+        # intercommunicator -> its local group (`comms` holds its remote
+        # group: the ranks of its point-to-point calls)
+        self.inter: Dict[int, List[int]] = {}
         # window -> its communicator's members
         self.wins: Dict[int, List[int]] = {}
         # request -> [the call that made it, active, the call and key that activated it]
@@ -474,12 +481,19 @@ class _Rank:
                     c.lst = [parent.index(w) for w in members]
             if new in self.comms:
                 raise self.fail(f"communicator {new} already exists")
+            if a["parent"] in self.inter:
+                if name not in ("comm_dup", "comm_idup"):
+                    raise self.fail(f"{name} of intercommunicator {a['parent']}: bgsim replays only its dup")
+                self.inter[new] = self.inter[a["parent"]]
             self.comms[new] = members
+        elif name in ("intercomm_create", "intercomm_merge"):
+            self.intercomm(c)
         elif name == "comm_free":
             if a["comm"] < 2:
                 raise self.fail(f"communicator {a['comm']} is predefined and cannot be freed")
             self.comm(c)
             del self.comms[a["comm"]]
+            self.inter.pop(a["comm"], None)
         elif name == "sendrecv":
             members = self.comm(c)
             self.rank_in(c, "dest", members, (PROC_NULL,))
@@ -572,9 +586,48 @@ class _Rank:
             self.collective(c)
         return c
 
+    def intercomm(self, c: Call) -> None:
+        a, name, n = c.a, c.name, self.n
+        new, members = a["new"], c.lst
+        if new in self.comms:
+            raise self.fail(f"communicator {new} already exists")
+        if new < 2:
+            raise self.fail(f"a new communicator is numbered from 2, got {new}")
+        if len(set(members)) != len(members) or not all(0 <= w < n for w in members):
+            raise self.fail(f"communicator {new}'s ranks {members} are not distinct ranks of MPI_COMM_WORLD")
+        if name == "intercomm_create":
+            local = self.comm(c, "local")
+            if a["local"] in self.inter:
+                raise self.fail(f"intercomm_create over intercommunicator {a['local']} (its local group must be "
+                                "an intracommunicator)")
+            if not 0 <= a["leader"] < len(local):
+                raise self.fail(f"leader {a['leader']} is not a rank of communicator {a['local']} ({len(local)} ranks)")
+            if local.index(self.rank) == a["leader"]:
+                peer = self.comm(c, "peer")
+                if not 0 <= a["rleader"] < len(peer):
+                    raise self.fail(f"remote leader {a['rleader']} is not a rank of communicator {a['peer']} "
+                                    f"({len(peer)} ranks)")
+                self.tag(a["tag"], False)
+            if set(members) & set(local) or not members:
+                raise self.fail(f"intercommunicator {new}'s remote group {members} is empty or overlaps its local "
+                                f"group {local}")
+            self.inter[new] = list(local)
+        else:
+            if a["inter"] not in self.inter:
+                raise self.fail(f"intercomm_merge of {a['inter']}, which is not an intercommunicator of this rank")
+            if a["high"] not in (0, 1):
+                raise self.fail(f"high {a['high']}: 1 or 0")
+            both = set(self.inter[a["inter"]]) | set(self.comms[a["inter"]])
+            if set(members) != both:
+                raise self.fail(f"communicator {new}'s ranks {members} are not the ranks of both groups of "
+                                f"intercommunicator {a['inter']}")
+        self.comms[new] = list(members)
+
     def rma(self, c: Call) -> None:
         a, name = c.a, c.name
         if name == "win_create":
+            if a["comm"] in self.inter:
+                raise self.fail(f"a window on intercommunicator {a['comm']}")
             members = self.comm(c)
             if a["win"] < 0 or a["win"] in self.wins:
                 raise self.fail(f"window {a['win']}: windows are numbered from 0, one number each")
@@ -616,6 +669,9 @@ class _Rank:
     def collective(self, c: Call) -> None:
         a = c.a
         members = self.comm(c)
+        if a["comm"] in self.inter and c.name != "barrier":
+            raise self.fail(f"{c.name} on intercommunicator {a['comm']}: bgsim replays point-to-point calls, barrier, "
+                            "comm_dup, intercomm_merge and comm_free on intercommunicators")
         size = len(members)
         if "root" in a and not 0 <= a["root"] < size:
             raise self.fail(f"root {a['root']} is not a rank of communicator {a['comm']} ({size} ranks)")

@@ -17,7 +17,7 @@ import numpy as np
 from ... import _core
 from ..buffers import Same, _members
 from ..constants import TAG_UB
-from ..errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE
+from ..errors import ERR_ARG, ERR_COMM, ERR_ROOT, ERR_TRUNCATE
 from ..errors import Exception as MPIException
 from ..requests import _wait_all
 
@@ -38,6 +38,9 @@ class Call:
     call, and point-to-point helpers on the collective context."""
 
     def __init__(self, comm: Any, op: str, root: Optional[int] = None, check: Any = None):
+        if comm.Is_inter():
+            raise MPIException(ERR_COMM, f"{op} on an intercommunicator: bgsim simulates point-to-point calls, "
+                                         "Barrier, Dup, Merge and Free on one")
         self.comm = comm
         self.ctx, self.me = comm._me()
         self.n = comm.Get_size()
