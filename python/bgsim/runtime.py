@@ -330,6 +330,16 @@ class Runtime:
             if t1 > t0:
                 tl.slice(ctx.rank, what, what, t0, t1)
 
+    def combine(self, ctx: RankContext, nbytes: int) -> None:
+        """A reduction's local combine of `nbytes` of result on the calling
+        rank's core (`node.combine_bytes_per_cycle`); returns when it is
+        done."""
+        w = self.world
+        t0 = w.rank_time(ctx.rank) if self.timeline is not None else None
+        req = w.combine(ctx.rank, nbytes)
+        self.wait(ctx, [req], 1, "combine", t0)
+        w.release(req)
+
     def suspend(self, rank: int, ready: Optional[List[int]] = None) -> None:
         """The one way a rank waits: the calling rank is blocked in the
         core; returns when it may go on. `ready`: what a run of the

@@ -363,3 +363,33 @@ def test_bruck_allgather_is_ceil_log2_steps_of_varying_blocks(nranks):
     assert res.results == [want] * nranks
     assert res.counters["messages_completed"] == nranks * (nranks - 1).bit_length()
     assert res.collectives["allgather"] == {"bruck": 1}
+
+
+@pytest.mark.parametrize("machine, shape, mode", [("bgl", "2x2x1", "coprocessor"), ("bgp", "2x2x1", "smp")])
+def test_a_reduction_over_the_torus_costs_its_combine_on_the_core(machine, shape, mode):
+    # Pairs of ranks (a sub-communicator: point-to-point algorithms). An
+    # allreduce of 200 doubles (below 2 KB) is one recursive-doubling step:
+    # the exchange a Sendrecv of the same buffer makes, then the combine of
+    # 1,600 bytes at node.combine_bytes_per_cycle (2.87) on the core.
+    def main(reduce):
+        pair = MPI.COMM_WORLD.Split(MPI.COMM_WORLD.rank // 2, 0)
+        a, b = np.ones(200), np.zeros(200)
+        if reduce == "array":
+            pair.Allreduce(a, b)
+        elif reduce == "object":
+            pair.allreduce(1.0)  # a Python object's operation: not costed
+        elif reduce == "skeleton":
+            skeleton.allreduce(pair, 1600, floating=True)
+        elif reduce == "object exchange":
+            pair.sendrecv(1.0, 1 - pair.rank, source=1 - pair.rank)
+        else:
+            pair.Sendrecv(a, 1 - pair.rank, recvbuf=b, source=1 - pair.rank)
+    runs = {k: bgsim.run(lambda k=k: main(k), machine, shape=shape, mode=mode)
+            for k in ("array", "skeleton", "exchange")}
+    step = -(-1600 * 100 // 287)  # ceil(1600 / 2.87)
+    for k in ("array", "skeleton"):
+        for r in range(runs[k].nranks):
+            extra = runs[k].ranks[r]["core_copy_cycles"] - runs["exchange"].ranks[r]["core_copy_cycles"]
+            assert extra == pytest.approx(step, abs=1), (k, r)
+    obj, ex = (bgsim.run(lambda k=k: main(k), machine, shape=shape, mode=mode) for k in ("object", "object exchange"))
+    assert [r["core_copy_cycles"] for r in obj.ranks] == [r["core_copy_cycles"] for r in ex.ranks]

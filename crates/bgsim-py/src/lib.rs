@@ -642,6 +642,11 @@ impl World {
     fn compute(&mut self, rank: u32, ticks: u64) -> u32 {
         self.w.compute(rank, ticks)
     }
+    /// A reduction's local combine of `bytes` of result: a request done
+    /// when the rank's core has done it.
+    fn combine(&mut self, rank: u32, bytes: u64) -> u32 {
+        self.w.combine(rank, bytes)
+    }
     /// A poll that found nothing: a request done when the core has spent
     /// the poll's cost.
     fn poll(&mut self, rank: u32) -> u32 {

@@ -78,7 +78,7 @@ def _scan(comm: Comm, value: Any, red: "_coll.Reducer", exclusive: bool) -> Any:
         r = c.irecv(c.me - 1)
         c.wait([r])
         prefix = red.load(r._obj)
-    mine = value if prefix is None else red.combine(prefix, value)
+    mine = value if prefix is None else c.combine(red, prefix, value)
     if c.me + 1 < c.n:
         c.wait([c.isend(red.dump(mine), c.me + 1)])
     return prefix if exclusive else mine

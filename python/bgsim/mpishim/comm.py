@@ -1015,8 +1015,9 @@ class Intercomm(Comm):
         self.Barrier()
 
     def _agree(self, what: str, key: Tuple) -> Tuple[int, int]:
-        """A new context pair for a communicator made from this one, the
-        same on both sides: named by the key and the lower group's ranks."""
+        """The context of a communicator made from this one (the same on
+        both sides: named by this one's context and how many were made
+        from it), and of its local group's own communicator."""
         self._local._sync(what)
         self._leaders(what, None)
         seqs = _ctx().state.setdefault("comm_seq", {})

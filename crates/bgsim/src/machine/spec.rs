@@ -78,6 +78,9 @@ pub struct NodeSpec {
     pub memory_mb: u32,
     pub l1_line_bytes: u32,
     pub copy_bytes_per_cycle: f64,
+    /// A reduction's local combine (two operands in, one result out), bytes
+    /// of result per processor cycle.
+    pub combine_bytes_per_cycle: f64,
     pub modes: Vec<NodeMode>,
 }
 
@@ -420,6 +423,7 @@ impl Machine {
         check(n.memory_mb >= 1, src, "node.memory_mb", n.memory_mb, "a positive number of MB")?;
         check(n.l1_line_bytes.is_power_of_two(), src, "node.l1_line_bytes", n.l1_line_bytes, "a power of two")?;
         check(n.copy_bytes_per_cycle > 0.0 && n.copy_bytes_per_cycle.is_finite(), src, "node.copy_bytes_per_cycle", n.copy_bytes_per_cycle, "a positive number")?;
+        check(n.combine_bytes_per_cycle > 0.0 && n.combine_bytes_per_cycle.is_finite(), src, "node.combine_bytes_per_cycle", n.combine_bytes_per_cycle, "a positive number")?;
         check(!n.modes.is_empty(), src, "node.modes", "[]", "at least one node mode")?;
         let t = &spec.torus;
         check(t.chunk_bytes >= 8 && t.chunk_bytes.is_power_of_two(), src, "torus.chunk_bytes", t.chunk_bytes, "a power of two of at least 8")?;

@@ -492,6 +492,20 @@ impl World {
         ml.timer_req(net, &mut self.q, rank, done)
     }
 
+    /// A reduction's local combine of `bytes` of result (MPI's work inside
+    /// a reduce, allreduce, scan ...): the rank's core reads both operands
+    /// and writes the result at `node.combine_bytes_per_cycle` (counted as
+    /// copying); the returned request completes when it is done.
+    pub fn combine(&mut self, rank: u32, bytes: u64) -> ReqId {
+        let now = self.q.now();
+        let m = self.stack.net.machine();
+        let ticks = (bytes as f64 / m.spec.node.combine_bytes_per_cycle).ceil() as Tick * m.tick_cycle;
+        let Stack { net, ml, .. } = &mut self.stack;
+        let (node, core) = ml.place(rank);
+        let done = net.charge(&mut self.q, now, node, core, ticks, Work::Copy);
+        ml.timer_req(net, &mut self.q, rank, done)
+    }
+
     /// A poll that found nothing (MPI_Test, MPI_Iprobe ...): the rank's core
     /// spends the machine's poll cost; the request completes when it has,
     /// so a polling loop lets the other ranks and the network go on.

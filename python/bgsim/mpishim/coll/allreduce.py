@@ -19,7 +19,7 @@ def allreduce_recursive_doubling(c: Call, value: Any, red: Reducer) -> Any:
         while mask < pof2:
             partner = _old(new ^ mask, rem)
             got = red.load(c.sendrecv(red.dump(value), partner, partner))
-            value = red.combine(got, value) if (new ^ mask) < new else red.combine(value, got)
+            value = c.combine(red, got, value) if (new ^ mask) < new else c.combine(red, value, got)
             mask <<= 1
     return _fold_out(c, value, red, rem)
 
@@ -54,7 +54,7 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
             out = value[at(give[0]):at(give[1])]
             got = red.load(c.sendrecv(red.dump(out), partner, partner))
             mine = value[at(keep[0]):at(keep[1])]
-            value[at(keep[0]):at(keep[1])] = red.combine(got, mine) if partner_new < new else red.combine(mine, got)
+            value[at(keep[0]):at(keep[1])] = c.combine(red, got, mine) if partner_new < new else c.combine(red, mine, got)
             steps.append((partner, keep, give))
             lo, hi = keep
             mask >>= 1

@@ -100,6 +100,18 @@ class Call:
             return self.tag
         return ((self.seq % (1 << 14)) << 16 | (sub & 0xFFFF)) + (1 << 30)
 
+    def combine(self, red: "Reducer", a: Any, b: Any) -> Any:
+        """a op b (a from the lower ranks), on this rank's core: an array
+        reduction's combine costs it `node.combine_bytes_per_cycle` per byte
+        of the result (a pickled object's operation is not costed: what a
+        Python operation on objects would cost is not known)."""
+        out = red.combine(a, b)
+        if red.array:
+            nbytes = getattr(out, "nbytes", 0)
+            if nbytes:
+                self.rt.combine(self.ctx, int(nbytes))
+        return out
+
     def wait(self, reqs: List[Any]) -> None:
         _wait_all(reqs, f"MPI.Comm.{self.op}()")
         for r in reqs:
@@ -433,7 +445,7 @@ def _fold_in(c: Call, value: Any, red: Reducer, rem: int) -> Any:
         else:
             r = c.irecv(c.me - 1)
             c.wait([r])
-            value = red.combine(red.load(r._obj), value)
+            value = c.combine(red, red.load(r._obj), value)
     return value
 
 

@@ -23,7 +23,7 @@ def reduce_binomial(c: Call, value: Any, red: Reducer, root: int) -> Any:
         if me + mask < n:
             r = c.irecv(me + mask)
             c.wait([r])
-            acc = red.combine(acc, red.load(r._obj))
+            acc = c.combine(red, acc, red.load(r._obj))
         mask <<= 1
     if root != 0:
         if me == 0:
