@@ -481,8 +481,7 @@ def _bytes(c: Any, size: int, me: int) -> Tuple[int, int]:
 
 #: OTF2's undefined rank (a lock or flush of every target).
 _UNDEF = 2**32 - 1
-#: One-sided operations: the RmaAtomic type each is written as, and whether
-#: it fetches (bytes received) and sends twice its bytes (compare and swap).
+#: The RmaAtomic type each one-sided reduction or atomic is written as.
 _ATOMIC = {"accumulate": "ACCUMULATE", "raccumulate": "ACCUMULATE", "get_accumulate": "FETCH_AND_ACCUMULATE",
            "rget_accumulate": "FETCH_AND_ACCUMULATE", "fetch_and_op": "FETCH_AND_ADD",
            "compare_and_swap": "COMPARE_AND_SWAP"}
