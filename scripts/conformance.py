@@ -1,8 +1,8 @@
 """mpi4py's own test suite on the simulated MPI: `make conformance`.
 
 Runs the 16 MPI-1 core modules, the 3 one-sided ones (rma, rma_nb, win)
-and 6 more (p2p_buf_matched, p2p_obj_matched, request, pickle, address,
-mpimem) of mpi4py 4.1.2's test suite, unmodified
+and 7 more (p2p_buf_matched, p2p_obj_matched, request, pickle, address,
+mpimem, comm_inter) of mpi4py 4.1.2's test suite, unmodified
 (`test/main.py -i '^test_MODULE.py$'`, the suite's own skip conditions
 included), under `bgsim run` at 2 ranks (2x1x1) and at 4 ranks (2x2x1) of
 a BG/L, and prints per module and in all how many tests pass, by
@@ -44,11 +44,12 @@ FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
 #: The MPI-1 core of the suite: point-to-point, collectives, communicators,
 #: groups, topologies, datatypes, ops, status, attributes, errors; one-sided
 #: communication (windows, RMA operations and synchronization); matched
-#: probes, requests, pickling of handles, addresses and memory.
+#: probes, requests, pickling of handles, addresses and memory;
+#: intercommunicators (without their collectives: cco_*_inter).
 MODULES = ["attributes", "cco_buf", "cco_obj", "cco_vec", "comm", "comm_topo", "datatype", "environ",
            "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status",
            "rma", "rma_nb", "win",
-           "p2p_buf_matched", "p2p_obj_matched", "request", "pickle", "address", "mpimem"]
+           "p2p_buf_matched", "p2p_obj_matched", "request", "pickle", "address", "mpimem", "comm_inter"]
 
 #: ranks -> partition shape
 SHAPES = {2: "2x1x1", 4: "2x2x1"}

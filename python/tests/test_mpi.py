@@ -1524,6 +1524,9 @@ def test_intercommunicators_point_to_point_barrier_dup_and_merge():
             wild = (ic.recv(source=MPI.ANY_SOURCE, tag=5, status=st), st.source)
         d = ic.Dup()
         d.Barrier()
+        # Split by world rank // 2: {0} with {1}, {2} with {3}.
+        sp = ic.Split(r // 2, 0)
+        split_peer = sp.sendrecv(r, dest=0, source=0)
         merged = ic.Merge(high=bool(color))
         try:
             ic.Allreduce(np.ones(1), np.zeros(1))
@@ -1532,7 +1535,7 @@ def test_intercommunicators_point_to_point_barrier_dup_and_merge():
             refused = e.Get_error_class()
         out = dict(inter=ic.Is_inter(), size=ic.size, remote=ic.Get_remote_group().Translate_ranks(
             [0, 1], w.Get_group()), got=got, buf=int(buf[0]), wild=wild, merged=(merged.rank, merged.size),
-            refused=refused == MPI.ERR_COMM, sum=merged.allreduce(r))
+            refused=refused == MPI.ERR_COMM, sum=merged.allreduce(r), split=(sp.size, sp.Get_remote_size(), split_peer))
         try:  # a handle of an intercommunicator is no intracommunicator
             MPI.Intracomm(ic)
             out["typed"] = False
@@ -1550,6 +1553,7 @@ def test_intercommunicators_point_to_point_barrier_dup_and_merge():
         assert o["got"] == partner and o["buf"] == partner
         # The group that asked for high=False comes first: 0, 2, then 1, 3.
         assert o["merged"] == ([0, 2, 1, 3].index(r), 4) and o["sum"] == 6
+        assert o["split"] == (1, 1, r ^ 1)
     # Rank 2 (local rank 1 of the even group) sent to remote rank 0 = world 1,
     # whose status names the sender by its remote rank, 1.
     assert res[1]["wild"] == (2, 1) and res[3]["wild"] == (0, 0)

@@ -916,9 +916,9 @@ class Intercomm(Comm):
     and size) and a remote group, the ranks of point-to-point calls.
     Made by ``Intracomm.Create_intercomm``; ``Merge`` makes an
     intra-communicator of both groups. Point-to-point calls, ``Barrier``,
-    ``Dup``, ``Merge`` and ``Free`` are simulated; other collectives on an
-    inter-communicator raise MPI_ERR_COMM. ``Intercomm()`` is a null
-    handle."""
+    ``Dup``, ``Split``, ``Merge``, ``Create_from_groups`` and ``Free`` are
+    simulated; other collectives on an inter-communicator raise
+    MPI_ERR_COMM. ``Intercomm()`` is a null handle."""
 
     def __init__(self, comm: Any = None):
         if isinstance(comm, Intercomm):
@@ -1038,6 +1038,31 @@ class Intercomm(Comm):
 
     Clone = Dup
 
+    def Split(self, color: int = 0, key: int = 0) -> "Intercomm":
+        """Each group split by colour and key (its own Split); a new
+        intercommunicator joins the part of each group with the same
+        colour (COMM_NULL where either side has none of it). The leaders
+        trade their groups' (colour, key) tables, then broadcast them."""
+        if self._context < 0:
+            raise Exception(ERR_COMM, "Split on MPI_COMM_NULL")
+        ctx, me = self._me()
+        mine = self._local.allgather((int(color), int(key)))
+        theirs = self._leaders("Split", mine)
+        part = self._local.Split(color, key)
+        seqs = ctx.state.setdefault("comm_seq", {})
+        n = seqs.get(self._context, 0)
+        seqs[self._context] = n + 1
+        if color == UNDEFINED:
+            return COMM_NULL
+        remote = [w for (c, k), w in sorted(((ck, w) for ck, w in zip(theirs, self._remote._ranks)
+                                             if ck[0] == color), key=lambda t: (t[0][1], self._remote._index[t[1]]))]
+        if not remote:
+            part.Free()
+            return COMM_NULL
+        context = ctx.runtime.new_context((self._context, "split", n, int(color)))
+        remote_group = _shared_group(ctx, ("remote", context, part._group._ranks), lambda: Group(remote))
+        return self._inherit_errhandler(Intercomm._make(part._group, remote_group, context, part._context))
+
     def Merge(self, high: bool = False) -> "Intracomm":
         """An intra-communicator of both groups: the group that asked for
         `high` false first; if both asked the same, the group whose rank 0
@@ -1100,6 +1125,41 @@ def _create_intercomm(self: Comm, local_leader: int, peer_comm: Comm, remote_lea
 
 
 Intracomm.Create_intercomm = _create_intercomm
+
+
+def _intercomm_from_groups(cls: Any, local_group: Group, local_leader: int, remote_group: Group,
+                           remote_leader: int, stringtag: str = "org.mpi4py", info: Any = None,
+                           errhandler: Any = None) -> Intercomm:
+    """MPI_Intercomm_create_from_groups: the local group's communicator
+    made from its group (Create_from_group), then the leaders' exchange;
+    every rank names both groups, so the new context needs no more."""
+    ctx = _ctx()
+    for name, g in (("local", local_group), ("remote", remote_group)):
+        if not isinstance(g, Group) or not g:
+            raise Exception(ERR_GROUP, f"Create_from_groups: the {name} group is null")
+    n = len(local_group._ranks)
+    if not isinstance(local_leader, (int, _np.integer)) or not 0 <= local_leader < n:
+        raise Exception(ERR_RANK, f"Create_from_groups: local_leader {local_leader} in a group of {n}")
+    if not isinstance(remote_leader, (int, _np.integer)) or not 0 <= remote_leader < len(remote_group._ranks):
+        raise Exception(ERR_RANK, f"Create_from_groups: remote_leader {remote_leader} in a group of "
+                                  f"{len(remote_group._ranks)}")
+    mine, theirs = tuple(local_group._ranks), tuple(remote_group._ranks)
+    if set(mine) & set(theirs):
+        raise Exception(ERR_GROUP, "Create_from_groups: the local and remote groups overlap")
+    local = _create_from_group(Intracomm, local_group, stringtag)
+    low, high = sorted((mine, theirs))
+    seqs = ctx.state.setdefault("intercomm_seq", {})
+    k = ("groups", low, high, str(stringtag))
+    count = seqs.get(k, 0)
+    seqs[k] = count + 1
+    context = ctx.runtime.new_context(("intercomm",) + k + (count,))
+    ic = Intercomm._make(local._group, _shared_group(ctx, ("remote", context, mine), lambda: Group(list(theirs))),
+                         context, local._context)
+    ic._leaders("Create_from_groups", None)
+    return ic
+
+
+Intercomm.Create_from_groups = classmethod(_intercomm_from_groups)
 
 
 # MPI_COMM_NULL: every call raises MPI_ERR_COMM.

@@ -40,7 +40,7 @@ class Call:
     def __init__(self, comm: Any, op: str, root: Optional[int] = None, check: Any = None):
         if comm.Is_inter():
             raise MPIException(ERR_COMM, f"{op} on an intercommunicator: bgsim simulates point-to-point calls, "
-                                         "Barrier, Dup, Merge and Free on one")
+                                         "Barrier, Dup, Split, Merge and Free on one")
         self.comm = comm
         self.ctx, self.me = comm._me()
         self.n = comm.Get_size()
