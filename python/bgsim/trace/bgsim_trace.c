@@ -350,6 +350,24 @@ int MPI_Finalize(void) {
 }
 
 /* ---- communicators ---- */
+/* Writes the world ranks of group G (K, then the ranks). */
+static void world_ranks_of(MPI_Group g) {
+    int k;
+    PMPI_Group_size(g, &k);
+    int *ranks = malloc((k > 0 ? k : 1) * sizeof *ranks), *w = malloc((k > 0 ? k : 1) * sizeof *w);
+    for (int i = 0; i < k; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, k, ranks, world_group, w);
+    num(k);
+    for (int i = 0; i < k; i++) num(w[i]);
+    free(ranks);
+    free(w);
+}
+/* A new communicator's number (it joins the recorder's table). */
+static long adopt(MPI_Comm c) {
+    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
+    comms[ncomm] = (struct comm){c, next_comm++};
+    return comms[ncomm++].id;
+}
 static void made(double t0, const char *how, MPI_Comm parent, MPI_Comm *made_comm) {
     long p = cid(parent);
     if (!out) return;
@@ -363,22 +381,12 @@ static void made(double t0, const char *how, MPI_Comm parent, MPI_Comm *made_com
     if (!begin(t0, how, p)) return;
     num(p);
     if (c == MPI_COMM_NULL) { num(-1); num(0); end(); return; }
-    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
-    comms[ncomm] = (struct comm){c, next_comm++};
-    num(comms[ncomm++].id);
+    num(adopt(c));
     if (strcmp(how, "comm_dup") == 0) { end(); return; }
     MPI_Group g;
-    int k;
     PMPI_Comm_group(c, &g);
-    PMPI_Group_size(g, &k);
-    int *ranks = malloc((k > 0 ? k : 1) * sizeof *ranks), *w = malloc((k > 0 ? k : 1) * sizeof *w);
-    for (int i = 0; i < k; i++) ranks[i] = i;
-    PMPI_Group_translate_ranks(g, k, ranks, world_group, w);
-    num(k);
-    for (int i = 0; i < k; i++) num(w[i]);
+    world_ranks_of(g);
     end();
-    free(ranks);
-    free(w);
     PMPI_Group_free(&g);
 }
 
@@ -440,9 +448,7 @@ int MPI_Comm_disconnect(MPI_Comm *c) {
 static void made_nonblocking(double t0, MPI_Comm parent, MPI_Comm *n, MPI_Request r) {
     long p = cid(parent);
     if (!out || !begin(t0, "comm_idup", p)) return;
-    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
-    comms[ncomm] = (struct comm){*n, next_comm++};
-    num(p); num(comms[ncomm++].id); num(track(r, 0, 0, 0)); end();
+    num(p); num(adopt(*n)); num(track(r, 0, 0, 0)); end();
 }
 int MPI_Comm_idup(MPI_Comm c, MPI_Comm *n, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Comm_idup(c, n, r); made_nonblocking(t0, c, n, *r); return rc;
@@ -452,24 +458,6 @@ int MPI_Comm_idup_with_info(MPI_Comm c, MPI_Info i, MPI_Comm *n, MPI_Request *r)
     double t0 = now(); int rc = PMPI_Comm_idup_with_info(c, i, n, r); made_nonblocking(t0, c, n, *r); return rc;
 }
 #endif
-/* Writes the world ranks of group G (K, then the ranks). */
-static void world_ranks_of(MPI_Group g) {
-    int k;
-    PMPI_Group_size(g, &k);
-    int *ranks = malloc((k > 0 ? k : 1) * sizeof *ranks), *w = malloc((k > 0 ? k : 1) * sizeof *w);
-    for (int i = 0; i < k; i++) ranks[i] = i;
-    PMPI_Group_translate_ranks(g, k, ranks, world_group, w);
-    num(k);
-    for (int i = 0; i < k; i++) num(w[i]);
-    free(ranks);
-    free(w);
-}
-/* A new communicator's number (it joins the recorder's table). */
-static long adopt(MPI_Comm c) {
-    comms = grow(comms, &capcomm, ncomm, sizeof *comms);
-    comms[ncomm] = (struct comm){c, next_comm++};
-    return comms[ncomm++].id;
-}
 int MPI_Intercomm_create(MPI_Comm l, int ll, MPI_Comm p, int rl, int tag, MPI_Comm *n) {
     double t0 = now();
     int rc = PMPI_Intercomm_create(l, ll, p, rl, tag, n);
