@@ -482,14 +482,20 @@ impl World {
         Ok(r)
     }
 
-    /// Charges `ticks` of application compute to the rank's core; the
-    /// returned request completes when it is done.
-    pub fn compute(&mut self, rank: u32, ticks: Tick) -> ReqId {
+    /// Charges `ticks` of `work` to the rank's core; the returned request
+    /// completes when it is done.
+    fn charge_core(&mut self, rank: u32, ticks: Tick, work: Work) -> ReqId {
         let now = self.q.now();
         let Stack { net, ml, .. } = &mut self.stack;
         let (node, core) = ml.place(rank);
-        let done = net.charge(&mut self.q, now, node, core, ticks, Work::Compute);
+        let done = net.charge(&mut self.q, now, node, core, ticks, work);
         ml.timer_req(net, &mut self.q, rank, done)
+    }
+
+    /// Charges `ticks` of application compute to the rank's core; the
+    /// returned request completes when it is done.
+    pub fn compute(&mut self, rank: u32, ticks: Tick) -> ReqId {
+        self.charge_core(rank, ticks, Work::Compute)
     }
 
     /// A reduction's local combine of `bytes` of result (MPI's work inside
@@ -497,25 +503,18 @@ impl World {
     /// and writes the result at `node.combine_bytes_per_cycle` (counted as
     /// copying); the returned request completes when it is done.
     pub fn combine(&mut self, rank: u32, bytes: u64) -> ReqId {
-        let now = self.q.now();
         let m = self.stack.net.machine();
         let ticks = (bytes as f64 / m.spec.node.combine_bytes_per_cycle).ceil() as Tick * m.tick_cycle;
-        let Stack { net, ml, .. } = &mut self.stack;
-        let (node, core) = ml.place(rank);
-        let done = net.charge(&mut self.q, now, node, core, ticks, Work::Copy);
-        ml.timer_req(net, &mut self.q, rank, done)
+        self.charge_core(rank, ticks, Work::Copy)
     }
 
     /// A poll that found nothing (MPI_Test, MPI_Iprobe ...): the rank's core
     /// spends the machine's poll cost; the request completes when it has,
     /// so a polling loop lets the other ranks and the network go on.
     pub fn poll(&mut self, rank: u32) -> ReqId {
-        let now = self.q.now();
-        let ticks = self.stack.net.machine().spec.cpu.poll_cycles as Tick * self.stack.net.machine().tick_cycle;
-        let Stack { net, ml, .. } = &mut self.stack;
-        let (node, core) = ml.place(rank);
-        let done = net.charge(&mut self.q, now, node, core, ticks.max(1), Work::Poll);
-        ml.timer_req(net, &mut self.q, rank, done)
+        let m = self.stack.net.machine();
+        let ticks = m.spec.cpu.poll_cycles as Tick * m.tick_cycle;
+        self.charge_core(rank, ticks.max(1), Work::Poll)
     }
 
     /// Joins hardware collective `key` (the same for every participant) with
