@@ -41,6 +41,16 @@ def _shared_group(ctx: Any, context: int, make: Any) -> Group:
     return g
 
 
+def _count(ctx: Any, table: str, key: Any) -> int:
+    """How many communicators the calling rank made before under `key`
+    (per kind of constructor, `table`), counting this one: ranks that make
+    the same communicators in the same order agree on its name."""
+    seqs = ctx.state.setdefault(table, {})
+    n = seqs.get(key, 0)
+    seqs[key] = n + 1
+    return n
+
+
 class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
     """A communicator: a group of world ranks and a context id."""
 
@@ -55,9 +65,9 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
         if group is None and context is None:
             group, context, name = Group(()), -1, "MPI_COMM_NULL"
         elif isinstance(group, Comm) and context is None:
-            if group and isinstance(group, Intercomm) != isinstance(self, Intercomm):
+            if group and group._inter != self._inter:
                 raise ArgumentTypeError(f"{type(self).__name__}(): expecting an "
-                                        f"{'inter' if isinstance(self, Intercomm) else 'intra'}communicator, got "
+                                        f"{'inter' if self._inter else 'intra'}communicator, got "
                                         f"{type(group).__name__}")
             if isinstance(self, Topocomm) and not isinstance(group, type(self)):
                 raise ArgumentTypeError(f"{type(self).__name__}(): {type(group).__name__} has another topology")
@@ -134,19 +144,22 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
     def name(self, v: str) -> None:
         self._name = v
 
+    #: Whether communicators of this class are inter-communicators.
+    _inter = False
+
     def Is_inter(self) -> bool:
-        return False
+        return self._inter
 
     def Is_intra(self) -> bool:
-        return True
+        return not self._inter
 
     @property
     def is_inter(self) -> bool:
-        return False
+        return self._inter
 
     @property
     def is_intra(self) -> bool:
-        return True
+        return not self._inter
 
     def Get_topology(self) -> int:
         return UNDEFINED
@@ -226,10 +239,7 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
     # -- communicator management --
 
     def _next_key(self, kind: str) -> Tuple:
-        ctx = _ctx()
-        seqs = ctx.state.setdefault("comm_seq", {})
-        n = seqs.get(self._context, 0)
-        seqs[self._context] = n + 1
+        n = _count(_ctx(), "comm_seq", self._context)
         # A one-member communicator (COMM_SELF, and what comes of it) has
         # one context on every rank but is every rank's own.
         own = (self._group._ranks[0],) if len(self._group._ranks) == 1 else ()
@@ -332,10 +342,8 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
         if ctx.rank not in group._index:
             raise Exception(ERR_GROUP, "the calling rank is not in the group")
         sub = Intracomm(group, -1)
-        seqs = ctx.state.setdefault("group_seq", {})
         k = (self._context, group._ranks, tag)
-        n = seqs.get(k, 0)
-        seqs[k] = n + 1
+        n = _count(ctx, "group_seq", k)
         sub._context = ctx.runtime.new_context(("create_group",) + k + (n,))
         sub._bind()
         sub._sync("Create_group")
@@ -719,10 +727,8 @@ def _create_from_group(cls: Any, group: Group, stringtag: str = "org.mpi4py", in
     ctx = _ctx()
     if ctx.rank not in group._index:
         raise Exception(ERR_GROUP, "the calling rank is not in the group")
-    seqs = ctx.state.setdefault("from_group_seq", {})
     k = (group._ranks, str(stringtag))
-    n = seqs.get(k, 0)
-    seqs[k] = n + 1
+    n = _count(ctx, "from_group_seq", k)
     sub = Intracomm(Group(group._ranks), ctx.runtime.new_context(("create_from_group",) + k + (n,)))
     sub._bind()
     sub._sync("Create_from_group")
@@ -920,6 +926,8 @@ class Intercomm(Comm):
     simulated; other collectives on an inter-communicator raise
     MPI_ERR_COMM. ``Intercomm()`` is a null handle."""
 
+    _inter = True
+
     def __init__(self, comm: Any = None):
         if isinstance(comm, Intercomm):
             super().__init__(comm._group, comm._context, comm._name)
@@ -959,20 +967,6 @@ class Intercomm(Comm):
         if allow_any and r == ANY_SOURCE:
             return ANY_SOURCE
         raise Exception(ERR_RANK, f"{what} {r} in an intercommunicator whose remote group has {len(ranks)} ranks")
-
-    def Is_inter(self) -> bool:
-        return True
-
-    def Is_intra(self) -> bool:
-        return False
-
-    @property
-    def is_inter(self) -> bool:
-        return True
-
-    @property
-    def is_intra(self) -> bool:
-        return False
 
     def Get_remote_group(self) -> Group:
         if self._context < 0:
@@ -1020,9 +1014,7 @@ class Intercomm(Comm):
         from it), and of its local group's own communicator."""
         self._local._sync(what)
         self._leaders(what, None)
-        seqs = _ctx().state.setdefault("comm_seq", {})
-        n = seqs.get(self._context, 0)
-        seqs[self._context] = n + 1
+        n = _count(_ctx(), "comm_seq", self._context)
         rt = _ctx().runtime
         return rt.new_context((self._context, what, n) + key), rt.new_context((self._context, what, n, "local") + key
                                                                               + (self._group._ranks,))
@@ -1049,9 +1041,7 @@ class Intercomm(Comm):
         mine = self._local.allgather((int(color), int(key)))
         theirs = self._leaders("Split", mine)
         part = self._local.Split(color, key)
-        seqs = ctx.state.setdefault("comm_seq", {})
-        n = seqs.get(self._context, 0)
-        seqs[self._context] = n + 1
+        n = _count(ctx, "comm_seq", self._context)
         if color == UNDEFINED:
             return COMM_NULL
         remote = [w for (c, k), w in sorted(((ck, w) for ck, w in zip(theirs, self._remote._ranks)
@@ -1077,9 +1067,7 @@ class Intercomm(Comm):
         else:
             first = self._group._ranks[0] < self._remote._ranks[0]
         order = self._group._ranks + self._remote._ranks if first else self._remote._ranks + self._group._ranks
-        seqs = _ctx().state.setdefault("comm_seq", {})
-        n = seqs.get(self._context, 0)
-        seqs[self._context] = n + 1
+        n = _count(_ctx(), "comm_seq", self._context)
         context = _ctx().runtime.new_context((self._context, "merge", n))
         return self._inherit_errhandler(Intracomm(_shared_group(_ctx(), context, lambda: Group(order)), context))
 
@@ -1114,10 +1102,8 @@ def _create_intercomm(self: Comm, local_leader: int, peer_comm: Comm, remote_lea
     if set(mine) & set(remote):
         raise Exception(ERR_COMM, "Create_intercomm: the local and remote groups overlap")
     low, high = sorted((mine, tuple(remote)))
-    seqs = ctx.state.setdefault("intercomm_seq", {})
     k = (low, high, tag)
-    count = seqs.get(k, 0)
-    seqs[k] = count + 1
+    count = _count(ctx, "intercomm_seq", k)
     context = ctx.runtime.new_context(("intercomm",) + k + (count,))
     local = ctx.runtime.new_context(("intercomm local",) + k + (count, mine))
     remote_group = _shared_group(ctx, ("remote", context, mine), lambda: Group(list(remote)))
@@ -1148,10 +1134,8 @@ def _intercomm_from_groups(cls: Any, local_group: Group, local_leader: int, remo
         raise Exception(ERR_GROUP, "Create_from_groups: the local and remote groups overlap")
     local = _create_from_group(Intracomm, local_group, stringtag)
     low, high = sorted((mine, theirs))
-    seqs = ctx.state.setdefault("intercomm_seq", {})
     k = ("groups", low, high, str(stringtag))
-    count = seqs.get(k, 0)
-    seqs[k] = count + 1
+    count = _count(ctx, "intercomm_seq", k)
     context = ctx.runtime.new_context(("intercomm",) + k + (count,))
     ic = Intercomm._make(local._group, _shared_group(ctx, ("remote", context, mine), lambda: Group(list(theirs))),
                          context, local._context)

@@ -38,7 +38,7 @@ class Call:
     call, and point-to-point helpers on the collective context."""
 
     def __init__(self, comm: Any, op: str, root: Optional[int] = None, check: Any = None):
-        if comm.Is_inter():
+        if comm._inter:
             raise MPIException(ERR_COMM, f"{op} on an intercommunicator: bgsim simulates point-to-point calls, "
                                          "Barrier, Dup, Split, Merge and Free on one")
         self.comm = comm
