@@ -35,6 +35,15 @@ class _RankGreenlet(greenlet.greenlet):
     __slots__ = ("rank", "ctx")
 
 
+class CollGreenlet(greenlet.greenlet):
+    """A nonblocking collective in progress on its rank
+    (`bgsim.mpishim.nbc`): it runs inside the rank's MPI calls, and where
+    the collective would wait it hands back to the rank's own flow what it
+    waits for."""
+
+    __slots__ = ("rank", "ctx")
+
+
 class _Finished:
     """What a rank's greenlet returns to the hub when its program is done."""
 
@@ -63,6 +72,10 @@ class RankContext:
     result: Any = None
     #: The run's `_core.World` (the same as runtime.world, one lookup less).
     world: Any = None
+    #: The rank's nonblocking collectives in progress (`bgsim.mpishim.nbc`;
+    #: None until it starts one): while there are some, every wait of the
+    #: rank advances them.
+    nbcs: Optional[List[Any]] = None
 
 
 #: How often (wall seconds) a run looks at its resident memory.
@@ -317,18 +330,31 @@ class Runtime:
         return k
 
     def wait(self, ctx: RankContext, reqs: Sequence[int], need: int, what: str = "wait",
-             since: Optional[int] = None) -> None:
+             since: Optional[int] = None, mpi: bool = True) -> None:
         """Blocks the calling rank until `need` of `reqs` are done. On a
         timeline the blocked time is a slice named `what` (wait, or
-        compute), from `since` (ticks; default: now)."""
+        compute), from `since` (ticks; default: now). `mpi`: a wait inside
+        an MPI call, which advances the rank's nonblocking collectives
+        (application compute does not)."""
         tl = self.timeline
+        if tl is not None and greenlet.getcurrent().__class__ is CollGreenlet:
+            tl = None  # a nonblocking collective's waits overlap its rank's own
         t0 = self.world.rank_time(ctx.rank) if tl is not None and since is None else since
-        if self.world.block(ctx.rank, reqs if reqs.__class__ is list else list(reqs), need):
-            self.suspend(ctx.rank)
+        self.block(ctx, reqs if reqs.__class__ is list else list(reqs), need, mpi)
         if tl is not None:
             t1 = tl.now(ctx.rank)
             if t1 > t0:
                 tl.slice(ctx.rank, what, what, t0, t1)
+
+    def block(self, ctx: RankContext, reqs: List[int], need: int, mpi: bool = True) -> None:
+        """Returns once `need` of the core requests `reqs` of the calling
+        rank are done: the rank waits in the core meanwhile, and, in an
+        MPI call (`mpi`), advances its nonblocking collectives in progress
+        (`_nbc_block`)."""
+        if ctx.nbcs and (mpi or greenlet.getcurrent().__class__ is CollGreenlet):
+            _nbc_block(ctx, reqs, need)
+        elif self.world.block(ctx.rank, reqs, need):
+            self.suspend(ctx.rank)
 
     def combine(self, ctx: RankContext, nbytes: int) -> None:
         """A reduction's local combine of `nbytes` of result on the calling
@@ -367,7 +393,8 @@ class Runtime:
                 return
             if other < AGENT_RANK and self.direct:
                 global fast
-                fast = self.ctxs[other]
+                c = self.ctxs[other]
+                fast = c if not c.nbcs else None
                 self.greenlets[other].switch()
                 return
         self.runnable.extend(ready)
@@ -391,7 +418,7 @@ class Runtime:
             if spent > 0:
                 t0 = self.world.rank_time(ctx.rank)
                 req = self.world.compute(ctx.rank, int(spent * self.ticks_per_second))
-                self.wait(ctx, [req], 1, "compute", t0)
+                self.wait(ctx, [req], 1, "compute", t0, mpi=False)
                 self.world.release(req)
             ctx.cpu_mark = time.process_time()
 
@@ -483,7 +510,10 @@ class Runtime:
                 if cpu:
                     self.ctxs[r].cpu_mark = time.process_time()
                 elif fast_path:
-                    fast = self.ctxs[r]
+                    c = self.ctxs[r]
+                    # (The fast calls wait in the core, where a rank's
+                    # nonblocking collectives would not advance.)
+                    fast = c if not c.nbcs else None
                 mods = self.modules
                 if mods is not None:
                     mods.enter(r)
@@ -566,6 +596,10 @@ class Runtime:
         def body() -> "_Finished":
             try:
                 ctx.result = main()
+                if ctx.nbcs:
+                    # Finalize: the rank's nonblocking collectives still in
+                    # progress complete (the others may wait for them).
+                    _nbc_block(ctx, [], 0, lambda: not ctx.nbcs)
             except SystemExit as e:
                 # sys.exit() or sys.exit(0): this rank is done; any other
                 # code ends the run with it.
@@ -616,6 +650,58 @@ class Runtime:
         return "\n".join(lines)
 
 
+def advance_collectives(ctx: RankContext) -> None:
+    """Runs the rank's nonblocking collectives whose waits are over as far
+    as each can go now (their progress, made inside the rank's MPI calls,
+    as an MPI library without a progress thread makes it). Each is an
+    object with `waiting`, the (core requests, how many of them) it waits
+    for, and `step()`, which runs it on and takes it out of `ctx.nbcs`
+    once it is done (`bgsim.mpishim.nbc`)."""
+    w = ctx.world
+    moved = True
+    while moved and ctx.nbcs:
+        moved = False
+        for a in list(ctx.nbcs):
+            reqs, need = a.waiting
+            if _done_count(w, reqs) >= need:
+                a.step()
+                moved = True
+
+
+def _done_count(w: Any, reqs: List[int]) -> int:
+    return sum(1 for r in reqs if w.done(r))
+
+
+def _nbc_block(ctx: RankContext, reqs: List[int], need: int, until: Optional[Callable[[], bool]] = None) -> None:
+    """`Runtime.block` for a rank with nonblocking collectives in progress.
+    In one of them: hands its wait to the rank's own flow, which runs it on
+    once `need` of `reqs` are done. In the rank's own flow: advances them
+    while it waits, until `need` of `reqs` are done, or, given `until`,
+    until `until()` holds (it may look at `reqs` and at the collectives'
+    requests: the rank wakes whenever one of `reqs` or one that a
+    collective waits for completes)."""
+    w = ctx.world
+    g = greenlet.getcurrent()
+    if g.__class__ is CollGreenlet:
+        if _done_count(w, reqs) < need:
+            g.parent.switch((reqs, need))
+        return
+    if until is None:
+        def until() -> bool:
+            return _done_count(w, reqs) >= need
+    while True:
+        advance_collectives(ctx)
+        if until():
+            return
+        pending = [r for r in reqs if not w.done(r)]
+        for a in ctx.nbcs or ():
+            pending.extend(r for r in a.waiting[0] if not w.done(r))
+        if not pending:
+            raise StateError("bgsim: a wait for nonblocking collectives that nothing in flight can end")
+        if w.block(ctx.rank, pending, 1):
+            ctx.runtime.suspend(ctx.rank)
+
+
 def where(depth: int = 2) -> str:
     """`file:line` of the user's code that made the current MPI call."""
     return where_frame(sys._getframe(depth))
@@ -660,7 +746,7 @@ def compute(seconds: Optional[float] = None, cycles: Optional[float] = None) -> 
     t0 = rt.world.rank_time(ctx.rank)
     req = rt.world.compute(ctx.rank, ticks)
     ctx.call, ctx.frame = "bgsim.compute()", sys._getframe(1)
-    rt.wait(ctx, [req], 1, "compute", t0)
+    rt.wait(ctx, [req], 1, "compute", t0, mpi=False)
     rt.world.release(req)
     if rt.cpu_factor:
         ctx.cpu_mark = time.process_time()

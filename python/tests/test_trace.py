@@ -281,7 +281,8 @@ def test_every_kind_of_call_replays(tmp_path):
     for machine, shape in (("bgl", "2x1x1"), ("bgp", "1x1x1")):
         r = bgsim.run(bgtrace.program(t), machine, shape=shape, nranks=2, mode="vn" if machine == "bgp" else None)
         assert abs(r.time_s - 0.002) < 0.001
-        assert {"barrier", "allreduce", "alltoall", "gather", "scatter", "reduce"} <= set(r.collectives)
+        assert {"ibarrier", "iallreduce", "allreduce", "alltoall", "ialltoall", "gather", "scatter", "iscatter",
+                "reduce"} <= set(r.collectives)
 
 
 # -- OTF2 in and out ---------------------------------------------------------
@@ -627,3 +628,33 @@ def test_otf2_output_refuses_intercommunicators_before_writing_anything(intercom
     with pytest.raises(UsageError, match="intercomm_create: bgsim does not write intercommunicators"):
         otf2io.write(bgtrace.load(str(intercomm)), str(out))
     assert not out.exists() or not any(out.iterdir())
+
+
+# -- nonblocking collectives (tests/data/nbx.c) ------------------------------
+
+NBX = os.path.join(HERE, "data", "nbx.c")
+
+
+@pytest.fixture(scope="module")
+def nbx(tmp_path_factory):
+    return _recorded(tmp_path_factory, NBX, "word 42")
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_nonblocking_collectives_replay_where_they_started_and_completed(nbx, tmp_path, machine, mode):
+    # The NBX exchange's barrier is started before some of the rank's
+    # receives are posted: run as a blocking barrier where it started, the
+    # replay deadlocks (a synchronous send waits for a receive its rank's
+    # barrier holds back).
+    t = bgtrace.load(str(nbx))
+    names = [c.name for c in t.ranks[0]]
+    assert names.index("ibarrier") < names.index("recv")  # rank 0 receives once its barrier started
+    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
+    p = run_cli("replay", str(nbx), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
+                "--traffic-matrix", str(tm), "--json", str(res))
+    assert p.returncode == 0, p.stderr
+    want = {k: v[1] for k, v in t.messages().items()}
+    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
+    assert all(got.get(k, 0) >= v for k, v in want.items())
+    r = json.loads(res.read_text())
+    assert {"ibarrier", "iallreduce", "ibcast"} <= set(r["collectives"])

@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as _np
 
 from . import coll as _coll
+from . import nbc as _nbc
 from .. import runtime as _rt
 from .coll.base import _size
 from ..errors import UsageError as _ValueError
@@ -307,45 +308,46 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
                 _place(rmv, rdt, rcounts[i], rdispls[i], p, f"rank {i}")
 
 
+def _wviews(b: Any, n: int, recv: bool, call: str = "Alltoallw") -> List[Any]:
+    """A w-collective's message for `n` peers: one view per peer of (buf,
+    types), (buf, (counts, displs), types) or (buf, counts, displs, types);
+    displacements in bytes."""
+    if not isinstance(b, (list, tuple)) or len(b) not in (2, 3, 4):
+        raise _ValueError(f"{call}: a message is (buffer, [counts, displacements,] datatypes): expecting 2 to 4 items")
+    if len(b) == 2:
+        data, types = b
+        counts = displs = None
+    elif len(b) == 3:
+        data, (counts, displs), types = b
+    else:
+        data, counts, displs, types = b
+    bottom = data is None or data is BOTTOM
+    if bottom and len(b) == 2:
+        counts, displs = [1] * n, [0] * n
+    if bottom and (counts is None or displs is None):
+        raise _ValueError(f"{call}: a BOTTOM buffer needs counts and displacements")
+    types = list(types) if isinstance(types, (list, tuple)) else [types] * n
+    if len(types) != n:
+        raise _ValueError(f"{call}: expecting {n} datatypes, got {len(types)}")
+    types = [_as_datatype(t) for t in types]
+    # Counts left out are one element each; displacements left out
+    # put the blocks back to back (in bytes).
+    counts = [1] * n if counts is None else _array(counts, n, "counts")
+    if displs is None:
+        displs, at = [], 0
+        for k, t in zip(counts, types):
+            displs.append(at)
+            at += k * t.extent
+    displs = _array(displs, n, "displacements")
+    mv = memoryview(b"") if bottom else _bytes_view(data, not recv)[0].cast("B")
+    return [_datatype_view(mv, types[i], displs[i], counts[i], recv, bottom) for i in range(n)]
+
+
 def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
     c = _coll.Call(comm, "alltoall")
     n = c.n
-
-    def spec(b: Any, recv: bool) -> List[Any]:
-        """One view per peer of (buf, types), (buf, (counts, displs), types)
-        or (buf, counts, displs, types); displacements in bytes."""
-        if not isinstance(b, (list, tuple)) or len(b) not in (2, 3, 4):
-            raise _ValueError("Alltoallw: a message is (buffer, [counts, displacements,] datatypes): expecting 2 to 4 items")
-        if len(b) == 2:
-            data, types = b
-            counts = displs = None
-        elif len(b) == 3:
-            data, (counts, displs), types = b
-        else:
-            data, counts, displs, types = b
-        bottom = data is None or data is BOTTOM
-        if bottom and len(b) == 2:
-            counts, displs = [1] * n, [0] * n
-        if bottom and (counts is None or displs is None):
-            raise _ValueError("Alltoallw: a BOTTOM buffer needs counts and displacements")
-        types = list(types) if isinstance(types, (list, tuple)) else [types] * n
-        if len(types) != n:
-            raise _ValueError(f"Alltoallw: expecting {n} datatypes, got {len(types)}")
-        types = [_as_datatype(t) for t in types]
-        # Counts left out are one element each; displacements left out
-        # put the blocks back to back (in bytes).
-        counts = [1] * n if counts is None else _array(counts, n, "counts")
-        if displs is None:
-            displs, at = [], 0
-            for k, t in zip(counts, types):
-                displs.append(at)
-                at += k * t.extent
-        displs = _array(displs, n, "displacements")
-        mv = memoryview(b"") if bottom else _bytes_view(data, not recv)[0].cast("B")
-        return [_datatype_view(mv, types[i], displs[i], counts[i], recv, bottom) for i in range(n)]
-
-    sviews = spec(recvbuf if sendbuf is IN_PLACE else sendbuf, False)
-    rviews = spec(recvbuf, True)
+    sviews = _wviews(recvbuf if sendbuf is IN_PLACE else sendbuf, n, False)
+    rviews = _wviews(recvbuf, n, True)
     parts = [len(v) if _rt.size_only else v.tobytes() for v in sviews]
     c.expect = [i for i, v in enumerate(rviews) if len(v) > 0]
     got = _coll.run("alltoall", c, parts, nbytes=max(_size(p) for p in parts))
@@ -491,3 +493,16 @@ class CollectiveCalls:
 
     def Exscan(self, sendbuf: Any, recvbuf: Any, op: Op = SUM) -> None:
         _scan_buffers(self, sendbuf, recvbuf, op, exclusive=True)
+
+
+#: The collectives that have nonblocking (``I...``) and persistent
+#: (``..._init``) forms (`nbc`), by the name of their blocking form.
+NONBLOCKING = ("Barrier", "Bcast", "Gather", "Gatherv", "Scatter", "Scatterv", "Allgather", "Allgatherv",
+               "Alltoall", "Alltoallv", "Alltoallw", "Reduce", "Allreduce", "Reduce_scatter_block",
+               "Reduce_scatter", "Scan", "Exscan")
+
+
+for _name in NONBLOCKING:
+    for _fname, _fn in (_nbc.nonblocking_form(_name), _nbc.persistent_form(_name)):
+        setattr(CollectiveCalls, _fname, _fn)
+del _name, _fname, _fn

@@ -24,6 +24,7 @@ from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_KEYVAL, ERR_LAS
 from .groups import Group
 from .handles import Handle
 from .info import Info
+from .neighbor import NeighborCalls
 from .p2p import PointToPoint
 from .requests import Request, _ctx, _wait_all
 
@@ -530,8 +531,9 @@ class Intracomm(Comm):
     """An intra-communicator."""
 
 
-class Topocomm(Intracomm):
-    """A communicator with a topology: its neighbours in and out."""
+class Topocomm(NeighborCalls, Intracomm):
+    """A communicator with a topology: its neighbours in and out, and the
+    neighbourhood collectives over them (`neighbor`)."""
 
     def _inout(self) -> Tuple[List[int], List[int]]:
         raise NotImplementedError
@@ -740,6 +742,8 @@ Intracomm.Create_from_group = classmethod(_create_from_group)
 
 class Cartcomm(Topocomm):
     """A communicator with a Cartesian topology (row-major ranks)."""
+
+    _cart = True
 
     def __init__(self, group: Group, context: int, dims: Sequence[int], periods: Sequence[bool]):
         super().__init__(group, context)

@@ -37,6 +37,7 @@ class Request(Handle):
     _also: tuple = ()  # requests this one completes with (Isendrecv's send)
     _persistent = False
     _alias: Any = None  # the request this is a new handle of
+    _coll = False  # a nonblocking collective's (`nbc.CollRequest`): no core request
 
     def __init__(self, rid: Any = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
                  group: Optional["Group"] = None):
@@ -454,6 +455,17 @@ def _wait_all(reqs: List[Request], call: str) -> None:
     if pending:
         ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
         ctx.call, ctx.frame = call, _sys._getframe(2)
+        if ctx.nbcs and any(r._coll for r in pending):
+            colls = [r for r in pending if r._coll]
+            pending = [r for r in pending if not r._coll]
+            ids = list({r._id for r in pending})
+            w = ctx.world
+
+            def until() -> bool:
+                return all(c._done for c in colls) and all(w.done(i) for i in ids)
+            _rt._nbc_block(ctx, ids, len(ids), until)
+            if not pending:
+                return
         ids = [r._id for r in pending]
         if len(set(ids)) != len(ids):  # the same request passed twice
             pending = list({r._id: r for r in pending}.values())
@@ -461,8 +473,8 @@ def _wait_all(reqs: List[Request], call: str) -> None:
         world = ctx.world
         if ctx.runtime.timeline is not None:
             ctx.runtime.wait(ctx, ids, len(ids))
-        elif world.block(ctx.rank, ids, len(ids)):
-            ctx.runtime.suspend(ctx.rank)
+        else:
+            ctx.runtime.block(ctx, ids, len(ids))
         # One call into the core collects every request's status and data:
         # a status alone for a request without data, which needs no more
         # than this when it has no group to translate its source through
@@ -483,6 +495,15 @@ def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
     if not done:
         ctx = _ctx()
         ctx.call, ctx.frame = f"MPI.{call}()", _sys._getframe(2)
-        ctx.runtime.wait(ctx, [reqs[i]._id for i in active], 1)
+        ids = [reqs[i]._id for i in active if not reqs[i]._coll]
+        if ctx.nbcs and len(ids) < len(active):
+            w = ctx.world
+            colls = [reqs[i] for i in active if reqs[i]._coll]
+
+            def until() -> bool:
+                return any(c._done for c in colls) or any(w.done(i) for i in ids)
+            _rt._nbc_block(ctx, ids, 1, until)
+        else:
+            ctx.runtime.wait(ctx, ids, 1)
         done = [i for i in active if reqs[i]._poll()]
     return done[:1] if any_one else done

@@ -99,7 +99,7 @@ def Get_version() -> Tuple[int, int]:
 #: What of MPI 4.1 the simulated MPI does not have (each raises
 #: NotImplementedError or MPI_ERR_COMM naming itself, or is refused in a
 #: trace).
-NOT_SIMULATED = ("nonblocking and neighbourhood collectives, collectives on intercommunicators but Barrier, "
+NOT_SIMULATED = ("collectives on intercommunicators but Barrier, "
                  "dynamic processes, MPI-IO, sessions, partitioned communication")
 
 

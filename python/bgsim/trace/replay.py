@@ -23,9 +23,10 @@ How each recorded call replays:
   no message) is not posted, and its completion is immediate; a cancel
   that did not succeed changes nothing, so `cancel` itself replays as
   nothing;
-- a nonblocking collective runs as its blocking collective where it was
-  started (the simulated MPI has no nonblocking collectives yet), and its
-  completion is then immediate;
+- a nonblocking collective is the simulated MPI's nonblocking form of its
+  collective, started where it was started and completed where it
+  completed; it advances inside the rank's later MPI calls (so a
+  termination barrier of the NBX kind replays as it ran);
 - a window is a window of the recorded size and displacement unit, its
   operations move the recorded bytes at the recorded displacements, its
   synchronization is as recorded (the simulated MPI's `MPI.Win`); a
@@ -43,6 +44,7 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 
 from .. import MPI
+from ..mpishim import nbc as _nbc
 from ..errors import UsageError
 from ..runtime import compute
 from .tracefile import (ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, RMA, SEND_MODE, Call, Trace,
@@ -190,10 +192,11 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 made = _rma(c, comms, wins, op_of(c))
                 if "req" in a:
                     reqs[a["req"]] = made
+            elif "req" in a:  # a nonblocking collective: its blocking form, run as one (`nbc`)
+                reqs[a["req"]] = _nbc.start(f"MPI.Comm.{name.capitalize()}()",
+                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op))
             else:
                 _collective(c, comm, op_of(c))
-                if "req" in a:
-                    reqs[a["req"]] = None  # done where it started
         if freed:
             MPI.Request.Waitall(freed)
         if any(r is not None for r in reqs.values()):
@@ -273,7 +276,7 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
 
 
 def _collective(c: Call, comm: Any, op: Any) -> None:
-    """A collective (blocking, or a nonblocking one run as blocking)."""
+    """A collective (blocking, or the body of a nonblocking one)."""
     a, lst = c.a, c.lst
     name = blocking_collective(c.name)
     size, rank = comm.Get_size(), comm.Get_rank()

@@ -6,6 +6,7 @@ messages (bytes, or a skeleton's sizes), and the hardware networks' join.
 from __future__ import annotations
 
 import array
+import itertools
 import math
 import pickle
 import struct
@@ -14,7 +15,10 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from greenlet import getcurrent as _getcurrent
+
 from ... import _core
+from ... import runtime as _rt
 from ..buffers import Same, _members
 from ..constants import TAG_UB
 from ..errors import ERR_ARG, ERR_COMM, ERR_ROOT, ERR_TRUNCATE
@@ -43,6 +47,8 @@ class Call:
                                          "Barrier, Dup, Split, Merge and Free on one")
         self.comm = comm
         self.ctx, self.me = comm._me()
+        #: Inside a nonblocking collective (`nbc`): point-to-point algorithms only.
+        self.nonblocking = _getcurrent().__class__ is _rt.CollGreenlet
         self.n = comm.Get_size()
         self.rt = self.ctx.runtime
         seqs = self.ctx.state.setdefault("coll_seq", {})
@@ -52,7 +58,8 @@ class Call:
         self.op = op
         if root is not None and (not isinstance(root, (int, np.integer)) or not 0 <= root < self.n):
             raise MPIException(ERR_ROOT, f"{op}: root {root} in a communicator of size {self.n}")
-        self._check_match(op, root, check)
+        # (A nonblocking collective matches only its own kind.)
+        self._check_match(f"i{op}" if self.nonblocking else op, root, check)
 
     def _check_match(self, op: str, root: Optional[int], check: Any) -> None:
         """Collective calls must agree across ranks (same operation, root and,
@@ -137,6 +144,11 @@ class Call:
         ctx, rt = self.ctx, self.rt
         w = rt.world
         ctx.call, ctx.frame = f"MPI.Comm.{self.op}()", sys._getframe(2)
+        if ctx.nbcs:
+            # The core's run of it would wait where the rank's nonblocking
+            # collectives do not advance (`nbc`): the same messages posted
+            # from here.
+            return self._exchange_here(parts, dests, srcs, steps, mode, dense, packed)
         tl = rt.timeline
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
         if parts.__class__ is Same:  # one size for every send: the core needs no list
@@ -173,6 +185,73 @@ class Call:
                 raise MPIException(ERR_TRUNCATE, f"rank {long[0]} sent {long[1]} bytes for a slot of {into[1]} bytes")
             return [None] * self.n
         return w.coll_result(ctx.rank, self.n if dense else None)
+
+    def _exchange_here(self, parts: Any, dests: Sequence[int], srcs: Sequence[int], steps: Any, mode: int,
+                       dense: bool, packed: bool) -> Any:
+        """`exchange` by this rank's own point-to-point calls, step by
+        step: each step posts its receives, then its sends, then waits for
+        all of them."""
+        if steps is None:
+            plan = [(len(srcs), len(dests))]
+        elif steps == "pairwise":
+            plan = [(int(k < len(srcs)), int(k < len(dests))) for k in range(max(len(srcs), len(dests)))]
+        else:
+            plan = steps
+        relay = parts.__class__ is tuple and len(parts) == 2 and parts[0] == "relay"
+        if parts.__class__ is Same:
+            parts = parts.value
+        elif parts.__class__ is Blocks and parts.uniform >= 0:
+            parts = (parts.whole, parts.uniform)
+        last: Any = None  # what this rank received last
+
+        def part(k: int, d: int) -> Any:
+            if relay:
+                p = parts[1] if k == 0 else last
+            elif isinstance(parts, int):
+                return parts
+            elif parts.__class__ is tuple:  # (buffer, block size): block d
+                whole, size = parts
+                p = whole[d * size:(d + 1) * size]
+            else:
+                p = parts[d]
+                if p is None:
+                    p = last
+            return p if p.__class__ in (bytes, int) else bytes(p)
+
+        got: List[Tuple[int, Any]] = []
+        ri = si = 0
+        for nr, ns in plan:
+            rs = [self.irecv(srcs[ri + k]) for k in range(nr)]
+            ss = [self.isend(part(si + k, dests[si + k]), dests[si + k], mode) for k in range(ns)]
+            self.wait(rs + ss)
+            for k, r in enumerate(rs):
+                got.append((srcs[ri + k], r._obj))
+                last = r._obj
+            ri += nr
+            si += ns
+        if packed:
+            if any(d.__class__ is int for _, d in got):
+                return None
+            ends = list(itertools.accumulate(len(d) for _, d in got))
+            return b"".join(d for _, d in got), ends
+        if not dense:
+            return got
+        into = getattr(self, "into", None)
+        if into is not None:
+            buf, size = into
+            if not (buf.__class__ is memoryview and buf.format == "B" and buf.ndim == 1):
+                buf = memoryview(buf).cast("B")
+            for src, d in got:
+                if d.__class__ is int:
+                    continue
+                if len(d) > size:
+                    raise MPIException(ERR_TRUNCATE, f"rank {src} sent {len(d)} bytes for a slot of {size} bytes")
+                buf[src * size:src * size + len(d)] = d
+            return [None] * self.n
+        out: List[Any] = [None] * self.n
+        for src, d in got:
+            out[src] = d
+        return out
 
     def sendrecv(self, data: bytes, dest: int, src: int) -> bytes:
         r = self.irecv(src)

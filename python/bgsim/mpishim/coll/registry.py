@@ -49,10 +49,18 @@ def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optio
     reports a fallback."""
     rt = call.rt
     w = rt.world
-    wanted = rt.coll_choice.get(op, "auto")
-    comps = rt.components
-    algo, note = _core.collective_choose(op, wanted, nbytes, call.n, call.spans_partition(), w.tasks_per_node == 1,
-                                         "collective" in comps, "barrier" in comps, alu, elements, rt.faulty_torus)
+    if getattr(call, "nonblocking", False):
+        # A nonblocking collective runs the default rule's point-to-point
+        # algorithm (`nbc`): no hardware network, nothing that needs the
+        # whole partition to itself.
+        algo, note = _core.collective_choose(op, "auto", nbytes, call.n, False, w.tasks_per_node == 1, False, False,
+                                             alu, elements, rt.faulty_torus)
+        label = label or f"i{op}"
+    else:
+        wanted = rt.coll_choice.get(op, "auto")
+        comps = rt.components
+        algo, note = _core.collective_choose(op, wanted, nbytes, call.n, call.spans_partition(), w.tasks_per_node == 1,
+                                             "collective" in comps, "barrier" in comps, alu, elements, rt.faulty_torus)
     if note:
         key = (op, wanted, algo, note)
         if key not in rt.coll_warned:
