@@ -658,3 +658,84 @@ def test_nonblocking_collectives_replay_where_they_started_and_completed(nbx, tm
     assert all(got.get(k, 0) >= v for k, v in want.items())
     r = json.loads(res.read_text())
     assert {"ibarrier", "iallreduce", "ibcast"} <= set(r["collectives"])
+
+
+# -- neighbourhood collectives (tests/data/neighbor.c) -----------------------
+
+NEIGHBOR = os.path.join(HERE, "data", "neighbor.c")
+
+
+@pytest.fixture(scope="module")
+def neighbor(tmp_path_factory):
+    return _recorded(tmp_path_factory, NEIGHBOR, "neighbor rank 3")
+
+
+def _neighbor_bytes(t):
+    """(world source, world destination) -> bytes the recorded
+    neighbourhood collectives sent (their communicators are the world's
+    ranks in order)."""
+    want = {}
+    for r, calls in enumerate(t.ranks):
+        for c in calls:
+            if "neighbor_" in c.name:
+                _, _, outs, sizes = bgtrace.neighborhood(c.lst)
+                for d, b in zip(outs, sizes):
+                    if d >= 0:
+                        want[(r, d)] = want.get((r, d), 0) + b
+    return want
+
+
+def test_the_recorder_writes_each_neighbourhood_with_its_sizes(neighbor):
+    t = bgtrace.load(str(neighbor))
+    calls = {c.name: c for c in t.ranks[0] if "neighbor_" in c.name}
+    assert set(calls) == {"neighbor_alltoallv", "neighbor_allgather", "ineighbor_alltoall"}
+    # 2x2 periodic grid: -x, +x are rank 2, -y, +y rank 1; 100 (k + 1)
+    # doubles towards direction k, and from direction k what was sent the
+    # other way.
+    assert bgtrace.neighborhood(calls["neighbor_alltoallv"].lst) == \
+        ([2, 2, 1, 1], [1600, 800, 3200, 2400], [2, 2, 1, 1], [800, 1600, 2400, 3200])
+    # The non-periodic line: rank 0 has no left neighbour.
+    assert bgtrace.neighborhood(calls["neighbor_allgather"].lst) == ([-2, 1], [4, 4], [-2, 1], [4, 4])
+    assert bgtrace.neighborhood(calls["ineighbor_alltoall"].lst) == ([3], [8192], [1], [8192])
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_neighbourhood_collectives_replay_their_recorded_messages(neighbor, tmp_path, machine, mode):
+    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
+    p = run_cli("replay", str(neighbor), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
+                "--traffic-matrix", str(tm), "--json", str(res))
+    assert p.returncode == 0, p.stderr
+    want = _neighbor_bytes(bgtrace.load(str(neighbor)))
+    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
+    if machine == "bgl":
+        assert got == want  # the splits' allgathers ride the tree
+    else:
+        assert all(got.get(k, 0) >= v for k, v in want.items())
+    assert {"neighbor_alltoallv", "neighbor_allgather", "ineighbor_alltoall"} <= \
+        set(json.loads(res.read_text())["collectives"])
+
+
+def test_bad_neighbourhood_lines_are_refused_naming_them(neighbor, tmp_path):
+    text0 = (neighbor / "rank-0.trace").read_text()
+    line = next(ln for ln in text0.splitlines() if " neighbor_allgather " in ln)
+    head = line.split(" neighbor_allgather ")[0]
+    for bad_line, why in ((f"{head} neighbor_allgather 3 10 2 -2 7 4 4 2 -2 1 4 4",
+                           "neighbour 7 is not a rank of communicator 3"),
+                          (f"{head} neighbor_allgather 3 6 2 -2 1 4 4 5", "expected OUT"),
+                          (f"{head} neighbor_allgather 3 10 2 -2 1 -4 4 2 -2 1 4 4", "bytes -4")):
+        bad = tmp_path / "bad"
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(neighbor, bad)
+        (bad / "rank-0.trace").write_text(text0.replace(line, bad_line, 1))
+        lineno = text0.splitlines().index(line) + 1
+        with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: ") + ".*" + re.escape(why)):
+            bgtrace.load(str(bad))
+
+
+def test_otf2_output_refuses_neighbourhood_collectives_before_writing_anything(neighbor, tmp_path):
+    pytest.importorskip("otf2")
+    from bgsim.trace import otf2io
+    out = tmp_path / "archive"
+    with pytest.raises(UsageError, match="OTF2 has no neighbourhood collectives"):
+        otf2io.write(bgtrace.load(str(neighbor)), str(out))
+    assert not out.exists() or not any(out.iterdir())

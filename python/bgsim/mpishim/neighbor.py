@@ -28,12 +28,15 @@ from .constants import PROC_NULL
 from .errors import ERR_TRUNCATE, Exception
 
 
-def _exchange(comm: Any, op: str, parts: Sequence[Any]) -> List[Any]:
-    """Sends parts[k] to out-neighbour k and receives from every
-    in-neighbour: what came from in-neighbour k (None from PROC_NULL)."""
-    ins, outs = comm._inout()
+def exchange(comm: Any, op: str, parts: Sequence[Any], edges: Optional[tuple] = None) -> List[Any]:
+    """Sends parts[k] (bytes, or a size without content) to out-neighbour k
+    and receives from every in-neighbour: what came from in-neighbour k
+    (None from PROC_NULL). `edges`: (in-neighbours, out-neighbours) of a
+    communicator without a topology (a trace's replay); default: the
+    communicator's own."""
+    ins, outs = comm._inout() if edges is None else edges
     c = _coll.Call(comm, op)
-    cart = comm._cart
+    cart = edges is None and comm._cart
     if c.me == 0:
         stats = c.rt.coll_stats.setdefault(f"i{op}" if c.nonblocking else op, {})
         stats["direct"] = stats.get("direct", 0) + 1
@@ -52,10 +55,10 @@ def _blocks(comm: Any, op: str, parts: Sequence[Any], recvbuf: Any) -> None:
     """An exchange whose blocks land in a vector receive buffer."""
     indeg = len(comm._inout()[0])
     if _rt.size_only:
-        _exchange(comm, op, parts)
+        exchange(comm, op, parts)
         return
     rmv, rdt, counts, displs = _vmsg(recvbuf, indeg, recv=True)
-    for k, data in enumerate(_exchange(comm, op, parts)):
+    for k, data in enumerate(exchange(comm, op, parts)):
         if data is not None:
             _place(rmv, rdt, counts[k], displs[k], data, f"in-neighbour {k}")
 
@@ -88,7 +91,7 @@ class NeighborCalls:
         ins, outs = self._inout()
         sviews = _wviews(sendbuf, len(outs), False, "Neighbor_alltoallw")
         rviews = _wviews(recvbuf, len(ins), True, "Neighbor_alltoallw")
-        got = _exchange(self, "neighbor_alltoall", [len(v) if _rt.size_only else v.tobytes() for v in sviews])
+        got = exchange(self, "neighbor_alltoall", [len(v) if _rt.size_only else v.tobytes() for v in sviews])
         if _rt.size_only:
             return
         for k, p in enumerate(got):
@@ -102,7 +105,7 @@ class NeighborCalls:
     def neighbor_allgather(self, sendobj: Any) -> List[Any]:
         data = _dump(sendobj)
         return [None if d is None else _load(d) for d in
-                _exchange(self, "neighbor_allgather", [data] * len(self._inout()[1]))]
+                exchange(self, "neighbor_allgather", [data] * len(self._inout()[1]))]
 
     def neighbor_alltoall(self, sendobj: Optional[Sequence[Any]]) -> List[Any]:
         outdeg = len(self._inout()[1])
@@ -110,7 +113,7 @@ class NeighborCalls:
             raise _ValueError(f"neighbor_alltoall: expecting a sequence of {outdeg} items (one per out-neighbour), "
                               f"got {None if sendobj is None else len(sendobj)}")
         return [None if d is None else _load(d) for d in
-                _exchange(self, "neighbor_alltoall", [_dump(o) for o in sendobj])]
+                exchange(self, "neighbor_alltoall", [_dump(o) for o in sendobj])]
 
 
 def _forms() -> None:

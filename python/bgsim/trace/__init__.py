@@ -2,15 +2,16 @@
 calls under a real MPI (`record`: a PMPI library, `bgsim_trace.c`, built
 with the MPI's own `mpicc` and preloaded into the program), check them
 (`load`, `tracefile`), and replay them on the simulated machine
-(`program`, `replay`): communicators, point-to-point calls in every mode,
-waits, collectives and one-sided windows through the same MPI module and collective
-algorithms as Python programs, and the time between calls as compute,
-scaled by a CPU factor.
+(`program`, `replay`): communicators and intercommunicators,
+point-to-point calls in every mode, waits, collectives (nonblocking and
+neighbourhood ones too) and one-sided windows through the same MPI module
+and collective algorithms as Python programs, and the time between calls
+as compute, scaled by a CPU factor.
 
 A trace is a directory of `rank-R.trace` text files (the format is in
-`bgsim_trace.c`). A call the replay cannot do (an intercommunicator, a
-dynamic window, MPI_Cancel ...) or a line that does not hold is
-refused before the run, naming its file and line.
+`bgsim_trace.c`). A call the replay cannot do (a dynamic window, a
+collective on an intercommunicator but a barrier ...) or a line that does
+not hold is refused before the run, naming its file and line.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import Sequence
 from ..errors import UsageError
 from . import otf2io
 from .replay import program
-from .tracefile import Call, Trace, load
+from .tracefile import Call, Trace, load, neighborhood
 
-__all__ = ["Call", "Trace", "load", "program", "record", "SOURCE"]
+__all__ = ["Call", "Trace", "load", "neighborhood", "program", "record", "SOURCE"]
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bgsim_trace.c")
 

@@ -69,6 +69,11 @@
  *   scatterv ROOT BYTES COMM N B1..BN    (N 0 but at the root)
  *   allgatherv COMM N B1..BN
  *   alltoallv COMM N S1..SN R1..RN       (also MPI_Alltoallw)
+ *   neighbor_allgather|neighbor_allgatherv|neighbor_alltoall|
+ *   neighbor_alltoallv|neighbor_alltoallw COMM N IN S1..SIN R1..RIN OUT D1..DOUT B1..BOUT
+ *       the in-neighbours (communicator ranks, -2 for MPI_PROC_NULL) and
+ *       the bytes from each, the out-neighbours and the bytes to each
+ *       (N = 2 + 2 IN + 2 OUT)
  * One-sided (WIN: the rank's number for a window, 0, 1 ... in the order
  * it made them; TARGET a rank of the window's communicator; DISP in the
  * target's displacement units; BYTES what the origin's buffer holds):
@@ -1166,4 +1171,126 @@ int MPI_Ialltoallw(const void *sb, const int sc[], const int sd[], const MPI_Dat
                    const int rd[], const MPI_Datatype rt[], MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Ialltoallw(sb, sc, sd, st, rb, rc_, rd, rt, comm, r);
     alltoallv_line(t0, sb, sc, MPI_BYTE, st, rc_, MPI_BYTE, rt, comm, r); return rc;
+}
+
+/* ---- neighbourhood collectives: the communicator's in-neighbours and
+ * the bytes from each, then its out-neighbours and the bytes to each
+ * (communicator ranks, -2 for MPI_PROC_NULL off a non-periodic edge):
+ *   neighbor_alltoallv COMM [REQ] N IN SRC... RBYTES... OUT DST... SBYTES...
+ * A count list NULL is one count for every neighbour; a datatype list NULL
+ * one datatype. */
+static int *neighbour_list(int n) {
+    int *v = malloc((n > 0 ? n : 1) * sizeof *v);
+    if (!v) { fprintf(stderr, "bgsim_trace: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 1); }
+    return v;
+}
+static int neighbours(MPI_Comm comm, int **in, int *nin, int **outs, int *nout) {
+    int topo = MPI_UNDEFINED;
+    PMPI_Topo_test(comm, &topo);
+    if (topo == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(comm, &nd);
+        *nin = *nout = 2 * nd;
+        *in = neighbour_list(*nin);
+        *outs = neighbour_list(*nout);
+        for (int d = 0; d < nd; d++) {
+            int src, dst;
+            PMPI_Cart_shift(comm, d, 1, &src, &dst);
+            (*in)[2 * d] = (*outs)[2 * d] = src;
+            (*in)[2 * d + 1] = (*outs)[2 * d + 1] = dst;
+        }
+    } else if (topo == MPI_GRAPH) {
+        int me, k = 0;
+        PMPI_Comm_rank(comm, &me);
+        PMPI_Graph_neighbors_count(comm, me, &k);
+        *nin = *nout = k;
+        *in = neighbour_list(k);
+        *outs = neighbour_list(k);
+        PMPI_Graph_neighbors(comm, me, k, *in);
+        memcpy(*outs, *in, k * sizeof **in);
+    } else if (topo == MPI_DIST_GRAPH) {
+        int weighted = 0;
+        PMPI_Dist_graph_neighbors_count(comm, nin, nout, &weighted);
+        *in = neighbour_list(*nin);
+        *outs = neighbour_list(*nout);
+        int *iw = weighted ? neighbour_list(*nin) : MPI_UNWEIGHTED;
+        int *ow = weighted ? neighbour_list(*nout) : MPI_UNWEIGHTED;
+        PMPI_Dist_graph_neighbors(comm, *nin, *in, iw, *nout, *outs, ow);
+        if (weighted) { free(iw); free(ow); }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+static void neighbor_line(double t0, const char *name, MPI_Comm comm, MPI_Request *r, const int *sc, int sc1,
+                          MPI_Datatype st, const MPI_Datatype *sts, const int *rc_, int rc1, MPI_Datatype rt,
+                          const MPI_Datatype *rts) {
+    int *in, *outs, nin, nout;
+    if (!neighbours(comm, &in, &nin, &outs, &nout)) {
+        unsupported(name);  /* MPI refuses it on a communicator without a topology */
+        return;
+    }
+    long k;
+    if (coll(t0, name, comm, r, &k)) {
+        coll_comm(k, r);
+        num(2 + 2 * nin + 2 * nout);
+        num(nin);
+        for (int i = 0; i < nin; i++) num(peer(in[i]));
+        for (int i = 0; i < nin; i++) num(bytes(rc_ ? rc_[i] : rc1, rts ? rts[i] : rt));
+        num(nout);
+        for (int i = 0; i < nout; i++) num(peer(outs[i]));
+        for (int i = 0; i < nout; i++) num(bytes(sc ? sc[i] : sc1, sts ? sts[i] : st));
+        end();
+    }
+    free(in);
+    free(outs);
+}
+int MPI_Neighbor_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Neighbor_allgather(sb, sc, st, rb, rc_, rt, comm);
+    neighbor_line(t0, "neighbor_allgather", comm, NULL, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
+}
+int MPI_Ineighbor_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,
+                            MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ineighbor_allgather(sb, sc, st, rb, rc_, rt, comm, r);
+    neighbor_line(t0, "neighbor_allgather", comm, r, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
+}
+int MPI_Neighbor_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[],
+                            MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Neighbor_allgatherv(sb, sc, st, rb, rc_, rd, rt, comm);
+    neighbor_line(t0, "neighbor_allgatherv", comm, NULL, NULL, sc, st, NULL, rc_, 0, rt, NULL); return rc;
+}
+int MPI_Ineighbor_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[],
+                             MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ineighbor_allgatherv(sb, sc, st, rb, rc_, rd, rt, comm, r);
+    neighbor_line(t0, "neighbor_allgatherv", comm, r, NULL, sc, st, NULL, rc_, 0, rt, NULL); return rc;
+}
+int MPI_Neighbor_alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Neighbor_alltoall(sb, sc, st, rb, rc_, rt, comm);
+    neighbor_line(t0, "neighbor_alltoall", comm, NULL, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
+}
+int MPI_Ineighbor_alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,
+                           MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ineighbor_alltoall(sb, sc, st, rb, rc_, rt, comm, r);
+    neighbor_line(t0, "neighbor_alltoall", comm, r, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
+}
+int MPI_Neighbor_alltoallv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, const int rc_[],
+                           const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Neighbor_alltoallv(sb, sc, sd, st, rb, rc_, rd, rt, comm);
+    neighbor_line(t0, "neighbor_alltoallv", comm, NULL, sc, 0, st, NULL, rc_, 0, rt, NULL); return rc;
+}
+int MPI_Ineighbor_alltoallv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, const int rc_[],
+                            const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ineighbor_alltoallv(sb, sc, sd, st, rb, rc_, rd, rt, comm, r);
+    neighbor_line(t0, "neighbor_alltoallv", comm, r, sc, 0, st, NULL, rc_, 0, rt, NULL); return rc;
+}
+int MPI_Neighbor_alltoallw(const void *sb, const int sc[], const MPI_Aint sd[], const MPI_Datatype st[], void *rb,
+                           const int rc_[], const MPI_Aint rd[], const MPI_Datatype rt[], MPI_Comm comm) {
+    double t0 = now(); int rc = PMPI_Neighbor_alltoallw(sb, sc, sd, st, rb, rc_, rd, rt, comm);
+    neighbor_line(t0, "neighbor_alltoallw", comm, NULL, sc, 0, MPI_BYTE, st, rc_, 0, MPI_BYTE, rt); return rc;
+}
+int MPI_Ineighbor_alltoallw(const void *sb, const int sc[], const MPI_Aint sd[], const MPI_Datatype st[], void *rb,
+                            const int rc_[], const MPI_Aint rd[], const MPI_Datatype rt[], MPI_Comm comm,
+                            MPI_Request *r) {
+    double t0 = now(); int rc = PMPI_Ineighbor_alltoallw(sb, sc, sd, st, rb, rc_, rd, rt, comm, r);
+    neighbor_line(t0, "neighbor_alltoallw", comm, r, sc, 0, MPI_BYTE, st, rc_, 0, MPI_BYTE, rt); return rc;
 }

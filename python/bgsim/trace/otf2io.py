@@ -599,6 +599,10 @@ def write(trace: "Trace", out_dir: str) -> str:
         if c is not None:
             raise UsageError(f"{c.where}: {c.name}: bgsim does not write intercommunicators into OTF2; record with "
                              "--format bgsim to keep them")
+        c = next((c for c in calls if "neighbor_" in c.name), None)
+        if c is not None:
+            raise UsageError(f"{c.where}: {c.name}: OTF2 has no neighbourhood collectives; record with "
+                             "--format bgsim to keep them")
     with otf2.writer.open(out_dir, timer_resolution=1_000_000_000) as w:
         d = w.definitions
         node = d.system_tree_node("bgsim")

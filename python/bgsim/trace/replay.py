@@ -27,6 +27,8 @@ How each recorded call replays:
   collective, started where it was started and completed where it
   completed; it advances inside the rank's later MPI calls (so a
   termination barrier of the NBX kind replays as it ran);
+- a neighbourhood collective is the simulated MPI's neighbour exchange
+  over the recorded in- and out-neighbours with the recorded sizes;
 - a window is a window of the recorded size and displacement unit, its
   operations move the recorded bytes at the recorded displacements, its
   synchronization is as recorded (the simulated MPI's `MPI.Win`); a
@@ -45,10 +47,11 @@ import numpy as np
 
 from .. import MPI
 from ..mpishim import nbc as _nbc
+from ..mpishim import neighbor as _neighbor
 from ..errors import UsageError
 from ..runtime import compute
 from .tracefile import (ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, RMA, SEND_MODE, Call, Trace,
-                        blocking_collective)
+                        blocking_collective, neighborhood)
 
 _DTYPES = {"f4": "f4", "f8": "f8", "i1": "i1", "i2": "i2", "i4": "i4", "i8": "i8", "u1": "u1", "u2": "u2",
            "u4": "u4", "u8": "u8", "c8": "c8", "c16": "c16"}
@@ -315,5 +318,8 @@ def _collective(c: Call, comm: Any, op: Any) -> None:
         comm.Allgatherv(_buf(lst[rank]), _vector(lst))
     elif name == "alltoallv":
         comm.Alltoallv(_vector(lst[:size]), _vector(lst[size:]))
+    elif name.startswith("neighbor_"):  # the recorded neighbours (PROC_NULL is -2 in both), the recorded sizes
+        ins, _, outs, sizes = neighborhood(lst)
+        _neighbor.exchange(comm, name, sizes, (ins, outs))
     else:  # the loader knows no other call
         raise UsageError(f"{c.where}: {c.name} has no replay")

@@ -87,6 +87,11 @@ COLLECTIVES: Dict[str, Tuple[Tuple[str, ...], Optional[str], bool]] = {
     "scatterv": (("root", "bytes", "comm"), "n", False),
     "allgatherv": (("comm",), "n", False),
     "alltoallv": (("comm",), "2n", False),
+    # Neighbourhood collectives: the list is IN, the in-neighbours, the
+    # bytes from each, OUT, the out-neighbours, the bytes to each
+    # (`neighborhood`).
+    **{m: (("comm",), "n", False) for m in ("neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall",
+                                           "neighbor_alltoallv", "neighbor_alltoallw")},
 }
 #: One-sided communication: windows (WIN: the rank's number for a window,
 #: from 0 in the order it made them), operations on TARGET (a rank of the
@@ -130,6 +135,20 @@ SEND_MODE = {"isend": "send", "issend": "ssend", "ibsend": "bsend", "irsend": "r
 #: Completions of one request, and of a list of them.
 COMPLETES_ONE = frozenset(("wait", "test", "waitany", "testany"))
 COMPLETES_LIST = frozenset(("waitall", "testall", "waitsome", "testsome"))
+
+
+def neighborhood(lst: List[int]) -> Tuple[List[int], List[int], List[int], List[int]]:
+    """A neighbourhood collective's list: (in-neighbours, bytes from each,
+    out-neighbours, bytes to each). Raises ValueError if it is not laid
+    out so."""
+    if not lst or lst[0] < 0 or len(lst) < 2 + 2 * lst[0]:
+        raise ValueError("expected IN, IN in-neighbours, IN byte counts, then OUT ...")
+    k = lst[0]
+    rest = lst[1 + 2 * k:]
+    if rest[0] < 0 or len(rest) != 1 + 2 * rest[0]:
+        raise ValueError(f"expected OUT, OUT out-neighbours and OUT byte counts after the {k} in-neighbours")
+    m = rest[0]
+    return lst[1:1 + k], lst[1 + k:1 + 2 * k], rest[1:1 + m], rest[1 + m:]
 
 
 def blocking_collective(name: str) -> Optional[str]:
@@ -678,7 +697,18 @@ class _Rank:
         if "bytes" in a:
             self.nbytes(a["bytes"])
         base = blocking_collective(c.name)
-        if SPEC[c.name][1]:
+        if base.startswith("neighbor_"):
+            try:
+                ins, rbytes, outs, sbytes = neighborhood(c.lst)
+            except ValueError as e:
+                raise self.fail(f"{c.name}: {e}") from None
+            for v in ins + outs:
+                if not (0 <= v < size or v == PROC_NULL):
+                    raise self.fail(f"{c.name}: neighbour {v} is not a rank of communicator {a['comm']} "
+                                    f"({size} ranks) or -2 (MPI_PROC_NULL)")
+            for v in rbytes + sbytes:
+                self.nbytes(v)
+        elif SPEC[c.name][1]:
             n = len(c.lst) // (2 if base == "alltoallv" else 1)
             me_root = "root" in a and members.index(self.rank) == a["root"]
             if base in ("gatherv", "scatterv") and not me_root:
