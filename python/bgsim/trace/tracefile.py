@@ -139,14 +139,14 @@ COMPLETES_LIST = frozenset(("waitall", "testall", "waitsome", "testsome"))
 
 def neighborhood(lst: List[int]) -> Tuple[List[int], List[int], List[int], List[int]]:
     """A neighbourhood collective's list: (in-neighbours, bytes from each,
-    out-neighbours, bytes to each). Raises ValueError if it is not laid
+    out-neighbours, bytes to each). Raises UsageError if it is not laid
     out so."""
     if not lst or lst[0] < 0 or len(lst) < 2 + 2 * lst[0]:
-        raise ValueError("expected IN, IN in-neighbours, IN byte counts, then OUT ...")
+        raise UsageError("expected IN, IN in-neighbours, IN byte counts, then OUT ...")
     k = lst[0]
     rest = lst[1 + 2 * k:]
     if rest[0] < 0 or len(rest) != 1 + 2 * rest[0]:
-        raise ValueError(f"expected OUT, OUT out-neighbours and OUT byte counts after the {k} in-neighbours")
+        raise UsageError(f"expected OUT, OUT out-neighbours and OUT byte counts after the {k} in-neighbours")
     m = rest[0]
     return lst[1:1 + k], lst[1 + k:1 + 2 * k], rest[1:1 + m], rest[1 + m:]
 
@@ -700,7 +700,7 @@ class _Rank:
         if base.startswith("neighbor_"):
             try:
                 ins, rbytes, outs, sbytes = neighborhood(c.lst)
-            except ValueError as e:
+            except UsageError as e:
                 raise self.fail(f"{c.name}: {e}") from None
             for v in ins + outs:
                 if not (0 <= v < size or v == PROC_NULL):
