@@ -136,6 +136,9 @@ def _bytes_view(obj: Any, readonly_ok: bool) -> Tuple[memoryview, Optional[Datat
     if not mv.contiguous:
         raise _BufferError("message: the buffer is not contiguous (copy it, e.g. numpy.ascontiguousarray, or "
                            "describe its layout with a derived datatype)")
+    if mv.nbytes == 0:
+        # (An empty array of several dimensions, (2, 0) say, cannot be cast.)
+        return memoryview(b"" if mv.readonly else bytearray()), dt
     if not mv.c_contiguous:
         # Fortran order: its bytes in memory order, the same memory.
         mv = memoryview(_np.asarray(mv).ravel(order="K"))

@@ -24,6 +24,7 @@ from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_KEYVAL, ERR_LAS
 from .groups import Group
 from .handles import Handle
 from .info import Info
+from .intercoll import InterCollectives
 from .neighbor import NeighborCalls
 from .p2p import PointToPoint
 from .requests import Request, _ctx, _wait_all
@@ -921,14 +922,15 @@ def _callback(what: str, fn: Any, comm: "Comm", keyval: int, value: Any) -> Any:
 COMM_NULL = Intracomm(Group(()), -1, "MPI_COMM_NULL")
 
 
-class Intercomm(Comm):
+class Intercomm(InterCollectives, Comm):
     """An inter-communicator: a local group (the calling rank's; its rank
     and size) and a remote group, the ranks of point-to-point calls.
     Made by ``Intracomm.Create_intercomm``; ``Merge`` makes an
     intra-communicator of both groups. Point-to-point calls, ``Barrier``,
-    ``Dup``, ``Split``, ``Merge``, ``Create_from_groups`` and ``Free`` are
-    simulated; other collectives on an inter-communicator raise
-    MPI_ERR_COMM. ``Intercomm()`` is a null handle."""
+    ``Dup``, ``Split``, ``Merge``, ``Create_from_groups``, ``Free`` and the
+    collectives MPI defines on one (`intercoll`; their nonblocking and
+    persistent forms too) are simulated; ``Scan`` and ``Exscan``, which it
+    does not define, raise MPI_ERR_COMM. ``Intercomm()`` is a null handle."""
 
     _inter = True
 

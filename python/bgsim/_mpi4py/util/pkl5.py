@@ -43,7 +43,4 @@ class Intracomm(Comm):
 
 
 class Intercomm(Comm):
-    """Intercommunicators are not simulated."""
-
-    def __init__(self, comm: Any = None):
-        raise NotImplementedError("intercommunicators are not simulated by bgsim")
+    """A pkl5 intercommunicator."""

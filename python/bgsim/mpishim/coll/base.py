@@ -43,8 +43,8 @@ class Call:
 
     def __init__(self, comm: Any, op: str, root: Optional[int] = None, check: Any = None):
         if comm._inter:
-            raise MPIException(ERR_COMM, f"{op} on an intercommunicator: bgsim simulates point-to-point calls, "
-                                         "Barrier, Dup, Split, Merge and Free on one")
+            # (The collectives MPI defines on one are `intercoll`'s.)
+            raise MPIException(ERR_COMM, f"{op} on an intercommunicator: MPI does not define it there")
         self.comm = comm
         self.ctx, self.me = comm._me()
         #: Inside a nonblocking collective (`nbc`): point-to-point algorithms only.
