@@ -611,7 +611,8 @@ def test_bad_intercommunicator_lines_are_refused_naming_them(intercomm, tmp_path
     create = next(line for line in text0.splitlines() if " intercomm_create " in line)
     barrier = next(line for line in text0.splitlines() if line.split()[2] == "barrier" and line.split()[3] != "0")
     for old, new, why in ((create, create.rsplit(" ", 1)[0] + " 2", "remote group [1, 2] is empty or overlaps"),
-                          (barrier, barrier.replace(" barrier ", " bcast 0 8 "), "bcast on intercommunicator")):
+                          (barrier, barrier.replace(" barrier ", " scan 8 ") + " f8 sum",
+                           "scan on intercommunicator 3: MPI does not define it there")):
         bad = tmp_path / "bad"
         shutil.rmtree(bad, ignore_errors=True)
         shutil.copytree(intercomm, bad)
@@ -739,3 +740,40 @@ def test_otf2_output_refuses_neighbourhood_collectives_before_writing_anything(n
     with pytest.raises(UsageError, match="OTF2 has no neighbourhood collectives"):
         otf2io.write(bgtrace.load(str(neighbor)), str(out))
     assert not out.exists() or not any(out.iterdir())
+
+
+# -- collectives on an intercommunicator (tests/data/intercomm_coll.c) ------
+
+INTERCOMM_COLL = os.path.join(HERE, "data", "intercomm_coll.c")
+
+
+@pytest.fixture(scope="module")
+def intercomm_coll(tmp_path_factory):
+    return _recorded(tmp_path_factory, INTERCOMM_COLL, "intercoll rank 3")
+
+
+def test_the_recorder_writes_intercommunicator_roots_and_remote_lists(intercomm_coll):
+    t = bgtrace.load(str(intercomm_coll))
+    calls = [{c.name: c for c in t.ranks[r]} for r in range(4)]
+    # Rank 0 is group 0's root of the broadcast (-3, MPI_ROOT), rank 2 the
+    # rest of that group (-2, MPI_PROC_NULL); group 1 names remote rank 0.
+    assert [calls[r]["bcast"].a["root"] for r in range(4)] == [-3, 0, -2, 0]
+    assert [calls[r]["gather"].a["root"] for r in range(4)] == [1, -2, 1, -3]
+    assert calls[3]["gather"].a["bytes"] == 24 and calls[0]["gather"].a["bytes"] == 24
+    # allgatherv: what each remote rank sends (1 and 2 ints), then this rank's own.
+    assert calls[0]["allgatherv"].lst == [4, 8, 4] and calls[3]["allgatherv"].lst == [4, 8, 8]
+
+
+@pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
+def test_intercommunicator_collectives_replay(intercomm_coll, tmp_path, machine, mode):
+    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
+    p = run_cli("replay", str(intercomm_coll), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
+                "--traffic-matrix", str(tm), "--json", str(res))
+    assert p.returncode == 0, p.stderr
+    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
+    # The broadcast's 4,000 bytes go from rank 0 to group 1's rank 0 (world
+    # 1); the gather's 24 bytes from each of group 0 to its root (world 3).
+    assert got[(0, 1)] >= 4000 and got[(0, 3)] >= 24 and got[(2, 3)] >= 24
+    colls = json.loads(res.read_text())["collectives"]
+    for op in ("bcast", "gather", "allreduce", "allgather", "alltoall", "reduce_scatter_block", "iallreduce"):
+        assert colls[op].get("intercommunicator") == 1, op

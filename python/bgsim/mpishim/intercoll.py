@@ -31,6 +31,7 @@ import numpy as _np
 from .. import _core
 from .. import runtime as _rt
 from ..errors import UsageError as _ValueError
+from . import nbc as _nbc
 from .buffers import _dump, _load, _msg, _vmsg
 from .collectives import _part_bytes, _part_size, _place, _wviews
 from .constants import IN_PLACE, PROC_NULL, ROOT, TAG_UB
@@ -54,6 +55,10 @@ class InterCollectives:
         collective context with this call's tag; returns what came, by
         remote rank."""
         ctx, me = self._me()
+        if me == 0 and self._group._ranks[0] < self._remote._ranks[0]:  # once a call
+            op = ("i" if _nbc.nonblocking() else "") + what.lower()
+            stats = ctx.runtime.coll_stats.setdefault(op, {})
+            stats["intercommunicator"] = stats.get("intercommunicator", 0) + 1
         seqs = ctx.state.setdefault("inter_coll_seq", {})
         n = seqs.get(self._context, 0)
         seqs[self._context] = n + 1

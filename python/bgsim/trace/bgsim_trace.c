@@ -58,7 +58,10 @@
  *   cancelled REQ                        after a completion: the request's
  *       cancel succeeded (it moved no message)
  * Collectives (a nonblocking one, MPI_Ibarrier ..., is its blocking
- * line's name with an i in front and REQ after COMM):
+ * line's name with an i in front and REQ after COMM; on an
+ * intercommunicator the lists run over the remote group, and ROOT is -3
+ * at the root (MPI_ROOT), -2 in its group (MPI_PROC_NULL), the root's
+ * remote rank in the other group):
  *   barrier COMM | bcast ROOT BYTES COMM
  *   reduce ROOT BYTES COMM TYPE OP
  *   allreduce|scan|exscan|reduce_scatter_block BYTES COMM TYPE OP
@@ -67,7 +70,8 @@
  *   gather|scatter ROOT BYTES COMM
  *   gatherv ROOT BYTES COMM N B1..BN     (N 0 but at the root)
  *   scatterv ROOT BYTES COMM N B1..BN    (N 0 but at the root)
- *   allgatherv COMM N B1..BN
+ *   allgatherv COMM N B1..BN             (on an intercommunicator N is the
+ *       remote group's size plus one, and the last is this rank's block)
  *   alltoallv COMM N S1..SN R1..RN       (also MPI_Alltoallw)
  *   neighbor_allgather|neighbor_allgatherv|neighbor_alltoall|
  *   neighbor_alltoallv|neighbor_alltoallw COMM N IN S1..SIN R1..RIN OUT D1..DOUT B1..BOUT
@@ -194,6 +198,9 @@ static void unsupported(const char *what) {
 
 static long bytes(int count, MPI_Datatype t) {
     int size = 0;
+    /* (Arguments MPI ignores, as an intercommunicator's MPI_PROC_NULL
+     * ranks give them, may be anything.) */
+    if (count <= 0 || t == MPI_DATATYPE_NULL) return 0;
     PMPI_Type_size(t, &size);
     return (long)count * size;
 }
@@ -241,6 +248,21 @@ static int comm_size(MPI_Comm c) {
     PMPI_Comm_size(c, &n);
     return n;
 }
+static int is_inter(MPI_Comm c) {
+    int flag = 0;
+    PMPI_Comm_test_inter(c, &flag);
+    return flag;
+}
+/* The ranks a collective's per-rank lists run over: the communicator's,
+ * or on an intercommunicator the remote group's. */
+static int peers(MPI_Comm c) {
+    int n = 0;
+    if (is_inter(c)) PMPI_Comm_remote_size(c, &n); else PMPI_Comm_size(c, &n);
+    return n;
+}
+/* A collective's root as written: on an intercommunicator MPI_ROOT is -3
+ * and MPI_PROC_NULL -2. */
+static int rootof(int root) { return root == MPI_ROOT ? -3 : root == MPI_PROC_NULL ? -2 : root; }
 
 /* A list of N byte counts: counts[i] times the size of types[i] (or of
  * the one type when types is NULL). */
@@ -987,7 +1009,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) { double t0 = now(); int rc = PM
 
 static void bcast_line(double t0, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *r) {
     long k;
-    if (coll(t0, "bcast", comm, r, &k)) { num(root); num(bytes(count, t)); coll_comm(k, r); end(); }
+    if (coll(t0, "bcast", comm, r, &k)) {
+        num(rootof(root)); num(root == MPI_PROC_NULL ? 0 : bytes(count, t)); coll_comm(k, r); end();
+    }
 }
 int MPI_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Bcast(b, c, t, root, comm); bcast_line(t0, c, t, root, comm, NULL); return rc;
@@ -996,29 +1020,29 @@ int MPI_Ibcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm, MPI_Requ
     double t0 = now(); int rc = PMPI_Ibcast(b, c, t, root, comm, r); bcast_line(t0, c, t, root, comm, r); return rc;
 }
 
-static void reduce_line(double t0, const char *name, int root, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
-                        MPI_Request *r) {
+static void reduce_line(double t0, const char *name, int rooted, int root, int count, MPI_Datatype t, MPI_Op op,
+                        MPI_Comm comm, MPI_Request *r) {
     long k;
     if (coll(t0, name, comm, r, &k)) {
-        if (root >= 0) num(root);
-        num(bytes(count, t)); coll_comm(k, r); reduction(t, op); end();
+        if (rooted) num(rootof(root));
+        num(rooted && root == MPI_PROC_NULL ? 0 : bytes(count, t)); coll_comm(k, r); reduction(t, op); end();
     }
 }
 int MPI_Reduce(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Reduce(sb, rb, c, t, op, root, comm); reduce_line(t0, "reduce", root, c, t, op, comm, NULL);
+    double t0 = now(); int rc = PMPI_Reduce(sb, rb, c, t, op, root, comm); reduce_line(t0, "reduce", 1, root, c, t, op, comm, NULL);
     return rc;
 }
 int MPI_Ireduce(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm, MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Ireduce(sb, rb, c, t, op, root, comm, r); reduce_line(t0, "reduce", root, c, t, op, comm, r);
+    double t0 = now(); int rc = PMPI_Ireduce(sb, rb, c, t, op, root, comm, r); reduce_line(t0, "reduce", 1, root, c, t, op, comm, r);
     return rc;
 }
 #define REDUCE_ALL(NAME, PNAME, INAME, PINAME, LINE)                                                          \
     int NAME(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {                    \
-        double t0 = now(); int rc = PNAME(sb, rb, c, t, op, comm); reduce_line(t0, LINE, -1, c, t, op, comm, NULL); \
+        double t0 = now(); int rc = PNAME(sb, rb, c, t, op, comm); reduce_line(t0, LINE, 0, 0, c, t, op, comm, NULL); \
         return rc;                                                                                            \
     }                                                                                                         \
     int INAME(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {   \
-        double t0 = now(); int rc = PINAME(sb, rb, c, t, op, comm, r); reduce_line(t0, LINE, -1, c, t, op, comm, r); \
+        double t0 = now(); int rc = PINAME(sb, rb, c, t, op, comm, r); reduce_line(t0, LINE, 0, 0, c, t, op, comm, r); \
         return rc;                                                                                            \
     }
 REDUCE_ALL(MPI_Allreduce, PMPI_Allreduce, MPI_Iallreduce, PMPI_Iallreduce, "allreduce")
@@ -1027,11 +1051,11 @@ REDUCE_ALL(MPI_Exscan, PMPI_Exscan, MPI_Iexscan, PMPI_Iexscan, "exscan")
 
 int MPI_Reduce_scatter_block(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Reduce_scatter_block(sb, rb, c, t, op, comm);
-    reduce_line(t0, "reduce_scatter_block", -1, c, t, op, comm, NULL); return rc;
+    reduce_line(t0, "reduce_scatter_block", 0, 0, c, t, op, comm, NULL); return rc;
 }
 int MPI_Ireduce_scatter_block(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Ireduce_scatter_block(sb, rb, c, t, op, comm, r);
-    reduce_line(t0, "reduce_scatter_block", -1, c, t, op, comm, r); return rc;
+    reduce_line(t0, "reduce_scatter_block", 0, 0, c, t, op, comm, r); return rc;
 }
 static void reduce_scatter_line(double t0, const int *rcounts, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {
     long k;
@@ -1068,13 +1092,16 @@ PER_RANK(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, "alltoall")
  * MPI_IN_PLACE, from the root's side of the call). */
 static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm comm, MPI_Request *r) {
     long k;
-    if (coll(t0, name, comm, r, &k)) { num(root); num(b); coll_comm(k, r); end(); }
+    if (coll(t0, name, comm, r, &k)) { num(rootof(root)); num(b); coll_comm(k, r); end(); }
 }
 static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
+/* Whether the calling rank is a rooted collective's root. */
+static int at_root(int root, MPI_Comm c) { return is_inter(c) ? root == MPI_ROOT : me(c) == root; }
 /* ROOT_RECV: the root's block is its receive side (gather), else its send side (scatter). */
 #define ROOTED(NAME, PNAME, INAME, PINAME, LINE, ROOT_RECV)                                                    \
     static long NAME##_bytes(int sc, MPI_Datatype st, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {     \
-        return (me(comm) == root) == ROOT_RECV ? bytes(rc_, rt) : bytes(sc, st);                               \
+        if (root == MPI_PROC_NULL) return 0;                                                                   \
+        return at_root(root, comm) == ROOT_RECV ? bytes(rc_, rt) : bytes(sc, st);                              \
     }                                                                                                          \
     int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root,            \
              MPI_Comm comm) {                                                                                  \
@@ -1094,48 +1121,63 @@ static void rooted_v_line(double t0, const char *name, int root, long own, const
                           MPI_Comm comm, MPI_Request *r) {
     long k;
     if (coll(t0, name, comm, r, &k)) {
-        num(root); num(own); coll_comm(k, r);
-        if (me(comm) == root) counts(comm_size(comm), c, t, NULL); else num(0);
+        num(rootof(root)); num(own); coll_comm(k, r);
+        if (at_root(root, comm)) counts(peers(comm), c, t, NULL); else num(0);
         end();
     }
 }
 int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                 int root, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Gatherv(sb, sc, st, rb, rc_, rd, rt, root, comm);
-    long own = sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
+    long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
     rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, NULL); return rc;
 }
 int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                  int root, MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Igatherv(sb, sc, st, rb, rc_, rd, rt, root, comm, r);
-    long own = sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
+    long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
     rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, r); return rc;
 }
 int MPI_Scatterv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt,
                  int root, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Scatterv(sb, sc, sd, st, rb, rc_, rt, root, comm);
-    long own = rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
+    long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
     rooted_v_line(t0, "scatterv", root, own, sc, st, comm, NULL); return rc;
 }
 int MPI_Iscatterv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt,
                   int root, MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Iscatterv(sb, sc, sd, st, rb, rc_, rt, root, comm, r);
-    long own = rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
+    long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
     rooted_v_line(t0, "scatterv", root, own, sc, st, comm, r); return rc;
 }
 
-static void allgatherv_line(double t0, const int *c, MPI_Datatype t, MPI_Comm comm, MPI_Request *r) {
+/* On an intercommunicator the list also holds, last, this rank's own
+ * block (what the others receive from it is in their lines only). */
+static void allgatherv_line(double t0, long own, const int *c, MPI_Datatype t, MPI_Comm comm, MPI_Request *r) {
     long k;
-    if (coll(t0, "allgatherv", comm, r, &k)) { coll_comm(k, r); counts(comm_size(comm), c, t, NULL); end(); }
+    if (coll(t0, "allgatherv", comm, r, &k)) {
+        coll_comm(k, r);
+        if (is_inter(comm)) {
+            int n = peers(comm);
+            num(n + 1);
+            for (int i = 0; i < n; i++) num(bytes(c[i], t));
+            num(own);
+        } else {
+            counts(comm_size(comm), c, t, NULL);
+        }
+        end();
+    }
 }
 int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                    MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Allgatherv(sb, sc, st, rb, rc_, rd, rt, comm); allgatherv_line(t0, rc_, rt, comm, NULL);
+    double t0 = now(); int rc = PMPI_Allgatherv(sb, sc, st, rb, rc_, rd, rt, comm);
+    allgatherv_line(t0, bytes(sc, st), rc_, rt, comm, NULL);
     return rc;
 }
 int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                     MPI_Comm comm, MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Iallgatherv(sb, sc, st, rb, rc_, rd, rt, comm, r); allgatherv_line(t0, rc_, rt, comm, r);
+    double t0 = now(); int rc = PMPI_Iallgatherv(sb, sc, st, rb, rc_, rd, rt, comm, r);
+    allgatherv_line(t0, bytes(sc, st), rc_, rt, comm, r);
     return rc;
 }
 
@@ -1145,7 +1187,7 @@ static void alltoallv_line(double t0, const void *sb, const int *sc, MPI_Datatyp
                            const int *rc_, MPI_Datatype rt, const MPI_Datatype *rts, MPI_Comm comm, MPI_Request *r) {
     long k;
     if (coll(t0, "alltoallv", comm, r, &k)) {
-        int n = comm_size(comm);
+        int n = peers(comm);
         coll_comm(k, r);
         if (sb == MPI_IN_PLACE) counts(n, rc_, rt, rts); else counts(n, sc, st, sts);
         for (int i = 0; i < n; i++) num(bytes(rc_[i], rts ? rts[i] : rt));

@@ -282,14 +282,19 @@ def _collective(c: Call, comm: Any, op: Any) -> None:
     """A collective (blocking, or the body of a nonblocking one)."""
     a, lst = c.a, c.lst
     name = blocking_collective(c.name)
-    size, rank = comm.Get_size(), comm.Get_rank()
+    inter = comm.Is_inter()
+    # Per-rank lists run over the remote group of an intercommunicator,
+    # whose root is MPI.ROOT (-3 in the trace too) at the root.
+    size, rank = comm.Get_remote_size() if inter else comm.Get_size(), comm.Get_rank()
+    root = a.get("root")
+    at_root = root == MPI.ROOT if inter else rank == root
     if name == "barrier":
         comm.Barrier()
     elif name == "bcast":
-        comm.Bcast(_buf(a["bytes"]), a["root"])
+        comm.Bcast(_buf(a["bytes"]), root)
     elif name == "reduce":
         x = _elements(c, a["bytes"])
-        comm.Reduce(x, np.empty_like(x), op, a["root"])
+        comm.Reduce(x, np.empty_like(x), op, root)
     elif name in ("allreduce", "scan", "exscan"):
         x = _elements(c, a["bytes"])
         getattr(comm, name.capitalize())(x, np.empty_like(x), op)
@@ -307,15 +312,18 @@ def _collective(c: Call, comm: Any, op: Any) -> None:
     elif name == "alltoall":
         comm.Alltoall(_buf(a["bytes"] * size), _buf(a["bytes"] * size))
     elif name == "gather":
-        comm.Gather(_buf(a["bytes"]), _buf(a["bytes"] * size) if rank == a["root"] else None, a["root"])
+        comm.Gather(_buf(a["bytes"]), _buf(a["bytes"] * size) if at_root else None, root)
     elif name == "scatter":
-        comm.Scatter(_buf(a["bytes"] * size) if rank == a["root"] else None, _buf(a["bytes"]), a["root"])
+        comm.Scatter(_buf(a["bytes"] * size) if at_root else None, _buf(a["bytes"]), root)
     elif name == "gatherv":
-        comm.Gatherv(_buf(a["bytes"]), _vector(lst) if rank == a["root"] else None, a["root"])
+        comm.Gatherv(_buf(a["bytes"]), _vector(lst) if at_root else None, root)
     elif name == "scatterv":
-        comm.Scatterv(_vector(lst) if rank == a["root"] else None, _buf(a["bytes"]), a["root"])
+        comm.Scatterv(_vector(lst) if at_root else None, _buf(a["bytes"]), root)
     elif name == "allgatherv":
-        comm.Allgatherv(_buf(lst[rank]), _vector(lst))
+        if inter:  # the list ends with this rank's own block
+            comm.Allgatherv(_buf(lst[-1]), _vector(lst[:-1]))
+        else:
+            comm.Allgatherv(_buf(lst[rank]), _vector(lst))
     elif name == "alltoallv":
         comm.Alltoallv(_vector(lst[:size]), _vector(lst[size:]))
     elif name.startswith("neighbor_"):  # the recorded neighbours (PROC_NULL is -2 in both), the recorded sizes

@@ -27,6 +27,8 @@ from ..errors import UsageError
 WORLD, SELF = 0, 1
 #: MPI_PROC_NULL and the wildcards (MPI_ANY_SOURCE, MPI_ANY_TAG), as written.
 PROC_NULL, ANY = -2, -1
+#: A rooted collective's root at the root, on an intercommunicator (MPI_ROOT).
+ROOT = -3
 #: The largest tag (MPI_TAG_UB of the simulated MPI) and time (s) a trace may hold.
 TAG_UB = 2**31 - 1
 MAX_TIME_S = 1e6
@@ -687,16 +689,20 @@ class _Rank:
 
     def collective(self, c: Call) -> None:
         a = c.a
-        members = self.comm(c)
-        if a["comm"] in self.inter and c.name != "barrier":
-            raise self.fail(f"{c.name} on intercommunicator {a['comm']}: bgsim replays point-to-point calls, barrier, "
-                            "comm_dup, intercomm_merge and comm_free on intercommunicators")
+        members = self.comm(c)  # on an intercommunicator, the remote group
+        inter = a["comm"] in self.inter
+        base = blocking_collective(c.name)
+        if inter and base in ("scan", "exscan") or inter and base.startswith("neighbor_"):
+            raise self.fail(f"{c.name} on intercommunicator {a['comm']}: MPI does not define it there")
         size = len(members)
-        if "root" in a and not 0 <= a["root"] < size:
-            raise self.fail(f"root {a['root']} is not a rank of communicator {a['comm']} ({size} ranks)")
+        if "root" in a:
+            if inter and a["root"] not in (ROOT, PROC_NULL) and not 0 <= a["root"] < size:
+                raise self.fail(f"root {a['root']} on intercommunicator {a['comm']}: -3 (MPI_ROOT) at the root, "
+                                f"-2 (MPI_PROC_NULL) in its group, a rank of the remote group ({size} ranks) in the other")
+            if not inter and not 0 <= a["root"] < size:
+                raise self.fail(f"root {a['root']} is not a rank of communicator {a['comm']} ({size} ranks)")
         if "bytes" in a:
             self.nbytes(a["bytes"])
-        base = blocking_collective(c.name)
         if base.startswith("neighbor_"):
             try:
                 ins, rbytes, outs, sbytes = neighborhood(c.lst)
@@ -710,12 +716,18 @@ class _Rank:
                 self.nbytes(v)
         elif SPEC[c.name][1]:
             n = len(c.lst) // (2 if base == "alltoallv" else 1)
-            me_root = "root" in a and members.index(self.rank) == a["root"]
+            me_root = "root" in a and (a["root"] == ROOT if inter else members.index(self.rank) == a["root"])
+            # On an intercommunicator: allgatherv's list ends with the
+            # rank's own block; reduce_scatter's counts are its own group's.
+            want = size + (inter and base == "allgatherv")
+            if inter and base == "reduce_scatter":
+                want = len(self.inter[a["comm"]])
             if base in ("gatherv", "scatterv") and not me_root:
                 if n:
                     raise self.fail(f"{c.name}: only the root gives the counts (N 0 at other ranks), got {n}")
-            elif n != size:
-                raise self.fail(f"{c.name}: {n} counts for communicator {a['comm']} of {size} ranks")
+            elif n != want:
+                raise self.fail(f"{c.name}: {n} counts for communicator {a['comm']} of {size} ranks"
+                                + (" (an intercommunicator's remote group)" if inter else ""))
             for v in c.lst:
                 self.nbytes(v)
         if c.op in ("band", "bor", "bxor") and c.dtype[0] in "fc":
