@@ -24,12 +24,16 @@ distribution on PyPI (pinned by version and SHA-256,
 .bench-cache/. Each rank
 writes unittest-xml-reporting's XML report; this script reads rank 0's.
 
-    python3 scripts/conformance.py [--json] [--module NAME ...] [--ranks 2|4 ...]
+    python3 scripts/conformance.py [--json] [--module NAME ...] [--ranks 2|4 ...] [--jobs N]
+
+The modules of a rank count run two at a time (`--jobs`), each in its own
+process; the demos one after another.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -212,6 +216,8 @@ def main() -> int:
     ap.add_argument("--ranks", action="append", type=int, choices=sorted(SHAPES), help="only this rank count")
     ap.add_argument("--json", action="store_true", help="print the counts as one JSON object")
     ap.add_argument("--no-floor", action="store_true", help="report only; do not compare with the floor")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                    help="modules run at once, each its own process (default: 2, or 1 on one core)")
     a = ap.parse_args()
     import importlib.util
     if importlib.util.find_spec("xmlrunner") is None:
@@ -225,7 +231,8 @@ def main() -> int:
     floor = json.load(open(FLOOR)) if os.path.exists(FLOOR) and not a.no_floor else {}
     for ranks in a.ranks or sorted(SHAPES):
         t0 = time.time()
-        per = {m: run_module(testdir, m, ranks) for m in modules}
+        with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+            per = dict(zip(modules, pool.map(lambda m: run_module(testdir, m, ranks), modules)))
         total = {k: sum(c[k] for c in per.values()) for k in ("tests", "skipped", "failed", "passed")}
         out[str(ranks)] = {"modules": per, "total": total, "wall_s": round(time.time() - t0, 1)}
         if not a.json:
