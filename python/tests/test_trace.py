@@ -777,3 +777,25 @@ def test_intercommunicator_collectives_replay(intercomm_coll, tmp_path, machine,
     colls = json.loads(res.read_text())["collectives"]
     for op in ("bcast", "gather", "allreduce", "allgather", "alltoall", "reduce_scatter_block", "iallreduce"):
         assert colls[op].get("intercommunicator") == 1, op
+
+
+def test_nonblocking_collectives_round_trip_through_otf2(nbx, tmp_path):
+    # Written as NonBlockingCollectiveRequest where they start and
+    # NonBlockingCollectiveComplete where they complete; read back into the
+    # same calls, and the archive replays (the NBX barrier included).
+    pytest.importorskip("otf2")
+    from bgsim.trace import otf2io
+    t = bgtrace.load(str(nbx))
+    back = bgtrace.load(otf2io.write(t, str(tmp_path / "archive")))
+
+    def colls(trace, r):
+        return [(c.name, c.a.get("bytes"), c.a.get("root"), c.a["comm"]) for c in trace.ranks[r]
+                if bgtrace.tracefile.blocking_collective(c.name)]
+
+    for r in range(4):
+        assert colls(back, r) == colls(t, r)
+        assert [c.name for c in back.ranks[r] if c.name.startswith("i") and "req" in c.a][:1] == ["issend"]
+    assert back.messages() == t.messages()
+    import bgsim
+    res = bgsim.run(bgtrace.program(back), "bgp", shape="2x2x1", mode="vn", nranks=4, memory_check=False)
+    assert {"ibarrier", "iallreduce", "ibcast"} <= set(res.collectives)

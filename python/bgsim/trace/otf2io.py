@@ -31,7 +31,11 @@ What is read, per MPI rank (an MPI location):
   those totals);
 - one-sided calls from their regions and RMA events (`_RmaReader`; what
   is written: `_RmaWriter`);
-- nonblocking collectives are refused, naming the location and time.
+- a nonblocking collective is its region's `NonBlockingCollectiveRequest`
+  (where it starts) and the `NonBlockingCollectiveComplete` (operation,
+  communicator, root, bytes) of the wait or test that completes it; the
+  members of a nonblocking v-collective are matched by the order of their
+  completions.
 """
 
 from __future__ import annotations
@@ -81,12 +85,13 @@ class _Coll:
     """One rank's v-collective line, filled in once every member's event
     of the same call is known."""
 
-    __slots__ = ("tokens", "kind", "comm", "sent", "recv", "root", "me", "members")
+    __slots__ = ("tokens", "kind", "comm", "sent", "recv", "root", "me", "members", "req")
 
     def __init__(self, tokens: List[str], kind: str, comm: int, sent: int, recv: int, root: int, me: int,
-                 members: List[int]) -> None:
+                 members: List[int], req: Optional[int] = None) -> None:
         self.tokens, self.kind, self.comm, self.sent, self.recv, self.root, self.me, self.members = \
             tokens, kind, comm, sent, recv, root, me, members
+        self.req = req  # a nonblocking one's request (after COMM in its line)
 
 
 def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
@@ -146,6 +151,7 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
     next_req = [1] * n
     req_of: List[Dict[int, int]] = [dict() for _ in range(n)]
     irecv_line: List[Dict[int, List[str]]] = [dict() for _ in range(n)]
+    nbc_line: List[Dict[int, Tuple[List[str], int]]] = [dict() for _ in range(n)]
     colls: Dict[Tuple[int, int], Dict[int, _Coll]] = {}
     coll_seq: Dict[Tuple[int, int], int] = {}
     rma = _RmaReader(n, comm_id, members, next_req, rank_of)
@@ -171,8 +177,8 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
             if name in _RMA_REGIONS:
                 rma.emit(r, name, t0, head, inner, lines[r], lambda t: where(loc, t))
             else:
-                _emit(r, name, head, inner, lines[r], next_req, req_of, irecv_line, colls, coll_seq, comm_id,
-                      members, n, lambda t: where(loc, t), rma)
+                _emit(r, name, head, inner, lines[r], next_req, req_of, irecv_line, nbc_line, colls, coll_seq,
+                      comm_id, members, n, lambda t: where(loc, t), rma)
             if len(lines[r]) == before:
                 # A call with nothing to replay (MPI_Comm_rank, a constructor
                 # made at the start ...): its time is neither compute nor
@@ -180,22 +186,68 @@ def read(path: str) -> Tuple[str, Dict[int, List[str]]]:
                 hidden[r] += seconds(ev.time) - seconds(t0)
             continue
         if r in open_call:
-            kind = type(ev).__name__
-            if kind.startswith("NonBlockingCollective"):
-                raise UsageError(f"{where(loc, ev.time)}: {kind} events (nonblocking collectives) are not read "
-                                 "from OTF2 archives yet")
             open_call[r][2].append(ev)
     reader.close()
     for r, pending in enumerate(irecv_line):
         if pending:
             raise UsageError(f"{anchor_file}: rank {r}: a receive (MpiIrecvRequest) is never completed by an "
                              "MpiIrecv event")
+    for r, pending in enumerate(nbc_line):
+        if pending:
+            raise UsageError(f"{anchor_file}: rank {r}: a nonblocking collective (NonBlockingCollectiveRequest) "
+                             "is never completed by a NonBlockingCollectiveComplete event")
     _fill_collectives(colls, anchor_file)
     return anchor_file, {r: [" ".join(tok) for tok in ls] for r, ls in lines.items()}
 
 
+def _collective_line(r: int, e: Any, tokens: List[str], req: Optional[int],
+                     colls: Dict[Tuple[int, int], Dict[int, "_Coll"]], coll_seq: Dict[Tuple[int, int], int],
+                     comm_id: Dict[Any, int], members: Dict[Any, List[int]], n: int, where: Any) -> None:
+    """Completes `tokens` (the call's two times) into rank `r`'s line of
+    the collective of event `e` (an MpiCollectiveEnd, or the
+    NonBlockingCollectiveComplete of request `req`: then the line is the
+    nonblocking form, REQ after COMM). A v-collective's counts come once
+    every member's event is known (`_fill_collectives`)."""
+    op = getattr(e.collective_op, "name", str(e.collective_op)).split(".")[-1]
+    what = _COLL.get(op)
+    if what is None:
+        raise UsageError(f"{where(e.time)}: collective {op} is not read from OTF2 archives")
+    if e.communicator not in comm_id:
+        raise UsageError(f"{where(e.time)}: an event on a communicator the archive does not define")
+    c = comm_id[e.communicator]
+    ranks = members.get(e.communicator, [r]) if c != 1 else [r]
+    size = len(ranks) if c != 0 else n
+    me = ranks.index(r) if c not in (0, 1) else (r if c == 0 else 0)
+    sent, recv = int(e.size_sent), int(e.size_received)
+    root = int(e.root) if what in ("bcast", "reduce", "gather", "scatter", "gatherv", "scatterv") else 0
+    if not 0 <= root < size:
+        raise UsageError(f"{where(e.time)}: {what} with root {root} on a communicator of {size} ranks")
+    typed = ["b1", "sum"]
+    per = {"barrier": None, "bcast": recv, "scatter": recv, "gather": sent, "reduce": sent,
+           "allgather": recv // size, "alltoall": recv // size, "allreduce": recv // size,
+           "reduce_scatter_block": recv // size, "scan": recv // (me + 1),
+           "exscan": (sent + recv) // (size - 1) if size > 1 else 0}
+    name = what if req is None else "i" + what
+    cr = [str(c)] + ([str(req)] if req is not None else [])
+    if what == "barrier":
+        tokens += [name] + cr
+    elif what in ("bcast", "scatter", "gather", "reduce"):
+        tokens += [name, str(root), str(per[what])] + cr + (typed if what == "reduce" else [])
+    elif what in ("allgather", "alltoall"):
+        tokens += [name, str(per[what])] + cr
+    elif what in ("allreduce", "reduce_scatter_block", "scan", "exscan"):
+        tokens += [name, str(per[what])] + cr + typed
+    else:  # v-collectives: filled in when every member's event is known
+        tokens.append(name)
+        key = (c if c != 1 else -1 - r, coll_seq.get((c, r), 0))
+        colls.setdefault(key, {})[r] = _Coll(tokens, what, c, sent, recv, root, me,
+                                              ranks if c != 0 else list(range(n)), req)
+    coll_seq[(c, r)] = coll_seq.get((c, r), 0) + 1
+
+
 def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[str]], next_req: List[int],
           req_of: List[Dict[int, int]], irecv_line: List[Dict[int, List[str]]],
+          nbc_line: List[Dict[int, Tuple[List[str], int]]],
           colls: Dict[Tuple[int, int], Dict[int, "_Coll"]], coll_seq: Dict[Tuple[int, int], int],
           comm_id: Dict[Any, int], members: Dict[Any, List[int]], n: int, where: Any, rma: "_RmaReader") -> None:
     """The lines of one MPI call of rank `r` from the events inside it."""
@@ -217,38 +269,15 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
         return
     if "MpiCollectiveEnd" in kinds:
         e = inner[kinds.index("MpiCollectiveEnd")]
-        op = getattr(e.collective_op, "name", str(e.collective_op)).split(".")[-1]
-        what = _COLL.get(op)
-        if what is None:
-            raise UsageError(f"{where(e.time)}: collective {op} is not read from OTF2 archives")
-        c = cid(e.communicator, e.time)
-        ranks = members.get(e.communicator, [r]) if c != 1 else [r]
-        size = len(ranks) if c != 0 else n
-        me = ranks.index(r) if c not in (0, 1) else (r if c == 0 else 0)
-        sent, recv = int(e.size_sent), int(e.size_received)
-        root = int(e.root) if what in ("bcast", "reduce", "gather", "scatter", "gatherv", "scatterv") else 0
-        if not 0 <= root < size:
-            raise UsageError(f"{where(e.time)}: {what} with root {root} on a communicator of {size} ranks")
-        typed = ["b1", "sum"]
-        per = {"barrier": None, "bcast": recv, "scatter": recv, "gather": sent, "reduce": sent,
-               "allgather": recv // size, "alltoall": recv // size, "allreduce": recv // size,
-               "reduce_scatter_block": recv // size, "scan": recv // (me + 1),
-               "exscan": (sent + recv) // (size - 1) if size > 1 else 0}
-        if what == "barrier":
-            out.append(head + ["barrier", str(c)])
-        elif what in ("bcast", "scatter", "gather", "reduce"):
-            out.append(head + [what, str(root), str(per[what]), str(c)] + (typed if what == "reduce" else []))
-        elif what in ("allgather", "alltoall"):
-            out.append(head + [what, str(per[what]), str(c)])
-        elif what in ("allreduce", "reduce_scatter_block", "scan", "exscan"):
-            out.append(head + [what, str(per[what]), str(c)] + typed)
-        else:  # v-collectives: filled in when every member's event is known
-            tokens = head + [what]
-            out.append(tokens)
-            key = (c if c != 1 else -1 - r, coll_seq.get((c, r), 0))
-            colls.setdefault(key, {})[r] = _Coll(tokens, what, c, sent, recv, root, me,
-                                                  ranks if c != 0 else list(range(n)))
-        coll_seq[(c, r)] = coll_seq.get((c, r), 0) + 1
+        tokens = head[:]
+        out.append(tokens)
+        _collective_line(r, e, tokens, None, colls, coll_seq, comm_id, members, n, where)
+        return
+    if "NonBlockingCollectiveRequest" in kinds:  # its line is filled at its completion
+        e = inner[kinds.index("NonBlockingCollectiveRequest")]
+        tokens = head[:]
+        nbc_line[r][e.request_id] = (tokens, new_req(e.request_id))
+        out.append(tokens)
         return
     lines: List[List[str]] = []
     done: List[int] = []
@@ -282,6 +311,16 @@ def _emit(r: int, name: str, head: List[str], inner: List[Any], out: List[List[s
             if k == "MpiIrecv":
                 tokens = irecv_line[r].pop(e.request_id)
                 tokens[3:7] = [str(e.sender), str(e.msg_tag), str(e.msg_length), str(cid(e.communicator, e.time))]
+            done.append(ours)
+        elif k == "NonBlockingCollectiveComplete":
+            started = nbc_line[r].pop(e.request_id, None)
+            if started is None:
+                raise UsageError(f"{where(e.time)}: {k} of request {e.request_id}, which was never started")
+            tokens, ours = started
+            req_of[r].pop(e.request_id, None)
+            # (A nonblocking v-collective's members are matched by the order
+            # their completions come on each rank.)
+            _collective_line(r, e, tokens, ours, colls, coll_seq, comm_id, members, n, where)
             done.append(ours)
         elif k == "RmaOpCompleteNonBlocking":
             ours = rma.reqs[r].pop((e.win, e.matching_id), None)
@@ -413,26 +452,27 @@ def _fill_collectives(colls: Dict[Tuple[int, int], Dict[int, _Coll]], name: str)
         kind, size = any_c.kind, len(ranks)
         own = {w: c for w, c in by_rank.items()}
         ordered = [own[w] for w in ranks]
-        comm = str(any_c.comm)
+        def comm(c: _Coll) -> List[str]:  # COMM, and a nonblocking one's REQ
+            return [str(c.comm)] + ([str(c.req)] if c.req is not None else [])
         if kind in ("gatherv", "scatterv"):
             counts = [c.sent if kind == "gatherv" else c.recv for c in ordered]
             for c in ordered:
                 mine = c.sent if kind == "gatherv" else c.recv
-                c.tokens += [str(c.root), str(mine), comm] + ([str(size)] + [str(v) for v in counts]
-                                                             if c.me == c.root else ["0"])
+                c.tokens += [str(c.root), str(mine)] + comm(c) + ([str(size)] + [str(v) for v in counts]
+                                                                 if c.me == c.root else ["0"])
         elif kind == "allgatherv":
             counts = [c.sent // size for c in ordered]
             for c in ordered:
-                c.tokens += [comm, str(size)] + [str(v) for v in counts]
+                c.tokens += comm(c) + [str(size)] + [str(v) for v in counts]
         elif kind == "reduce_scatter":
             counts = [c.recv // size for c in ordered]
             for c in ordered:
-                c.tokens += [comm, str(size)] + [str(v) for v in counts] + ["b1", "sum"]
+                c.tokens += comm(c) + [str(size)] + [str(v) for v in counts] + ["b1", "sum"]
         else:  # alltoallv: pairwise bytes in proportion to the totals
             total = sum(c.sent for c in ordered) or 1
             m = [[c.sent * d.recv // total for d in ordered] for c in ordered]
             for i, c in enumerate(ordered):
-                c.tokens += [comm, str(size)] + [str(v) for v in m[i]] + [str(m[j][i]) for j in range(size)]
+                c.tokens += comm(c) + [str(size)] + [str(v) for v in m[i]] + [str(m[j][i]) for j in range(size)]
 
 
 
@@ -639,6 +679,15 @@ def write(trace: "Trace", out_dir: str) -> str:
                 last = max(last, int(round(t * 1e9)))
                 return last
 
+            def collective(c: Any) -> Tuple[Any, Any, int, int, int]:
+                """A collective line's (operation, communicator, root, bytes
+                sent, bytes received) as Score-P counts them."""
+                ranks = comms[c.a["comm"]][1]
+                me = ranks.index(r) if r in ranks else 0
+                sent, recv = _bytes(c, len(ranks), me)
+                op = next(k for k, v in _COLL.items() if v == blocking_collective(c.name))
+                return getattr(op_enum, op), comms[c.a["comm"]][0], c.a.get("root", 0), sent, recv
+
             for c in trace.ranks[r]:
                 a = c.a
                 t0 = at(c.t0)
@@ -709,9 +758,12 @@ def write(trace: "Trace", out_dir: str) -> str:
                     t1 = at(c.t1)
                     for req in ([a["req"]] if "req" in a else c.lst):
                         made = reqs.pop(req, None)
-                        if made is None:  # a nonblocking collective: written where it started
+                        if made is None:  # (cancelled where it started)
                             continue
                         if rma.complete(req, t1):
+                            continue
+                        if blocking_collective(made.name) is not None:
+                            ew.non_blocking_collective_complete(t1, *collective(made), req)
                             continue
                         if made.cancelled is not None and req in made.cancelled:
                             ew.mpi_request_cancelled(t1, req)
@@ -724,13 +776,12 @@ def write(trace: "Trace", out_dir: str) -> str:
                     rma.line(c, t0, at(c.t1), comms)
                     if "req" in a:
                         reqs[a["req"]] = c
-                elif (what := blocking_collective(name)) is not None:
-                    ranks = comms[a["comm"]][1]
-                    size = len(ranks)
-                    me = ranks.index(r) if r in ranks else 0
-                    sent, recv = _bytes(c, size, me)
-                    op = next(k for k, v in _COLL.items() if v == what)
-                    ew.mpi_collective_begin(t0)
-                    ew.mpi_collective_end(at(c.t1), getattr(op_enum, op), comm, a.get("root", 0), sent, recv)
+                elif blocking_collective(name) is not None:
+                    if "req" in a:  # nonblocking: its event comes with its completion
+                        ew.non_blocking_collective_request(t0, a["req"])
+                        reqs[a["req"]] = c
+                    else:
+                        ew.mpi_collective_begin(t0)
+                        ew.mpi_collective_end(at(c.t1), *collective(c))
                 ew.leave(at(c.t1), reg)
     return os.path.join(out_dir, "traces.otf2")
