@@ -11,10 +11,11 @@ can go, as an MPI library without a progress thread advances its
 collective schedules. Every cost it has is its rank's: its messages' and
 its combines' on the rank's core, while the rank is in an MPI call.
 
-It runs what a portable MPI runs (the `generic` algorithm of each
-operation, over point-to-point messages), never the hardware networks:
-these serve one collective at a time per rank, and Blue Gene's own MPI had
-no nonblocking collectives.
+It runs the algorithm the default rule picks when no hardware network is
+offered and the communicator is not taken to fill the partition (a
+point-to-point algorithm: `coll.registry.choose`), never the hardware
+networks: these serve one collective at a time per rank, and Blue Gene's
+own MPI had no nonblocking collectives.
 """
 
 from __future__ import annotations
