@@ -91,6 +91,16 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
     """The rank program that replays `trace` (run it with `bgsim.run`):
     the time between two calls is compute, times `cpu_factor`."""
     ops = _ops()
+    # The halo's buffers: one of zeros per size, shared by every rank's
+    # sends and receives (a replay's data are zeros whatever arrives), so
+    # a message costs no allocation.
+    zeros: Dict[int, np.ndarray] = {}
+
+    def zero(n: int) -> np.ndarray:
+        b = zeros.get(n)
+        if b is None:
+            b = zeros[n] = np.zeros(n, "u1")
+        return b
 
     def op_of(c: Call) -> Any:
         return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
@@ -106,7 +116,6 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         msgs: Dict[int, Any] = {}  # matched messages taken, not yet received
         last = 0.0  # the recorder's clock starts when MPI_Init returns
         wait_all = MPI.Request.Waitall
-        zeros = np.zeros
         for c in trace.ranks[me]:
             if c.t0 > last and cpu_factor > 0:
                 compute(seconds=(c.t0 - last) * cpu_factor)
@@ -118,11 +127,13 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             # The common calls first: a halo's irecv, isend and waitall.
             if name == "irecv":
                 src = a["src"]
-                reqs[a["req"]] = comms[a["comm"]].Irecv(zeros(a["bytes"], "u1"), src if src >= 0 else _peer(src),
+                reqs[a["req"]] = comms[a["comm"]].Irecv(zero(a["bytes"]), src if src >= 0 else _peer(src),
                                                         _tag(a["tag"]))
                 continue
             if name == "isend":
-                reqs[a["req"]] = comms[a["comm"]].Isend(zeros(a["bytes"], "u1"), _peer(a["dest"]), a["tag"])
+                dest = a["dest"]
+                reqs[a["req"]] = comms[a["comm"]].Isend(zero(a["bytes"]), dest if dest >= 0 else _peer(dest),
+                                                        a["tag"])
                 continue
             if name in COMPLETES_LIST:
                 wait_all([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
