@@ -5,7 +5,8 @@ Runs the 16 MPI-1 core modules, the 3 one-sided ones (rma, rma_nb, win),
 mpimem, comm_inter) and the 10 of nonblocking, persistent, neighbourhood
 and intercommunicator collectives (cco_nb_buf, cco_nb_vec, cco_pr_buf,
 cco_pr_vec, cco_ngh_buf, cco_ngh_obj, cco_pr_ngh_buf, cco_buf_inter,
-cco_obj_inter, cco_vec_inter) of mpi4py 4.1.2's test suite, unmodified
+cco_obj_inter, cco_vec_inter), and errorcode and grequest (user error
+classes, generalized requests) of mpi4py 4.1.2's test suite, unmodified
 (`test/main.py -i '^test_MODULE.py$'`, the suite's own skip conditions
 included), under `bgsim run` at 2 ranks (2x1x1) and at 4 ranks (2x2x1) of
 a BG/L, and prints per module and in all how many tests pass, by
@@ -53,13 +54,13 @@ FLOOR = os.path.join(ROOT, "scripts", "conformance-floor.json")
 #: communication (windows, RMA operations and synchronization); matched
 #: probes, requests, pickling of handles, addresses and memory;
 #: intercommunicators; nonblocking, persistent, neighbourhood and
-#: intercommunicator collectives.
+#: intercommunicator collectives; user error classes; generalized requests.
 MODULES = ["attributes", "cco_buf", "cco_obj", "cco_vec", "comm", "comm_topo", "datatype", "environ",
            "errhandler", "exceptions", "group", "msgspec", "op", "p2p_buf", "p2p_obj", "status",
            "rma", "rma_nb", "win",
            "p2p_buf_matched", "p2p_obj_matched", "request", "pickle", "address", "mpimem", "comm_inter",
            "cco_nb_buf", "cco_nb_vec", "cco_pr_buf", "cco_pr_vec", "cco_ngh_buf", "cco_ngh_obj", "cco_pr_ngh_buf",
-           "cco_buf_inter", "cco_obj_inter", "cco_vec_inter"]
+           "cco_buf_inter", "cco_obj_inter", "cco_vec_inter", "errorcode", "grequest"]
 
 #: ranks -> partition shape
 SHAPES = {2: "2x1x1", 4: "2x2x1"}

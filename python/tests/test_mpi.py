@@ -1604,3 +1604,24 @@ def test_intercommunicators_point_to_point_barrier_dup_and_merge():
     # whose status names the sender by its remote rank, 1.
     assert res[1]["wild"] == (2, 1) and res[3]["wild"] == (0, 0)
     assert all(o["typed"] for o in res)
+
+
+def test_generalized_requests_and_user_error_classes():
+    def main():
+        seen = []
+        g = MPI.Grequest.Start(lambda st: st.Set_tag(9), lambda: seen.append("free"), None)
+        pending = g.Test()
+        with pytest.raises(MPI.Exception, match="generalized request the program has not completed"):
+            g.Wait()  # nothing but the program could complete it
+        g.complete("done")
+        st = MPI.Status()
+        got = g.wait(st)
+        cls = MPI.Add_error_class()
+        code = MPI.Add_error_code(cls)
+        MPI.Add_error_string(code, "my error")
+        e = MPI.Exception(code)
+        return (pending, got, st.Get_tag(), seen, cls > MPI.ERR_LASTCODE, MPI.Get_error_class(code) == cls,
+                e.Get_error_string(), str(e), MPI.COMM_WORLD.Get_attr(MPI.LASTUSEDCODE) == code)
+
+    for r in run(main, shape="2x1x1").results:
+        assert r == (False, "done", 9, ["free"], True, True, "my error", "my error", True)

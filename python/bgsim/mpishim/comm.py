@@ -23,6 +23,7 @@ from .errors import (ERR_ARG, ERR_COMM, ERR_DIMS, ERR_GROUP, ERR_KEYVAL, ERR_LAS
                      ERR_RANK, ErrhandlerMethods, Errhandler, Exception, _guard)
 from .groups import Group
 from .handles import Handle
+from .errors import last_used_code as _last_used_code
 from .info import Info
 from .intercoll import InterCollectives
 from .neighbor import NeighborCalls
@@ -447,6 +448,8 @@ class Comm(PointToPoint, CollectiveCalls, ErrhandlerMethods, Handle):
             raise Exception(ERR_KEYVAL, "Get_attr: MPI_KEYVAL_INVALID")
         if keyval == UNIVERSE_SIZE:
             return _ctx().runtime.world.nranks
+        if keyval == LASTUSEDCODE:
+            return _last_used_code()
         if keyval in _PREDEFINED:
             return _PREDEFINED[keyval]
         held = self._attrs().get(keyval)

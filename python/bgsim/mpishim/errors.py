@@ -190,34 +190,167 @@ class ErrhandlerMethods:
 _MAX_USER_ERRHANDLERS = 32
 
 
+class _UserErrors:
+    """A process's (a rank's) own error classes and codes
+    (MPI_Add_error_class / _code / _string), numbered above ERR_LASTCODE."""
+
+    def __init__(self) -> None:
+        self.last = ERR_LASTCODE
+        self.class_of: "dict[int, int]" = {}  # user code or class -> its class
+        self.codes: "dict[int, set]" = {}  # user class -> its codes
+        self.strings: "dict[int, str]" = {}
+
+
+_OUTSIDE = _UserErrors()  # what code outside a rank sees
+
+
+def _user() -> _UserErrors:
+    from .. import runtime as _rt
+    return _rt.rank_own("user_errors", _UserErrors, _OUTSIDE)
+
+
+def _class_of(code: int) -> int:
+    if code in _ERR_NAMES:
+        return code
+    return _user().class_of.get(code, ERR_UNKNOWN)
+
+
+def _string_of(code: int) -> str:
+    if code in _ERR_NAMES:
+        return _ERR_NAMES[code][1]
+    u = _user()
+    return u.strings.get(code, "") if code in u.class_of else "unknown error"
+
+
+@functools.total_ordering
 class Exception(_BgsimError, RuntimeError):  # noqa: A001 - the name mpi4py uses
-    """An MPI error (``mpi4py.MPI.Exception``; a ``RuntimeError`` as there, and a ``bgsim.BgsimError``)."""
+    """An MPI error (``mpi4py.MPI.Exception``; a ``RuntimeError`` as there,
+    and a ``bgsim.BgsimError``). It compares, hashes and converts as its
+    error code; its text is the code's string, and the detail bgsim gives
+    where it raises one."""
 
     def __init__(self, ierr: int = SUCCESS, detail: str = ""):
-        self.error_code = ierr
-        name, text = _ERR_NAMES.get(ierr, ("MPI_ERR_UNKNOWN", "unknown error"))
-        super().__init__(f"{name}: {text}" + (f" ({detail})" if detail else ""))
+        ierr = int(ierr)
+        self.error_code = ERR_UNKNOWN if ierr < SUCCESS else ierr
+        text = _string_of(self.error_code)
+        if detail:
+            name = _ERR_NAMES.get(self.error_code, ("MPI_ERR_UNKNOWN",))[0]
+            text = f"{name}: {text} ({detail})"
+        super().__init__(text)
 
     def Get_error_code(self) -> int:
         return self.error_code
 
     def Get_error_class(self) -> int:
-        return self.error_code
+        return _class_of(self.error_code)
 
     def Get_error_string(self) -> str:
-        return _ERR_NAMES.get(self.error_code, ("", "unknown error"))[1]
+        return _string_of(self.error_code)
 
     @property
     def error_class(self) -> int:
-        return self.error_code
+        return self.Get_error_class()
 
     @property
     def error_string(self) -> str:
         return self.Get_error_string()
 
+    def __int__(self) -> int:
+        return self.error_code
+
+    def __index__(self) -> int:
+        return self.error_code
+
+    def __bool__(self) -> bool:
+        return self.error_code != SUCCESS
+
+    def __hash__(self) -> int:
+        return hash(self.error_code)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (int, Exception)):
+            return self.error_code == int(other)
+        return NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, (int, Exception)):
+            return self.error_code < int(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"MPI.Exception({self.error_code})"
+
 
 def Get_error_string(errorcode: int) -> str:
-    return _ERR_NAMES.get(errorcode, ("", "unknown error"))[1]
+    return _string_of(int(errorcode))
+
+
+def Get_error_class(errorcode: int) -> int:
+    return _class_of(int(errorcode))
+
+
+def Add_error_class() -> int:
+    """A new error class of the calling process (no string yet)."""
+    u = _user()
+    u.last += 1
+    u.class_of[u.last] = u.last
+    u.codes[u.last] = set()
+    return u.last
+
+
+def Add_error_code(errorclass: int) -> int:
+    """A new error code of `errorclass` (predefined or the process's own)."""
+    u = _user()
+    errorclass = int(errorclass)
+    if errorclass not in _ERR_NAMES and errorclass not in u.codes:
+        raise Exception(ERR_ARG, f"Add_error_code: {errorclass} is not an error class")
+    u.last += 1
+    u.class_of[u.last] = errorclass
+    if errorclass in u.codes:
+        u.codes[errorclass].add(u.last)
+    return u.last
+
+
+def Add_error_string(errorcode: int, string: str) -> None:
+    u = _user()
+    if int(errorcode) not in u.class_of:
+        raise Exception(ERR_ARG, f"Add_error_string: {errorcode} is not an error class or code this process added")
+    u.strings[int(errorcode)] = str(string)
+
+
+def Remove_error_string(errorcode: int) -> None:
+    u = _user()
+    if int(errorcode) not in u.class_of:
+        raise Exception(ERR_ARG, f"Remove_error_string: {errorcode} is not an error class or code this process added")
+    u.strings.pop(int(errorcode), None)
+
+
+def Remove_error_code(errorcode: int) -> None:
+    """Removes an error code the process added (once its string is removed)."""
+    u, code = _user(), int(errorcode)
+    if code not in u.class_of or code in u.codes:
+        raise Exception(ERR_ARG, f"Remove_error_code: {code} is not an error code this process added")
+    if code in u.strings:
+        raise Exception(ERR_ARG, f"Remove_error_code: {code} still has a string (Remove_error_string first)")
+    cls = u.class_of.pop(code)
+    if cls in u.codes:
+        u.codes[cls].discard(code)
+
+
+def Remove_error_class(errorclass: int) -> None:
+    """Removes an error class the process added (once its codes and string are removed)."""
+    u, cls = _user(), int(errorclass)
+    if cls not in u.codes:
+        raise Exception(ERR_ARG, f"Remove_error_class: {cls} is not an error class this process added")
+    if u.codes[cls] or cls in u.strings:
+        raise Exception(ERR_ARG, f"Remove_error_class: {cls} still has codes or a string")
+    del u.codes[cls]
+    del u.class_of[cls]
+
+
+def last_used_code() -> int:
+    """The calling process's MPI_LASTUSEDCODE."""
+    return _user().last
 
 
 def _guard(cls: type, names: "tuple[str, ...]", is_null: Any, err: int, what: str) -> None:

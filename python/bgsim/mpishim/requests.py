@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys as _sys
+import traceback as _traceback
 from typing import Any, List, Optional, Sequence, Tuple
 
 from greenlet import getcurrent as _getcurrent
 
 from .. import runtime as _rt
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
-from .errors import ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
+from .errors import ERR_OTHER, ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
 from ..errors import ArgumentTypeError, UsageError
 from .groups import Group
 from .handles import Handle
@@ -38,6 +39,7 @@ class Request(Handle):
     _persistent = False
     _alias: Any = None  # the request this is a new handle of
     _coll = False  # a nonblocking collective's (`nbc.CollRequest`): no core request
+    _grequest = False  # a generalized request (`Grequest`): no core request
 
     def __init__(self, rid: Any = -1, kind: str = "null", finish: Any = None, ctx: Any = None, desc: str = "",
                  group: Optional["Group"] = None):
@@ -377,12 +379,81 @@ class Prequest(Request):
 
 
 class Grequest(Request):
-    """Generalized requests are not simulated: ``Grequest.Start`` raises
-    NotImplementedError; ``Grequest(req)`` takes only a generalized request."""
+    """A generalized request (``MPI_Grequest_start``): an operation of the
+    program's own, which it completes with ``Complete`` (``complete(obj)``:
+    with the object ``wait`` and ``test`` give). A Test before that finds it
+    pending (and costs a poll); a Wait before that would wait for ever (the
+    ranks have no other thread to complete it) and is refused. Once
+    complete, the Wait or Test that reports it calls ``query_fn(status)``
+    for its status, then ``free_fn()``; ``Cancel`` calls
+    ``cancel_fn(completed)``. An error in one of them is printed and raised
+    as MPI.Exception (its own class, or MPI_ERR_OTHER)."""
+
+    _grequest = True
 
     @classmethod
-    def Start(cls, *args: Any, **kw: Any) -> "Grequest":
-        raise NotImplementedError("generalized requests (MPI_Grequest_start) are not simulated by bgsim")
+    def Start(cls, query_fn: Any = None, free_fn: Any = None, cancel_fn: Any = None, args: Any = None,
+              kwargs: Any = None) -> "Grequest":
+        g = cls()
+        g._kind, g._done, g._status = "grequest", False, None
+        g._fns = (query_fn, free_fn, cancel_fn, tuple(args or ()), dict(kwargs or {}))
+        g._completed = False
+        return g
+
+    def _call(self, fn: Any, *head: Any) -> None:
+        if fn is None:
+            return
+        try:
+            fn(*head, *self._fns[3], **self._fns[4])
+        except BaseException as e:
+            _traceback.print_exc()
+            raise (e if isinstance(e, Exception) else Exception(ERR_OTHER, f"{type(e).__name__}: {e}")) from None
+
+    def Complete(self) -> None:
+        self._completed = True
+
+    def complete(self, obj: Any = None) -> None:
+        self._obj = obj
+        self.Complete()
+
+    def _poll(self) -> bool:
+        if self._done:
+            return True
+        if not self._completed:
+            return False
+        # Reported complete: its status from query_fn, then free_fn.
+        self._done = True
+        st = Status()
+        try:
+            self._call(self._fns[0], st)
+            self._call(self._fns[1])
+        except Exception as e:
+            self._error = e
+        self._status = (st.source, st.tag, st._count, st._cancelled, False)
+        return True
+
+    def _complete(self) -> None:
+        self._poll()
+
+    def wait(self, status: Optional[Status] = None) -> Any:
+        # The object comes once, with the completion that reports it.
+        self.Wait(status)
+        obj, self._obj = self._obj, None
+        return obj
+
+    def test(self, status: Optional[Status] = None) -> Tuple[bool, Any]:
+        if not self.Test(status):
+            return False, None
+        obj, self._obj = self._obj, None
+        return True, obj
+
+    def Cancel(self) -> None:
+        if self._kind in ("null", "null-done"):
+            raise Exception(ERR_REQUEST, "Cancel: MPI_REQUEST_NULL")
+        self._call(self._fns[2], self._completed)
+
+    def __repr__(self) -> str:
+        return f"<mpi4py.MPI.Grequest{' complete' if self._completed else ''}>"
 
 
 REQUEST_NULL = Request()
@@ -452,6 +523,12 @@ def _wait_all(reqs: List[Request], call: str) -> None:
     if _compound[0] and any(r._also for r in reqs):
         reqs = reqs + [a for r in reqs for a in r._also]
     pending = [r for r in reqs if not r._done]
+    if pending and any(r._grequest for r in pending):
+        for r in pending:
+            if r._grequest and not r._poll():
+                raise Exception(ERR_REQUEST, f"{call}: a generalized request the program has not completed "
+                                             "(Grequest.Complete): nothing else could complete it")
+        pending = [r for r in pending if not r._done]
     if pending:
         ctx = getattr(_getcurrent(), "ctx", None) or _ctx()
         ctx.call, ctx.frame = call, _sys._getframe(2)
@@ -495,8 +572,11 @@ def _wait_some(reqs: List[Request], call: str, any_one: bool) -> List[int]:
     if not done:
         ctx = _ctx()
         ctx.call, ctx.frame = f"MPI.{call}()", _sys._getframe(2)
-        ids = [reqs[i]._id for i in active if not reqs[i]._coll]
-        if ctx.nbcs and len(ids) < len(active):
+        ids = [reqs[i]._id for i in active if not reqs[i]._coll and not reqs[i]._grequest]
+        if not ids and not any(reqs[i]._coll for i in active):
+            raise Exception(ERR_REQUEST, f"MPI.{call}(): only generalized requests the program has not completed "
+                                         "(Grequest.Complete): nothing else could complete them")
+        if ctx.nbcs and any(reqs[i]._coll for i in active):
             w = ctx.world
             colls = [reqs[i] for i in active if reqs[i]._coll]
 
