@@ -4,18 +4,18 @@ Every one moves data from one group to the other, as MPI defines them: a
 rooted one between the root (``root=MPI.ROOT``; the rest of its group
 passes ``MPI.PROC_NULL``) and every rank of the other group (which passes
 the root's rank in the remote group); an all-to-all kind between every
-rank and every rank of the other group. They run as MPICH runs them:
+rank and every rank of the other group:
 
 - Bcast: the root sends to the remote group's rank 0, which broadcasts in
-  its group (the local group's own communicator);
+  its group (the local group's own communicator), as MPICH does;
 - Reduce: the remote group reduces in its group to its rank 0, which sends
-  the result to the root;
+  the result to the root, as MPICH does;
 - Allreduce and Reduce_scatter(_block): each group reduces to its rank 0,
   the two exchange their results, each broadcasts (or scatters) in its
-  group what came from the other;
+  group what came from the other, as MPICH does;
 - Gather(v), Scatter(v), Allgather(v), Alltoall(v,w): direct messages
-  between the ranks of the two groups (what MPICH does for the latter; a
-  gather at the remote group's rank 0 first saves nothing on a torus).
+  between the ranks of the two groups (MPICH gathers short messages at the
+  remote group's rank 0 first; bgsim does not).
 
 Messages go on the intercommunicator's collective context with a tag of
 their own per call. Scan and Exscan are not defined on intercommunicators
