@@ -1287,15 +1287,21 @@ static void neighbor_line(double t0, const char *name, MPI_Comm comm, MPI_Reques
     free(in);
     free(outs);
 }
-int MPI_Neighbor_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Neighbor_allgather(sb, sc, st, rb, rc_, rt, comm);
-    neighbor_line(t0, "neighbor_allgather", comm, NULL, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
-}
-int MPI_Ineighbor_allgather(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,
-                            MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Ineighbor_allgather(sb, sc, st, rb, rc_, rt, comm, r);
-    neighbor_line(t0, "neighbor_allgather", comm, r, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
-}
+/* Neighbor_allgather / _alltoall: one count and datatype each way. */
+#define NEIGHBOR_UNIFORM(NAME, PNAME, INAME, PINAME, LINE)                                                     \
+    int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {     \
+        double t0 = now(); int rc = PNAME(sb, sc, st, rb, rc_, rt, comm);                                      \
+        neighbor_line(t0, LINE, comm, NULL, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;               \
+    }                                                                                                          \
+    int INAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,      \
+              MPI_Request *r) {                                                                                \
+        double t0 = now(); int rc = PINAME(sb, sc, st, rb, rc_, rt, comm, r);                                  \
+        neighbor_line(t0, LINE, comm, r, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;                  \
+    }
+NEIGHBOR_UNIFORM(MPI_Neighbor_allgather, PMPI_Neighbor_allgather, MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather,
+                 "neighbor_allgather")
+NEIGHBOR_UNIFORM(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall,
+                 "neighbor_alltoall")
 int MPI_Neighbor_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[],
                             MPI_Datatype rt, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Neighbor_allgatherv(sb, sc, st, rb, rc_, rd, rt, comm);
@@ -1305,15 +1311,6 @@ int MPI_Ineighbor_allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, 
                              MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Ineighbor_allgatherv(sb, sc, st, rb, rc_, rd, rt, comm, r);
     neighbor_line(t0, "neighbor_allgatherv", comm, r, NULL, sc, st, NULL, rc_, 0, rt, NULL); return rc;
-}
-int MPI_Neighbor_alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    double t0 = now(); int rc = PMPI_Neighbor_alltoall(sb, sc, st, rb, rc_, rt, comm);
-    neighbor_line(t0, "neighbor_alltoall", comm, NULL, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
-}
-int MPI_Ineighbor_alltoall(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,
-                           MPI_Request *r) {
-    double t0 = now(); int rc = PMPI_Ineighbor_alltoall(sb, sc, st, rb, rc_, rt, comm, r);
-    neighbor_line(t0, "neighbor_alltoall", comm, r, NULL, sc, st, NULL, NULL, rc_, rt, NULL); return rc;
 }
 int MPI_Neighbor_alltoallv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, const int rc_[],
                            const int rd[], MPI_Datatype rt, MPI_Comm comm) {
