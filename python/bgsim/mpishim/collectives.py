@@ -360,6 +360,16 @@ def _alltoallw(comm: Comm, sendbuf: Any, recvbuf: Any) -> None:
             rviews[i][:len(p)] = p
 
 
+def _place_blocks(view: Any, parts: Sequence[Any], who: str) -> None:
+    """parts[k] (None: nothing came) into block k of a vector receive
+    buffer parsed by `_vmsg` (`view`); `who`: whom block k came from, as
+    an error names it ("remote rank" k ...)."""
+    mv, dt, counts, displs = view
+    for k, p in enumerate(parts):
+        if p is not None:
+            _place(mv, dt, counts[k], displs[k], p, f"{who} {k}")
+
+
 def _place(mv: memoryview, dt: Datatype, count: int, displ: int, data: bytes, who: str) -> None:
     if len(data) > count * dt.size:
         raise Exception(ERR_TRUNCATE, f"{who} sent {len(data)} bytes for a slot of {count} x {dt.name}")

@@ -33,7 +33,7 @@ from .. import runtime as _rt
 from ..errors import UsageError as _ValueError
 from . import nbc as _nbc
 from .buffers import _dump, _load, _msg, _vmsg
-from .collectives import _part_bytes, _part_size, _place, _wviews
+from .collectives import _part_bytes, _part_size, _place_blocks, _wviews
 from .constants import IN_PLACE, PROC_NULL, ROOT, TAG_UB
 from .errors import ERR_ARG, ERR_ROOT, ERR_TRUNCATE, Exception
 from .ops import SUM, Op
@@ -129,9 +129,7 @@ class InterCollectives:
         if role == "root":
             got = self._xchg("Gather", {}, range(n))
             if not _rt.size_only:
-                rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
-                for r in range(n):
-                    _place(rmv, rdt, counts[r], displs[r], got[r], f"remote rank {r}")
+                _place_blocks(_vmsg(recvbuf, n, recv=True), [got[r] for r in range(n)], "remote rank")
         elif role == "leaf":
             self._xchg("Gather", {root: self._bytes(sendbuf)}, ())
         else:
@@ -182,9 +180,7 @@ class InterCollectives:
         mine = self._bytes(sendbuf)
         got = self._xchg("Allgather", {r: mine for r in range(n)}, range(n))
         if not _rt.size_only:
-            rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
-            for r in range(n):
-                _place(rmv, rdt, counts[r], displs[r], got[r], f"remote rank {r}")
+            _place_blocks(_vmsg(recvbuf, n, recv=True), [got[r] for r in range(n)], "remote rank")
 
     Allgatherv = Allgather
 
@@ -200,9 +196,7 @@ class InterCollectives:
         part = _part_size if _rt.size_only else _part_bytes
         got = self._xchg("Alltoall", {r: part(smv, sdt, scounts[r], sdispls[r]) for r in range(n)}, range(n))
         if not _rt.size_only:
-            rmv, rdt, counts, displs = _vmsg(recvbuf, n, recv=True)
-            for r in range(n):
-                _place(rmv, rdt, counts[r], displs[r], got[r], f"remote rank {r}")
+            _place_blocks(_vmsg(recvbuf, n, recv=True), [got[r] for r in range(n)], "remote rank")
 
     Alltoallv = Alltoall
 

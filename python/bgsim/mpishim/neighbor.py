@@ -23,7 +23,7 @@ from . import nbc as _nbc
 from .. import runtime as _rt
 from ..errors import UsageError as _ValueError
 from .buffers import _dump, _load, _msg, _vmsg
-from .collectives import _part_bytes, _part_size, _place, _wviews
+from .collectives import _part_bytes, _part_size, _place_blocks, _wviews
 from .constants import PROC_NULL
 from .errors import ERR_TRUNCATE, Exception
 
@@ -57,10 +57,8 @@ def _blocks(comm: Any, op: str, parts: Sequence[Any], recvbuf: Any) -> None:
     if _rt.size_only:
         exchange(comm, op, parts)
         return
-    rmv, rdt, counts, displs = _vmsg(recvbuf, indeg, recv=True)
-    for k, data in enumerate(exchange(comm, op, parts)):
-        if data is not None:
-            _place(rmv, rdt, counts[k], displs[k], data, f"in-neighbour {k}")
+    view = _vmsg(recvbuf, indeg, recv=True)
+    _place_blocks(view, exchange(comm, op, parts), "in-neighbour")
 
 
 class NeighborCalls:

@@ -144,6 +144,12 @@ class Call:
         ctx, rt = self.ctx, self.rt
         w = rt.world
         ctx.call, ctx.frame = f"MPI.Comm.{self.op}()", sys._getframe(2)
+        if parts.__class__ is Same:  # one size for every send: the core needs no list
+            parts = parts.value
+        elif parts.__class__ is Blocks and parts.uniform >= 0:  # blocks of one buffer: no bytes objects
+            # Only the blocks' bytes (the buffer may be far larger: the
+            # core copies what it is given).
+            parts = (parts.whole, parts.uniform)
         if ctx.nbcs:
             # The core's run of it would wait where the rank's nonblocking
             # collectives do not advance (`nbc`): the same messages posted
@@ -151,12 +157,6 @@ class Call:
             return self._exchange_here(parts, dests, srcs, steps, mode, dense, packed)
         tl = rt.timeline
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
-        if parts.__class__ is Same:  # one size for every send: the core needs no list
-            parts = parts.value
-        elif parts.__class__ is Blocks and parts.uniform >= 0:  # blocks of one buffer: no bytes objects
-            # Only the blocks' bytes (the buffer may be far larger: the
-            # core copies what it is given).
-            parts = (parts.whole, parts.uniform)
         members = self.comm._p2p
         if members is None:  # COMM_SELF: the calling rank's own group
             members = _members(self.comm._context, self.comm._group._ranks)
@@ -190,7 +190,7 @@ class Call:
                        dense: bool, packed: bool) -> Any:
         """`exchange` by this rank's own point-to-point calls, step by
         step: each step posts its receives, then its sends, then waits for
-        all of them."""
+        all of them (`parts` as `exchange` hands them to the core)."""
         if steps is None:
             plan = [(len(srcs), len(dests))]
         elif steps == "pairwise":
@@ -198,10 +198,6 @@ class Call:
         else:
             plan = steps
         relay = parts.__class__ is tuple and len(parts) == 2 and parts[0] == "relay"
-        if parts.__class__ is Same:
-            parts = parts.value
-        elif parts.__class__ is Blocks and parts.uniform >= 0:
-            parts = (parts.whole, parts.uniform)
         last: Any = None  # what this rank received last
 
         def part(k: int, d: int) -> Any:
