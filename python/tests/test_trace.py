@@ -116,6 +116,40 @@ def _recorded(tmp_path_factory, source, printed):
     return d / "t"
 
 
+def _refuses(trace, tmp_path, old, new, why):
+    """rank-0.trace of `trace` with its line `old` replaced by `new` is
+    refused at load time, naming that file and line and saying `why`."""
+    text0 = (trace / "rank-0.trace").read_text()
+    bad = tmp_path / "bad"
+    shutil.rmtree(bad, ignore_errors=True)
+    shutil.copytree(trace, bad)
+    (bad / "rank-0.trace").write_text(text0.replace(old, new, 1))
+    lineno = text0.splitlines().index(old) + 1
+    with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: ") + ".*" + re.escape(why)):
+        bgtrace.load(str(bad))
+
+
+def _otf2_refuses(trace, tmp_path, why):
+    """Writing `trace` as OTF2 is refused (`why`) before anything is written."""
+    pytest.importorskip("otf2")
+    from bgsim.trace import otf2io
+    out = tmp_path / "archive"
+    with pytest.raises(UsageError, match=why):
+        otf2io.write(bgtrace.load(str(trace)), str(out))
+    assert not out.exists() or not any(out.iterdir())
+
+
+def _replayed(trace, tmp_path, machine, mode):
+    """`bgsim replay` of `trace` on 4 ranks of a 2x2x1 partition: the bytes
+    per (source, destination) of its traffic matrix, and its JSON result."""
+    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
+    p = run_cli("replay", str(trace), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
+                "--traffic-matrix", str(tm), "--json", str(res))
+    assert p.returncode == 0, p.stderr
+    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
+    return got, json.loads(res.read_text())
+
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     return _recorded(tmp_path_factory, REAL, "row sum")
@@ -613,22 +647,11 @@ def test_bad_intercommunicator_lines_are_refused_naming_them(intercomm, tmp_path
     for old, new, why in ((create, create.rsplit(" ", 1)[0] + " 2", "remote group [1, 2] is empty or overlaps"),
                           (barrier, barrier.replace(" barrier ", " scan 8 ") + " f8 sum",
                            "scan on intercommunicator 3: MPI does not define it there")):
-        bad = tmp_path / "bad"
-        shutil.rmtree(bad, ignore_errors=True)
-        shutil.copytree(intercomm, bad)
-        (bad / "rank-0.trace").write_text(text0.replace(old, new, 1))
-        lineno = text0.splitlines().index(old) + 1
-        with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: ") + ".*" + re.escape(why)):
-            bgtrace.load(str(bad))
+        _refuses(intercomm, tmp_path, old, new, why)
 
 
 def test_otf2_output_refuses_intercommunicators_before_writing_anything(intercomm, tmp_path):
-    pytest.importorskip("otf2")
-    from bgsim.trace import otf2io
-    out = tmp_path / "archive"
-    with pytest.raises(UsageError, match="intercomm_create: bgsim does not write intercommunicators"):
-        otf2io.write(bgtrace.load(str(intercomm)), str(out))
-    assert not out.exists() or not any(out.iterdir())
+    _otf2_refuses(intercomm, tmp_path, "intercomm_create: bgsim does not write intercommunicators")
 
 
 # -- nonblocking collectives (tests/data/nbx.c) ------------------------------
@@ -650,14 +673,9 @@ def test_nonblocking_collectives_replay_where_they_started_and_completed(nbx, tm
     t = bgtrace.load(str(nbx))
     names = [c.name for c in t.ranks[0]]
     assert names.index("ibarrier") < names.index("recv")  # rank 0 receives once its barrier started
-    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
-    p = run_cli("replay", str(nbx), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
-                "--traffic-matrix", str(tm), "--json", str(res))
-    assert p.returncode == 0, p.stderr
+    got, r = _replayed(nbx, tmp_path, machine, mode)
     want = {k: v[1] for k, v in t.messages().items()}
-    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
     assert all(got.get(k, 0) >= v for k, v in want.items())
-    r = json.loads(res.read_text())
     assert {"ibarrier", "iallreduce", "ibcast"} <= set(r["collectives"])
 
 
@@ -702,18 +720,13 @@ def test_the_recorder_writes_each_neighbourhood_with_its_sizes(neighbor):
 
 @pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
 def test_neighbourhood_collectives_replay_their_recorded_messages(neighbor, tmp_path, machine, mode):
-    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
-    p = run_cli("replay", str(neighbor), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
-                "--traffic-matrix", str(tm), "--json", str(res))
-    assert p.returncode == 0, p.stderr
+    got, r = _replayed(neighbor, tmp_path, machine, mode)
     want = _neighbor_bytes(bgtrace.load(str(neighbor)))
-    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
     if machine == "bgl":
         assert got == want  # the splits' allgathers ride the tree
     else:
         assert all(got.get(k, 0) >= v for k, v in want.items())
-    assert {"neighbor_alltoallv", "neighbor_allgather", "ineighbor_alltoall"} <= \
-        set(json.loads(res.read_text())["collectives"])
+    assert {"neighbor_alltoallv", "neighbor_allgather", "ineighbor_alltoall"} <= set(r["collectives"])
 
 
 def test_bad_neighbourhood_lines_are_refused_naming_them(neighbor, tmp_path):
@@ -724,22 +737,11 @@ def test_bad_neighbourhood_lines_are_refused_naming_them(neighbor, tmp_path):
                            "neighbour 7 is not a rank of communicator 3"),
                           (f"{head} neighbor_allgather 3 6 2 -2 1 4 4 5", "expected OUT"),
                           (f"{head} neighbor_allgather 3 10 2 -2 1 -4 4 2 -2 1 4 4", "bytes -4")):
-        bad = tmp_path / "bad"
-        shutil.rmtree(bad, ignore_errors=True)
-        shutil.copytree(neighbor, bad)
-        (bad / "rank-0.trace").write_text(text0.replace(line, bad_line, 1))
-        lineno = text0.splitlines().index(line) + 1
-        with pytest.raises(UsageError, match=re.escape(f"rank-0.trace:{lineno}: ") + ".*" + re.escape(why)):
-            bgtrace.load(str(bad))
+        _refuses(neighbor, tmp_path, line, bad_line, why)
 
 
 def test_otf2_output_refuses_neighbourhood_collectives_before_writing_anything(neighbor, tmp_path):
-    pytest.importorskip("otf2")
-    from bgsim.trace import otf2io
-    out = tmp_path / "archive"
-    with pytest.raises(UsageError, match="OTF2 has no neighbourhood collectives"):
-        otf2io.write(bgtrace.load(str(neighbor)), str(out))
-    assert not out.exists() or not any(out.iterdir())
+    _otf2_refuses(neighbor, tmp_path, "OTF2 has no neighbourhood collectives")
 
 
 # -- collectives on an intercommunicator (tests/data/intercomm_coll.c) ------
@@ -766,15 +768,11 @@ def test_the_recorder_writes_intercommunicator_roots_and_remote_lists(intercomm_
 
 @pytest.mark.parametrize("machine,mode", [("bgl", "coprocessor"), ("bgp", "vn")])
 def test_intercommunicator_collectives_replay(intercomm_coll, tmp_path, machine, mode):
-    tm, res = tmp_path / "tm.csv", tmp_path / "r.json"
-    p = run_cli("replay", str(intercomm_coll), "--machine", machine, "--shape", "2x2x1", "--mode", mode, "-n", "4",
-                "--traffic-matrix", str(tm), "--json", str(res))
-    assert p.returncode == 0, p.stderr
-    got = {(int(r["source"]), int(r["destination"])): int(r["bytes"]) for r in csv.DictReader(open(tm))}
+    got, r = _replayed(intercomm_coll, tmp_path, machine, mode)
     # The broadcast's 4,000 bytes go from rank 0 to group 1's rank 0 (world
     # 1); the gather's 24 bytes from each of group 0 to its root (world 3).
     assert got[(0, 1)] >= 4000 and got[(0, 3)] >= 24 and got[(2, 3)] >= 24
-    colls = json.loads(res.read_text())["collectives"]
+    colls = r["collectives"]
     for op in ("bcast", "gather", "allreduce", "allgather", "alltoall", "reduce_scatter_block", "iallreduce"):
         assert colls[op].get("intercommunicator") == 1, op
 
