@@ -395,6 +395,7 @@ class Grequest(Request):
     def Start(cls, query_fn: Any = None, free_fn: Any = None, cancel_fn: Any = None, args: Any = None,
               kwargs: Any = None) -> "Grequest":
         g = cls()
+        _grequests[0] += 1
         g._kind, g._done, g._status = "grequest", False, None
         g._fns = (query_fn, free_fn, cancel_fn, tuple(args or ()), dict(kwargs or {}))
         g._completed = False
@@ -517,13 +518,15 @@ def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List
 #: Requests made with companions (`_also`) so far: `_wait_all` looks for
 #: them only once some were made.
 _compound = [0]
+#: Generalized requests made so far: likewise.
+_grequests = [0]
 
 
 def _wait_all(reqs: List[Request], call: str) -> None:
     if _compound[0] and any(r._also for r in reqs):
         reqs = reqs + [a for r in reqs for a in r._also]
     pending = [r for r in reqs if not r._done]
-    if pending and any(r._grequest for r in pending):
+    if _grequests[0] and pending and any(r._grequest for r in pending):
         for r in pending:
             if r._grequest and not r._poll():
                 raise Exception(ERR_REQUEST, f"{call}: a generalized request the program has not completed "
