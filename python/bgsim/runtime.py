@@ -360,10 +360,19 @@ class Runtime:
         """A reduction's local combine of `nbytes` of result on the calling
         rank's core (`node.combine_bytes_per_cycle`); returns when it is
         done."""
+        self._memory_work(ctx, nbytes, "combine")
+
+    def pack(self, ctx: RankContext, nbytes: int) -> None:
+        """MPI's pack (or unpack) of `nbytes` of a message whose datatype
+        is not contiguous, on the calling rank's core
+        (`node.copy_bytes_per_cycle`); returns when it is done."""
+        self._memory_work(ctx, nbytes, "pack")
+
+    def _memory_work(self, ctx: RankContext, nbytes: int, what: str) -> None:
         w = self.world
         t0 = w.rank_time(ctx.rank) if self.timeline is not None else None
-        req = w.combine(ctx.rank, nbytes)
-        self.wait(ctx, [req], 1, "combine", t0)
+        req = getattr(w, what)(ctx.rank, nbytes)
+        self.wait(ctx, [req], 1, what, t0)
         w.release(req)
 
     def suspend(self, rank: int, ready: Optional[List[int]] = None) -> None:

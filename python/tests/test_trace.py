@@ -797,3 +797,70 @@ def test_nonblocking_collectives_round_trip_through_otf2(nbx, tmp_path):
     import bgsim
     res = bgsim.run(bgtrace.program(back), "bgp", shape="2x2x1", mode="vn", nranks=4, memory_check=False)
     assert {"ibarrier", "iallreduce", "ibcast"} <= set(res.collectives)
+
+
+# -- derived datatypes (tests/data/derived.c) -------------------------------
+
+DERIVED = os.path.join(HERE, "data", "derived.c")
+
+
+@pytest.fixture(scope="module")
+def derived(tmp_path_factory):
+    return _recorded(tmp_path_factory, DERIVED, "received sum")
+
+
+def test_the_recorder_writes_how_a_derived_datatypes_data_lie(derived):
+    """A point-to-point buffer whose data do not lie in one run of bytes
+    carries its count, extent and true extent; a contiguous derived type's
+    does not."""
+    calls = bgtrace.load(str(derived)).ranks[0]
+    laid = [(c.name, c.a.get("bytes", c.a.get("sbytes")), c.layout) for c in calls
+            if c.name in ("send", "recv", "irecv", "isend", "sendrecv", "recv_init", "send_init")]
+    column = (1, 8 * 64 * 63 + 8, 8 * 64 * 63 + 8)  # 64 doubles a row apart
+    rows = (1, 8 * 64 * 63, 8 * 64 * 63)  # 32 rows of 64 doubles, every other one
+    particles = (100, 16, 12)  # a double and an int, in 16 bytes
+    assert laid == [("send", 512, {"bytes": column}), ("recv", 512, {"bytes": column}),
+                    ("irecv", 16384, {"bytes": rows}), ("irecv", 1024, None),
+                    ("isend", 16384, {"bytes": rows}), ("isend", 1024, None),
+                    ("sendrecv", 1200, {"sbytes": particles, "rbytes": particles}),
+                    ("recv_init", 512, {"bytes": column}), ("send_init", 512, {"bytes": column})]
+
+
+def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
+    """Replayed with their layouts, the non-contiguous messages cost each
+    rank's core a copy of their bytes (pack on the sending side, unpack on
+    the receiving one) that the same trace without layouts does not: per
+    rank a column sent and received blocking and twice persistent, the
+    rows both ways, the particles both ways. (On BG/L. A message that
+    arrives before its receive is posted is copied out of a temporary
+    buffer; on BG/P the pack times move which ones do, on BG/L the same
+    ones are either way. `test_mpi` checks the pack's cost on both
+    machines.)"""
+    machine, mode = "bgl", "coprocessor"
+    _, laid = _replayed(derived, tmp_path, machine, mode)
+    plain = tmp_path / "plain"
+    shutil.copytree(derived, plain)
+    for f in plain.glob("rank-*.trace"):
+        f.write_text(re.sub(r"(?<= \d)(\d*):[-\d:]+", r"\1", f.read_text()))
+    assert ":" not in "".join(f.read_text() for f in plain.glob("rank-*.trace")).replace("# ", "")
+    _, flat = _replayed(plain, tmp_path, machine, mode)
+
+    def copy(n):  # cycles at node.copy_bytes_per_cycle
+        return -(-n // 4.3)
+    want = 6 * copy(512) + 2 * copy(16384) + 2 * copy(1200)
+    for a, b in zip(laid["ranks"], flat["ranks"]):
+        assert a["core_copy_cycles"] - b["core_copy_cycles"] == want, (a["rank"], a["core_copy_cycles"])
+    assert laid["time_s"] > flat["time_s"]
+
+
+@pytest.mark.parametrize("old,new,why", [
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:0:32264:32264 0", "COUNT of 1 or more that divides BYTES"),
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:3:8:8 0", "COUNT of 1 or more that divides BYTES"),
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:32264:500 0", "true extent 500 is less than the datatype's size 512"),
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:99999999999:32264 0", "extents are at most"),
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:x:32264 0", "BYTES may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
+    ("send 1 1 512:1:32264:32264 0", "send 1:1:1:1 1 512 0", "BYTES may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
+])
+def test_a_bad_layout_is_refused_at_load_time(derived, tmp_path, old, new, why):
+    line = next(ln for ln in (derived / "rank-0.trace").read_text().splitlines() if ln.endswith(old))
+    _refuses(derived, tmp_path, line, line.replace(old, new), why)

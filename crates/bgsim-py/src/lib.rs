@@ -647,6 +647,11 @@ impl World {
     fn combine(&mut self, rank: u32, bytes: u64) -> u32 {
         self.w.combine(rank, bytes)
     }
+    /// MPI's pack or unpack of `bytes` of a non-contiguous datatype: a
+    /// request done when the rank's core has copied them.
+    fn pack(&mut self, rank: u32, bytes: u64) -> u32 {
+        self.w.pack(rank, bytes)
+    }
     /// A poll that found nothing: a request done when the core has spent
     /// the poll's cost.
     fn poll(&mut self, rank: u32) -> u32 {

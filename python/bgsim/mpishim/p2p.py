@@ -14,7 +14,7 @@ import numpy as _np
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError as _TypeError
 from . import message as _message
-from .buffers import _BIG, _address, _bytes_view, _dump, _load, _msg
+from .buffers import _BIG, _Packed, _address, _bytes_view, _dump, _load, _msg
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
 from .errors import ERR_TAG, ERR_TRUNCATE, Exception
 from .requests import Prequest, Request, _compound, _ctx, _wait_all
@@ -82,15 +82,22 @@ class PointToPoint:
 
     def _send_buf(self, buf: Any, dest: int, tag: int, mode: int, call: str) -> Request:
         cls = buf.__class__
-        if _rt.size_only:  # the message's size, no content
-            return self._isend_bytes(_msg(buf, recv=False).nbytes, dest, tag, mode, call)
-        if _plain(buf):
+        if _plain(buf) and not _rt.size_only:
             data = buf.tobytes()  # C order, also for a non-contiguous view
-        elif cls is bytes:
+        elif cls is bytes and not _rt.size_only:
             data = buf
         else:
-            data = _msg(buf, recv=False).mv.tobytes()
+            data = self._send_data(_msg(buf, recv=False), dest)
         return self._isend_bytes(data, dest, tag, mode, call)
+
+    def _send_data(self, m: Any, dest: int) -> Any:
+        """What a send of message `m` hands the core: its bytes, or with
+        size-only buffers its size. MPI packs a non-contiguous datatype's
+        data before it sends them: the rank's core copies them first."""
+        if m.mv.__class__ is _Packed and m.nbytes and dest != PROC_NULL:
+            ctx, _ = self._me()
+            ctx.runtime.pack(ctx, m.nbytes)
+        return m.nbytes if _rt.size_only else m.mv.tobytes()
 
     def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
         mv, nbytes, addr = self._recv_view(buf)
@@ -237,8 +244,7 @@ class PointToPoint:
                                call: str) -> Tuple[Request, Request]:
         """Posts Sendrecv_replace's receive and send (the message sent is
         taken from `buf` first): (receive, send)."""
-        m = _msg(buf, recv=True)
-        data = m.nbytes if _rt.size_only else m.mv.tobytes()
+        data = self._send_data(_msg(buf, recv=True), dest)
         r = self._recv_buf(buf, source, recvtag)
         return r, self._isend_bytes(data, dest, sendtag, 0, call)
 

@@ -9,6 +9,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from greenlet import getcurrent as _getcurrent
 
 from .. import runtime as _rt
+from .buffers import _Packed
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from .errors import ERR_OTHER, ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
 from ..errors import ArgumentTypeError, UsageError
@@ -110,9 +111,15 @@ class Request(Handle):
             src = self._group._index.get(src, src)
         st = self._status = (src, tag, count, cancelled, truncated)
         self._done = True
-        if self._into is not None and data and not truncated:
-            self._into[: len(data)] = data
-            return
+        into = self._into
+        if into is not None:
+            if into.__class__ is _Packed and count and not cancelled and not truncated:
+                # MPI unpacks a non-contiguous datatype's data into the
+                # program's buffer (the wait's core time, as the send's pack).
+                self._ctx.runtime.pack(self._ctx, count)
+            if data and not truncated:
+                into[: len(data)] = data
+                return
         if self._finish is not None and not st[3] and not st[4]:  # not cancelled, not truncated
             try:
                 self._obj = self._finish(st, data)

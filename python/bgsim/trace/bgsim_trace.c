@@ -14,7 +14,8 @@
  * numbers a request (1, 2 ... never reused). A rank is a rank of COMM;
  * -2 is MPI_PROC_NULL, and in a receive -1 is MPI_ANY_SOURCE / MPI_ANY_TAG.
  * BYTES is a count times its datatype's size (what moves, derived
- * datatypes included). TYPE is f|i|u|c followed by the element size (f8:
+ * datatypes included); in a point-to-point call whose data do not lie in
+ * one run of bytes it is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). TYPE is f|i|u|c followed by the element size (f8:
  * double), or b1 for any other type (bytes); OP is sum, max, min, prod,
  * band, bor, bxor, land, lor, lxor, maxloc, minloc, replace or user.
  *
@@ -203,6 +204,25 @@ static long bytes(int count, MPI_Datatype t) {
     if (count <= 0 || t == MPI_DATATYPE_NULL) return 0;
     PMPI_Type_size(t, &size);
     return (long)count * size;
+}
+
+/* A point-to-point buffer's BYTES: count times the datatype's size, then,
+ * when the data do not lie in one run of bytes (a derived datatype with
+ * gaps: a vector, a resized type, a struct with holes), how they lie:
+ * BYTES:COUNT:EXTENT:TRUE_EXTENT, the type's extent and true extent in
+ * bytes. (A type whose blocks lie back to back out of order is taken as
+ * contiguous.) */
+static void data(int count, MPI_Datatype t) {
+    long b = bytes(count, t);
+    fprintf(out, " %ld", b);
+    if (b <= 0) return;
+    int size = 0;
+    MPI_Aint lb, extent, tlb, textent;
+    PMPI_Type_size(t, &size);
+    PMPI_Type_get_extent(t, &lb, &extent);
+    PMPI_Type_get_true_extent(t, &tlb, &textent);
+    if (textent == size && (count == 1 || extent == size)) return;
+    fprintf(out, ":%d:%ld:%ld", count, (long)extent, (long)textent);
 }
 
 static int peer(int p) { return p == MPI_ANY_SOURCE ? -1 : p == MPI_PROC_NULL ? -2 : p; }
@@ -523,7 +543,7 @@ int MPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm *n) {
         double t0 = now();                                                                   \
         int rc = PNAME(b, c, t, d, tag, comm);                                               \
         long k = cid(comm);                                                                  \
-        if (begin(t0, LINE, k)) { num(peer(d)); num(tag); num(bytes(c, t)); num(k); end(); } \
+        if (begin(t0, LINE, k)) { num(peer(d)); num(tag); data(c, t); num(k); end(); }      \
         return rc;                                                                           \
     }
 SEND(MPI_Send, PMPI_Send, "send")
@@ -536,7 +556,7 @@ SEND(MPI_Rsend, PMPI_Rsend, "rsend")
         double t0 = now();                                                                                   \
         int rc = PNAME(b, c, t, d, tag, comm, r);                                                            \
         long k = cid(comm);                                                                                  \
-        if (begin(t0, LINE, k)) { num(peer(d)); num(tag); num(bytes(c, t)); num(k); num(track(*r, PERSISTENT, 0, 0)); end(); } \
+        if (begin(t0, LINE, k)) { num(peer(d)); num(tag); data(c, t); num(k); num(track(*r, PERSISTENT, 0, 0)); end(); } \
         return rc;                                                                                           \
     }
 ISEND(MPI_Isend, PMPI_Isend, "isend", 0)
@@ -556,7 +576,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm co
     long k = cid(comm);
     if (begin(t0, "recv", k)) {
         num(src == MPI_PROC_NULL ? -2 : peer(st->MPI_SOURCE)); num(src == MPI_PROC_NULL ? tag : tagof(st->MPI_TAG));
-        num(bytes(count, t)); num(k); end();
+        data(count, t); num(k); end();
     }
     return rc;
 }
@@ -567,7 +587,7 @@ static int irecv_like(void *buf, int count, MPI_Datatype t, int src, int tag, MP
     int rc = persistent ? PMPI_Recv_init(buf, count, t, src, tag, comm, r) : PMPI_Irecv(buf, count, t, src, tag, comm, r);
     long k = cid(comm);
     if (begin(t0, persistent ? "recv_init" : "irecv", k)) {
-        num(peer(src)); num(tagof(tag)); num(bytes(count, t)); num(k);
+        num(peer(src)); num(tagof(tag)); data(count, t); num(k);
         num(track(*r, persistent, 1, wild(src, tag) && src != MPI_PROC_NULL)); end();
     }
     return rc;
@@ -579,13 +599,13 @@ int MPI_Recv_init(void *b, int c, MPI_Datatype t, int s, int tag, MPI_Comm comm,
     return irecv_like(b, c, t, s, tag, comm, r, 1);
 }
 
-static void sendrecv_line(double t0, int dest, int stag, long sbytes, int src, int rtag, long rbytes, MPI_Comm comm,
-                          MPI_Status *st) {
+static void sendrecv_line(double t0, int dest, int stag, int sc, MPI_Datatype st_, int src, int rtag, int rc_,
+                          MPI_Datatype rt, MPI_Comm comm, MPI_Status *st) {
     long k = cid(comm);
     if (begin(t0, "sendrecv", k)) {
-        num(peer(dest)); num(stag); num(sbytes);
+        num(peer(dest)); num(stag); data(sc, st_);
         num(src == MPI_PROC_NULL ? -2 : peer(st->MPI_SOURCE)); num(src == MPI_PROC_NULL ? rtag : tagof(st->MPI_TAG));
-        num(rbytes); num(k); end();
+        data(rc_, rt); num(k); end();
     }
 }
 int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype stype, int dest, int stag, void *rb, int rc_, MPI_Datatype rt,
@@ -594,7 +614,7 @@ int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype stype, int dest, int stag,
     MPI_Status own;
     if (status == MPI_STATUS_IGNORE) status = &own;
     int rc = PMPI_Sendrecv(sb, sc, stype, dest, stag, rb, rc_, rt, src, rtag, comm, status);
-    sendrecv_line(t0, dest, stag, bytes(sc, stype), src, rtag, bytes(rc_, rt), comm, status);
+    sendrecv_line(t0, dest, stag, sc, stype, src, rtag, rc_, rt, comm, status);
     return rc;
 }
 int MPI_Sendrecv_replace(void *b, int c, MPI_Datatype t, int dest, int stag, int src, int rtag, MPI_Comm comm,
@@ -603,7 +623,7 @@ int MPI_Sendrecv_replace(void *b, int c, MPI_Datatype t, int dest, int stag, int
     MPI_Status own;
     if (status == MPI_STATUS_IGNORE) status = &own;
     int rc = PMPI_Sendrecv_replace(b, c, t, dest, stag, src, rtag, comm, status);
-    sendrecv_line(t0, dest, stag, bytes(c, t), src, rtag, bytes(c, t), comm, status);
+    sendrecv_line(t0, dest, stag, c, t, src, rtag, c, t, comm, status);
     return rc;
 }
 

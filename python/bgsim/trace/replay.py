@@ -34,6 +34,11 @@ How each recorded call replays:
   synchronization is as recorded (the simulated MPI's `MPI.Win`); a
   request-based operation (`rput` ...) completes at its request's
   completion;
+- a point-to-point buffer whose data did not lie in one run of bytes (a
+  vector, a resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT) is the
+  recorded count of a byte datatype of the recorded size with one-byte
+  gaps where the recorded type had gaps, so the simulated MPI packs and
+  unpacks it (its cost is the bytes', not the layout's);
 - reductions use the recorded element type; a user operation, MAXLOC,
   MINLOC and REPLACE reduce as a sum of the same elements, types the
   simulated MPI has no element for as bytes.
@@ -102,6 +107,35 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             b = zeros[n] = np.zeros(n, "u1")
         return b
 
+    # Datatypes of the recorded layouts: (size, gap inside, gap between) -> type.
+    types: Dict[tuple, Any] = {}
+
+    def data(c: Call, key: str, shared: bool = False) -> Any:
+        """The message of argument `key` (bytes, sbytes, rbytes): zeros of
+        the recorded size; where the recorded data did not lie in one run
+        of bytes, the recorded count of a datatype of the recorded size
+        with gaps (one byte each, wherever the recorded type had them: in
+        an element, between elements), so that the simulated MPI packs and
+        unpacks it as the recorded MPI did. `shared`: a buffer of zeros
+        shared by the rank's messages of that size."""
+        n = c.a[key]
+        lay = c.layout.get(key) if c.layout else None
+        if lay is None:
+            return zero(n) if shared else _buf(n)
+        count, extent, true_extent = lay
+        size = n // count
+        inside = true_extent > size and size > 1
+        between = count > 1 and not inside and (extent != size or true_extent > size)
+        if not (inside or between):
+            return zero(n) if shared else _buf(n)
+        t = types.get((size, inside, between))
+        if t is None:
+            t = MPI.BYTE.Create_hindexed([size - 1, 1], [0, size]) if inside else MPI.BYTE.Create_contiguous(size)
+            if between:
+                t = t.Create_resized(0, size + 1)
+            t = types[size, inside, between] = t.Commit()
+        return [zero(count * t.extent), count, t]
+
     def op_of(c: Call) -> Any:
         return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
 
@@ -127,13 +161,13 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             # The common calls first: a halo's irecv, isend and waitall.
             if name == "irecv":
                 src = a["src"]
-                reqs[a["req"]] = comms[a["comm"]].Irecv(zero(a["bytes"]), src if src >= 0 else _peer(src),
-                                                        _tag(a["tag"]))
+                reqs[a["req"]] = comms[a["comm"]].Irecv(zero(a["bytes"]) if c.layout is None else data(c, "bytes"),
+                                                        src if src >= 0 else _peer(src), _tag(a["tag"]))
                 continue
             if name == "isend":
                 dest = a["dest"]
-                reqs[a["req"]] = comms[a["comm"]].Isend(zero(a["bytes"]), dest if dest >= 0 else _peer(dest),
-                                                        a["tag"])
+                reqs[a["req"]] = comms[a["comm"]].Isend(zero(a["bytes"]) if c.layout is None else data(c, "bytes"),
+                                                        dest if dest >= 0 else _peer(dest), a["tag"])
                 continue
             if name in COMPLETES_LIST:
                 wait_all([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
@@ -145,11 +179,11 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 continue
             comm = comms.get(a.get("comm", 0))
             if name in ("send", "ssend", "bsend", "rsend"):
-                getattr(comm, name.capitalize())(_buf(a["bytes"]), _peer(a["dest"]), a["tag"])
+                getattr(comm, name.capitalize())(data(c, "bytes"), _peer(a["dest"]), a["tag"])
             elif name in ("issend", "ibsend", "irsend"):
-                reqs[a["req"]] = getattr(comm, "I" + name[1:])(_buf(a["bytes"]), _peer(a["dest"]), a["tag"])
+                reqs[a["req"]] = getattr(comm, "I" + name[1:])(data(c, "bytes"), _peer(a["dest"]), a["tag"])
             elif name == "recv":
-                comm.Recv(_buf(a["bytes"]), _peer(a["src"]), _tag(a["tag"]))
+                comm.Recv(data(c, "bytes"), _peer(a["src"]), _tag(a["tag"]))
             elif name.endswith("_init"):
                 inits[a["req"]] = c
             elif name in ("start", "startall"):
@@ -160,15 +194,15 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                     init = inits[req]
                     on = comms[init.a["comm"]]
                     if init.name == "recv_init":
-                        reqs[req] = on.Irecv(_buf(init.a["bytes"]), _peer(peer), _tag(tag))
+                        reqs[req] = on.Irecv(data(init, "bytes"), _peer(peer), _tag(tag))
                     else:  # the nonblocking call of the init's mode: Isend, Issend ...
-                        reqs[req] = getattr(on, "I" + SEND_MODE[init.name])(_buf(init.a["bytes"]), _peer(peer), tag)
+                        reqs[req] = getattr(on, "I" + SEND_MODE[init.name])(data(init, "bytes"), _peer(peer), tag)
             elif name == "request_free":
                 inits.pop(a["req"], None)
                 if a["req"] in reqs:
                     freed.append(reqs.pop(a["req"]))
             elif name == "sendrecv":
-                comm.Sendrecv(_buf(a["sbytes"]), _peer(a["dest"]), a["stag"], _buf(a["rbytes"]), _peer(a["src"]),
+                comm.Sendrecv(data(c, "sbytes"), _peer(a["dest"]), a["stag"], data(c, "rbytes"), _peer(a["src"]),
                               _tag(a["rtag"]))
             elif name == "probe":
                 comm.Probe(_peer(a["src"]), _tag(a["tag"]))

@@ -173,6 +173,8 @@ _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv
 
 
 _EMPTY: List[int] = []
+#: The arguments that may carry a buffer's layout.
+_LAID_OUT = ("bytes", "sbytes", "rbytes")
 
 
 @dataclass(slots=True)
@@ -197,6 +199,10 @@ class Call:
     #: The requests this call posted whose cancel succeeded in the recorded
     #: run (they moved no message; the replay does not post them).
     cancelled: Optional[Set[int]] = None
+    #: Point to point: the buffers whose data do not lie in one run of
+    #: bytes (`BYTES:COUNT:EXTENT:TRUE_EXTENT`): argument (bytes, sbytes,
+    #: rbytes) -> (count, the datatype's extent, its true extent).
+    layout: Optional[Dict[str, Tuple[int, int, int]]] = None
 
     @property
     def where(self) -> str:
@@ -397,10 +403,11 @@ class _Rank:
                 raise self.fail(f"unknown element type `{dtype}` (known: {', '.join(TYPES)})")
             if op not in OPS:
                 raise self.fail(f"unknown operation `{op}` (known: {', '.join(OPS)})")
+        layout = None
         try:
             ints = list(map(int, rest))
         except ValueError:
-            raise self.fail(f"arguments must be integers, got `{' '.join(rest)}`") from None
+            ints, layout = self.laid_out(what, fixed, rest)
         k = len(fixed)
         if lst:
             if len(ints) <= k:
@@ -413,7 +420,39 @@ class _Rank:
             raise self.fail(f"{what} takes {k} arguments ({' '.join(fixed).upper()}), got {len(ints)}")
         c = Call(t0, t1, what, dict(zip(fixed, ints)), ints[k + 1:] if lst else _EMPTY, dtype, op, self.name,
                  self.lineno)
+        if layout:
+            c.layout = layout
         return self.check(c)
+
+    def laid_out(self, what: str, fixed: Tuple[str, ...], rest: List[str]) -> Tuple[List[int], Dict[str, Tuple[int, int, int]]]:
+        """The integer arguments of a point-to-point line some of whose
+        BYTES are `BYTES:COUNT:EXTENT:TRUE_EXTENT` (data that do not lie in
+        one run of bytes), and those layouts by argument."""
+        ints: List[int] = []
+        layout: Dict[str, Tuple[int, int, int]] = {}
+        for i, tok in enumerate(rest):
+            key = fixed[i] if i < len(fixed) else None
+            try:
+                if ":" not in tok:
+                    ints.append(int(tok))
+                    continue
+                if key not in _LAID_OUT or _KIND.get(what) not in ("p2p", "sendrecv"):
+                    raise ValueError
+                nbytes, count, extent, true_extent = map(int, tok.split(":"))
+            except ValueError:
+                raise self.fail(f"arguments must be integers (a point-to-point call's BYTES may be "
+                                f"BYTES:COUNT:EXTENT:TRUE_EXTENT), got `{' '.join(rest)}`") from None
+            if count < 1 or nbytes % count:
+                raise self.fail(f"{key} {tok}: BYTES:COUNT:EXTENT:TRUE_EXTENT takes a COUNT of 1 or more "
+                                f"that divides BYTES")
+            if true_extent < nbytes // count:
+                raise self.fail(f"{key} {tok}: the true extent {true_extent} is less than the datatype's size "
+                                f"{nbytes // count}")
+            if abs(extent) > _core.MAX_MESSAGE_BYTES or true_extent > _core.MAX_MESSAGE_BYTES:
+                raise self.fail(f"{key} {tok}: extents are at most {_core.MAX_MESSAGE_BYTES} bytes either way")
+            ints.append(nbytes)
+            layout[key] = (count, extent, true_extent)
+        return ints, layout
 
     # -- checks, and the state they follow ---------------------------------
 

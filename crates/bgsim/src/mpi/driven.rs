@@ -309,6 +309,10 @@ impl Ranks {
         let r = self.of_mut(rank).combine(rank, bytes);
         self.global(rank, r)
     }
+    pub fn pack(&mut self, rank: u32, bytes: u64) -> ReqId {
+        let r = self.of_mut(rank).pack(rank, bytes);
+        self.global(rank, r)
+    }
     pub fn poll(&mut self, rank: u32) -> ReqId {
         let r = self.of_mut(rank).poll(rank);
         self.global(rank, r)

@@ -503,8 +503,22 @@ impl World {
     /// and writes the result at `node.combine_bytes_per_cycle` (counted as
     /// copying); the returned request completes when it is done.
     pub fn combine(&mut self, rank: u32, bytes: u64) -> ReqId {
+        let rate = self.stack.net.machine().spec.node.combine_bytes_per_cycle;
+        self.memory_work(rank, bytes, rate)
+    }
+
+    /// MPI's pack or unpack of `bytes` of a message whose datatype is not
+    /// contiguous (between the program's buffer and a contiguous one): the
+    /// rank's core copies them at `node.copy_bytes_per_cycle` (counted as
+    /// copying); the returned request completes when it is done.
+    pub fn pack(&mut self, rank: u32, bytes: u64) -> ReqId {
+        let rate = self.stack.net.machine().spec.node.copy_bytes_per_cycle;
+        self.memory_work(rank, bytes, rate)
+    }
+
+    fn memory_work(&mut self, rank: u32, bytes: u64, bytes_per_cycle: f64) -> ReqId {
         let m = self.stack.net.machine();
-        let ticks = (bytes as f64 / m.spec.node.combine_bytes_per_cycle).ceil() as Tick * m.tick_cycle;
+        let ticks = (bytes as f64 / bytes_per_cycle).ceil() as Tick * m.tick_cycle;
         self.charge_core(rank, ticks, Work::Copy)
     }
 
