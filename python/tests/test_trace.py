@@ -864,3 +864,34 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
 def test_a_bad_layout_is_refused_at_load_time(derived, tmp_path, old, new, why):
     line = next(ln for ln in (derived / "rank-0.trace").read_text().splitlines() if ln.endswith(old))
     _refuses(derived, tmp_path, line, line.replace(old, new), why)
+
+
+def test_the_halo_lines_fast_reading_gives_what_the_general_one_does(real, derived, tmp_path, monkeypatch):
+    """The loader reads a halo's irecv, isend and waitall lines in one go
+    (`_Rank.fast`); with that off, every line goes through the general
+    reading and checks, and the calls, their state and the messages counted
+    are the same - for the recorded programs and for a halo with a
+    wildcard, a PROC_NULL, a layout and a persistent request in it."""
+    from bgsim.trace import tracefile
+    halo = tmp_path / "halo"
+    halo.mkdir()
+    for r in range(2):
+        p = 1 - r
+        (halo / f"rank-{r}.trace").write_text("\n".join([
+            f"# bgsim-trace 2 rank {r} size 2 clock cpu",
+            f"0.1 0.2 irecv {p} 7 64 0 1", f"0.2 0.3 isend {p} 7 64 0 2", "0.3 0.4 waitall 2 1 2",
+            "0.4 0.5 irecv -1 7 8 0 3", f"0.5 0.5 isend {p} 7 8 0 4", "0.5 0.6 waitall 2 3 4",
+            f"0.6 0.6 status 3 {p} 7",
+            "0.6 0.7 isend -2 1 8 0 5", f"0.7 0.7 irecv {p} 2 512:1:1024:1016 0 6",
+            f"0.7 0.7 isend {p} 2 512:2:300:256 0 7", "0.7 0.8 waitall 3 5 6 7",
+            f"0.8 0.8 recv_init {p} 3 8 0 8", f"0.8 0.8 send_init {p} 3 8 0 9", "0.8 0.8 startall 2 8 9",
+            "0.8 0.9 waitall 2 8 9", "0.9 0.9 request_free 8", "0.9 0.9 request_free 9",
+            "1.0 1.0 finalize"]) + "\n")
+    for trace in (real, derived, halo):
+        fast = bgtrace.load(str(trace))
+        monkeypatch.setattr(tracefile._Rank, "fast", lambda self, line, lineno: None)
+        slow = bgtrace.load(str(trace))
+        monkeypatch.undo()
+        assert fast.ranks == slow.ranks
+        assert fast.sent == slow.sent
+    assert sum(c.name in ("irecv", "isend", "waitall") for c in fast.ranks[0]) == 11

@@ -150,6 +150,8 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         msgs: Dict[int, Any] = {}  # matched messages taken, not yet received
         last = 0.0  # the recorder's clock starts when MPI_Init returns
         wait_all = MPI.Request.Waitall
+        zero_of = zeros.get
+        nothing = False  # whether some request stands for nothing (None): a wait skips those
         for c in trace.ranks[me]:
             if c.t0 > last and cpu_factor > 0:
                 compute(seconds=(c.t0 - last) * cpu_factor)
@@ -157,20 +159,24 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             a, name = c.a, c.name
             if c.cancelled is not None and "req" in a:
                 reqs[a["req"]] = None  # its cancel succeeded: it moved nothing
+                nothing = True
                 continue
             # The common calls first: a halo's irecv, isend and waitall.
             if name == "irecv":
                 src = a["src"]
-                reqs[a["req"]] = comms[a["comm"]].Irecv(zero(a["bytes"]) if c.layout is None else data(c, "bytes"),
+                buf = zero_of(a["bytes"]) if c.layout is None else data(c, "bytes")
+                reqs[a["req"]] = comms[a["comm"]].Irecv(zero(a["bytes"]) if buf is None else buf,
                                                         src if src >= 0 else _peer(src), _tag(a["tag"]))
                 continue
             if name == "isend":
                 dest = a["dest"]
-                reqs[a["req"]] = comms[a["comm"]].Isend(zero(a["bytes"]) if c.layout is None else data(c, "bytes"),
+                buf = zero_of(a["bytes"]) if c.layout is None else data(c, "bytes")
+                reqs[a["req"]] = comms[a["comm"]].Isend(zero(a["bytes"]) if buf is None else buf,
                                                         dest if dest >= 0 else _peer(dest), a["tag"])
                 continue
             if name in COMPLETES_LIST:
-                wait_all([r for r in (reqs.pop(i) for i in c.lst) if r is not None])
+                done = list(map(reqs.pop, c.lst))
+                wait_all([r for r in done if r is not None] if nothing else done)
                 continue
             if name in COMPLETES_ONE:
                 r = reqs.pop(a["req"])
@@ -190,6 +196,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 for req, (peer, tag) in c.starts.items():
                     if c.cancelled is not None and req in c.cancelled:
                         reqs[req] = None
+                        nothing = True
                         continue
                     init = inits[req]
                     on = comms[init.a["comm"]]
@@ -217,6 +224,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             elif name == "comm_idup":  # (the simulated MPI's Idup is done on return)
                 comms[a["new"]], _ = comms[a["parent"]].Idup()
                 reqs[a["req"]] = None
+                nothing = True
             elif name == "comm_split":
                 made = comms[a["parent"]].Split(a["color"] if a["new"] >= 0 else MPI.UNDEFINED, a["key"])
                 if a["new"] >= 0:
@@ -240,6 +248,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 made = _rma(c, comms, wins, op_of(c))
                 if "req" in a:
                     reqs[a["req"]] = made
+                    nothing = nothing or made is None
             elif "req" in a:  # a nonblocking collective: its blocking form, run as one (`nbc`)
                 reqs[a["req"]] = _nbc.start(f"MPI.Comm.{name.capitalize()}()",
                                             lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op))
