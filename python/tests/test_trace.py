@@ -824,6 +824,8 @@ def test_the_recorder_writes_how_a_derived_datatypes_data_lie(derived):
                     ("isend", 16384, {"bytes": rows}), ("isend", 1024, None),
                     ("sendrecv", 1200, {"sbytes": particles, "rbytes": particles}),
                     ("recv_init", 512, {"bytes": column}), ("send_init", 512, {"bytes": column})]
+    coll = [(c.name, c.a["bytes"], c.layout) for c in calls if c.name in ("bcast", "allreduce")]
+    assert coll == [("bcast", 1200, {"bytes": particles}), ("allreduce", 512, {"bytes": column})]
 
 
 def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
@@ -831,7 +833,9 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     rank's core a copy of their bytes (pack on the sending side, unpack on
     the receiving one) that the same trace without layouts does not: per
     rank a column sent and received blocking and twice persistent, the
-    rows both ways, the particles both ways. (On BG/L. A message that
+    rows both ways, the particles both ways, the particles broadcast (the
+    root packs them, the others unpack them), a column's allreduce (its
+    send packed, its result unpacked). (On BG/L. A message that
     arrives before its receive is posted is copied out of a temporary
     buffer; on BG/P the pack times move which ones do, on BG/L the same
     ones are either way. `test_mpi` checks the pack's cost on both
@@ -847,7 +851,7 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
 
     def copy(n):  # cycles at node.copy_bytes_per_cycle
         return -(-n // 4.3)
-    want = 6 * copy(512) + 2 * copy(16384) + 2 * copy(1200)
+    want = 8 * copy(512) + 2 * copy(16384) + 3 * copy(1200)
     for a, b in zip(laid["ranks"], flat["ranks"]):
         assert a["core_copy_cycles"] - b["core_copy_cycles"] == want, (a["rank"], a["core_copy_cycles"])
     assert laid["time_s"] > flat["time_s"]
@@ -858,8 +862,9 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     ("send 1 1 512:1:32264:32264 0", "send 1 1 512:3:8:8 0", "COUNT of 1 or more that divides BYTES"),
     ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:32264:500 0", "true extent 500 is less than the datatype's size 512"),
     ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:99999999999:32264 0", "extents are at most"),
-    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:x:32264 0", "BYTES may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
-    ("send 1 1 512:1:32264:32264 0", "send 1:1:1:1 1 512 0", "BYTES may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:x:32264 0", "may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
+    ("send 1 1 512:1:32264:32264 0", "send 1:1:1:1 1 512 0", "may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
+    ("send 1 1 512:1:32264:32264 0", "gather 0 512:1:32264:32264 0", "may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
 ])
 def test_a_bad_layout_is_refused_at_load_time(derived, tmp_path, old, new, why):
     line = next(ln for ln in (derived / "rank-0.trace").read_text().splitlines() if ln.endswith(old))

@@ -37,6 +37,18 @@ class _Msg:
         return self.count * self.dt.size
 
 
+def _pack(nbytes: int) -> None:
+    """MPI's pack (or unpack) of `nbytes` of a non-contiguous datatype
+    between the program's buffer and a contiguous one: the calling rank's
+    core copies them (`runtime.pack`). Every read and write of a packed
+    view is one, so a message of such a datatype costs it where its data
+    move: the send's pack, the receive's unpack, a collective's own."""
+    if nbytes > 0:
+        ctx = getattr(_getcurrent(), "ctx", None)
+        if ctx is not None:
+            ctx.runtime.pack(ctx, nbytes)
+
+
 class _Packed:
     """The data of `count` elements of a non-contiguous datatype, read and
     written as the packed byte stream MPI moves (gaps left out, type-map
@@ -70,6 +82,7 @@ class _Packed:
 
     def __getitem__(self, item: Any) -> memoryview:
         start, stop = self._range(item)
+        _pack(stop - start)
         return memoryview(self._mem[self._offsets(start, stop)].tobytes())
 
     def __setitem__(self, item: Any, data: Any) -> None:
@@ -77,6 +90,7 @@ class _Packed:
         src = _np.frombuffer(data, dtype=_np.uint8)
         if len(src) != stop - start:
             raise _ValueError(f"packed datatype view: {len(src)} bytes for a slice of {stop - start}")
+        _pack(stop - start)
         self._mem[self._offsets(start, stop)] = src
 
     def tobytes(self) -> bytes:

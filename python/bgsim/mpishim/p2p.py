@@ -14,7 +14,7 @@ import numpy as _np
 from .. import runtime as _rt
 from ..errors import ArgumentTypeError as _TypeError
 from . import message as _message
-from .buffers import _BIG, _Packed, _address, _bytes_view, _dump, _load, _msg
+from .buffers import _BIG, _Packed, _address, _bytes_view, _dump, _load, _msg, _pack
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
 from .errors import ERR_TAG, ERR_TRUNCATE, Exception
 from .requests import Prequest, Request, _compound, _ctx, _wait_all
@@ -93,11 +93,14 @@ class PointToPoint:
     def _send_data(self, m: Any, dest: int) -> Any:
         """What a send of message `m` hands the core: its bytes, or with
         size-only buffers its size. MPI packs a non-contiguous datatype's
-        data before it sends them: the rank's core copies them first."""
-        if m.mv.__class__ is _Packed and m.nbytes and dest != PROC_NULL:
-            ctx, _ = self._me()
-            ctx.runtime.pack(ctx, m.nbytes)
-        return m.nbytes if _rt.size_only else m.mv.tobytes()
+        data before it sends them: reading them from the packed view costs
+        the rank's core the copy (`buffers._pack`); with size-only buffers,
+        which read nothing, it is charged here."""
+        if not _rt.size_only:
+            return m.mv.tobytes()
+        if m.mv.__class__ is _Packed and dest != PROC_NULL:
+            _pack(m.nbytes)
+        return m.nbytes
 
     def _recv_buf(self, buf: Any, source: int, tag: int) -> Request:
         mv, nbytes, addr = self._recv_view(buf)

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from greenlet import getcurrent as _getcurrent
 
 from .. import runtime as _rt
-from .buffers import _Packed
+from .buffers import _Packed, _pack
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED
 from .errors import ERR_OTHER, ERR_REQUEST, ERR_TRUNCATE, SUCCESS, Exception
 from ..errors import ArgumentTypeError, UsageError
@@ -113,13 +113,13 @@ class Request(Handle):
         self._done = True
         into = self._into
         if into is not None:
-            if into.__class__ is _Packed and count and not cancelled and not truncated:
-                # MPI unpacks a non-contiguous datatype's data into the
-                # program's buffer (the wait's core time, as the send's pack).
-                self._ctx.runtime.pack(self._ctx, count)
             if data and not truncated:
+                # (into a packed view: MPI's unpack, which costs the
+                # waiting rank's core the copy, `buffers._pack`)
                 into[: len(data)] = data
                 return
+            if into.__class__ is _Packed and data is None and not cancelled and not truncated:
+                _pack(count)  # size-only buffers: the unpack, without data
         if self._finish is not None and not st[3] and not st[4]:  # not cancelled, not truncated
             try:
                 self._obj = self._finish(st, data)

@@ -14,8 +14,9 @@
  * numbers a request (1, 2 ... never reused). A rank is a rank of COMM;
  * -2 is MPI_PROC_NULL, and in a receive -1 is MPI_ANY_SOURCE / MPI_ANY_TAG.
  * BYTES is a count times its datatype's size (what moves, derived
- * datatypes included); in a point-to-point call whose data do not lie in
- * one run of bytes it is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). TYPE is f|i|u|c followed by the element size (f8:
+ * datatypes included); in a point-to-point call, a bcast, reduce,
+ * allreduce, scan or exscan whose data do not lie in one run of bytes it
+ * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). TYPE is f|i|u|c followed by the element size (f8:
  * double), or b1 for any other type (bytes); OP is sum, max, min, prod,
  * band, bor, bxor, land, lor, lxor, maxloc, minloc, replace or user.
  *
@@ -206,7 +207,8 @@ static long bytes(int count, MPI_Datatype t) {
     return (long)count * size;
 }
 
-/* A point-to-point buffer's BYTES: count times the datatype's size, then,
+/* A buffer's BYTES (point to point; a collective's whose send and receive
+ * buffers have one datatype and count): count times the datatype's size, then,
  * when the data do not lie in one run of bytes (a derived datatype with
  * gaps: a vector, a resized type, a struct with holes), how they lie:
  * BYTES:COUNT:EXTENT:TRUE_EXTENT, the type's extent and true extent in
@@ -1030,7 +1032,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *r) { double t0 = now(); int rc = PM
 static void bcast_line(double t0, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *r) {
     long k;
     if (coll(t0, "bcast", comm, r, &k)) {
-        num(rootof(root)); num(root == MPI_PROC_NULL ? 0 : bytes(count, t)); coll_comm(k, r); end();
+        num(rootof(root));
+        if (root == MPI_PROC_NULL) num(0); else data(count, t);
+        coll_comm(k, r); end();
     }
 }
 int MPI_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm) {
@@ -1045,7 +1049,10 @@ static void reduce_line(double t0, const char *name, int rooted, int root, int c
     long k;
     if (coll(t0, name, comm, r, &k)) {
         if (rooted) num(rootof(root));
-        num(rooted && root == MPI_PROC_NULL ? 0 : bytes(count, t)); coll_comm(k, r); reduction(t, op); end();
+        if (rooted && root == MPI_PROC_NULL) num(0);
+        else if (strcmp(name, "reduce_scatter_block") == 0) num(bytes(count, t));
+        else data(count, t);
+        coll_comm(k, r); reduction(t, op); end();
     }
 }
 int MPI_Reduce(const void *sb, void *rb, int c, MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm) {

@@ -34,11 +34,13 @@ How each recorded call replays:
   synchronization is as recorded (the simulated MPI's `MPI.Win`); a
   request-based operation (`rput` ...) completes at its request's
   completion;
-- a point-to-point buffer whose data did not lie in one run of bytes (a
-  vector, a resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT) is the
-  recorded count of a byte datatype of the recorded size with one-byte
-  gaps where the recorded type had gaps, so the simulated MPI packs and
-  unpacks it (its cost is the bytes', not the layout's);
+- a buffer whose data did not lie in one run of bytes (a vector, a
+  resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT; point to point, bcast,
+  reduce, allreduce, scan, exscan) is the recorded count of a byte
+  datatype of the recorded size with one-byte gaps where the recorded
+  type had gaps, so the simulated MPI packs and unpacks it (its cost is
+  the bytes', not the layout's); a laid-out reduction reduces those bytes
+  with a sum;
 - reductions use the recorded element type; a user operation, MAXLOC,
   MINLOC and REPLACE reduce as a sum of the same elements, types the
   simulated MPI has no element for as bytes.
@@ -134,7 +136,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             if between:
                 t = t.Create_resized(0, size + 1)
             t = types[size, inside, between] = t.Commit()
-        return [zero(count * t.extent), count, t]
+        return [zero(count * t.extent) if shared else _buf(count * t.extent), count, t]
 
     def op_of(c: Call) -> Any:
         return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
@@ -251,9 +253,9 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                     nothing = nothing or made is None
             elif "req" in a:  # a nonblocking collective: its blocking form, run as one (`nbc`)
                 reqs[a["req"]] = _nbc.start(f"MPI.Comm.{name.capitalize()}()",
-                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op))
+                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, data))
             else:
-                _collective(c, comm, op_of(c))
+                _collective(c, comm, op_of(c), data)
         if freed:
             MPI.Request.Waitall(freed)
         if any(r is not None for r in reqs.values()):
@@ -332,8 +334,9 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
         (win.Post if name == "win_post" else win.Start)(group)
 
 
-def _collective(c: Call, comm: Any, op: Any) -> None:
-    """A collective (blocking, or the body of a nonblocking one)."""
+def _collective(c: Call, comm: Any, op: Any, data: Callable[[Call, str], Any]) -> None:
+    """A collective (blocking, or the body of a nonblocking one). `data`:
+    the message of a laid-out buffer (`program`'s)."""
     a, lst = c.a, c.lst
     name = blocking_collective(c.name)
     inter = comm.Is_inter()
@@ -345,7 +348,13 @@ def _collective(c: Call, comm: Any, op: Any) -> None:
     if name == "barrier":
         comm.Barrier()
     elif name == "bcast":
-        comm.Bcast(_buf(a["bytes"]), root)
+        comm.Bcast(data(c, "bytes"), root)
+    elif name in ("reduce", "allreduce", "scan", "exscan") and c.layout:  # bytes laid out as recorded, summed
+        x, y = data(c, "bytes"), data(c, "bytes")
+        if name == "reduce":
+            comm.Reduce(x, y, MPI.SUM, root)
+        else:
+            getattr(comm, name.capitalize())(x, y, MPI.SUM)
     elif name == "reduce":
         x = _elements(c, a["bytes"])
         comm.Reduce(x, np.empty_like(x), op, root)

@@ -173,8 +173,10 @@ _KIND = {**{m: "p2p" for m in ("send", "ssend", "bsend", "rsend", "recv", "irecv
 
 
 _EMPTY: List[int] = []
-#: The arguments that may carry a buffer's layout.
+#: The arguments that may carry a buffer's layout (point to point, and the
+#: collectives whose send and receive buffers have one datatype and count).
 _LAID_OUT = ("bytes", "sbytes", "rbytes")
+_LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan")
 
 
 @dataclass(slots=True)
@@ -199,9 +201,10 @@ class Call:
     #: The requests this call posted whose cancel succeeded in the recorded
     #: run (they moved no message; the replay does not post them).
     cancelled: Optional[Set[int]] = None
-    #: Point to point: the buffers whose data do not lie in one run of
-    #: bytes (`BYTES:COUNT:EXTENT:TRUE_EXTENT`): argument (bytes, sbytes,
-    #: rbytes) -> (count, the datatype's extent, its true extent).
+    #: The buffers whose data do not lie in one run of bytes
+    #: (`BYTES:COUNT:EXTENT:TRUE_EXTENT`; point to point, bcast, reduce,
+    #: allreduce, scan, exscan): argument (bytes, sbytes, rbytes) ->
+    #: (count, the datatype's extent, its true extent).
     layout: Optional[Dict[str, Tuple[int, int, int]]] = None
 
     @property
@@ -497,12 +500,14 @@ class _Rank:
                 if ":" not in tok:
                     ints.append(int(tok))
                     continue
-                if key not in _LAID_OUT or _KIND.get(what) not in ("p2p", "sendrecv"):
+                if key not in _LAID_OUT or not (_KIND.get(what) in ("p2p", "sendrecv")
+                                                or blocking_collective(what) in _LAID_OUT_COLLECTIVES):
                     raise ValueError
                 nbytes, count, extent, true_extent = map(int, tok.split(":"))
             except ValueError:
-                raise self.fail(f"arguments must be integers (a point-to-point call's BYTES may be "
-                                f"BYTES:COUNT:EXTENT:TRUE_EXTENT), got `{' '.join(rest)}`") from None
+                raise self.fail(f"arguments must be integers (the BYTES of a point-to-point call, bcast, reduce, "
+                                f"allreduce, scan or exscan may be BYTES:COUNT:EXTENT:TRUE_EXTENT), "
+                                f"got `{' '.join(rest)}`") from None
             if count < 1 or nbytes % count:
                 raise self.fail(f"{key} {tok}: BYTES:COUNT:EXTENT:TRUE_EXTENT takes a COUNT of 1 or more "
                                 f"that divides BYTES")

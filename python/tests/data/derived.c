@@ -3,8 +3,9 @@
  * gaps between its elements), every other row of it (a vector of rows), a
  * struct with a hole (gaps inside an element), a contiguous type (no gaps)
  * and a resized one, through Send/Recv, Isend/Irecv, Sendrecv and
- * persistent requests. Run on 4 ranks in pairs (0-1, 2-3); each prints
- * the sum of what it received. */
+ * persistent requests, then a Bcast and an Allreduce of them. Run on 4
+ * ranks, in pairs (0-1, 2-3) for point to point; each prints the sum of
+ * what it received. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,6 +13,11 @@
 #define N 64
 
 struct particle { double x; int id; }; /* 12 bytes of data, 16 of extent */
+
+/* A reduction that keeps what the receive buffer holds. */
+static void keep_inout(void *in, void *inout, int *len, MPI_Datatype *t) {
+    (void)in; (void)inout; (void)len; (void)t;
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -65,11 +71,19 @@ int main(int argc, char **argv) {
     }
     MPI_Request_free(&p[0]);
     MPI_Request_free(&p[1]);
+    /* Collectives of one datatype: rank 0's particles to all, and an
+     * allreduce of a column with an operation of the program's own (MPI's
+     * predefined ones take predefined datatypes only). */
+    MPI_Bcast(ps, 100, resized, 0, MPI_COMM_WORLD);
+    MPI_Op keep;
+    MPI_Op_create(keep_inout, 1, &keep);
+    MPI_Allreduce(&a[0][4], &b[0][5], 1, column, keep, MPI_COMM_WORLD);
+    MPI_Op_free(&keep);
 
     double sum = 0;
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) sum += b[i][j];
-    for (int i = 0; i < 100; i++) sum += pr[i].x + pr[i].id;
+    for (int i = 0; i < 100; i++) sum += pr[i].x + pr[i].id + ps[i].x;
     printf("rank %d received sum %.0f\n", r, sum);
     MPI_Type_free(&column);
     MPI_Type_free(&rows);
