@@ -1099,6 +1099,26 @@ def test_a_non_contiguous_datatype_costs_its_pack_and_unpack_on_the_cores():
         assert late == pytest.approx(2 * copy, rel=0.05), (machine, late, copy)
 
 
+def test_allgather_and_alltoall_take_a_non_contiguous_datatype():
+    """Blocks of a resized type (4 bytes of data in 5) gathered and
+    exchanged land at the type's extents, the gaps left as they were. (The
+    block-at-once paths took the packed view for plain memory and
+    raised.)"""
+    def main():
+        c = MPI.COMM_WORLD
+        t = MPI.BYTE.Create_contiguous(4).Create_resized(0, 5).Commit()
+        mine = np.full(15, c.rank + 1, "u1")
+        got, swapped = np.full(30, 9, "u1"), np.full(30, 9, "u1")
+        c.Allgather([mine, 3, t], [got, 3, t])
+        c.Alltoall([np.full(30, c.rank + 1, "u1"), 3, t], [swapped, 3, t])
+        return got.tolist(), swapped.tolist()
+
+    want = ([1, 1, 1, 1, 9] * 3 + [2, 2, 2, 2, 9] * 3)
+    for got, swapped in run(main, shape="2x1x1").results:
+        assert got == want
+        assert swapped == want
+
+
 def test_a_collective_on_a_non_contiguous_datatype_costs_its_packs_too():
     """A Bcast and an Allreduce of a vector datatype: the root packs the
     broadcast and every other rank unpacks it; every rank packs its

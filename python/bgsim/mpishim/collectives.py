@@ -260,7 +260,7 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
             return
         size = getattr(parts, "uniform", -1)
         if size > 0 and regular(counts, displs) is not None and size == counts[0] * rdt.size \
-                and rmv.c_contiguous:
+                and getattr(rmv, "c_contiguous", False):  # (a packed view's blocks go one by one)
             # Blocks back to back, as the buffer wants them (its bytes, whatever its items).
             _byte_view(rmv)[:n * size] = _byte_view(parts.whole)
         else:
@@ -285,7 +285,8 @@ def _buffer_collective(comm: Comm, kind: str, sendbuf: Any, recvbuf: Any, root: 
                                       f"multiple of the {n} blocks")
         sc, rc = regular(scounts, sdispls), regular(rcounts, rdispls)
         if (kind == "alltoall" and not sized and sendbuf is not IN_PLACE and sc is not None and rc is not None
-                and sc * sdt.size == rc * rdt.size and sc > 0):
+                and sc * sdt.size == rc * rdt.size and sc > 0
+                and smv.__class__ is memoryview and rmv.__class__ is memoryview):  # (not packed views)
             # Blocks back to back in both buffers (MPI_Alltoall's usual
             # case): the core takes them from the send buffer and writes
             # what arrives into the receive buffer, without a bytes object
