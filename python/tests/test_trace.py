@@ -824,8 +824,11 @@ def test_the_recorder_writes_how_a_derived_datatypes_data_lie(derived):
                     ("isend", 16384, {"bytes": rows}), ("isend", 1024, None),
                     ("sendrecv", 1200, {"sbytes": particles, "rbytes": particles}),
                     ("recv_init", 512, {"bytes": column}), ("send_init", 512, {"bytes": column})]
-    coll = [(c.name, c.a["bytes"], c.layout) for c in calls if c.name in ("bcast", "allreduce")]
-    assert coll == [("bcast", 1200, {"bytes": particles}), ("allreduce", 512, {"bytes": column})]
+    coll = [(c.name, c.a["bytes"], c.layout) for c in calls if c.name in ("bcast", "allreduce", "alltoall", "gather")]
+    assert coll == [("bcast", 1200, {"bytes": particles}), ("allreduce", 512, {"bytes": column}),
+                    # 16 doubles into a column of a 16 x 4 matrix, resized to one double
+                    ("alltoall", 128, {"recv": (128, 8, 8 * 4 * 15 + 8)}),
+                    ("gather", 512, {"send": (512, column[1], column[2])})]
 
 
 def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
@@ -835,7 +838,8 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     rank a column sent and received blocking and twice persistent, the
     rows both ways, the particles both ways, the particles broadcast (the
     root packs them, the others unpack them), a column's allreduce (its
-    send packed, its result unpacked). (On BG/L. A message that
+    send packed, its result unpacked), an all-to-all's blocks unpacked
+    into columns, a column packed for a gather. (On BG/L. A message that
     arrives before its receive is posted is copied out of a temporary
     buffer; on BG/P the pack times move which ones do, on BG/L the same
     ones are either way. `test_mpi` checks the pack's cost on both
@@ -845,13 +849,13 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     plain = tmp_path / "plain"
     shutil.copytree(derived, plain)
     for f in plain.glob("rank-*.trace"):
-        f.write_text(re.sub(r"(?<= \d)(\d*):[-\d:]+", r"\1", f.read_text()))
+        f.write_text(re.sub(r" (send|recv)=\S+", "", re.sub(r"(?<= \d)(\d*):[-\d:]+", r"\1", f.read_text())))
     assert ":" not in "".join(f.read_text() for f in plain.glob("rank-*.trace")).replace("# ", "")
     _, flat = _replayed(plain, tmp_path, machine, mode)
 
     def copy(n):  # cycles at node.copy_bytes_per_cycle
         return -(-n // 4.3)
-    want = 8 * copy(512) + 2 * copy(16384) + 3 * copy(1200)
+    want = 9 * copy(512) + 4 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
     for a, b in zip(laid["ranks"], flat["ranks"]):
         assert a["core_copy_cycles"] - b["core_copy_cycles"] == want, (a["rank"], a["core_copy_cycles"])
     assert laid["time_s"] > flat["time_s"]
@@ -865,6 +869,11 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     ("send 1 1 512:1:32264:32264 0", "send 1 1 512:1:x:32264 0", "may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
     ("send 1 1 512:1:32264:32264 0", "send 1:1:1:1 1 512 0", "may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
     ("send 1 1 512:1:32264:32264 0", "gather 0 512:1:32264:32264 0", "may be BYTES:COUNT:EXTENT:TRUE_EXTENT"),
+    ("gather 0 512 0 send=512:32264:32264", "gather 0 512 0 send=500:32264:32264", "are not whole elements of 500"),
+    ("gather 0 512 0 send=512:32264:32264", "gather 0 512 0 send=512:32264:8", "a true extent no less than it"),
+    ("gather 0 512 0 send=512:32264:32264", "gather 0 512 0 send=1:1:1 send=1:1:1", "once each"),
+    ("gather 0 512 0 send=512:32264:32264", "gather 0 512 0 both=1:1:1", "only a gather, scatter"),
+    ("send 1 1 512:1:32264:32264 0", "send 1 1 512 0 send=1:1:1", "only a gather, scatter"),
 ])
 def test_a_bad_layout_is_refused_at_load_time(derived, tmp_path, old, new, why):
     line = next(ln for ln in (derived / "rank-0.trace").read_text().splitlines() if ln.endswith(old))

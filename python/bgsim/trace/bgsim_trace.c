@@ -16,7 +16,10 @@
  * BYTES is a count times its datatype's size (what moves, derived
  * datatypes included); in a point-to-point call, a bcast, reduce,
  * allreduce, scan or exscan whose data do not lie in one run of bytes it
- * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). TYPE is f|i|u|c followed by the element size (f8:
+ * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). A gather, scatter,
+ * allgather or alltoall line (nonblocking too) ends with send=S:E:T and
+ * recv=S:E:T for such buffers: their datatypes' size, extent and true
+ * extent (see side()). TYPE is f|i|u|c followed by the element size (f8:
  * double), or b1 for any other type (bytes); OP is sum, max, min, prod,
  * band, bor, bxor, land, lor, lxor, maxloc, minloc, replace or user.
  *
@@ -68,8 +71,8 @@
  *   reduce ROOT BYTES COMM TYPE OP
  *   allreduce|scan|exscan|reduce_scatter_block BYTES COMM TYPE OP
  *   reduce_scatter COMM N B1..BN TYPE OP
- *   allgather|alltoall BYTES COMM        (BYTES per rank)
- *   gather|scatter ROOT BYTES COMM
+ *   allgather|alltoall BYTES COMM [send=S:E:T] [recv=S:E:T]   (BYTES per rank)
+ *   gather|scatter ROOT BYTES COMM [send=S:E:T] [recv=S:E:T]
  *   gatherv ROOT BYTES COMM N B1..BN     (N 0 but at the root)
  *   scatterv ROOT BYTES COMM N B1..BN    (N 0 but at the root)
  *   allgatherv COMM N B1..BN             (on an intercommunicator N is the
@@ -225,6 +228,23 @@ static void data(int count, MPI_Datatype t) {
     PMPI_Type_get_true_extent(t, &tlb, &textent);
     if (textent == size && (count == 1 || extent == size)) return;
     fprintf(out, ":%d:%ld:%ld", count, (long)extent, (long)textent);
+}
+
+/* A collective buffer of datatype T whose data do not lie in one run of
+ * bytes (its blocks of COUNT elements side by side): " SIDE=SIZE:EXTENT:
+ * TRUE_EXTENT", SIDE send or recv, the type's size, extent and true
+ * extent in bytes. Nothing for a contiguous type, or a side the rank does
+ * not use (count 0). */
+static void side(const char *name, int count, MPI_Datatype t) {
+    if (count <= 0 || t == MPI_DATATYPE_NULL) return;
+    int size = 0;
+    MPI_Aint lb, extent, tlb, textent;
+    PMPI_Type_size(t, &size);
+    if (size <= 0) return;
+    PMPI_Type_get_extent(t, &lb, &extent);
+    PMPI_Type_get_true_extent(t, &tlb, &textent);
+    if (textent == size && extent == size) return;
+    fprintf(out, " %s=%d:%ld:%ld", name, size, (long)extent, (long)textent);
 }
 
 static int peer(int p) { return p == MPI_ANY_SOURCE ? -1 : p == MPI_PROC_NULL ? -2 : p; }
@@ -1097,29 +1117,43 @@ int MPI_Ireduce_scatter(const void *sb, void *rb, const int rc_[], MPI_Datatype 
     return rc;
 }
 
-/* allgather / alltoall: the bytes from (to) each rank. */
-static void per_rank_line(double t0, const char *name, long b, MPI_Comm comm, MPI_Request *r) {
+/* allgather / alltoall: the bytes from (to) each rank, and the layouts of
+ * the send buffer (unless in place) and the receive buffer. */
+static void per_rank_line(double t0, const char *name, const void *sb, int sc, MPI_Datatype st, int rc_,
+                          MPI_Datatype rt, MPI_Comm comm, MPI_Request *r) {
     long k;
-    if (coll(t0, name, comm, r, &k)) { num(b); coll_comm(k, r); end(); }
+    if (coll(t0, name, comm, r, &k)) {
+        num(bytes(rc_, rt)); coll_comm(k, r);
+        if (sb != MPI_IN_PLACE) side("send", sc, st);
+        side("recv", rc_, rt);
+        end();
+    }
 }
 #define PER_RANK(NAME, PNAME, INAME, PINAME, LINE)                                                           \
     int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm) {     \
         double t0 = now(); int rc = PNAME(sb, sc, st, rb, rc_, rt, comm);                                      \
-        per_rank_line(t0, LINE, bytes(rc_, rt), comm, NULL); return rc;                                        \
+        per_rank_line(t0, LINE, sb, sc, st, rc_, rt, comm, NULL); return rc;                                   \
     }                                                                                                          \
     int INAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, MPI_Comm comm,      \
               MPI_Request *r) {                                                                                \
         double t0 = now(); int rc = PINAME(sb, sc, st, rb, rc_, rt, comm, r);                                  \
-        per_rank_line(t0, LINE, bytes(rc_, rt), comm, r); return rc;                                           \
+        per_rank_line(t0, LINE, sb, sc, st, rc_, rt, comm, r); return rc;                                      \
     }
 PER_RANK(MPI_Allgather, PMPI_Allgather, MPI_Iallgather, PMPI_Iallgather, "allgather")
 PER_RANK(MPI_Alltoall, PMPI_Alltoall, MPI_Ialltoall, PMPI_Ialltoall, "alltoall")
 
 /* gather / scatter: the bytes of one rank's block (at the root with
- * MPI_IN_PLACE, from the root's side of the call). */
-static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm comm, MPI_Request *r) {
+ * MPI_IN_PLACE, from the root's side of the call), and the layouts of the
+ * buffers the rank uses. */
+static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm comm, MPI_Request *r,
+                        int send_count, MPI_Datatype st, int recv_count, MPI_Datatype rt) {
     long k;
-    if (coll(t0, name, comm, r, &k)) { num(rootof(root)); num(b); coll_comm(k, r); end(); }
+    if (coll(t0, name, comm, r, &k)) {
+        num(rootof(root)); num(b); coll_comm(k, r);
+        side("send", send_count, st);
+        side("recv", recv_count, rt);
+        end();
+    }
 }
 static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
 /* Whether the calling rank is a rooted collective's root. */
@@ -1130,15 +1164,27 @@ static int at_root(int root, MPI_Comm c) { return is_inter(c) ? root == MPI_ROOT
         if (root == MPI_PROC_NULL) return 0;                                                                   \
         return at_root(root, comm) == ROOT_RECV ? bytes(rc_, rt) : bytes(sc, st);                              \
     }                                                                                                          \
+    /* The counts of the sides the rank uses (0: not used). */                                                 \
+    static void NAME##_sides(const void *sb, int sc, void *rb, int rc_, int root, MPI_Comm comm, int *s,        \
+                             int *r) {                                                                         \
+        int here = root != MPI_PROC_NULL && at_root(root, comm), there = root != MPI_PROC_NULL && root != MPI_ROOT; \
+        int gather = ROOT_RECV;                                                                                \
+        *s = (gather ? there && !(here && sb == MPI_IN_PLACE) : here) ? sc : 0;                                \
+        *r = (gather ? here : there && !(here && rb == MPI_IN_PLACE)) ? rc_ : 0;                               \
+    }                                                                                                          \
     int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root,            \
              MPI_Comm comm) {                                                                                  \
-        double t0 = now(); int rc = PNAME(sb, sc, st, rb, rc_, rt, root, comm);                                \
-        rooted_line(t0, LINE, root, NAME##_bytes(sc, st, rc_, rt, root, comm), comm, NULL); return rc;         \
+        double t0 = now(); int rc = PNAME(sb, sc, st, rb, rc_, rt, root, comm), s, q;                          \
+        NAME##_sides(sb, sc, rb, rc_, root, comm, &s, &q);                                                     \
+        rooted_line(t0, LINE, root, NAME##_bytes(sc, st, rc_, rt, root, comm), comm, NULL, s, st, q, rt);      \
+        return rc;                                                                                             \
     }                                                                                                          \
     int INAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root,           \
               MPI_Comm comm, MPI_Request *r) {                                                                 \
-        double t0 = now(); int rc = PINAME(sb, sc, st, rb, rc_, rt, root, comm, r);                            \
-        rooted_line(t0, LINE, root, NAME##_bytes(sc, st, rc_, rt, root, comm), comm, r); return rc;            \
+        double t0 = now(); int rc = PINAME(sb, sc, st, rb, rc_, rt, root, comm, r), s, q;                      \
+        NAME##_sides(sb, sc, rb, rc_, root, comm, &s, &q);                                                     \
+        rooted_line(t0, LINE, root, NAME##_bytes(sc, st, rc_, rt, root, comm), comm, r, s, st, q, rt);         \
+        return rc;                                                                                             \
     }
 ROOTED(MPI_Gather, PMPI_Gather, MPI_Igather, PMPI_Igather, "gather", 1)
 ROOTED(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, "scatter", 0)

@@ -35,10 +35,11 @@ How each recorded call replays:
   request-based operation (`rput` ...) completes at its request's
   completion;
 - a buffer whose data did not lie in one run of bytes (a vector, a
-  resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT; point to point, bcast,
-  reduce, allreduce, scan, exscan) is the recorded count of a byte
-  datatype of the recorded size with one-byte gaps where the recorded
-  type had gaps, so the simulated MPI packs and unpacks it (its cost is
+  resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT in point to point,
+  bcast, reduce, allreduce, scan, exscan; send= and recv= in a gather,
+  scatter, allgather, alltoall) is the recorded count of a byte datatype
+  of the recorded size with one-byte gaps where the recorded type had
+  gaps, so the simulated MPI packs and unpacks it (its cost is
   the bytes', not the layout's); a laid-out reduction reduces those bytes
   with a sum;
 - reductions use the recorded element type; a user operation, MAXLOC,
@@ -112,6 +113,17 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
     # Datatypes of the recorded layouts: (size, gap inside, gap between) -> type.
     types: Dict[tuple, Any] = {}
 
+    def laid(size: int, inside: bool, between: bool) -> Any:
+        """A byte datatype of `size` bytes with a one-byte gap in each
+        element (`inside`) or after it (`between`)."""
+        t = types.get((size, inside, between))
+        if t is None:
+            t = MPI.BYTE.Create_hindexed([size - 1, 1], [0, size]) if inside else MPI.BYTE.Create_contiguous(size)
+            if between:
+                t = t.Create_resized(0, size + 1)
+            t = types[size, inside, between] = t.Commit()
+        return t
+
     def data(c: Call, key: str, shared: bool = False) -> Any:
         """The message of argument `key` (bytes, sbytes, rbytes): zeros of
         the recorded size; where the recorded data did not lie in one run
@@ -130,13 +142,24 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         between = count > 1 and not inside and (extent != size or true_extent > size)
         if not (inside or between):
             return zero(n) if shared else _buf(n)
-        t = types.get((size, inside, between))
-        if t is None:
-            t = MPI.BYTE.Create_hindexed([size - 1, 1], [0, size]) if inside else MPI.BYTE.Create_contiguous(size)
-            if between:
-                t = t.Create_resized(0, size + 1)
-            t = types[size, inside, between] = t.Commit()
+        t = laid(size, inside, between)
         return [zero(count * t.extent) if shared else _buf(count * t.extent), count, t]
+
+    def blocks(c: Call, side: str, nbytes: int, k: int) -> Any:
+        """A collective's `side` (send, recv) buffer of `k` blocks of
+        `nbytes` each: bytes, or where the recorded datatype's data did not
+        lie in one run of bytes (its size, extent and true extent), blocks
+        of elements of its size with gaps where it had them."""
+        lay = c.layout.get(side) if c.layout else None
+        if lay is None:
+            return _buf(nbytes * k)
+        size, extent, true_extent = lay
+        inside = true_extent > size and size > 1
+        between = not inside and (extent != size or true_extent > size)
+        if not (inside or between) or nbytes % size:
+            return _buf(nbytes * k)
+        t = laid(size, inside, between)
+        return [_buf(k * (nbytes // size) * t.extent), nbytes // size, t]
 
     def op_of(c: Call) -> Any:
         return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
@@ -253,9 +276,9 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                     nothing = nothing or made is None
             elif "req" in a:  # a nonblocking collective: its blocking form, run as one (`nbc`)
                 reqs[a["req"]] = _nbc.start(f"MPI.Comm.{name.capitalize()}()",
-                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, data))
+                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, data, blocks))
             else:
-                _collective(c, comm, op_of(c), data)
+                _collective(c, comm, op_of(c), data, blocks)
         if freed:
             MPI.Request.Waitall(freed)
         if any(r is not None for r in reqs.values()):
@@ -334,9 +357,9 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
         (win.Post if name == "win_post" else win.Start)(group)
 
 
-def _collective(c: Call, comm: Any, op: Any, data: Callable[[Call, str], Any]) -> None:
-    """A collective (blocking, or the body of a nonblocking one). `data`:
-    the message of a laid-out buffer (`program`'s)."""
+def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: Callable[..., Any]) -> None:
+    """A collective (blocking, or the body of a nonblocking one). `data`,
+    `blocks`: the messages of laid-out buffers (`program`'s)."""
     a, lst = c.a, c.lst
     name = blocking_collective(c.name)
     inter = comm.Is_inter()
@@ -371,13 +394,13 @@ def _collective(c: Call, comm: Any, op: Any, data: Callable[[Call, str], Any]) -
         counts = [b.size for b in blocks]
         comm.Reduce_scatter(np.zeros(sum(counts), blocks[0].dtype), blocks[rank], counts, op)
     elif name == "allgather":
-        comm.Allgather(_buf(a["bytes"]), _buf(a["bytes"] * size))
+        comm.Allgather(blocks(c, "send", a["bytes"], 1), blocks(c, "recv", a["bytes"], size))
     elif name == "alltoall":
-        comm.Alltoall(_buf(a["bytes"] * size), _buf(a["bytes"] * size))
+        comm.Alltoall(blocks(c, "send", a["bytes"], size), blocks(c, "recv", a["bytes"], size))
     elif name == "gather":
-        comm.Gather(_buf(a["bytes"]), _buf(a["bytes"] * size) if at_root else None, root)
+        comm.Gather(blocks(c, "send", a["bytes"], 1), blocks(c, "recv", a["bytes"], size) if at_root else None, root)
     elif name == "scatter":
-        comm.Scatter(_buf(a["bytes"] * size) if at_root else None, _buf(a["bytes"]), root)
+        comm.Scatter(blocks(c, "send", a["bytes"], size) if at_root else None, blocks(c, "recv", a["bytes"], 1), root)
     elif name == "gatherv":
         comm.Gatherv(_buf(a["bytes"]), _vector(lst) if at_root else None, root)
     elif name == "scatterv":

@@ -177,6 +177,9 @@ _EMPTY: List[int] = []
 #: collectives whose send and receive buffers have one datatype and count).
 _LAID_OUT = ("bytes", "sbytes", "rbytes")
 _LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan")
+#: The collectives whose send and receive buffers each may carry a layout
+#: (`send=SIZE:EXTENT:TRUE_EXTENT recv=...` at the line's end).
+_SIDED = ("gather", "scatter", "allgather", "alltoall")
 
 
 @dataclass(slots=True)
@@ -201,10 +204,12 @@ class Call:
     #: The requests this call posted whose cancel succeeded in the recorded
     #: run (they moved no message; the replay does not post them).
     cancelled: Optional[Set[int]] = None
-    #: The buffers whose data do not lie in one run of bytes
-    #: (`BYTES:COUNT:EXTENT:TRUE_EXTENT`; point to point, bcast, reduce,
-    #: allreduce, scan, exscan): argument (bytes, sbytes, rbytes) ->
-    #: (count, the datatype's extent, its true extent).
+    #: The buffers whose data do not lie in one run of bytes: argument
+    #: (bytes, sbytes, rbytes) -> (count, the datatype's extent, its true
+    #: extent) from `BYTES:COUNT:EXTENT:TRUE_EXTENT` (point to point,
+    #: bcast, reduce, allreduce, scan, exscan); side (send, recv) -> (the
+    #: datatype's size, extent, true extent) from a gather's, scatter's,
+    #: allgather's or alltoall's `send=` and `recv=`.
     layout: Optional[Dict[str, Tuple[int, int, int]]] = None
 
     @property
@@ -468,9 +473,13 @@ class _Rank:
             if op not in OPS:
                 raise self.fail(f"unknown operation `{op}` (known: {', '.join(OPS)})")
         layout = None
+        if rest and "=" in rest[-1]:
+            rest, layout = self.sides(what, rest)
         try:
             ints = list(map(int, rest))
         except ValueError:
+            if layout:
+                raise self.fail(f"arguments must be integers, got `{' '.join(rest)}`") from None
             ints, layout = self.laid_out(what, fixed, rest)
         k = len(fixed)
         if lst:
@@ -486,7 +495,35 @@ class _Rank:
                  self.lineno)
         if layout:
             c.layout = layout
+            for side in ("send", "recv"):
+                if side in layout and c.a["bytes"] % layout[side][0]:
+                    raise self.fail(f"{side}={':'.join(map(str, layout[side]))}: {c.a['bytes']} bytes a rank are "
+                                    f"not whole elements of {layout[side][0]} bytes")
         return self.check(c)
+
+    def sides(self, what: str, rest: List[str]) -> Tuple[List[str], Dict[str, Tuple[int, int, int]]]:
+        """A gather's, scatter's, allgather's or alltoall's trailing
+        `send=SIZE:EXTENT:TRUE_EXTENT` and `recv=...`: the layouts of its
+        buffers whose data do not lie in one run of bytes. The arguments
+        before them, and the layouts by side (send, recv)."""
+        layout: Dict[str, Tuple[int, int, int]] = {}
+        while rest and "=" in rest[-1]:
+            tok = rest[-1]
+            side, _, value = tok.partition("=")
+            try:
+                if blocking_collective(what) not in _SIDED or side not in ("send", "recv") or side in layout:
+                    raise ValueError
+                size, extent, true_extent = map(int, value.split(":"))
+            except ValueError:
+                raise self.fail(f"`{tok}`: only a gather, scatter, allgather or alltoall ends with send=SIZE:EXTENT:"
+                                f"TRUE_EXTENT and recv=SIZE:EXTENT:TRUE_EXTENT, once each") from None
+            if size < 1 or true_extent < size:
+                raise self.fail(f"`{tok}`: a size of 1 or more, and a true extent no less than it")
+            if abs(extent) > _core.MAX_MESSAGE_BYTES or true_extent > _core.MAX_MESSAGE_BYTES:
+                raise self.fail(f"`{tok}`: extents are at most {_core.MAX_MESSAGE_BYTES} bytes either way")
+            layout[side] = (size, extent, true_extent)
+            rest = rest[:-1]
+        return rest, layout
 
     def laid_out(self, what: str, fixed: Tuple[str, ...], rest: List[str]) -> Tuple[List[int], Dict[str, Tuple[int, int, int]]]:
         """The integer arguments of a point-to-point line some of whose

@@ -3,9 +3,10 @@
  * gaps between its elements), every other row of it (a vector of rows), a
  * struct with a hole (gaps inside an element), a contiguous type (no gaps)
  * and a resized one, through Send/Recv, Isend/Irecv, Sendrecv and
- * persistent requests, then a Bcast and an Allreduce of them. Run on 4
- * ranks, in pairs (0-1, 2-3) for point to point; each prints the sum of
- * what it received. */
+ * persistent requests, then collectives of them: a Bcast and an
+ * Allreduce (one datatype), an Alltoall and a Gather (a derived datatype
+ * on one side). Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
+ * each prints the sum of what it received. */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
     }
     MPI_Request_free(&p[0]);
     MPI_Request_free(&p[1]);
+    double sum = 0;
     /* Collectives of one datatype: rank 0's particles to all, and an
      * allreduce of a column with an operation of the program's own (MPI's
      * predefined ones take predefined datatypes only). */
@@ -79,8 +81,25 @@ int main(int argc, char **argv) {
     MPI_Op_create(keep_inout, 1, &keep);
     MPI_Allreduce(&a[0][4], &b[0][5], 1, column, keep, MPI_COMM_WORLD);
     MPI_Op_free(&keep);
+    /* Collectives of two datatypes: a transpose's all-to-all (16 doubles to
+     * each rank, received as a column of a 16x4 matrix: a vector resized to
+     * one double's extent), and a gather of every rank's column at rank 0. */
+    static double tsend[4][16], trecv[16][4], gathered[4][N];
+    MPI_Datatype col4, col4r;
+    MPI_Type_vector(16, 1, 4, MPI_DOUBLE, &col4);
+    MPI_Type_create_resized(col4, 0, sizeof(double), &col4r);
+    MPI_Type_commit(&col4r);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 16; j++) tsend[i][j] = 100 * r + j;
+    MPI_Alltoall(tsend, 16, MPI_DOUBLE, trecv, 1, col4r, MPI_COMM_WORLD);
+    MPI_Gather(&a[0][6], 1, column, gathered, N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 4; j++) sum += trecv[i][j];
+    if (r == 0)
+        for (int j = 0; j < N; j++) sum += gathered[3][j];
+    MPI_Type_free(&col4);
+    MPI_Type_free(&col4r);
 
-    double sum = 0;
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) sum += b[i][j];
     for (int i = 0; i < 100; i++) sum += pr[i].x + pr[i].id + ps[i].x;
