@@ -824,11 +824,13 @@ def test_the_recorder_writes_how_a_derived_datatypes_data_lie(derived):
                     ("isend", 16384, {"bytes": rows}), ("isend", 1024, None),
                     ("sendrecv", 1200, {"sbytes": particles, "rbytes": particles}),
                     ("recv_init", 512, {"bytes": column}), ("send_init", 512, {"bytes": column})]
-    coll = [(c.name, c.a["bytes"], c.layout) for c in calls if c.name in ("bcast", "allreduce", "alltoall", "gather")]
+    coll = [(c.name, c.a.get("bytes", c.lst), c.layout) for c in calls
+            if c.name in ("bcast", "allreduce", "alltoall", "gather", "allgatherv")]
     assert coll == [("bcast", 1200, {"bytes": particles}), ("allreduce", 512, {"bytes": column}),
                     # 16 doubles into a column of a 16 x 4 matrix, resized to one double
                     ("alltoall", 128, {"recv": (128, 8, 8 * 4 * 15 + 8)}),
-                    ("gather", 512, {"send": (512, column[1], column[2])})]
+                    ("gather", 512, {"send": (512, column[1], column[2])}),
+                    ("allgatherv", [512] * 4, {"send": (512, column[1], column[2])})]
 
 
 def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
@@ -839,7 +841,8 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     rows both ways, the particles both ways, the particles broadcast (the
     root packs them, the others unpack them), a column's allreduce (its
     send packed, its result unpacked), an all-to-all's blocks unpacked
-    into columns, a column packed for a gather. (`test_mpi` checks the
+    into columns, a column packed for a gather and one for an allgatherv.
+    (`test_mpi` checks the
     pack's cost exactly, on both machines.)"""
     machine, mode = "bgl", "coprocessor"
     _, laid = _replayed(derived, tmp_path, machine, mode)
@@ -852,7 +855,7 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
 
     def copy(n):  # cycles at node.copy_bytes_per_cycle
         return -(-n // 4.3)
-    want = 9 * copy(512) + 4 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
+    want = 10 * copy(512) + 4 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
     # A message that arrives before its receive is posted is copied out of
     # a temporary buffer; the packs move the timing, and with it which
     # messages do (an eager message or two more or less).
@@ -874,6 +877,8 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     ("gather 0 512 0 send=512:32264:32264", "gather 0 512 0 send=1:1:1 send=1:1:1", "once each"),
     ("gather 0 512 0 send=512:32264:32264", "gather 0 512 0 both=1:1:1", "only a gather, scatter"),
     ("send 1 1 512:1:32264:32264 0", "send 1 1 512 0 send=1:1:1", "only a gather, scatter"),
+    ("allgatherv 0 4 512 512 512 512 send=512:32264:32264", "allgatherv 0 4 512 100 512 512 recv=8:8:8",
+     "blocks of [512, 100, 512] bytes are not whole elements of 8 bytes"),
 ])
 def test_a_bad_layout_is_refused_at_load_time(derived, tmp_path, old, new, why):
     line = next(ln for ln in (derived / "rank-0.trace").read_text().splitlines() if ln.endswith(old))

@@ -17,9 +17,9 @@
  * datatypes included); in a point-to-point call, a bcast, reduce,
  * allreduce, scan or exscan whose data do not lie in one run of bytes it
  * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). A gather, scatter,
- * allgather or alltoall line (nonblocking too) ends with send=S:E:T and
- * recv=S:E:T for such buffers: their datatypes' size, extent and true
- * extent (see side()). TYPE is f|i|u|c followed by the element size (f8:
+ * allgather or alltoall line, and its v-form (nonblocking too), ends with
+ * send=S:E:T and recv=S:E:T for such buffers: their datatypes' size,
+ * extent and true extent (see side()). TYPE is f|i|u|c followed by the element size (f8:
  * double), or b1 for any other type (bytes); OP is sum, max, min, prod,
  * band, bor, bxor, land, lor, lxor, maxloc, minloc, replace or user.
  *
@@ -73,11 +73,11 @@
  *   reduce_scatter COMM N B1..BN TYPE OP
  *   allgather|alltoall BYTES COMM [send=S:E:T] [recv=S:E:T]   (BYTES per rank)
  *   gather|scatter ROOT BYTES COMM [send=S:E:T] [recv=S:E:T]
- *   gatherv ROOT BYTES COMM N B1..BN     (N 0 but at the root)
- *   scatterv ROOT BYTES COMM N B1..BN    (N 0 but at the root)
- *   allgatherv COMM N B1..BN             (on an intercommunicator N is the
+ *   gatherv ROOT BYTES COMM N B1..BN [send=S:E:T] [recv=S:E:T]   (N 0 but at the root)
+ *   scatterv ROOT BYTES COMM N B1..BN [send=S:E:T] [recv=S:E:T]  (N 0 but at the root)
+ *   allgatherv COMM N B1..BN [send=S:E:T] [recv=S:E:T]   (on an intercommunicator N is the
  *       remote group's size plus one, and the last is this rank's block)
- *   alltoallv COMM N S1..SN R1..RN       (also MPI_Alltoallw)
+ *   alltoallv COMM N S1..SN R1..RN [send=S:E:T] [recv=S:E:T]   (also MPI_Alltoallw, without them)
  *   neighbor_allgather|neighbor_allgatherv|neighbor_alltoall|
  *   neighbor_alltoallv|neighbor_alltoallw COMM N IN S1..SIN R1..RIN OUT D1..DOUT B1..BOUT
  *       the in-neighbours (communicator ranks, -2 for MPI_PROC_NULL) and
@@ -1158,19 +1158,24 @@ static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm 
 static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
 /* Whether the calling rank is a rooted collective's root. */
 static int at_root(int root, MPI_Comm c) { return is_inter(c) ? root == MPI_ROOT : me(c) == root; }
+/* Which buffers of a rooted collective the calling rank uses (gather:
+ * a gather, else a scatter): *s its send buffer, *r its receive buffer. */
+static void rooted_sides(int gather, const void *sb, const void *rb, int root, MPI_Comm comm, int *s, int *r) {
+    int here = root != MPI_PROC_NULL && at_root(root, comm), there = root != MPI_PROC_NULL && root != MPI_ROOT;
+    *s = gather ? there && !(here && sb == MPI_IN_PLACE) : here;
+    *r = gather ? here : there && !(here && rb == MPI_IN_PLACE);
+}
 /* ROOT_RECV: the root's block is its receive side (gather), else its send side (scatter). */
 #define ROOTED(NAME, PNAME, INAME, PINAME, LINE, ROOT_RECV)                                                    \
     static long NAME##_bytes(int sc, MPI_Datatype st, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {     \
         if (root == MPI_PROC_NULL) return 0;                                                                   \
         return at_root(root, comm) == ROOT_RECV ? bytes(rc_, rt) : bytes(sc, st);                              \
     }                                                                                                          \
-    /* The counts of the sides the rank uses (0: not used). */                                                 \
     static void NAME##_sides(const void *sb, int sc, void *rb, int rc_, int root, MPI_Comm comm, int *s,        \
                              int *r) {                                                                         \
-        int here = root != MPI_PROC_NULL && at_root(root, comm), there = root != MPI_PROC_NULL && root != MPI_ROOT; \
-        int gather = ROOT_RECV;                                                                                \
-        *s = (gather ? there && !(here && sb == MPI_IN_PLACE) : here) ? sc : 0;                                \
-        *r = (gather ? here : there && !(here && rb == MPI_IN_PLACE)) ? rc_ : 0;                               \
+        rooted_sides(ROOT_RECV, sb, rb, root, comm, s, r);                                                     \
+        *s = *s ? sc : 0;                                                                                      \
+        *r = *r ? rc_ : 0;                                                                                     \
     }                                                                                                          \
     int NAME(const void *sb, int sc, MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt, int root,            \
              MPI_Comm comm) {                                                                                  \
@@ -1191,11 +1196,16 @@ ROOTED(MPI_Scatter, PMPI_Scatter, MPI_Iscatter, PMPI_Iscatter, "scatter", 0)
 
 /* gatherv / scatterv: this rank's own block, and at the root every rank's. */
 static void rooted_v_line(double t0, const char *name, int root, long own, const int *c, MPI_Datatype t,
-                          MPI_Comm comm, MPI_Request *r) {
+                          MPI_Comm comm, MPI_Request *r, const void *sb, MPI_Datatype st, const void *rb,
+                          MPI_Datatype rt) {
     long k;
     if (coll(t0, name, comm, r, &k)) {
         num(rootof(root)); num(own); coll_comm(k, r);
         if (at_root(root, comm)) counts(peers(comm), c, t, NULL); else num(0);
+        int s, q;
+        rooted_sides(name[0] == 'g', sb, rb, root, comm, &s, &q);
+        side("send", s, st);
+        side("recv", q, rt);
         end();
     }
 }
@@ -1203,30 +1213,31 @@ int MPI_Gatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_
                 int root, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Gatherv(sb, sc, st, rb, rc_, rd, rt, root, comm);
     long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
-    rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, NULL); return rc;
+    rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, NULL, sb, st, rb, rt); return rc;
 }
 int MPI_Igatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                  int root, MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Igatherv(sb, sc, st, rb, rc_, rd, rt, root, comm, r);
     long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : sb == MPI_IN_PLACE ? bytes(rc_[root], rt) : bytes(sc, st);
-    rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, r); return rc;
+    rooted_v_line(t0, "gatherv", root, own, rc_, rt, comm, r, sb, st, rb, rt); return rc;
 }
 int MPI_Scatterv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt,
                  int root, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Scatterv(sb, sc, sd, st, rb, rc_, rt, root, comm);
     long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
-    rooted_v_line(t0, "scatterv", root, own, sc, st, comm, NULL); return rc;
+    rooted_v_line(t0, "scatterv", root, own, sc, st, comm, NULL, sb, st, rb, rt); return rc;
 }
 int MPI_Iscatterv(const void *sb, const int sc[], const int sd[], MPI_Datatype st, void *rb, int rc_, MPI_Datatype rt,
                   int root, MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Iscatterv(sb, sc, sd, st, rb, rc_, rt, root, comm, r);
     long own = root == MPI_PROC_NULL || root == MPI_ROOT ? 0 : rb == MPI_IN_PLACE ? bytes(sc[root], st) : bytes(rc_, rt);
-    rooted_v_line(t0, "scatterv", root, own, sc, st, comm, r); return rc;
+    rooted_v_line(t0, "scatterv", root, own, sc, st, comm, r, sb, st, rb, rt); return rc;
 }
 
 /* On an intercommunicator the list also holds, last, this rank's own
  * block (what the others receive from it is in their lines only). */
-static void allgatherv_line(double t0, long own, const int *c, MPI_Datatype t, MPI_Comm comm, MPI_Request *r) {
+static void allgatherv_line(double t0, long own, const int *c, MPI_Datatype t, MPI_Comm comm, MPI_Request *r,
+                            const void *sb, MPI_Datatype st) {
     long k;
     if (coll(t0, "allgatherv", comm, r, &k)) {
         coll_comm(k, r);
@@ -1238,19 +1249,21 @@ static void allgatherv_line(double t0, long own, const int *c, MPI_Datatype t, M
         } else {
             counts(comm_size(comm), c, t, NULL);
         }
+        side("send", sb != MPI_IN_PLACE, st);
+        side("recv", 1, t);
         end();
     }
 }
 int MPI_Allgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                    MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Allgatherv(sb, sc, st, rb, rc_, rd, rt, comm);
-    allgatherv_line(t0, bytes(sc, st), rc_, rt, comm, NULL);
+    allgatherv_line(t0, bytes(sc, st), rc_, rt, comm, NULL, sb, st);
     return rc;
 }
 int MPI_Iallgatherv(const void *sb, int sc, MPI_Datatype st, void *rb, const int rc_[], const int rd[], MPI_Datatype rt,
                     MPI_Comm comm, MPI_Request *r) {
     double t0 = now(); int rc = PMPI_Iallgatherv(sb, sc, st, rb, rc_, rd, rt, comm, r);
-    allgatherv_line(t0, bytes(sc, st), rc_, rt, comm, r);
+    allgatherv_line(t0, bytes(sc, st), rc_, rt, comm, r, sb, st);
     return rc;
 }
 
@@ -1264,6 +1277,10 @@ static void alltoallv_line(double t0, const void *sb, const int *sc, MPI_Datatyp
         coll_comm(k, r);
         if (sb == MPI_IN_PLACE) counts(n, rc_, rt, rts); else counts(n, sc, st, sts);
         for (int i = 0; i < n; i++) num(bytes(rc_[i], rts ? rts[i] : rt));
+        if (!sts) { /* alltoallv: one datatype a side (alltoallw's are per rank: bytes only) */
+            side("send", sb != MPI_IN_PLACE, st);
+            side("recv", 1, rt);
+        }
         end();
     }
 }

@@ -37,7 +37,7 @@ How each recorded call replays:
 - a buffer whose data did not lie in one run of bytes (a vector, a
   resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT in point to point,
   bcast, reduce, allreduce, scan, exscan; send= and recv= in a gather,
-  scatter, allgather, alltoall) is the recorded count of a byte datatype
+  scatter, allgather, alltoall and their v-forms) is the recorded count of a byte datatype
   of the recorded size with one-byte gaps where the recorded type had
   gaps, so the simulated MPI packs and unpacks it (its cost is
   the bytes', not the layout's); a laid-out reduction reduces those bytes
@@ -145,21 +145,35 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         t = laid(size, inside, between)
         return [zero(count * t.extent) if shared else _buf(count * t.extent), count, t]
 
-    def blocks(c: Call, side: str, nbytes: int, k: int) -> Any:
-        """A collective's `side` (send, recv) buffer of `k` blocks of
-        `nbytes` each: bytes, or where the recorded datatype's data did not
-        lie in one run of bytes (its size, extent and true extent), blocks
-        of elements of its size with gaps where it had them."""
+    def side_type(c: Call, side: str) -> Any:
+        """The datatype of a collective's `side` (send, recv) whose data
+        did not lie in one run of bytes (the recorded size, extent and true
+        extent): elements of its size with gaps where it had them; None
+        for bytes."""
         lay = c.layout.get(side) if c.layout else None
         if lay is None:
-            return _buf(nbytes * k)
+            return None
         size, extent, true_extent = lay
         inside = true_extent > size and size > 1
         between = not inside and (extent != size or true_extent > size)
-        if not (inside or between) or nbytes % size:
+        return laid(size, inside, between) if inside or between else None
+
+    def blocks(c: Call, side: str, nbytes: int, k: int) -> Any:
+        """A collective's `side` buffer of `k` blocks of `nbytes` each."""
+        t = side_type(c, side)
+        if t is None:
             return _buf(nbytes * k)
-        t = laid(size, inside, between)
-        return [_buf(k * (nbytes // size) * t.extent), nbytes // size, t]
+        return [_buf(k * (nbytes // t.size) * t.extent), nbytes // t.size, t]
+
+    def vblocks(c: Call, side: str, sizes: List[int]) -> Any:
+        """A v-collective's `side` buffer of blocks of `sizes` bytes, back
+        to back."""
+        t = side_type(c, side)
+        if t is None:
+            return _vector(sizes)
+        counts = [b // t.size for b in sizes]
+        displs = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist() if counts else []
+        return [_buf(sum(counts) * t.extent), counts, displs, t]
 
     def op_of(c: Call) -> Any:
         return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
@@ -276,9 +290,9 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                     nothing = nothing or made is None
             elif "req" in a:  # a nonblocking collective: its blocking form, run as one (`nbc`)
                 reqs[a["req"]] = _nbc.start(f"MPI.Comm.{name.capitalize()}()",
-                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, data, blocks))
+                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, data, blocks, vblocks))
             else:
-                _collective(c, comm, op_of(c), data, blocks)
+                _collective(c, comm, op_of(c), data, blocks, vblocks)
         if freed:
             MPI.Request.Waitall(freed)
         if any(r is not None for r in reqs.values()):
@@ -357,9 +371,10 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
         (win.Post if name == "win_post" else win.Start)(group)
 
 
-def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: Callable[..., Any]) -> None:
+def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: Callable[..., Any],
+                vblocks: Callable[..., Any]) -> None:
     """A collective (blocking, or the body of a nonblocking one). `data`,
-    `blocks`: the messages of laid-out buffers (`program`'s)."""
+    `blocks`, `vblocks`: the messages of laid-out buffers (`program`'s)."""
     a, lst = c.a, c.lst
     name = blocking_collective(c.name)
     inter = comm.Is_inter()
@@ -402,16 +417,16 @@ def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: C
     elif name == "scatter":
         comm.Scatter(blocks(c, "send", a["bytes"], size) if at_root else None, blocks(c, "recv", a["bytes"], 1), root)
     elif name == "gatherv":
-        comm.Gatherv(_buf(a["bytes"]), _vector(lst) if at_root else None, root)
+        comm.Gatherv(blocks(c, "send", a["bytes"], 1), vblocks(c, "recv", lst) if at_root else None, root)
     elif name == "scatterv":
-        comm.Scatterv(_vector(lst) if at_root else None, _buf(a["bytes"]), root)
+        comm.Scatterv(vblocks(c, "send", lst) if at_root else None, blocks(c, "recv", a["bytes"], 1), root)
     elif name == "allgatherv":
         if inter:  # the list ends with this rank's own block
-            comm.Allgatherv(_buf(lst[-1]), _vector(lst[:-1]))
+            comm.Allgatherv(blocks(c, "send", lst[-1], 1), vblocks(c, "recv", lst[:-1]))
         else:
-            comm.Allgatherv(_buf(lst[rank]), _vector(lst))
+            comm.Allgatherv(blocks(c, "send", lst[rank], 1), vblocks(c, "recv", lst))
     elif name == "alltoallv":
-        comm.Alltoallv(_vector(lst[:size]), _vector(lst[size:]))
+        comm.Alltoallv(vblocks(c, "send", lst[:size]), vblocks(c, "recv", lst[size:]))
     elif name.startswith("neighbor_"):  # the recorded neighbours (PROC_NULL is -2 in both), the recorded sizes
         ins, _, outs, sizes = neighborhood(lst)
         _neighbor.exchange(comm, name, sizes, (ins, outs))

@@ -179,7 +179,23 @@ _LAID_OUT = ("bytes", "sbytes", "rbytes")
 _LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan")
 #: The collectives whose send and receive buffers each may carry a layout
 #: (`send=SIZE:EXTENT:TRUE_EXTENT recv=...` at the line's end).
-_SIDED = ("gather", "scatter", "allgather", "alltoall")
+_SIDED = ("gather", "scatter", "allgather", "alltoall", "gatherv", "scatterv", "allgatherv", "alltoallv")
+
+
+def _side_bytes(name: str, c: "Call") -> Dict[str, List[int]]:
+    """The byte counts of the blocks of a collective line's send and
+    receive buffers that its layouts must divide (those the line gives)."""
+    lst = c.lst
+    if name in ("gather", "scatter", "allgather", "alltoall"):
+        return {"send": [c.a["bytes"]], "recv": [c.a["bytes"]]}
+    if name == "gatherv":
+        return {"send": [c.a["bytes"]], "recv": lst}
+    if name == "scatterv":
+        return {"send": lst, "recv": [c.a["bytes"]]}
+    if name == "alltoallv":
+        half = len(lst) // 2
+        return {"send": lst[:half], "recv": lst[half:]}
+    return {"recv": lst[:-1]}  # allgatherv (on an intercommunicator the last is the rank's own block)
 
 
 @dataclass(slots=True)
@@ -495,15 +511,15 @@ class _Rank:
                  self.lineno)
         if layout:
             c.layout = layout
-            for side in ("send", "recv"):
-                if side in layout and c.a["bytes"] % layout[side][0]:
-                    raise self.fail(f"{side}={':'.join(map(str, layout[side]))}: {c.a['bytes']} bytes a rank are "
+            for side, nbytes in _side_bytes(blocking_collective(what) or what, c).items():
+                if side in layout and any(b % layout[side][0] for b in nbytes):
+                    raise self.fail(f"{side}={':'.join(map(str, layout[side]))}: blocks of {nbytes} bytes are "
                                     f"not whole elements of {layout[side][0]} bytes")
         return self.check(c)
 
     def sides(self, what: str, rest: List[str]) -> Tuple[List[str], Dict[str, Tuple[int, int, int]]]:
-        """A gather's, scatter's, allgather's or alltoall's trailing
-        `send=SIZE:EXTENT:TRUE_EXTENT` and `recv=...`: the layouts of its
+        """A gather's, scatter's, allgather's or alltoall's (or its
+        v-form's) trailing `send=SIZE:EXTENT:TRUE_EXTENT` and `recv=...`: the layouts of its
         buffers whose data do not lie in one run of bytes. The arguments
         before them, and the layouts by side (send, recv)."""
         layout: Dict[str, Tuple[int, int, int]] = {}
@@ -515,8 +531,8 @@ class _Rank:
                     raise ValueError
                 size, extent, true_extent = map(int, value.split(":"))
             except ValueError:
-                raise self.fail(f"`{tok}`: only a gather, scatter, allgather or alltoall ends with send=SIZE:EXTENT:"
-                                f"TRUE_EXTENT and recv=SIZE:EXTENT:TRUE_EXTENT, once each") from None
+                raise self.fail(f"`{tok}`: only a gather, scatter, allgather or alltoall (or its v-form) ends with "
+                                f"send=SIZE:EXTENT:TRUE_EXTENT and recv=SIZE:EXTENT:TRUE_EXTENT, once each") from None
             if size < 1 or true_extent < size:
                 raise self.fail(f"`{tok}`: a size of 1 or more, and a true extent no less than it")
             if abs(extent) > _core.MAX_MESSAGE_BYTES or true_extent > _core.MAX_MESSAGE_BYTES:

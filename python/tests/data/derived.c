@@ -4,8 +4,8 @@
  * struct with a hole (gaps inside an element), a contiguous type (no gaps)
  * and a resized one, through Send/Recv, Isend/Irecv, Sendrecv and
  * persistent requests, then collectives of them: a Bcast and an
- * Allreduce (one datatype), an Alltoall and a Gather (a derived datatype
- * on one side). Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
+ * Allreduce (one datatype), an Alltoall, a Gather and an Allgatherv (a
+ * derived datatype on one side). Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
  * each prints the sum of what it received. */
 #include <mpi.h>
 #include <stddef.h>
@@ -93,6 +93,11 @@ int main(int argc, char **argv) {
         for (int j = 0; j < 16; j++) tsend[i][j] = 100 * r + j;
     MPI_Alltoall(tsend, 16, MPI_DOUBLE, trecv, 1, col4r, MPI_COMM_WORLD);
     MPI_Gather(&a[0][6], 1, column, gathered, N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    /* And every rank's column at every rank, as a v-collective. */
+    static double everyone[4][N];
+    int vc[4] = {N, N, N, N}, vd[4] = {0, N, 2 * N, 3 * N};
+    MPI_Allgatherv(&a[0][7], 1, column, everyone, vc, vd, MPI_DOUBLE, MPI_COMM_WORLD);
+    for (int j = 0; j < N; j++) sum += everyone[2][j];
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 4; j++) sum += trecv[i][j];
     if (r == 0)
