@@ -1119,6 +1119,22 @@ def test_allgather_and_alltoall_take_a_non_contiguous_datatype():
         assert swapped == want
 
 
+def test_reduce_scatter_takes_a_non_contiguous_datatype():
+    """Every other int reduced and scattered: the packed elements reduce
+    as ints. (The reduction took the packed bytes for the derived type's
+    own layout and raised.)"""
+    def main():
+        c = MPI.COMM_WORLD
+        t = MPI.INT.Create_resized(0, 8).Commit()
+        s = np.arange(8, dtype="i4") * 10 + c.rank
+        block, v = np.full(2, -1, "i4"), np.full(2, -1, "i4")
+        c.Reduce_scatter_block([s, 2, t], [block, 1, t], MPI.SUM)
+        c.Reduce_scatter([s, 2, t], [v, 1, t], [1, 1], MPI.SUM)
+        return block.tolist(), v.tolist()
+
+    assert run(main, shape="2x1x1").results == [([1, -1], [1, -1]), ([41, -1], [41, -1])]
+
+
 def test_a_collective_on_a_non_contiguous_datatype_costs_its_packs_too():
     """A Bcast and an Allreduce of a vector datatype: the root packs the
     broadcast and every other rank unpacks it; every rank packs its

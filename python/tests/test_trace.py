@@ -831,6 +831,9 @@ def test_the_recorder_writes_how_a_derived_datatypes_data_lie(derived):
                     ("alltoall", 128, {"recv": (128, 8, 8 * 4 * 15 + 8)}),
                     ("gather", 512, {"send": (512, column[1], column[2])}),
                     ("allgatherv", [512] * 4, {"send": (512, column[1], column[2])})]
+    rest = [(c.name, c.a["bytes"], c.layout) for c in calls if c.name in ("reduce_scatter_block", "put", "get")]
+    assert rest == [("reduce_scatter_block", 128, {"bytes": (1, 8 * 64 * 15 + 8, 8 * 64 * 15 + 8)}),
+                    ("put", 512, {"bytes": column}), ("get", 512, {"bytes": column})]
 
 
 def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
@@ -841,8 +844,9 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     rows both ways, the particles both ways, the particles broadcast (the
     root packs them, the others unpack them), a column's allreduce (its
     send packed, its result unpacked), an all-to-all's blocks unpacked
-    into columns, a column packed for a gather and one for an allgatherv.
-    (`test_mpi` checks the
+    into columns, a column packed for a gather and one for an allgatherv,
+    four packed for a reduce-scatter and its result unpacked, a column
+    put and one got. (`test_mpi` checks the
     pack's cost exactly, on both machines.)"""
     machine, mode = "bgl", "coprocessor"
     _, laid = _replayed(derived, tmp_path, machine, mode)
@@ -855,7 +859,7 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
 
     def copy(n):  # cycles at node.copy_bytes_per_cycle
         return -(-n // 4.3)
-    want = 10 * copy(512) + 4 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
+    want = 13 * copy(512) + 5 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
     # A message that arrives before its receive is posted is copied out of
     # a temporary buffer; the packs move the timing, and with it which
     # messages do (an eager message or two more or less).

@@ -174,7 +174,11 @@ def _reduce_scatter(comm: Comm, sendbuf: Any, recvbuf: Any, op: Op, counts: Opti
                 raise _ValueError(f"Reduce_scatter: mismatch in receive count {r.count} and this rank's count "
                                   f"{counts[comm.Get_rank()]}")
     full = bytearray(s.nbytes)
-    _reduce_buffers(comm, [bytearray(s.mv.tobytes()), s.count, s.dt], [full, s.count, s.dt], op, 0)
+    if s.dt._t.contiguous:
+        _reduce_buffers(comm, [bytearray(s.mv.tobytes()), s.count, s.dt], [full, s.count, s.dt], op, 0)
+    else:  # the packed stream of a derived datatype: arrays of its basic element
+        _reduce_buffers(comm, _np.frombuffer(bytearray(s.mv.tobytes()), dtype=s.dt.np),
+                        _np.frombuffer(full, dtype=s.dt.np), op, 0)
     if counts is None and not block:
         # Each rank's share is what its receive buffer holds (mpi4py's rule).
         mine = s.count // n if sendbuf is IN_PLACE else _msg(recvbuf, recv=True).count

@@ -16,7 +16,8 @@
  * BYTES is a count times its datatype's size (what moves, derived
  * datatypes included); in a point-to-point call, a bcast, reduce,
  * allreduce, scan or exscan whose data do not lie in one run of bytes it
- * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()). A gather, scatter,
+ * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()), as in a
+ * reduce_scatter_block and at the origin of a put or get. A gather, scatter,
  * allgather or alltoall line, and its v-form (nonblocking too), ends with
  * send=S:E:T and recv=S:E:T for such buffers: their datatypes' size,
  * extent and true extent (see side()). TYPE is f|i|u|c followed by the element size (f8:
@@ -907,49 +908,54 @@ int MPI_Win_free(MPI_Win *w) {
     return rc;
 }
 
-/* An operation's line: TARGET DISP BYTES WIN. */
-static int op_line(double t0, const char *name, int target, MPI_Aint disp, long nbytes, MPI_Win w) {
+/* An operation's line: TARGET DISP BYTES WIN, BYTES those of COUNT
+ * elements of T at the origin (with their layout, data(), where LAID: a
+ * put's or get's). */
+static int op_line(double t0, const char *name, int target, MPI_Aint disp, int count, MPI_Datatype t, int laid,
+                   MPI_Win w) {
     if (!wbegin(t0, name, w)) return 0;
-    num(peer(target)); num((long)disp); num(nbytes); num(wid(w));
+    num(peer(target)); num((long)disp);
+    if (laid) data(count, t); else num(bytes(count, t));
+    num(wid(w));
     return 1;
 }
 int MPI_Put(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w) {
     double t0 = now(); int rc = PMPI_Put(o, oc, ot, tr, td, tc, tt, w);
-    if (op_line(t0, "put", tr, td, bytes(oc, ot), w)) end();
+    if (op_line(t0, "put", tr, td, oc, ot, 1, w)) end();
     return rc;
 }
 int MPI_Get(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w) {
     double t0 = now(); int rc = PMPI_Get(o, oc, ot, tr, td, tc, tt, w);
-    if (op_line(t0, "get", tr, td, bytes(oc, ot), w)) end();
+    if (op_line(t0, "get", tr, td, oc, ot, 1, w)) end();
     return rc;
 }
 int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
                    MPI_Win w) {
     double t0 = now(); int rc = PMPI_Accumulate(o, oc, ot, tr, td, tc, tt, op, w);
-    if (op_line(t0, "accumulate", tr, td, bytes(oc, ot), w)) { reduction(ot, op); end(); }
+    if (op_line(t0, "accumulate", tr, td, oc, ot, 0, w)) { reduction(ot, op); end(); }
     return rc;
 }
 int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
                        MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w) {
     double t0 = now(); int rc = PMPI_Get_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w);
-    if (op_line(t0, "get_accumulate", tr, td, bytes(rcount, rt), w)) { reduction(rt, op); end(); }
+    if (op_line(t0, "get_accumulate", tr, td, rcount, rt, 0, w)) { reduction(rt, op); end(); }
     return rc;
 }
 int MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype t, int tr, MPI_Aint td, MPI_Op op, MPI_Win w) {
     double t0 = now(); int rc = PMPI_Fetch_and_op(o, r, t, tr, td, op, w);
-    if (op_line(t0, "fetch_and_op", tr, td, bytes(1, t), w)) { reduction(t, op); end(); }
+    if (op_line(t0, "fetch_and_op", tr, td, 1, t, 0, w)) { reduction(t, op); end(); }
     return rc;
 }
 int MPI_Compare_and_swap(const void *o, const void *c, void *r, MPI_Datatype t, int tr, MPI_Aint td, MPI_Win w) {
     double t0 = now(); int rc = PMPI_Compare_and_swap(o, c, r, t, tr, td, w);
-    if (op_line(t0, "compare_and_swap", tr, td, bytes(1, t), w)) end();
+    if (op_line(t0, "compare_and_swap", tr, td, 1, t, 0, w)) end();
     return rc;
 }
 /* Request-based operations: an operation's line with the request last
  * (before TYPE OP). */
-static void rop_line(double t0, const char *name, int target, MPI_Aint disp, long nbytes, MPI_Win w, MPI_Request q,
+static void rop_line(double t0, const char *name, int target, MPI_Aint disp, int count, MPI_Win w, MPI_Request q,
                      MPI_Datatype t, MPI_Op op) {
-    if (!op_line(t0, name, target, disp, nbytes, w)) return;
+    if (!op_line(t0, name, target, disp, count, t, op == MPI_OP_NULL, w)) return;
     num(track(q, 0, 0, 0));
     if (op != MPI_OP_NULL) reduction(t, op);
     end();
@@ -957,25 +963,25 @@ static void rop_line(double t0, const char *name, int target, MPI_Aint disp, lon
 int MPI_Rput(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
              MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Rput(o, oc, ot, tr, td, tc, tt, w, q);
-    rop_line(t0, "rput", tr, td, bytes(oc, ot), w, *q, ot, MPI_OP_NULL);
+    rop_line(t0, "rput", tr, td, oc, w, *q, ot, MPI_OP_NULL);
     return rc;
 }
 int MPI_Rget(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
              MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Rget(o, oc, ot, tr, td, tc, tt, w, q);
-    rop_line(t0, "rget", tr, td, bytes(oc, ot), w, *q, ot, MPI_OP_NULL);
+    rop_line(t0, "rget", tr, td, oc, w, *q, ot, MPI_OP_NULL);
     return rc;
 }
 int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
                     MPI_Win w, MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Raccumulate(o, oc, ot, tr, td, tc, tt, op, w, q);
-    rop_line(t0, "raccumulate", tr, td, bytes(oc, ot), w, *q, ot, op);
+    rop_line(t0, "raccumulate", tr, td, oc, w, *q, ot, op);
     return rc;
 }
 int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
                         MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w, MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Rget_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w, q);
-    rop_line(t0, "rget_accumulate", tr, td, bytes(rcount, rt), w, *q, rt, op);
+    rop_line(t0, "rget_accumulate", tr, td, rcount, w, *q, rt, op);
     return rc;
 }
 
@@ -1070,7 +1076,6 @@ static void reduce_line(double t0, const char *name, int rooted, int root, int c
     if (coll(t0, name, comm, r, &k)) {
         if (rooted) num(rootof(root));
         if (rooted && root == MPI_PROC_NULL) num(0);
-        else if (strcmp(name, "reduce_scatter_block") == 0) num(bytes(count, t));
         else data(count, t);
         coll_comm(k, r); reduction(t, op); end();
     }

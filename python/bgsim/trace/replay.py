@@ -36,7 +36,8 @@ How each recorded call replays:
   completion;
 - a buffer whose data did not lie in one run of bytes (a vector, a
   resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT in point to point,
-  bcast, reduce, allreduce, scan, exscan; send= and recv= in a gather,
+  bcast, reduce, allreduce, scan, exscan, reduce_scatter_block, a put's
+  or get's origin; send= and recv= in a gather,
   scatter, allgather, alltoall and their v-forms) is the recorded count of a byte datatype
   of the recorded size with one-byte gaps where the recorded type had
   gaps, so the simulated MPI packs and unpacks it (its cost is
@@ -284,7 +285,7 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             elif name == "cancel":
                 pass
             elif name in RMA:
-                made = _rma(c, comms, wins, op_of(c))
+                made = _rma(c, comms, wins, op_of(c), data)
                 if "req" in a:
                     reqs[a["req"]] = made
                     nothing = nothing or made is None
@@ -323,12 +324,13 @@ _WIN_SYNC = {"win_fence": "Fence", "win_lock_all": "Lock_all", "win_unlock_all":
              "win_flush_all": "Flush_all", "win_sync": "Sync", "win_complete": "Complete", "win_wait": "Wait"}
 
 
-def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
+def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, data: Callable[..., Any]) -> Any:
     """A one-sided call: the window of the recorded size and displacement
     unit (zeros), operations of the recorded sizes at the recorded
     displacements (as bytes there: the target datatype's layout is not
-    recorded), synchronization as recorded. Returns a request-based
-    operation's request."""
+    recorded; a put's or get's origin laid out as recorded, `data`),
+    synchronization as recorded. Returns a request-based operation's
+    request."""
     a, name = c.a, c.name
     if name == "win_create":
         wins[a["win"]] = MPI.Win.Create(_buf(a["bytes"]), a["unit"], comm=comms[a["comm"]])
@@ -336,10 +338,10 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any) -> Any:
     win = wins[a["win"]]
     if "target" in a and "bytes" in a:
         n, target, disp = a["bytes"], _peer(a["target"]), a["disp"]
-        if name in ("put", "rput"):
-            return (win.Rput if name == "rput" else win.Put)(_buf(n), target, disp)
+        if name in ("put", "rput"):  # (at the target: n bytes, whatever the origin's layout)
+            return (win.Rput if name == "rput" else win.Put)(data(c, "bytes"), target, (disp, n, MPI.BYTE))
         elif name in ("get", "rget"):
-            return (win.Rget if name == "rget" else win.Get)(_buf(n), target, disp)
+            return (win.Rget if name == "rget" else win.Get)(data(c, "bytes"), target, (disp, n, MPI.BYTE))
         elif name == "compare_and_swap":
             one = np.zeros(1, f"u{n}" if n in (1, 2, 4, 8) else "u1")
             win.Compare_and_swap(one, one.copy(), np.empty_like(one), target, disp)
@@ -399,6 +401,13 @@ def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: C
     elif name in ("allreduce", "scan", "exscan"):
         x = _elements(c, a["bytes"])
         getattr(comm, name.capitalize())(x, np.empty_like(x), op)
+    elif name == "reduce_scatter_block" and c.layout:  # bytes laid out as recorded, summed
+        mine = data(c, "bytes")
+        if isinstance(mine, list):
+            _, count, t = mine
+            comm.Reduce_scatter_block([_buf(size * count * t.extent), size * count, t], mine, MPI.SUM)
+        else:
+            comm.Reduce_scatter_block(_buf(mine.size * size), mine, MPI.SUM)
     elif name == "reduce_scatter_block":
         x = _elements(c, a["bytes"])
         comm.Reduce_scatter_block(np.zeros(x.size * size, x.dtype), x, op)

@@ -176,7 +176,9 @@ _EMPTY: List[int] = []
 #: The arguments that may carry a buffer's layout (point to point, and the
 #: collectives whose send and receive buffers have one datatype and count).
 _LAID_OUT = ("bytes", "sbytes", "rbytes")
-_LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan")
+_LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan", "reduce_scatter_block")
+#: One-sided operations whose origin buffer may carry its layout.
+_LAID_OUT_RMA = ("put", "get", "rput", "rget")
 #: The collectives whose send and receive buffers each may carry a layout
 #: (`send=SIZE:EXTENT:TRUE_EXTENT recv=...` at the line's end).
 _SIDED = ("gather", "scatter", "allgather", "alltoall", "gatherv", "scatterv", "allgatherv", "alltoallv")
@@ -223,7 +225,8 @@ class Call:
     #: The buffers whose data do not lie in one run of bytes: argument
     #: (bytes, sbytes, rbytes) -> (count, the datatype's extent, its true
     #: extent) from `BYTES:COUNT:EXTENT:TRUE_EXTENT` (point to point,
-    #: bcast, reduce, allreduce, scan, exscan); side (send, recv) -> (the
+    #: bcast, reduce, allreduce, scan, exscan, reduce_scatter_block, a
+    #: put's or get's origin); side (send, recv) -> (the
     #: datatype's size, extent, true extent) from a gather's, scatter's,
     #: allgather's or alltoall's `send=` and `recv=`.
     layout: Optional[Dict[str, Tuple[int, int, int]]] = None
@@ -553,14 +556,14 @@ class _Rank:
                 if ":" not in tok:
                     ints.append(int(tok))
                     continue
-                if key not in _LAID_OUT or not (_KIND.get(what) in ("p2p", "sendrecv")
+                if key not in _LAID_OUT or not (_KIND.get(what) in ("p2p", "sendrecv") or what in _LAID_OUT_RMA
                                                 or blocking_collective(what) in _LAID_OUT_COLLECTIVES):
                     raise ValueError
                 nbytes, count, extent, true_extent = map(int, tok.split(":"))
             except ValueError:
                 raise self.fail(f"arguments must be integers (the BYTES of a point-to-point call, bcast, reduce, "
-                                f"allreduce, scan or exscan may be BYTES:COUNT:EXTENT:TRUE_EXTENT), "
-                                f"got `{' '.join(rest)}`") from None
+                                f"allreduce, scan, exscan, reduce_scatter_block, put or get may be "
+                                f"BYTES:COUNT:EXTENT:TRUE_EXTENT), got `{' '.join(rest)}`") from None
             if count < 1 or nbytes % count:
                 raise self.fail(f"{key} {tok}: BYTES:COUNT:EXTENT:TRUE_EXTENT takes a COUNT of 1 or more "
                                 f"that divides BYTES")

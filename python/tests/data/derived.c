@@ -5,7 +5,8 @@
  * and a resized one, through Send/Recv, Isend/Irecv, Sendrecv and
  * persistent requests, then collectives of them: a Bcast and an
  * Allreduce (one datatype), an Alltoall, a Gather and an Allgatherv (a
- * derived datatype on one side). Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
+ * derived datatype on one side), a Reduce_scatter_block, and a Put and
+ * a Get of a column. Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
  * each prints the sum of what it received. */
 #include <mpi.h>
 #include <stddef.h>
@@ -98,6 +99,24 @@ int main(int argc, char **argv) {
     int vc[4] = {N, N, N, N}, vd[4] = {0, N, 2 * N, 3 * N};
     MPI_Allgatherv(&a[0][7], 1, column, everyone, vc, vd, MPI_DOUBLE, MPI_COMM_WORLD);
     for (int j = 0; j < N; j++) sum += everyone[2][j];
+    /* A column scattered reduced (an element each), and one-sided: a
+     * column put into the next rank's window and one got back. */
+    MPI_Datatype col16;
+    MPI_Type_vector(16, 1, N, MPI_DOUBLE, &col16);
+    MPI_Type_commit(&col16);
+    MPI_Op_create(keep_inout, 1, &keep);
+    MPI_Reduce_scatter_block(&a[0][8], &b[0][8], 1, col16, keep, MPI_COMM_WORLD);
+    MPI_Op_free(&keep);
+    MPI_Win win;
+    static double exposed[N];
+    MPI_Win_create(exposed, sizeof exposed, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_fence(0, win);
+    MPI_Put(&a[0][9], 1, column, (r + 1) % 4, 0, N, MPI_DOUBLE, win);
+    MPI_Win_fence(0, win);
+    MPI_Get(&b[0][10], 1, column, (r + 3) % 4, 0, N, MPI_DOUBLE, win);
+    MPI_Win_fence(0, win);
+    MPI_Win_free(&win);
+    MPI_Type_free(&col16);
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 4; j++) sum += trecv[i][j];
     if (r == 0)
