@@ -18,7 +18,8 @@
  * allreduce, scan or exscan whose data do not lie in one run of bytes it
  * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()), as in a
  * reduce_scatter_block and at the origin of a put or get. A gather, scatter,
- * allgather or alltoall line, and its v-form (nonblocking too), ends with
+ * allgather or alltoall line, its v-form, a reduce_scatter or a
+ * neighbourhood collective's line (nonblocking too), ends with
  * send=S:E:T and recv=S:E:T for such buffers: their datatypes' size,
  * extent and true extent (see side()). TYPE is f|i|u|c followed by the element size (f8:
  * double), or b1 for any other type (bytes); OP is sum, max, min, prod,
@@ -71,7 +72,7 @@
  *   barrier COMM | bcast ROOT BYTES COMM
  *   reduce ROOT BYTES COMM TYPE OP
  *   allreduce|scan|exscan|reduce_scatter_block BYTES COMM TYPE OP
- *   reduce_scatter COMM N B1..BN TYPE OP
+ *   reduce_scatter COMM N B1..BN TYPE OP [send=S:E:T] [recv=S:E:T]
  *   allgather|alltoall BYTES COMM [send=S:E:T] [recv=S:E:T]   (BYTES per rank)
  *   gather|scatter ROOT BYTES COMM [send=S:E:T] [recv=S:E:T]
  *   gatherv ROOT BYTES COMM N B1..BN [send=S:E:T] [recv=S:E:T]   (N 0 but at the root)
@@ -83,7 +84,8 @@
  *   neighbor_alltoallv|neighbor_alltoallw COMM N IN S1..SIN R1..RIN OUT D1..DOUT B1..BOUT
  *       the in-neighbours (communicator ranks, -2 for MPI_PROC_NULL) and
  *       the bytes from each, the out-neighbours and the bytes to each
- *       (N = 2 + 2 IN + 2 OUT)
+ *       (N = 2 + 2 IN + 2 OUT), then [send=S:E:T] [recv=S:E:T] but for
+ *       neighbor_alltoallw
  * One-sided (WIN: the rank's number for a window, 0, 1 ... in the order
  * it made them; TARGET a rank of the window's communicator; DISP in the
  * target's displacement units; BYTES what the origin's buffer holds):
@@ -1109,9 +1111,14 @@ int MPI_Ireduce_scatter_block(const void *sb, void *rb, int c, MPI_Datatype t, M
     double t0 = now(); int rc = PMPI_Ireduce_scatter_block(sb, rb, c, t, op, comm, r);
     reduce_line(t0, "reduce_scatter_block", 0, 0, c, t, op, comm, r); return rc;
 }
+static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
 static void reduce_scatter_line(double t0, const int *rcounts, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r) {
     long k;
-    if (coll(t0, "reduce_scatter", comm, r, &k)) { coll_comm(k, r); counts(comm_size(comm), rcounts, t, NULL); reduction(t, op); end(); }
+    if (coll(t0, "reduce_scatter", comm, r, &k)) {
+        coll_comm(k, r); counts(comm_size(comm), rcounts, t, NULL); reduction(t, op);
+        side("send", 1, t); side("recv", rcounts[me(comm)], t);
+        end();
+    }
 }
 int MPI_Reduce_scatter(const void *sb, void *rb, const int rc_[], MPI_Datatype t, MPI_Op op, MPI_Comm comm) {
     double t0 = now(); int rc = PMPI_Reduce_scatter(sb, rb, rc_, t, op, comm); reduce_scatter_line(t0, rc_, t, op, comm, NULL);
@@ -1160,7 +1167,6 @@ static void rooted_line(double t0, const char *name, int root, long b, MPI_Comm 
         end();
     }
 }
-static int me(MPI_Comm c) { int r = -1; PMPI_Comm_rank(c, &r); return r; }
 /* Whether the calling rank is a rooted collective's root. */
 static int at_root(int root, MPI_Comm c) { return is_inter(c) ? root == MPI_ROOT : me(c) == root; }
 /* Which buffers of a rooted collective the calling rank uses (gather:
@@ -1377,6 +1383,8 @@ static void neighbor_line(double t0, const char *name, MPI_Comm comm, MPI_Reques
         num(nout);
         for (int i = 0; i < nout; i++) num(peer(outs[i]));
         for (int i = 0; i < nout; i++) num(bytes(sc ? sc[i] : sc1, sts ? sts[i] : st));
+        if (!sts) side("send", 1, st);  /* (alltoallw's types are per neighbour: bytes only) */
+        if (!rts) side("recv", 1, rt);
         end();
     }
     free(in);

@@ -37,8 +37,10 @@ How each recorded call replays:
 - a buffer whose data did not lie in one run of bytes (a vector, a
   resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT in point to point,
   bcast, reduce, allreduce, scan, exscan, reduce_scatter_block, a put's
-  or get's origin; send= and recv= in a gather,
-  scatter, allgather, alltoall and their v-forms) is the recorded count of a byte datatype
+  or get's origin; send= and recv= in a gather, scatter, allgather,
+  alltoall and their v-forms, a reduce_scatter, a neighbourhood
+  collective - there as the pack's cost alone, its messages being sizes)
+  is the recorded count of a byte datatype
   of the recorded size with one-byte gaps where the recorded type had
   gaps, so the simulated MPI packs and unpacks it (its cost is
   the bytes', not the layout's); a laid-out reduction reduces those bytes
@@ -57,6 +59,7 @@ import numpy as np
 from .. import MPI
 from ..mpishim import nbc as _nbc
 from ..mpishim import neighbor as _neighbor
+from ..mpishim.buffers import _pack
 from ..errors import UsageError
 from ..runtime import compute
 from .tracefile import (ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, RMA, SEND_MODE, Call, Trace,
@@ -96,85 +99,91 @@ def _tag(v: int) -> int:
     return MPI.ANY_TAG if v == ANY else v
 
 
-def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
-    """The rank program that replays `trace` (run it with `bgsim.run`):
-    the time between two calls is compute, times `cpu_factor`."""
-    ops = _ops()
-    # The halo's buffers: one of zeros per size, shared by every rank's
-    # sends and receives (a replay's data are zeros whatever arrives), so
-    # a message costs no allocation.
-    zeros: Dict[int, np.ndarray] = {}
+class _Buffers:
+    """A replay's messages: zeros of the recorded sizes, and where the
+    recorded data did not lie in one run of bytes, datatypes with gaps
+    where the recorded ones had them (one byte each: in an element, between
+    elements), so that the simulated MPI packs and unpacks them as the
+    recorded MPI did (its cost is the bytes', not the layout's)."""
 
-    def zero(n: int) -> np.ndarray:
-        b = zeros.get(n)
+    def __init__(self) -> None:
+        # The halo's buffers: one of zeros per size, shared by every rank's
+        # sends and receives (a replay's data are zeros whatever arrives),
+        # so a message costs no allocation.
+        self.zeros: Dict[int, np.ndarray] = {}
+        # (size, gap inside, gap between) -> datatype
+        self.types: Dict[tuple, Any] = {}
+
+    def zero(self, n: int) -> np.ndarray:
+        b = self.zeros.get(n)
         if b is None:
-            b = zeros[n] = np.zeros(n, "u1")
+            b = self.zeros[n] = np.zeros(n, "u1")
         return b
 
-    # Datatypes of the recorded layouts: (size, gap inside, gap between) -> type.
-    types: Dict[tuple, Any] = {}
-
-    def laid(size: int, inside: bool, between: bool) -> Any:
+    def laid(self, size: int, inside: bool, between: bool) -> Any:
         """A byte datatype of `size` bytes with a one-byte gap in each
         element (`inside`) or after it (`between`)."""
-        t = types.get((size, inside, between))
+        t = self.types.get((size, inside, between))
         if t is None:
             t = MPI.BYTE.Create_hindexed([size - 1, 1], [0, size]) if inside else MPI.BYTE.Create_contiguous(size)
             if between:
                 t = t.Create_resized(0, size + 1)
-            t = types[size, inside, between] = t.Commit()
+            t = self.types[size, inside, between] = t.Commit()
         return t
 
-    def data(c: Call, key: str, shared: bool = False) -> Any:
+    def data(self, c: Call, key: str, shared: bool = False) -> Any:
         """The message of argument `key` (bytes, sbytes, rbytes): zeros of
-        the recorded size; where the recorded data did not lie in one run
-        of bytes, the recorded count of a datatype of the recorded size
-        with gaps (one byte each, wherever the recorded type had them: in
-        an element, between elements), so that the simulated MPI packs and
-        unpacks it as the recorded MPI did. `shared`: a buffer of zeros
-        shared by the rank's messages of that size."""
+        the recorded size, or the recorded count of a datatype laid out as
+        recorded (BYTES:COUNT:EXTENT:TRUE_EXTENT). `shared`: a buffer of
+        zeros shared by the rank's messages of that size."""
         n = c.a[key]
         lay = c.layout.get(key) if c.layout else None
         if lay is None:
-            return zero(n) if shared else _buf(n)
+            return self.zero(n) if shared else _buf(n)
         count, extent, true_extent = lay
         size = n // count
         inside = true_extent > size and size > 1
         between = count > 1 and not inside and (extent != size or true_extent > size)
         if not (inside or between):
-            return zero(n) if shared else _buf(n)
-        t = laid(size, inside, between)
-        return [zero(count * t.extent) if shared else _buf(count * t.extent), count, t]
+            return self.zero(n) if shared else _buf(n)
+        t = self.laid(size, inside, between)
+        return [self.zero(count * t.extent) if shared else _buf(count * t.extent), count, t]
 
-    def side_type(c: Call, side: str) -> Any:
-        """The datatype of a collective's `side` (send, recv) whose data
-        did not lie in one run of bytes (the recorded size, extent and true
-        extent): elements of its size with gaps where it had them; None
-        for bytes."""
+    def side_type(self, c: Call, side: str) -> Any:
+        """The datatype of a collective's `side` (send, recv) laid out as
+        recorded (send=SIZE:EXTENT:TRUE_EXTENT ...); None for bytes."""
         lay = c.layout.get(side) if c.layout else None
         if lay is None:
             return None
         size, extent, true_extent = lay
         inside = true_extent > size and size > 1
         between = not inside and (extent != size or true_extent > size)
-        return laid(size, inside, between) if inside or between else None
+        return self.laid(size, inside, between) if inside or between else None
 
-    def blocks(c: Call, side: str, nbytes: int, k: int) -> Any:
+    def blocks(self, c: Call, side: str, nbytes: int, k: int) -> Any:
         """A collective's `side` buffer of `k` blocks of `nbytes` each."""
-        t = side_type(c, side)
+        t = self.side_type(c, side)
         if t is None:
             return _buf(nbytes * k)
         return [_buf(k * (nbytes // t.size) * t.extent), nbytes // t.size, t]
 
-    def vblocks(c: Call, side: str, sizes: List[int]) -> Any:
+    def vblocks(self, c: Call, side: str, sizes: List[int]) -> Any:
         """A v-collective's `side` buffer of blocks of `sizes` bytes, back
         to back."""
-        t = side_type(c, side)
+        t = self.side_type(c, side)
         if t is None:
             return _vector(sizes)
         counts = [b // t.size for b in sizes]
         displs = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(int).tolist() if counts else []
         return [_buf(sum(counts) * t.extent), counts, displs, t]
+
+
+def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
+    """The rank program that replays `trace` (run it with `bgsim.run`):
+    the time between two calls is compute, times `cpu_factor`."""
+    ops = _ops()
+    buffers = _Buffers()
+    zeros, zero, data = buffers.zeros, buffers.zero, buffers.data
 
     def op_of(c: Call) -> Any:
         return ops["sum"] if c.dtype not in _DTYPES else ops.get(c.op, ops["sum"])
@@ -285,15 +294,15 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
             elif name == "cancel":
                 pass
             elif name in RMA:
-                made = _rma(c, comms, wins, op_of(c), data)
+                made = _rma(c, comms, wins, op_of(c), buffers)
                 if "req" in a:
                     reqs[a["req"]] = made
                     nothing = nothing or made is None
             elif "req" in a:  # a nonblocking collective: its blocking form, run as one (`nbc`)
                 reqs[a["req"]] = _nbc.start(f"MPI.Comm.{name.capitalize()}()",
-                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, data, blocks, vblocks))
+                                            lambda c=c, comm=comm, op=op_of(c): _collective(c, comm, op, buffers))
             else:
-                _collective(c, comm, op_of(c), data, blocks, vblocks)
+                _collective(c, comm, op_of(c), buffers)
         if freed:
             MPI.Request.Waitall(freed)
         if any(r is not None for r in reqs.values()):
@@ -324,11 +333,11 @@ _WIN_SYNC = {"win_fence": "Fence", "win_lock_all": "Lock_all", "win_unlock_all":
              "win_flush_all": "Flush_all", "win_sync": "Sync", "win_complete": "Complete", "win_wait": "Wait"}
 
 
-def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, data: Callable[..., Any]) -> Any:
+def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, buffers: _Buffers) -> Any:
     """A one-sided call: the window of the recorded size and displacement
     unit (zeros), operations of the recorded sizes at the recorded
     displacements (as bytes there: the target datatype's layout is not
-    recorded; a put's or get's origin laid out as recorded, `data`),
+    recorded; a put's or get's origin laid out as recorded),
     synchronization as recorded. Returns a request-based operation's
     request."""
     a, name = c.a, c.name
@@ -339,9 +348,9 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, data: Ca
     if "target" in a and "bytes" in a:
         n, target, disp = a["bytes"], _peer(a["target"]), a["disp"]
         if name in ("put", "rput"):  # (at the target: n bytes, whatever the origin's layout)
-            return (win.Rput if name == "rput" else win.Put)(data(c, "bytes"), target, (disp, n, MPI.BYTE))
+            return (win.Rput if name == "rput" else win.Put)(buffers.data(c, "bytes"), target, (disp, n, MPI.BYTE))
         elif name in ("get", "rget"):
-            return (win.Rget if name == "rget" else win.Get)(data(c, "bytes"), target, (disp, n, MPI.BYTE))
+            return (win.Rget if name == "rget" else win.Get)(buffers.data(c, "bytes"), target, (disp, n, MPI.BYTE))
         elif name == "compare_and_swap":
             one = np.zeros(1, f"u{n}" if n in (1, 2, 4, 8) else "u1")
             win.Compare_and_swap(one, one.copy(), np.empty_like(one), target, disp)
@@ -373,10 +382,9 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, data: Ca
         (win.Post if name == "win_post" else win.Start)(group)
 
 
-def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: Callable[..., Any],
-                vblocks: Callable[..., Any]) -> None:
-    """A collective (blocking, or the body of a nonblocking one). `data`,
-    `blocks`, `vblocks`: the messages of laid-out buffers (`program`'s)."""
+def _collective(c: Call, comm: Any, op: Any, buffers: _Buffers) -> None:
+    """A collective (blocking, or the body of a nonblocking one)."""
+    data, blocks, vblocks = buffers.data, buffers.blocks, buffers.vblocks
     a, lst = c.a, c.lst
     name = blocking_collective(c.name)
     inter = comm.Is_inter()
@@ -411,6 +419,11 @@ def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: C
     elif name == "reduce_scatter_block":
         x = _elements(c, a["bytes"])
         comm.Reduce_scatter_block(np.zeros(x.size * size, x.dtype), x, op)
+    elif name == "reduce_scatter" and buffers.side_type(c, "recv") is not None:  # laid out as recorded, summed
+        t = buffers.side_type(c, "recv")
+        counts = [b // t.size for b in lst]
+        comm.Reduce_scatter([_buf(sum(counts) * t.extent), sum(counts), t],
+                            [_buf(counts[rank] * t.extent), counts[rank], t], counts, MPI.SUM)
     elif name == "reduce_scatter":
         blocks = [_elements(c, b) for b in lst]
         if len({b.dtype for b in blocks}) > 1:  # some block does not divide: bytes throughout
@@ -437,7 +450,17 @@ def _collective(c: Call, comm: Any, op: Any, data: Callable[..., Any], blocks: C
     elif name == "alltoallv":
         comm.Alltoallv(vblocks(c, "send", lst[:size]), vblocks(c, "recv", lst[size:]))
     elif name.startswith("neighbor_"):  # the recorded neighbours (PROC_NULL is -2 in both), the recorded sizes
-        ins, _, outs, sizes = neighborhood(lst)
+        ins, rsizes, outs, sizes = neighborhood(lst)
+        # (sizes without content: a laid-out side's pack and unpack are
+        # charged as such, a block at a time, as the simulated MPI's are)
+        if buffers.side_type(c, "send") is not None:
+            for d, b in zip(outs, sizes):
+                if d != PROC_NULL:
+                    _pack(b)
         _neighbor.exchange(comm, name, sizes, (ins, outs))
+        if buffers.side_type(c, "recv") is not None:
+            for src, b in zip(ins, rsizes):
+                if src != PROC_NULL:
+                    _pack(b)
     else:  # the loader knows no other call
         raise UsageError(f"{c.where}: {c.name} has no replay")

@@ -181,7 +181,8 @@ _LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan", "redu
 _LAID_OUT_RMA = ("put", "get", "rput", "rget")
 #: The collectives whose send and receive buffers each may carry a layout
 #: (`send=SIZE:EXTENT:TRUE_EXTENT recv=...` at the line's end).
-_SIDED = ("gather", "scatter", "allgather", "alltoall", "gatherv", "scatterv", "allgatherv", "alltoallv")
+_SIDED = ("gather", "scatter", "allgather", "alltoall", "gatherv", "scatterv", "allgatherv", "alltoallv",
+          "reduce_scatter", "neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv")
 
 
 def _side_bytes(name: str, c: "Call") -> Dict[str, List[int]]:
@@ -197,7 +198,11 @@ def _side_bytes(name: str, c: "Call") -> Dict[str, List[int]]:
     if name == "alltoallv":
         half = len(lst) // 2
         return {"send": lst[:half], "recv": lst[half:]}
-    return {"recv": lst[:-1]}  # allgatherv (on an intercommunicator the last is the rank's own block)
+    if name == "reduce_scatter":
+        return {"send": lst, "recv": lst}
+    if name == "allgatherv":  # (on an intercommunicator the last is the rank's own block)
+        return {"recv": lst[:-1]}
+    return {}  # a neighbourhood collective (its list is checked with the call)
 
 
 @dataclass(slots=True)
@@ -483,6 +488,9 @@ class _Rank:
             raise self.fail(f"unknown call `{what}` (known: {', '.join(SPEC)})")
         fixed, lst, typed = spec
         dtype, op = "u1", "sum"
+        layout = None
+        if rest and "=" in rest[-1]:
+            rest, layout = self.sides(what, rest)
         if typed:
             if len(rest) < 2:
                 raise self.fail(f"{what} ends with its TYPE and OP")
@@ -491,9 +499,6 @@ class _Rank:
                 raise self.fail(f"unknown element type `{dtype}` (known: {', '.join(TYPES)})")
             if op not in OPS:
                 raise self.fail(f"unknown operation `{op}` (known: {', '.join(OPS)})")
-        layout = None
-        if rest and "=" in rest[-1]:
-            rest, layout = self.sides(what, rest)
         try:
             ints = list(map(int, rest))
         except ValueError:
@@ -521,8 +526,9 @@ class _Rank:
         return self.check(c)
 
     def sides(self, what: str, rest: List[str]) -> Tuple[List[str], Dict[str, Tuple[int, int, int]]]:
-        """A gather's, scatter's, allgather's or alltoall's (or its
-        v-form's) trailing `send=SIZE:EXTENT:TRUE_EXTENT` and `recv=...`: the layouts of its
+        """The trailing `send=SIZE:EXTENT:TRUE_EXTENT` and `recv=...` of a
+        gather, scatter, allgather, alltoall (or its v-form), reduce_scatter
+        or neighbourhood collective: the layouts of its
         buffers whose data do not lie in one run of bytes. The arguments
         before them, and the layouts by side (send, recv)."""
         layout: Dict[str, Tuple[int, int, int]] = {}
@@ -534,7 +540,8 @@ class _Rank:
                     raise ValueError
                 size, extent, true_extent = map(int, value.split(":"))
             except ValueError:
-                raise self.fail(f"`{tok}`: only a gather, scatter, allgather or alltoall (or its v-form) ends with "
+                raise self.fail(f"`{tok}`: only a gather, scatter, allgather or alltoall (or its v-form), a "
+                                f"reduce_scatter or a neighbourhood collective (not alltoallw) ends with "
                                 f"send=SIZE:EXTENT:TRUE_EXTENT and recv=SIZE:EXTENT:TRUE_EXTENT, once each") from None
             if size < 1 or true_extent < size:
                 raise self.fail(f"`{tok}`: a size of 1 or more, and a true extent no less than it")

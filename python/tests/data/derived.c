@@ -5,8 +5,8 @@
  * and a resized one, through Send/Recv, Isend/Irecv, Sendrecv and
  * persistent requests, then collectives of them: a Bcast and an
  * Allreduce (one datatype), an Alltoall, a Gather and an Allgatherv (a
- * derived datatype on one side), a Reduce_scatter_block, and a Put and
- * a Get of a column. Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
+ * derived datatype on one side), a Reduce_scatter_block, a
+ * Reduce_scatter, a Neighbor_alltoall, and a Put and a Get of a column. Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
  * each prints the sum of what it received. */
 #include <mpi.h>
 #include <stddef.h>
@@ -106,7 +106,17 @@ int main(int argc, char **argv) {
     MPI_Type_commit(&col16);
     MPI_Op_create(keep_inout, 1, &keep);
     MPI_Reduce_scatter_block(&a[0][8], &b[0][8], 1, col16, keep, MPI_COMM_WORLD);
+    int ones[4] = {1, 1, 1, 1};
+    MPI_Reduce_scatter(&a[0][0], &b[0][11], ones, col16, keep, MPI_COMM_WORLD);
     MPI_Op_free(&keep);
+    /* A stencil's neighbour exchange on a periodic 2x2 grid: a column of
+     * 16 doubles to each of the four neighbours, received back to back. */
+    MPI_Comm grid;
+    int dims[2] = {2, 2}, periods[2] = {1, 1};
+    static double faces[4][16];
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid);
+    MPI_Neighbor_alltoall(&a[0][0], 1, col16, faces, 16, MPI_DOUBLE, grid);
+    MPI_Comm_free(&grid);
     MPI_Win win;
     static double exposed[N];
     MPI_Win_create(exposed, sizeof exposed, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
