@@ -922,3 +922,50 @@ def test_the_halo_lines_fast_reading_gives_what_the_general_one_does(real, deriv
         assert fast.ranks == slow.ranks
         assert fast.sent == slow.sent
     assert sum(c.name in ("irecv", "isend", "waitall") for c in fast.ranks[0]) == 11
+
+
+def test_a_replays_halo_rounds_run_in_the_core_with_the_same_results(tmp_path, monkeypatch):
+    """A round of irecvs, isends and their waitall, with no compute
+    between them, runs as one exchange in the core (`replay._round`): the
+    same simulated times, messages and per-rank figures as the calls one
+    by one - on a halo of uniform sizes, of sizes by direction, and with a
+    round the rules keep out (a send to PROC_NULL) and compute between
+    rounds."""
+    import bgsim
+    from bgsim.trace import replay
+    n = 8
+    for r in range(n):
+        lines = [f"# bgsim-trace 2 rank {r} size {n} clock cpu"]
+        req, t = 0, 0.0
+        for it in range(4):
+            nb = [(r + 1) % n, (r - 1) % n, (r + 2) % n, (r - 2) % n]
+            ids = []
+            for k, p in enumerate(nb):
+                req += 1
+                ids.append(req)
+                src = -2 if it == 2 and k == 2 else p  # (the other end of the send to PROC_NULL below)
+                lines.append(f"{t:.6f} {t:.6f} irecv {src} 5 4096 0 {req}")
+            for k, p in enumerate(nb):
+                req += 1
+                ids.append(req)
+                size = 4096 if it % 2 == 0 else 1024 * (k + 1) if k < 2 else 4096
+                dest = -2 if it == 2 and k == 3 else p  # a round kept out
+                lines.append(f"{t:.6f} {t:.6f} isend {dest} 5 {size} 0 {req}")
+            lines.append(f"{t:.6f} {t + 1e-6:.6f} waitall {len(ids)} " + " ".join(map(str, ids)))
+            t += 2e-5  # compute between rounds
+        lines.append(f"{t:.6f} {t:.6f} finalize")
+        (tmp_path / f"rank-{r}.trace").write_text("\n".join(lines) + "\n")
+    trace = bgtrace.load(str(tmp_path))
+    ran = []
+    real_round = replay._run_round
+    monkeypatch.setattr(replay, "_run_round", lambda *a: (ran.append(1), real_round(*a)))
+    for machine in ("bgl", "bgp"):
+        ran.clear()
+        rounds = bgsim.run(replay.program(trace), machine=machine, shape="2x2x2", nranks=n)
+        assert len(ran) == 3 * n  # the PROC_NULL round went call by call
+        with monkeypatch.context() as m:
+            m.setattr(replay, "_round", lambda calls, i, f: (i + 1, None))
+            calls = bgsim.run(replay.program(trace), machine=machine, shape="2x2x2", nranks=n)
+        assert rounds.time_s == calls.time_s
+        assert rounds.ranks == calls.ranks
+        assert rounds.counters == calls.counters

@@ -689,12 +689,14 @@ impl World {
     /// None, all at once; "pairwise", the k-th receive and send as step k;
     /// or a list of (receives, sends) per step. `parts` is a list by
     /// communicator rank or a dict. `packed`: what arrives is kept in one
-    /// buffer, for `coll_result_packed`. Returns true if the rank waits
+    /// buffer, for `coll_result_packed`. `p2p`: on the communicator's
+    /// point-to-point context instead (a replay's rounds of point-to-point
+    /// messages, `bgsim.trace.replay`). Returns true if the rank waits
     /// (the driver switches away; `run` gives it back).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0, packed=false))]
+    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0, packed=false, p2p=false))]
     fn coll_exchange(&mut self, rank: u32, comm: &Members, tag: i32, parts: &Bound<'_, PyAny>, dests: Vec<u32>, srcs: Vec<u32>,
-                     steps: Option<&Bound<'_, PyAny>>, mode: u8, packed: bool) -> PyResult<bool> {
+                     steps: Option<&Bound<'_, PyAny>>, mode: u8, packed: bool, p2p: bool) -> PyResult<bool> {
         let dict = parts.downcast::<PyDict>().ok();
         let convert = |p: Bound<'_, PyAny>| -> PyResult<Option<Payload>> {
             if p.is_none() {
@@ -745,8 +747,14 @@ impl World {
         } else {
             Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?)
         };
-        let x = Exchange { peers: comm.ranks.clone(), ctx: comm.ctx + 1, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
+        let ctx = if p2p { comm.ctx } else { comm.ctx + 1 };
+        let x = Exchange { peers: comm.ranks.clone(), ctx, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
         self.w.start(rank, if packed { Agent::packed(x) } else { Agent::new(x) }).map_err(to_py)
+    }
+    /// Drops what `rank`'s finished exchange received (a driver that
+    /// needs none of it).
+    fn coll_discard(&mut self, rank: u32) -> PyResult<()> {
+        self.finished_agent(rank).map(drop)
     }
     /// Advances a rank `run` returned marked with the agent bit (its bit
     /// cleared); true if it waits again.

@@ -61,6 +61,7 @@ from ..mpishim import nbc as _nbc
 from ..mpishim import neighbor as _neighbor
 from ..mpishim.buffers import _pack
 from ..errors import UsageError
+from .. import runtime as _rt
 from ..runtime import compute
 from .tracefile import (ANY, COMPLETES_LIST, COMPLETES_ONE, PROC_NULL, RMA, SEND_MODE, Call, Trace,
                         blocking_collective, neighborhood)
@@ -201,7 +202,15 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         wait_all = MPI.Request.Waitall
         zero_of = zeros.get
         nothing = False  # whether some request stands for nothing (None): a wait skips those
-        for c in trace.ranks[me]:
+        calls = trace.ranks[me]
+        ctx = _rt.current()
+        # Rounds run in the core (`_round`) unless a timeline records the calls one by one.
+        rounds = ctx.runtime.timeline is None
+        skip = 0  # the calls before this index ran in a round
+        plain = 0  # no round starts before this index (where the last search stopped)
+        for i, c in enumerate(calls):
+            if i < skip:
+                continue
             if c.t0 > last and cpu_factor > 0:
                 compute(seconds=(c.t0 - last) * cpu_factor)
             last = c.t1
@@ -211,6 +220,14 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
                 nothing = True
                 continue
             # The common calls first: a halo's irecv, isend and waitall.
+            if name == "irecv" and rounds and i >= plain and not ctx.nbcs:
+                end, found = _round(calls, i, cpu_factor)
+                comm = comms[a["comm"]]
+                if found is not None and comm._p2p is not None:
+                    _run_round(ctx, comm, *found)
+                    skip, last = end, calls[end - 1].t1
+                    continue
+                plain = end
             if name == "irecv":
                 src = a["src"]
                 buf = zero_of(a["bytes"]) if c.layout is None else data(c, "bytes")
@@ -308,6 +325,75 @@ def program(trace: Trace, cpu_factor: float = 1.0) -> Callable[[], Any]:
         if any(r is not None for r in reqs.values()):
             raise UsageError(f"trace `{trace.path}`: rank {me} ends with requests never waited for")
     return main
+
+
+def _round(calls: List[Call], i: int, cpu_factor: float) -> tuple:
+    """Whether calls[i:] start with a round of a halo exchange: irecvs
+    from ranks of one communicator with one tag, then isends to distinct
+    ranks of it with that tag, then a waitall of exactly their requests,
+    with no compute between them (no wildcard, PROC_NULL, layout or
+    cancel). Returns (the index after the round, (tag, sources,
+    destinations, sizes by destination)), or (where the search stopped,
+    None)."""
+    first = calls[i].a
+    comm, tag = first["comm"], first["tag"]
+    srcs: List[int] = []
+    dests: List[int] = []
+    sizes: Dict[int, int] = {}
+    reqs = set()
+    n, j = len(calls), i
+    gaps = cpu_factor > 0
+    prev = calls[i].t0
+    while j < n:
+        c = calls[j]
+        if c.name != "irecv":
+            break
+        a = c.a
+        src = a["src"]
+        if (src < 0 or a["tag"] != tag or a["comm"] != comm or c.layout is not None or c.cancelled is not None
+                or (gaps and c.t0 > prev)):
+            return j + 1, None
+        srcs.append(src)
+        reqs.add(a["req"])
+        prev = c.t1
+        j += 1
+    while j < n:
+        c = calls[j]
+        if c.name != "isend":
+            break
+        a = c.a
+        dest = a["dest"]
+        if (dest < 0 or dest in sizes or a["tag"] != tag or a["comm"] != comm or c.layout is not None
+                or c.cancelled is not None or (gaps and c.t0 > prev)):
+            return j + 1, None
+        sizes[dest] = a["bytes"]
+        dests.append(dest)
+        reqs.add(a["req"])
+        prev = c.t1
+        j += 1
+    if j >= n:
+        return j, None
+    w = calls[j]
+    if w.name != "waitall" or (gaps and w.t0 > prev) or len(w.lst) != len(reqs) or reqs.symmetric_difference(w.lst):
+        return j + 1, None
+    return j + 1, (tag, srcs, dests, sizes)
+
+
+def _run_round(ctx: Any, comm: Any, tag: int, srcs: List[int], dests: List[int], sizes: Dict[int, int]) -> None:
+    """A round (`_round`) as one exchange the core runs for the rank: its
+    receives posted, then its sends, then the wait for all of them, on the
+    communicator's point-to-point context - the same messages at the same
+    simulated times as the calls one by one, without a Python call per
+    message. The messages are sizes without content (a replay's are
+    zeros)."""
+    rt = ctx.runtime
+    w = rt.world
+    ctx.call, ctx.frame = "MPI.Request.Waitall()", None
+    uniform = set(sizes.values())
+    parts = uniform.pop() if len(uniform) == 1 else sizes
+    if w.coll_exchange(ctx.rank, comm._p2p, tag, parts, dests, srcs, None, 0, False, True):
+        rt.suspend(ctx.rank)
+    w.coll_discard(ctx.rank)
 
 
 def _merge(inter: Any, high: int, members: List[int], me: int) -> Any:
