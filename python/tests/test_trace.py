@@ -831,9 +831,11 @@ def test_the_recorder_writes_how_a_derived_datatypes_data_lie(derived):
                     ("alltoall", 128, {"recv": (128, 8, 8 * 4 * 15 + 8)}),
                     ("gather", 512, {"send": (512, column[1], column[2])}),
                     ("allgatherv", [512] * 4, {"send": (512, column[1], column[2])})]
-    rest = [(c.name, c.a["bytes"], c.layout) for c in calls if c.name in ("reduce_scatter_block", "put", "get")]
+    rest = [(c.name, c.a["bytes"], c.layout) for c in calls
+            if c.name in ("reduce_scatter_block", "put", "get", "accumulate")]
     assert rest == [("reduce_scatter_block", 128, {"bytes": (1, 8 * 64 * 15 + 8, 8 * 64 * 15 + 8)}),
-                    ("put", 512, {"bytes": column}), ("get", 512, {"bytes": column})]
+                    ("put", 512, {"bytes": column}), ("get", 512, {"bytes": column}),
+                    ("accumulate", 512, {"bytes": column})]
     col16 = (128, 8 * 64 * 15 + 8, 8 * 64 * 15 + 8)
     assert [(c.name, c.layout) for c in calls if c.name in ("reduce_scatter", "neighbor_alltoall")] == [
         ("reduce_scatter", {"send": col16, "recv": col16}), ("neighbor_alltoall", {"send": col16})]
@@ -849,7 +851,8 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
     send packed, its result unpacked), an all-to-all's blocks unpacked
     into columns, a column packed for a gather and one for an allgatherv,
     four packed for each reduce-scatter and its result unpacked, four
-    packed for a neighbour exchange, a column put and one got. (`test_mpi`
+    packed for a neighbour exchange, a column put, one got and one
+    accumulated. (`test_mpi`
     checks the
     pack's cost exactly, on both machines.)"""
     machine, mode = "bgl", "coprocessor"
@@ -863,7 +866,7 @@ def test_a_derived_datatypes_replay_packs_and_unpacks_it(derived, tmp_path):
 
     def copy(n):  # cycles at node.copy_bytes_per_cycle
         return -(-n // 4.3)
-    want = 14 * copy(512) + 10 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
+    want = 15 * copy(512) + 10 * copy(128) + 2 * copy(16384) + 3 * copy(1200)
     # A message that arrives before its receive is posted is copied out of
     # a temporary buffer; the packs move the timing, and with it which
     # messages do (an eager message or two more or less).

@@ -17,7 +17,7 @@
  * datatypes included); in a point-to-point call, a bcast, reduce,
  * allreduce, scan or exscan whose data do not lie in one run of bytes it
  * is BYTES:COUNT:EXTENT:TRUE_EXTENT (see data()), as in a
- * reduce_scatter_block and at the origin of a put or get. A gather, scatter,
+ * reduce_scatter_block and at the origin of a put, get or accumulate. A gather, scatter,
  * allgather or alltoall line, its v-form, a reduce_scatter or a
  * neighbourhood collective's line (nonblocking too), ends with
  * send=S:E:T and recv=S:E:T for such buffers: their datatypes' size,
@@ -912,7 +912,7 @@ int MPI_Win_free(MPI_Win *w) {
 
 /* An operation's line: TARGET DISP BYTES WIN, BYTES those of COUNT
  * elements of T at the origin (with their layout, data(), where LAID: a
- * put's or get's). */
+ * put's, get's or accumulate's). */
 static int op_line(double t0, const char *name, int target, MPI_Aint disp, int count, MPI_Datatype t, int laid,
                    MPI_Win w) {
     if (!wbegin(t0, name, w)) return 0;
@@ -934,7 +934,7 @@ int MPI_Get(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_D
 int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
                    MPI_Win w) {
     double t0 = now(); int rc = PMPI_Accumulate(o, oc, ot, tr, td, tc, tt, op, w);
-    if (op_line(t0, "accumulate", tr, td, oc, ot, 0, w)) { reduction(ot, op); end(); }
+    if (op_line(t0, "accumulate", tr, td, oc, ot, 1, w)) { reduction(ot, op); end(); }
     return rc;
 }
 int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
@@ -956,8 +956,8 @@ int MPI_Compare_and_swap(const void *o, const void *c, void *r, MPI_Datatype t, 
 /* Request-based operations: an operation's line with the request last
  * (before TYPE OP). */
 static void rop_line(double t0, const char *name, int target, MPI_Aint disp, int count, MPI_Win w, MPI_Request q,
-                     MPI_Datatype t, MPI_Op op) {
-    if (!op_line(t0, name, target, disp, count, t, op == MPI_OP_NULL, w)) return;
+                     MPI_Datatype t, MPI_Op op, int laid) {
+    if (!op_line(t0, name, target, disp, count, t, laid, w)) return;
     num(track(q, 0, 0, 0));
     if (op != MPI_OP_NULL) reduction(t, op);
     end();
@@ -965,25 +965,25 @@ static void rop_line(double t0, const char *name, int target, MPI_Aint disp, int
 int MPI_Rput(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
              MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Rput(o, oc, ot, tr, td, tc, tt, w, q);
-    rop_line(t0, "rput", tr, td, oc, w, *q, ot, MPI_OP_NULL);
+    rop_line(t0, "rput", tr, td, oc, w, *q, ot, MPI_OP_NULL, 1);
     return rc;
 }
 int MPI_Rget(void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
              MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Rget(o, oc, ot, tr, td, tc, tt, w, q);
-    rop_line(t0, "rget", tr, td, oc, w, *q, ot, MPI_OP_NULL);
+    rop_line(t0, "rget", tr, td, oc, w, *q, ot, MPI_OP_NULL, 1);
     return rc;
 }
 int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int tr, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op,
                     MPI_Win w, MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Raccumulate(o, oc, ot, tr, td, tc, tt, op, w, q);
-    rop_line(t0, "raccumulate", tr, td, oc, w, *q, ot, op);
+    rop_line(t0, "raccumulate", tr, td, oc, w, *q, ot, op, 1);
     return rc;
 }
 int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rcount, MPI_Datatype rt, int tr,
                         MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w, MPI_Request *q) {
     double t0 = now(); int rc = PMPI_Rget_accumulate(o, oc, ot, r, rcount, rt, tr, td, tc, tt, op, w, q);
-    rop_line(t0, "rget_accumulate", tr, td, rcount, w, *q, rt, op);
+    rop_line(t0, "rget_accumulate", tr, td, rcount, w, *q, rt, op, 0);
     return rc;
 }
 

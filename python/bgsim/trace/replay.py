@@ -36,8 +36,8 @@ How each recorded call replays:
   completion;
 - a buffer whose data did not lie in one run of bytes (a vector, a
   resized type ...: BYTES:COUNT:EXTENT:TRUE_EXTENT in point to point,
-  bcast, reduce, allreduce, scan, exscan, reduce_scatter_block, a put's
-  or get's origin; send= and recv= in a gather, scatter, allgather,
+  bcast, reduce, allreduce, scan, exscan, reduce_scatter_block, a put's,
+  get's or accumulate's origin; send= and recv= in a gather, scatter, allgather,
   alltoall and their v-forms, a reduce_scatter, a neighbourhood
   collective - there as the pack's cost alone, its messages being sizes)
   is the recorded count of a byte datatype
@@ -423,7 +423,8 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, buffers:
     """A one-sided call: the window of the recorded size and displacement
     unit (zeros), operations of the recorded sizes at the recorded
     displacements (as bytes there: the target datatype's layout is not
-    recorded; a put's or get's origin laid out as recorded),
+    recorded; a put's, get's or accumulate's origin laid out as recorded,
+    an accumulate then summing bytes),
     synchronization as recorded. Returns a request-based operation's
     request."""
     a, name = c.a, c.name
@@ -440,6 +441,9 @@ def _rma(c: Call, comms: Dict[int, Any], wins: Dict[int, Any], op: Any, buffers:
         elif name == "compare_and_swap":
             one = np.zeros(1, f"u{n}" if n in (1, 2, 4, 8) else "u1")
             win.Compare_and_swap(one, one.copy(), np.empty_like(one), target, disp)
+        elif name in ("accumulate", "raccumulate") and c.layout:  # bytes laid out as recorded, summed
+            return (win.Raccumulate if name == "raccumulate" else win.Accumulate)(
+                buffers.data(c, "bytes"), target, (disp, n, MPI.BYTE), MPI.SUM)
         else:
             x = _elements(c, n)
             if name == "accumulate":

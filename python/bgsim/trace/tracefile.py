@@ -178,7 +178,7 @@ _EMPTY: List[int] = []
 _LAID_OUT = ("bytes", "sbytes", "rbytes")
 _LAID_OUT_COLLECTIVES = ("bcast", "reduce", "allreduce", "scan", "exscan", "reduce_scatter_block")
 #: One-sided operations whose origin buffer may carry its layout.
-_LAID_OUT_RMA = ("put", "get", "rput", "rget")
+_LAID_OUT_RMA = ("put", "get", "rput", "rget", "accumulate", "raccumulate")
 #: The collectives whose send and receive buffers each may carry a layout
 #: (`send=SIZE:EXTENT:TRUE_EXTENT recv=...` at the line's end).
 _SIDED = ("gather", "scatter", "allgather", "alltoall", "gatherv", "scatterv", "allgatherv", "alltoallv",
@@ -231,7 +231,7 @@ class Call:
     #: (bytes, sbytes, rbytes) -> (count, the datatype's extent, its true
     #: extent) from `BYTES:COUNT:EXTENT:TRUE_EXTENT` (point to point,
     #: bcast, reduce, allreduce, scan, exscan, reduce_scatter_block, a
-    #: put's or get's origin); side (send, recv) -> (the
+    #: put's, get's or accumulate's origin); side (send, recv) -> (the
     #: datatype's size, extent, true extent) from a gather's, scatter's,
     #: allgather's or alltoall's `send=` and `recv=`.
     layout: Optional[Dict[str, Tuple[int, int, int]]] = None
@@ -569,7 +569,7 @@ class _Rank:
                 nbytes, count, extent, true_extent = map(int, tok.split(":"))
             except ValueError:
                 raise self.fail(f"arguments must be integers (the BYTES of a point-to-point call, bcast, reduce, "
-                                f"allreduce, scan, exscan, reduce_scatter_block, put or get may be "
+                                f"allreduce, scan, exscan, reduce_scatter_block, put, get or accumulate may be "
                                 f"BYTES:COUNT:EXTENT:TRUE_EXTENT), got `{' '.join(rest)}`") from None
             if count < 1 or nbytes % count:
                 raise self.fail(f"{key} {tok}: BYTES:COUNT:EXTENT:TRUE_EXTENT takes a COUNT of 1 or more "

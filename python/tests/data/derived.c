@@ -6,7 +6,8 @@
  * persistent requests, then collectives of them: a Bcast and an
  * Allreduce (one datatype), an Alltoall, a Gather and an Allgatherv (a
  * derived datatype on one side), a Reduce_scatter_block, a
- * Reduce_scatter, a Neighbor_alltoall, and a Put and a Get of a column. Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
+ * Reduce_scatter, a Neighbor_alltoall, and a Put, a Get and an
+ * Accumulate of a column. Run on 4 ranks, in pairs (0-1, 2-3) for point to point;
  * each prints the sum of what it received. */
 #include <mpi.h>
 #include <stddef.h>
@@ -124,6 +125,8 @@ int main(int argc, char **argv) {
     MPI_Put(&a[0][9], 1, column, (r + 1) % 4, 0, N, MPI_DOUBLE, win);
     MPI_Win_fence(0, win);
     MPI_Get(&b[0][10], 1, column, (r + 3) % 4, 0, N, MPI_DOUBLE, win);
+    MPI_Win_fence(0, win);
+    MPI_Accumulate(&a[0][12], 1, column, (r + 1) % 4, 0, N, MPI_DOUBLE, MPI_SUM, win);
     MPI_Win_fence(0, win);
     MPI_Win_free(&win);
     MPI_Type_free(&col16);
