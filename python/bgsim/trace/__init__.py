@@ -5,13 +5,14 @@ with the MPI's own `mpicc` and preloaded into the program), check them
 (`program`, `replay`): communicators and intercommunicators,
 point-to-point calls in every mode, waits, collectives (nonblocking and
 neighbourhood ones too) and one-sided windows through the same MPI module
-and collective algorithms as Python programs, and the time between calls
-as compute, scaled by a CPU factor.
+and collective algorithms as Python programs, non-contiguous datatypes
+laid out as recorded (so that they are packed and unpacked), and the time
+between calls as compute, scaled by a CPU factor.
 
 A trace is a directory of `rank-R.trace` text files (the format is in
-`bgsim_trace.c`). A call the replay cannot do (a dynamic window, a
-collective on an intercommunicator but a barrier ...) or a line that does
-not hold is refused before the run, naming its file and line.
+`bgsim_trace.c`). A call the replay cannot do (a dynamic window, an
+MPI_Mrecv of a message whose probe was not recorded ...) or a line that
+does not hold is refused before the run, naming its file and line.
 """
 
 from __future__ import annotations
