@@ -318,6 +318,8 @@ def grid_mapping(grid: Sequence[int], shape: Sequence[int], tasks: int, torus: S
 
 def _walk(axes: Sequence[Axis]) -> np.ndarray:
     """The slot offsets (x, y, z, t) of the reflected walk over `axes`."""
+    if not axes:  # a grid dimension of size 1: one slot, where it starts
+        return np.zeros((1, 4), dtype=np.int64)
     pts = np.array(_snake([x[1] for x in axes]) or [()], dtype=np.int64).reshape(-1, len(axes))
     out = np.zeros((len(pts), 4), dtype=np.int64)
     for i, (k, _, stride) in enumerate(axes):

@@ -174,6 +174,16 @@ def test_map_tool_folds_a_grid_and_verifies_the_gain(cli, tmp_path):
     assert bad.returncode == 2 and "--grid `16x`" in bad.stderr
 
 
+def test_a_grid_with_a_dimension_of_one_folds():
+    """A 1 x 1 or 1 x Q grid folds too (a dimension of one walked no axes
+    and raised ValueError)."""
+    from bgsim import mapping
+    assert mapping.grid_mapping((1, 1), (4, 4, 2), 1) == [(0, 0, 0, 0)]
+    line = mapping.grid_mapping((1, 4), (4, 4, 2), 1)
+    assert len(set(line)) == 4
+    assert mapping.hop_bytes(mapping.grid_traffic((1, 4), 1, periodic=False), line, (4, 4, 2)) == 6
+
+
 def test_link_loads_follow_the_deterministic_route():
     from bgsim import mapping
     shape = (4, 4, 1)
