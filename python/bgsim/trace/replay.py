@@ -337,6 +337,8 @@ def _round(calls: List[Call], i: int, cpu_factor: float) -> tuple:
     None)."""
     first = calls[i].a
     comm, tag = first["comm"], first["tag"]
+    if tag < 0:  # (a wildcard the recorded status did not resolve)
+        return i + 1, None
     srcs: List[int] = []
     dests: List[int] = []
     sizes: Dict[int, int] = {}
