@@ -552,9 +552,11 @@ class _Rank:
         return rest, layout
 
     def laid_out(self, what: str, fixed: Tuple[str, ...], rest: List[str]) -> Tuple[List[int], Dict[str, Tuple[int, int, int]]]:
-        """The integer arguments of a point-to-point line some of whose
-        BYTES are `BYTES:COUNT:EXTENT:TRUE_EXTENT` (data that do not lie in
-        one run of bytes), and those layouts by argument."""
+        """The integer arguments of a line some of whose BYTES are
+        `BYTES:COUNT:EXTENT:TRUE_EXTENT` (data that do not lie in one run of
+        bytes: point to point, bcast, the reductions of one buffer size,
+        a put's, get's or accumulate's origin), and those layouts by
+        argument."""
         ints: List[int] = []
         layout: Dict[str, Tuple[int, int, int]] = {}
         for i, tok in enumerate(rest):
