@@ -220,16 +220,23 @@ static long bytes(int count, MPI_Datatype t) {
  * BYTES:COUNT:EXTENT:TRUE_EXTENT, the type's extent and true extent in
  * bytes. (A type whose blocks lie back to back out of order is taken as
  * contiguous.) */
+/* T's size, extent and true extent in bytes; whether its elements' data
+ * (MANY: several side by side) lie in one run of bytes. */
+static int one_run(MPI_Datatype t, int many, int *size, MPI_Aint *extent, MPI_Aint *textent) {
+    MPI_Aint lb, tlb;
+    *size = 0;
+    PMPI_Type_size(t, size);
+    PMPI_Type_get_extent(t, &lb, extent);
+    PMPI_Type_get_true_extent(t, &tlb, textent);
+    return *textent == *size && (!many || *extent == *size);
+}
 static void data(int count, MPI_Datatype t) {
     long b = bytes(count, t);
     fprintf(out, " %ld", b);
     if (b <= 0) return;
-    int size = 0;
-    MPI_Aint lb, extent, tlb, textent;
-    PMPI_Type_size(t, &size);
-    PMPI_Type_get_extent(t, &lb, &extent);
-    PMPI_Type_get_true_extent(t, &tlb, &textent);
-    if (textent == size && (count == 1 || extent == size)) return;
+    int size;
+    MPI_Aint extent, textent;
+    if (one_run(t, count > 1, &size, &extent, &textent)) return;
     fprintf(out, ":%d:%ld:%ld", count, (long)extent, (long)textent);
 }
 
@@ -240,13 +247,9 @@ static void data(int count, MPI_Datatype t) {
  * not use (count 0). */
 static void side(const char *name, int count, MPI_Datatype t) {
     if (count <= 0 || t == MPI_DATATYPE_NULL) return;
-    int size = 0;
-    MPI_Aint lb, extent, tlb, textent;
-    PMPI_Type_size(t, &size);
-    if (size <= 0) return;
-    PMPI_Type_get_extent(t, &lb, &extent);
-    PMPI_Type_get_true_extent(t, &tlb, &textent);
-    if (textent == size && extent == size) return;
+    int size;
+    MPI_Aint extent, textent;
+    if (one_run(t, 1, &size, &extent, &textent) || size <= 0) return;
     fprintf(out, " %s=%d:%ld:%ld", name, size, (long)extent, (long)textent);
 }
 

@@ -139,26 +139,25 @@ class _Buffers:
         zeros shared by the rank's messages of that size."""
         n = c.a[key]
         lay = c.layout.get(key) if c.layout else None
-        if lay is None:
+        t = None if lay is None else self.gapped(n // lay[0], lay[1], lay[2], lay[0] > 1)
+        if t is None:
             return self.zero(n) if shared else _buf(n)
-        count, extent, true_extent = lay
-        size = n // count
-        inside = true_extent > size and size > 1
-        between = count > 1 and not inside and (extent != size or true_extent > size)
-        if not (inside or between):
-            return self.zero(n) if shared else _buf(n)
-        t = self.laid(size, inside, between)
+        count = lay[0]
         return [self.zero(count * t.extent) if shared else _buf(count * t.extent), count, t]
 
     def side_type(self, c: Call, side: str) -> Any:
         """The datatype of a collective's `side` (send, recv) laid out as
         recorded (send=SIZE:EXTENT:TRUE_EXTENT ...); None for bytes."""
         lay = c.layout.get(side) if c.layout else None
-        if lay is None:
-            return None
-        size, extent, true_extent = lay
+        return None if lay is None else self.gapped(*lay, True)
+
+    def gapped(self, size: int, extent: int, true_extent: int, many: bool) -> Any:
+        """The datatype (`laid`) standing for a recorded one of `size`
+        bytes, `extent` and `true_extent`, of which more than one element
+        lie side by side where `many`; None where their data lie in one run
+        of bytes."""
         inside = true_extent > size and size > 1
-        between = not inside and (extent != size or true_extent > size)
+        between = many and not inside and (extent != size or true_extent > size)
         return self.laid(size, inside, between) if inside or between else None
 
     def blocks(self, c: Call, side: str, nbytes: int, k: int) -> Any:
@@ -341,38 +340,28 @@ def _round(calls: List[Call], i: int, cpu_factor: float) -> tuple:
         return i + 1, None
     srcs: List[int] = []
     dests: List[int] = []
-    sizes: Dict[int, int] = {}
+    sizes: Dict[int, int] = {}  # by destination
     reqs = set()
     n, j = len(calls), i
     gaps = cpu_factor > 0
     prev = calls[i].t0
-    while j < n:
-        c = calls[j]
-        if c.name != "irecv":
-            break
-        a = c.a
-        src = a["src"]
-        if (src < 0 or a["tag"] != tag or a["comm"] != comm or c.layout is not None or c.cancelled is not None
-                or (gaps and c.t0 > prev)):
-            return j + 1, None
-        srcs.append(src)
-        reqs.add(a["req"])
-        prev = c.t1
-        j += 1
-    while j < n:
-        c = calls[j]
-        if c.name != "isend":
-            break
-        a = c.a
-        dest = a["dest"]
-        if (dest < 0 or dest in sizes or a["tag"] != tag or a["comm"] != comm or c.layout is not None
-                or c.cancelled is not None or (gaps and c.t0 > prev)):
-            return j + 1, None
-        sizes[dest] = a["bytes"]
-        dests.append(dest)
-        reqs.add(a["req"])
-        prev = c.t1
-        j += 1
+    for kind, key, peers in (("irecv", "src", srcs), ("isend", "dest", dests)):
+        sends = kind == "isend"
+        while j < n:
+            c = calls[j]
+            if c.name != kind:
+                break
+            a = c.a
+            peer = a[key]
+            if (peer < 0 or (sends and peer in sizes) or a["tag"] != tag or a["comm"] != comm
+                    or c.layout is not None or c.cancelled is not None or (gaps and c.t0 > prev)):
+                return j + 1, None
+            if sends:
+                sizes[peer] = a["bytes"]
+            peers.append(peer)
+            reqs.add(a["req"])
+            prev = c.t1
+            j += 1
     if j >= n:
         return j, None
     w = calls[j]
