@@ -11,8 +11,10 @@ machine cut into partitions on threads holds a copy of every node's state
 per partition (4,096 nodes: 14.6 MB on one thread, 28.2 MB on two, 55.5 MB
 on four). A message posted and not yet received costs about 240 bytes
 (`MESSAGE_BYTES`: its two requests, its waiting send, its place in the
-matching lists and peer queues; `scripts/bench_inflight.py`), counted
-where a run's messages are known beforehand (`halo_in_core`). What a
+matching lists and peer queues), counted where a run's messages are
+known beforehand (`halo_in_core`, which posts them one by one); one of a
+collective's post-all exchange, which the core holds whole, about 56
+(`scripts/bench_inflight.py`). What a
 program allocates and posts itself is not known beforehand: an MPI run
 also watches its resident memory and stops cleanly when it nears the
 limit.
@@ -34,8 +36,9 @@ RANK_BYTES = 17 << 10
 #: nodes, 1.2 KB of it without the messages.
 CORE_RANK_BYTES = 3 << 9
 PER_LINK_BYTES = 6 * 24
-#: One message in flight (posted, not yet received), as the 1,024-rank
-#: all-to-all of `scripts/bench_inflight.py` measures it: 232 bytes.
+#: One message in flight (posted by itself, not yet received), as the
+#: 1,024-rank all-to-all of `scripts/bench_inflight.py` measured it when
+#: its messages were posted one by one: 232 bytes.
 MESSAGE_BYTES = 240
 
 

@@ -249,3 +249,49 @@ def test_a_ring_allgather_in_the_core_is_its_messages(size):
     assert all(x[2] == want for x in a.results)
     assert a.results == b.results
     assert a.counters["packets_delivered"] == b.counters["packets_delivered"]
+
+
+def _bgp_alltoall(manual: bool, get: bool):
+    """A post-all 1 KB all-to-all with size-only buffers on BG/P (VN, 128
+    ranks: 127 sends each, more than the DMA work FIFO's 64 descriptors,
+    so the core holds most of them). With `get`, rank 0 first reads rank
+    1's window, whose engine answers while rank 1 is in the all-to-all
+    with sends still held."""
+    def main():
+        comm = MPI.COMM_WORLD.Dup()
+        n, r = comm.Get_size(), comm.Get_rank()
+        win = MPI.Win.Create(np.zeros(4096, "u1"), 1, MPI.INFO_NULL, comm) if get else None
+        send, recv = np.zeros(n * 1024, "u1"), np.zeros(n * 1024, "u1")
+        _late_start(comm, r)
+        t0 = MPI.Wtime()
+        if get and r == 0:
+            bgsim.compute(seconds=3e-6)  # rank 1 is in the all-to-all by now
+            win.Lock(1)
+            win.Get(np.zeros(4096, "u1"), 1)
+            win.Unlock(1)
+        if manual:
+            reqs = [comm.Irecv(recv[i * 1024:(i + 1) * 1024], i, 0) for i in range(n) if i != r]
+            reqs += [comm.Isend(send[d * 1024:(d + 1) * 1024], d, 0) for d in ((r + k) % n for k in range(1, n))]
+            MPI.Request.Waitall(reqs)
+        else:
+            comm.Alltoall(send, recv)
+        t1 = MPI.Wtime()
+        _after(comm, r, n)
+        return t1 - t0, MPI.Wtime() - t0
+    return main
+
+
+@pytest.mark.parametrize("get", [False, True])
+def test_a_bgp_alltoall_whose_sends_the_core_holds_is_the_program_posting_them(get):
+    # The core holds a post-all exchange's receives as one group and the
+    # sends that wait for the core or the work FIFO as one list
+    # (`msglayer::group`): the same events in the same order as the
+    # program posting every message itself.
+    kw = dict(machine="bgp", shape="4x4x2", mode="vn", buffers="size-only")
+    manual = bgsim.run(_bgp_alltoall(True, get), **kw)
+    coll = bgsim.run(_bgp_alltoall(False, get), coll={"alltoall": "postall"}, **kw)
+    assert coll.collectives["alltoall"] == {"postall": 1}
+    assert len(coll.results) == 128
+    assert coll.results == manual.results
+    assert coll.counters == manual.counters
+    assert coll.counters["dma_work_fifo_full"] > 128 * 40, coll.counters

@@ -207,6 +207,13 @@ impl Dma {
         true
     }
 
+    /// Counts `n` posts that found the FIFO full, as [`Dma::post`] would
+    /// have one by one (sends held whole by their software, which wait
+    /// for room as one).
+    pub fn count_full(&mut self, n: u64) {
+        self.counters.work_fifo_full += n;
+    }
+
     /// The engine has done a descriptor of the work FIFO of `task` on
     /// `node`: room for one more.
     pub fn retire(&mut self, node: u32, task: u32) {

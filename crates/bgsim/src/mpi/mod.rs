@@ -396,8 +396,53 @@ impl World {
         Ok(r)
     }
 
+    /// Posts `rank`'s sends as one group (`msglayer::group`): one request,
+    /// complete when every one of them is; they start and go as if posted
+    /// one by one.
+    pub fn isend_group(&mut self, rank: u32, sends: impl ExactSizeIterator<Item = SendCall>) -> Result<ReqId, MpiError> {
+        let group = self.stack.ml.send_group(rank, sends.len() as u32);
+        let sends = sends.map(|s| self.send_req(rank, s, group)).collect::<Result<Vec<_>, _>>()?;
+        let now = self.q.now();
+        self.at_rank(rank, |net, ml, q| ml.post_send_group(net, q, now, rank, group, sends));
+        self.collect();
+        Ok(group)
+    }
+
+    /// Posts `rank`'s receives from each of `srcs` (world ranks, in the
+    /// order they would be posted one by one) as one group: one request,
+    /// complete when every message is in; None if a source repeats (then
+    /// post them one by one). [`World::take_group`] gives what came.
+    pub fn irecv_group(&mut self, rank: u32, srcs: &[u32], ctx: u32, tag: i32, capacity: u32) -> Result<Option<ReqId>, MpiError> {
+        if let Some(&s) = srcs.iter().find(|&&s| s >= self.nranks) {
+            return Err(MpiError::Rank(s as i64, self.nranks));
+        }
+        let now = self.q.now();
+        let r = self.at_rank(rank, |net, ml, q| ml.irecv_group(net, q, now, rank, srcs, ctx, tag, capacity, false));
+        self.collect();
+        Ok(r)
+    }
+
+    /// What a completed receive group took in, in its sources' order:
+    /// each message's count and contents (None: it had none).
+    pub fn take_group(&mut self, req: ReqId) -> crate::msglayer::Received {
+        self.stack.ml.take_group(req)
+    }
+
     /// Posts `rank`'s send `s`, leaving what completed for `collect`.
     fn post(&mut self, rank: u32, s: SendCall) -> Result<ReqId, MpiError> {
+        self.post_in(rank, s, crate::msglayer::NONE)
+    }
+
+    /// [`World::post`], the send a part of send group `group` (`NONE`: none).
+    fn post_in(&mut self, rank: u32, s: SendCall, group: ReqId) -> Result<ReqId, MpiError> {
+        let send = self.send_req(rank, s, group)?;
+        let now = self.q.now();
+        Ok(self.at_rank(rank, |net, ml, q| ml.post_send(net, q, now, send)))
+    }
+
+    /// The message layer's send for `rank`'s call `s` (checked, and counted
+    /// in the traffic matrix).
+    fn send_req(&mut self, rank: u32, s: SendCall, group: ReqId) -> Result<SendReq, MpiError> {
         let bytes = match s.bytes {
             Some(b) => b,
             None => u32::try_from(s.data.len()).map_err(|_| MpiError::message_too_large(s.data.len() as u64))?,
@@ -407,9 +452,7 @@ impl World {
             *t.entry((rank, dest)).or_default() += bytes as u64;
         }
         let proto = self.protocol_for(bytes, s.force);
-        let now = self.q.now();
-        let send = SendReq { rank, dest, ctx: s.ctx, tag: s.tag, data: s.data, bytes, proto, mode: s.mode };
-        Ok(self.at_rank(rank, |net, ml, q| ml.post_send(net, q, now, send)))
+        Ok(SendReq { rank, dest, ctx: s.ctx, tag: s.tag, data: s.data, bytes, proto, mode: s.mode, group })
     }
 
     /// Posts `rank`'s send `s` when request `after` completes, at that

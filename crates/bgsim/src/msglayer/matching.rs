@@ -164,7 +164,6 @@ impl Queue {
         }
     }
 
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.small.is_empty() && self.lists.is_none()
     }

@@ -41,6 +41,7 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 mod deposit;
+mod group;
 mod intranode;
 mod log;
 mod matching;
@@ -52,6 +53,8 @@ mod wire;
 mod workfifo;
 
 use deposit::LineBcast;
+pub use group::Received;
+use group::RecvGroup;
 pub use log::{MsgLog, MsgRecord};
 use matching::Queue;
 pub use partition::{Envelope, NOTE_ENVELOPE};
@@ -109,6 +112,9 @@ pub struct SendReq {
     pub bytes: u32,
     pub proto: Protocol,
     pub mode: SendMode,
+    /// The send group ([`MsgLayer::send_group`]) whose request this send
+    /// completes a part of; `NONE`: a request of its own.
+    pub group: ReqId,
 }
 
 /// Send modes of MPI point-to-point.
@@ -151,6 +157,12 @@ pub enum ReqKind {
     Recv,
     Probe,
     Timer,
+    /// Receives of a post-all exchange held as one (`group.rs`): `count` is
+    /// how many are still to complete, `msg` the group.
+    RecvGroup,
+    /// Sends that name this request as theirs: `count` is how many are
+    /// still to complete.
+    SendGroup,
 }
 
 /// Completion status of a request.
@@ -327,8 +339,12 @@ mod pend {
     pub const PROTO: u8 = 3;
     pub const INTRANODE: u8 = 4;
     pub const SYNC: u8 = 8;
-    /// The `rma` kind from this bit on.
+    /// The `rma` kind from this bit on (two bits).
     pub const RMA_SHIFT: u8 = 4;
+    pub const RMA: u8 = 3 << RMA_SHIFT;
+    /// Not a send: the sends of a send group not posted yet, held whole
+    /// (`group.rs`); `dst` names them in `MsgLayer::lazy`.
+    pub const LAZY: u8 = 128;
 }
 
 /// Puts `x` into a free slot of `v` (or a new one) and returns its index;
@@ -394,6 +410,11 @@ struct RankState {
     /// turn (the head streams; a peer's send queue sends one message's
     /// packets at a time).
     rdata: FxHashMap<u32, VecDeque<MsgId>>,
+    /// The rank's receive groups not complete (`group.rs`).
+    groups: Vec<u32>,
+    /// The rank's held sends of a send group (a `Pending` with
+    /// `pend::LAZY`), or `NONE`.
+    lazy: u32,
     /// With a DMA engine: the sends (`Pending`) waiting for room in the
     /// rank's work FIFO (the FIFO itself is the engine's, `crate::dma`).
     dma_waiting: VecDeque<u32>,
@@ -455,6 +476,14 @@ pub struct MsgLayer {
     pending: Vec<Pending>,
     free_pending: Vec<u32>,
     pending_data: FxHashMap<u32, Vec<u8>>,
+    /// Receive groups (`group.rs`), and the requests of their messages
+    /// matched and not complete: (group, place).
+    groups: Vec<Option<RecvGroup>>,
+    free_groups: Vec<u32>,
+    members: FxHashMap<ReqId, (u32, u32)>,
+    /// Sends of send groups held until they start (`group.rs`).
+    lazy: Vec<Option<group::Held>>,
+    free_lazy: Vec<u32>,
     /// Per core (node * cores + core): messages with packets to emit.
     streams: Vec<Streams>,
     costs: Costs,
@@ -548,6 +577,8 @@ impl MsgLayer {
                     envelope_ready: FxHashMap::default(),
                     rdata: FxHashMap::default(),
                     dma_waiting: VecDeque::new(),
+                    groups: Vec::new(),
+                    lazy: NONE,
                     chain: (NONE, NONE),
                     chain_at: 0,
                     chain_mark: 0,
@@ -566,6 +597,11 @@ impl MsgLayer {
             pending: Vec::new(),
             free_pending: Vec::new(),
             pending_data: FxHashMap::default(),
+            groups: Vec::new(),
+            free_groups: Vec::new(),
+            members: FxHashMap::default(),
+            lazy: Vec::new(),
+            free_lazy: Vec::new(),
             streams: (0..net.agent_count()).map(|_| Streams::default()).collect(),
             costs: Costs {
                 send_msg: ticks(&ml.send_message_cycles),
@@ -676,6 +712,14 @@ impl MsgLayer {
     }
 
     fn complete(&mut self, id: ReqId) {
+        if (!self.members.is_empty() || self.reqs[id as usize].kind == ReqKind::SendGroup) && self.group_done(id) {
+            return;
+        }
+        self.finish(id);
+    }
+
+    /// Marks a request done, for the MPI layer to collect.
+    fn finish(&mut self, id: ReqId) {
         let r = &mut self.reqs[id as usize];
         if !r.done() {
             r.flags |= req_flag::DONE;
@@ -730,6 +774,19 @@ impl MsgLayer {
             ReqKind::Recv => format!("a message from {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
             ReqKind::Probe => format!("a probe for {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
             ReqKind::Timer => "compute".to_string(),
+            ReqKind::RecvGroup => {
+                let left = self.group_sources_left(req);
+                const SHOWN: usize = 8;
+                let mut names: Vec<String> = left.iter().take(SHOWN).map(u32::to_string).collect();
+                if left.len() > SHOWN {
+                    names.push(format!("{} more", left.len() - SHOWN));
+                }
+                match left.len() {
+                    1 => format!("a message from rank {} with {} (context {})", left[0], tagname(r.tag), r.ctx),
+                    _ => format!("messages from ranks {} with {} (context {})", names.join(", "), tagname(r.tag), r.ctx),
+                }
+            }
+            ReqKind::SendGroup => format!("{} sends of an exchange", self.group_left(req)),
             ReqKind::Send if r.flag(req_flag::PENDING) => {
                 let p = &self.pending[r.msg as usize];
                 format!("a send of {} bytes to rank {} with tag {} (context {}); not started", p.bytes, p.dst, p.tag, p.ctx)
@@ -938,11 +995,14 @@ impl Software for MsgLayer {
 
 #[cfg(test)]
 mod tests {
-    /// What a posted message holds in the core, per structure: a post-all
-    /// exchange keeps two requests and a waiting send per message, and a
-    /// `Msg` only for the messages under way (`docs/performance.md`).
+    /// What a posted message holds in the core, per structure: a send or
+    /// receive posted by itself keeps a request, a waiting send a
+    /// `Pending`, and a `Msg` only the messages under way; a post-all
+    /// exchange's held send keeps 12 bytes and its receive 12 in the
+    /// group (`group.rs`, `docs/performance.md`).
     #[test]
     fn a_posted_message_stays_lean() {
+        assert!(std::mem::size_of::<super::group::HeldSend>() <= 12, "HeldSend is {} bytes", std::mem::size_of::<super::group::HeldSend>());
         assert!(std::mem::size_of::<super::Req>() <= 32, "Req is {} bytes", std::mem::size_of::<super::Req>());
         assert!(std::mem::size_of::<super::Pending>() <= 36, "Pending is {} bytes", std::mem::size_of::<super::Pending>());
         assert!(std::mem::size_of::<super::Msg>() <= 76, "Msg is {} bytes", std::mem::size_of::<super::Msg>());

@@ -121,7 +121,11 @@ impl MsgLayer {
         if !m.direct && m.rma == rma::NONE {
             self.envelope_taken(net, q, now, id);
         }
-        match self.ranks[dst as usize].posted.take_receive(ctx, src, tag) {
+        let req = match self.ranks[dst as usize].posted.take_receive(ctx, src, tag) {
+            None if !self.ranks[dst as usize].groups.is_empty() => self.group_take(dst, ctx, src, tag),
+            r => r,
+        };
+        match req {
             Some(req) => self.bind(net, q, now, id, req),
             None => {
                 self.msgs[id as usize].unexpected = true;

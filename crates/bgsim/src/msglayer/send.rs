@@ -20,8 +20,13 @@ impl MsgLayer {
     /// packets going through the engine and not the torus (a local
     /// transfer, see [`crate::packet::Net::send`]).
     pub fn post_send(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, s: SendReq) -> ReqId {
-        let SendReq { rank, dest, ctx, tag, data, bytes, proto, mode } = s;
-        let req = self.new_req(ReqKind::Send, rank);
+        if self.ranks[s.rank as usize].lazy != NONE && s.group == NONE {
+            // (Another send of the rank's - a one-sided answer - sees the
+            // held sends as if posted one by one.)
+            self.unhold(s.rank);
+        }
+        let SendReq { rank, dest, ctx, tag, data, bytes, proto, mode, group } = s;
+        let req = if group == NONE { self.new_req(ReqKind::Send, rank) } else { group };
         debug_assert!(data.is_empty() || data.len() as u32 == bytes);
         let intranode = self.dma.is_none() && self.ranks[rank as usize].node == self.ranks[dest as usize].node;
         let direct = mode == SendMode::Direct;
@@ -48,8 +53,10 @@ impl MsgLayer {
         if !data.is_empty() {
             self.pending_data.insert(pd, data);
         }
-        self.reqs[req as usize].msg = pd;
-        self.reqs[req as usize].set_flag(req_flag::PENDING, true);
+        if group == NONE {
+            self.reqs[req as usize].msg = pd;
+            self.reqs[req as usize].set_flag(req_flag::PENDING, true);
+        }
         let st = &mut self.ranks[rank as usize].stats;
         st.sends += 1;
         st.bytes_sent += bytes as u64;
@@ -135,7 +142,7 @@ impl MsgLayer {
         }
     }
 
-    fn new_pending(&mut self, p: Pending) -> u32 {
+    pub(super) fn new_pending(&mut self, p: Pending) -> u32 {
         super::slot(&mut self.pending, &mut self.free_pending, p, "sends waiting to start")
     }
 
@@ -160,7 +167,7 @@ impl MsgLayer {
             send_req: p.req,
             recv_req: NONE,
             packets,
-            rma: p.bits >> pend::RMA_SHIFT,
+            rma: (p.bits & pend::RMA) >> pend::RMA_SHIFT,
             record: p.record,
             sides: if away { SEND_SIDE } else { SEND_SIDE | RECV_SIDE },
             ..Default::default()
@@ -180,6 +187,8 @@ impl MsgLayer {
                 r.msg = msg;
                 r.set_flag(req_flag::PENDING, false);
             }
+            // (A send group's request is freed only once its sends are done.)
+            Some(r) if r.kind == ReqKind::SendGroup && r.live() => {}
             _ => self.msgs[msg as usize].send_req = NONE,
         }
         msg
@@ -190,7 +199,10 @@ impl MsgLayer {
     /// the rank's work FIFO.
     pub(super) fn start(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, pd: u32) {
         let p = &self.pending[pd as usize];
-        let rma_kind = p.bits >> pend::RMA_SHIFT;
+        if p.bits & pend::LAZY != 0 {
+            return self.start_held(net, q, now, pd, false);
+        }
+        let rma_kind = (p.bits & pend::RMA) >> pend::RMA_SHIFT;
         if p.bits & pend::INTRANODE != 0 {
             let id = self.materialize(q, pd);
             return self.intra_start(net, q, now, id);

@@ -23,7 +23,11 @@ impl MsgLayer {
         net.charge(q, now, node, core, self.costs.interrupt_refill, Work::Interrupt);
         while net.dma_has_room(node, task) {
             let Some(id) = self.ranks[rank as usize].dma_waiting.pop_front() else { break };
-            self.start(net, q, now, id);
+            if self.pending[id as usize].bits & super::pend::LAZY != 0 {
+                self.start_held(net, q, now, id, true);
+            } else {
+                self.start(net, q, now, id);
+            }
         }
     }
 }

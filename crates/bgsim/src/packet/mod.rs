@@ -187,6 +187,11 @@ impl Net {
         self.engine_mut().post(node, task)
     }
 
+    /// Counts `n` posts to a full DMA work FIFO (see [`Dma::count_full`]).
+    pub fn dma_count_full(&mut self, n: u64) {
+        self.engine_mut().count_full(n)
+    }
+
     /// A descriptor of the DMA work FIFO of `task` on `node` is done (see
     /// [`Dma::retire`]).
     pub fn dma_retire(&mut self, node: u32, task: u32) {
