@@ -560,7 +560,8 @@ def _run(a: argparse.Namespace) -> int:
     try:
         if trace is not None:
             from .program import run as run_main
-            r = run_main(_trace.program(trace, a.cpu_factor), machine=machine, nranks=trace.nranks, **common)
+            r = run_main(_trace.program(trace, a.cpu_factor), machine=machine, nranks=trace.nranks,
+                         in_flight=trace.in_flight(), **common)
         elif a.skeleton:
             from . import nas
             from .program import run as run_main

@@ -40,6 +40,10 @@ PER_LINK_BYTES = 6 * 24
 #: 1,024-rank all-to-all of `scripts/bench_inflight.py` measured it when
 #: its messages were posted one by one: 232 bytes.
 MESSAGE_BYTES = 240
+#: One message of a collective's post-all exchange, which the core holds
+#: whole (`msglayer::group`): 56 bytes at 1,024 ranks, 41 at 4,096
+#: (`scripts/bench_inflight.py`, 2026-11-29).
+EXCHANGE_MESSAGE_BYTES = 56
 
 
 def _read_int(path: str) -> Optional[int]:
@@ -91,12 +95,14 @@ def limit_bytes() -> Optional[int]:
 
 
 def estimate_bytes(nodes: int, ranks: int = 0, per_link: bool = False, rank_bytes: int = RANK_BYTES,
-                   messages: int = 0) -> int:
+                   messages: int = 0, exchange_messages: int = 0) -> int:
     """The memory a run on `nodes` nodes with `ranks` MPI ranks (0: a
     traffic run) adds to the process's (`rank_bytes` per rank: a Python
     rank's by default, CORE_RANK_BYTES for skeletons driven by the core),
-    with at most `messages` in flight at once where that is known."""
-    return nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * rank_bytes + messages * MESSAGE_BYTES
+    with at most `messages` posted one by one and `exchange_messages` by
+    collectives' exchanges in flight at once, where those are known."""
+    return (nodes * (NODE_BYTES + (PER_LINK_BYTES if per_link else 0)) + ranks * rank_bytes
+            + messages * MESSAGE_BYTES + exchange_messages * EXCHANGE_MESSAGE_BYTES)
 
 
 def _gb(b: float) -> str:
@@ -104,14 +110,15 @@ def _gb(b: float) -> str:
 
 
 def check(nodes: int, ranks: int = 0, per_link: bool = False, what: str = "this run",
-          rank_bytes: int = RANK_BYTES, messages: int = 0) -> None:
+          rank_bytes: int = RANK_BYTES, messages: int = 0, exchange_messages: int = 0) -> None:
     """Refuses a run whose estimate exceeds what the process may use."""
-    need = estimate_bytes(nodes, ranks, per_link, rank_bytes, messages)
+    need = estimate_bytes(nodes, ranks, per_link, rank_bytes, messages, exchange_messages)
     held = rss_bytes()
     limit = limit_bytes()
     if limit is not None and held + need > limit:
+        flying = messages + exchange_messages
         parts = f"{nodes:,} nodes" + (f" and {ranks:,} ranks" if ranks else "") + \
-            (f" with {messages:,} messages in flight" if messages else "")
+            (f" with up to {flying:,} messages in flight" if flying else "")
         raise MemoryLimitError(
             f"{what} needs about {_gb(need)} ({parts}) beside the {_gb(held)} this process holds, but it may use "
             f"about {_gb(limit)} in all; use a smaller partition, or run anyway with --no-memory-check "

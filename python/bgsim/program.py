@@ -245,7 +245,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
                settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
                memory_check: bool = True, fidelity: str = "packet", threads: int = 1,
-               processes: bool = False) -> "_core.World":
+               processes: bool = False, in_flight: Tuple[int, int] = (0, 0)) -> "_core.World":
     """A simulated world: machine, partition, node mode, ranks and mapping.
     `mapping` is a permutation of XYZT or the path of a mapfile. A world
     that cannot fit in the memory this process may use is refused
@@ -254,11 +254,18 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     the machine cut into that many partitions, run on as many threads.
     `processes`: in a process of an MPI job (``mpirun -n P``), one
     partition per process, each running its own ranks (else every process
-    runs the whole machine)."""
+    runs the whole machine). `in_flight`: at most how many messages the
+    program holds posted at once, one by one and in collectives'
+    exchanges, where that is known beforehand (a trace's replay): the
+    memory check counts them."""
     if fidelity not in FIDELITIES:
         raise UsageError(f"fidelity = {fidelity!r}: allowed {', '.join(FIDELITIES)}")
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
         raise UsageError(f"threads = {threads!r}: a whole number, at least 1")
+    if (not isinstance(in_flight, (tuple, list)) or len(in_flight) != 2
+            or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in in_flight)):
+        raise UsageError(f"in_flight = {in_flight!r}: two whole numbers, at least 0 (messages posted one by one, "
+                         "and in collectives' exchanges)")
     if isinstance(machine, str):
         machine = Machine(machine)
     sets = list(machine.settings) + _settings(shape, mesh, mode, settings)
@@ -273,7 +280,8 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         # Each partition on a thread holds a copy of the machine's state
         # (every node's); the ranks' Python is one.
         memory.check(m.nodes * parts, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}"
-                     + (f" in {parts} partitions" if parts > 1 else ""))
+                     + (f" in {parts} partitions" if parts > 1 else ""), messages=in_flight[0],
+                     exchange_messages=in_flight[1])
     if processes and _core.mpi_launched():
         from .api import register_mpi_finalize
         register_mpi_finalize()
@@ -304,7 +312,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
         traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
         timeline_nodes: Optional[str] = None, buffers: str = "full", fidelity: str = "packet",
-        threads: int = 1, processes: bool = False) -> RunResult:
+        threads: int = 1, processes: bool = False, in_flight: Tuple[int, int] = (0, 0)) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -351,12 +359,18 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     partition per process, each process the Python of its own ranks; every
     process gets the whole result (the ranks' return values pickled across;
     the same figures as on one process; a timeline's file is written by
-    the first process)."""
+    the first process).
+
+    `in_flight=(ONE_BY_ONE, EXCHANGE)`: at most how many messages the
+    program holds posted at once, one by one and in collectives'
+    exchanges, where that is known beforehand (`Trace.in_flight()` for a
+    replay): the memory check before the run counts them."""
     if layer not in ("mpi", "msglayer"):
         raise UsageError(f"layer = {layer!r}: allowed mpi, msglayer")
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
-                       memory_check=memory_check, fidelity=fidelity, threads=threads, processes=processes)
+                       memory_check=memory_check, fidelity=fidelity, threads=threads, processes=processes,
+                       in_flight=in_flight)
     with _mpi4py_package.installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
                         timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)

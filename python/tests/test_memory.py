@@ -87,7 +87,36 @@ def test_a_core_driven_halo_counts_its_messages_in_flight(monkeypatch):
     # 4,096 ranks on a 64 x 64 grid: four neighbours each, 16,384 messages.
     need = memory.estimate_bytes(1024, 4096, rank_bytes=memory.CORE_RANK_BYTES, messages=4096 * 4)
     monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + need - 1)
-    with pytest.raises(errors.MemoryLimitError, match=r"4,096 ranks with 16,384 messages in flight"):
+    with pytest.raises(errors.MemoryLimitError, match=r"4,096 ranks with up to 16,384 messages in flight"):
         skeleton.halo_in_core((64, 64), 1024, 1, "bgp", shape="8x8x16", mode="vn")
     monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + need + (64 << 20))
     assert skeleton.halo_in_core((64, 64), 1024, 1, "bgp", shape="8x8x16", mode="vn")["messages"] == 16384
+
+
+def test_a_replay_counts_the_messages_its_trace_holds_in_flight(tmp_path, monkeypatch):
+    from bgsim import trace as bgtrace
+    n = 4
+    d = tmp_path / "t"
+    d.mkdir()
+    for r in range(n):
+        # Three receives and three sends posted, then one wait for all; then
+        # an all-to-all, whose three sends and receives a rank posts at once.
+        peers = [p for p in range(n) if p != r]
+        lines = [f"0 0 irecv {p} 1 8 0 {k + 1}" for k, p in enumerate(peers)]
+        lines += [f"0 0 isend {p} 1 8 0 {k + 4}" for k, p in enumerate(peers)]
+        lines += ["0 0 waitall 6 1 2 3 4 5 6", "0 0 alltoall 8 0", "0 0 finalize"]
+        (d / f"rank-{r}.trace").write_text(f"# bgsim-trace 2 rank {r} size {n}\n" + "\n".join(lines) + "\n")
+    t = bgtrace.load(str(d))
+    assert t.in_flight() == (12, 12)  # six requests a rank, half a message each
+    assert bgsim.run(bgtrace.program(t), shape="2x2x1", in_flight=t.in_flight()).time_s > 0
+    # The check before the run counts them, a collective's exchange's at
+    # what the core holds of one (`memory.EXCHANGE_MESSAGE_BYTES`).
+    monkeypatch.setattr(memory, "WATCH_SHARE", 100.0)
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + memory.estimate_bytes(4, 4) + (40 << 20))
+    with pytest.raises(errors.MemoryLimitError, match=r"4 ranks on 2x2x1 needs .* with up to 1,000,000 messages in flight"):
+        bgsim.run(lambda: None, shape="2x2x1", in_flight=(10**6, 0))
+    with pytest.raises(errors.MemoryLimitError, match=r"with up to 1,000,000 messages in flight"):
+        bgsim.run(lambda: None, shape="2x2x1", in_flight=(0, 10**6))
+    assert bgsim.run(lambda: None, shape="2x2x1", in_flight=(0, 500_000)).time_s >= 0
+    with pytest.raises(errors.UsageError, match=r"in_flight = \(-1, 0\): two whole numbers"):
+        bgsim.run(lambda: None, shape="2x2x1", in_flight=(-1, 0))

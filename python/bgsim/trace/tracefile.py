@@ -251,10 +251,22 @@ class Trace:
     clock: str = "wall"
     #: (source, destination) world ranks -> [messages, bytes]
     sent: Dict[Tuple[int, int], List[int]] = field(default_factory=dict)
+    #: Per rank: the most point-to-point requests it holds at once, and the
+    #: most sends and receives one of its all-to-alls posts at once.
+    peaks: List[Tuple[int, int]] = field(default_factory=list)
 
     @property
     def nranks(self) -> int:
         return len(self.ranks)
+
+    def in_flight(self) -> Tuple[int, int]:
+        """At most how many messages the replay holds posted at once, as
+        (posted one by one, posted as a collective's exchange): every
+        rank's most at once, as if those came together (an upper bound;
+        `bgsim.memory` costs the two kinds apart)."""
+        one = sum(p for p, _ in self.peaks) // 2
+        coll = sum(c for _, c in self.peaks) // 2
+        return one, coll
 
     def messages(self) -> Dict[Tuple[int, int], List[int]]:
         """The point-to-point messages the trace sends: (source, destination)
@@ -299,7 +311,9 @@ def load(path: str) -> Trace:
         for r in range(n):
             if r not in files:
                 raise UsageError(f"trace `{path}`: rank-{r}.trace is missing (the trace has {n} ranks)")
-            trace.ranks.append(_Rank(files[r], r, n, trace.sent, clock, world).parse())
+            rank = _Rank(files[r], r, n, trace.sent, clock, world)
+            trace.ranks.append(rank.parse())
+            trace.peaks.append((rank.peak, rank.exchange))
     finally:
         if collecting:
             gc.enable()
@@ -355,6 +369,11 @@ def _lines(name: str, read: Callable[[], bytes]) -> List[str]:
         raise UsageError(f"{name}: not a text trace file (byte {e.start} is not UTF-8)") from None
 
 
+#: Collectives whose every send and receive a rank posts at once.
+_POST_ALL = frozenset(f"{p}alltoall{v}{q}" for p in ("", "i") for v in ("", "v", "w") for q in ("", "_init")
+                      if not (p and q))
+
+
 class _Rank:
     """One rank's file, read line by line with the state the lines build:
     its communicators (number -> members' world ranks) and live requests."""
@@ -377,6 +396,10 @@ class _Rank:
         # matched message -> the mprobe line that took it (until received)
         self.msgs: Dict[int, Call] = {}
         self.lineno = 0
+        # The most requests held at once, and the most sends and receives
+        # of one all-to-all (`Trace.in_flight`).
+        self.peak = 0
+        self.exchange = 0
 
     def fail(self, msg: str) -> UsageError:
         return UsageError(f"{self.name}:{self.lineno}: {msg}")
@@ -468,6 +491,8 @@ class _Rank:
             c = Call(t0, t1, what, {"src": peer, "tag": tag, "bytes": nbytes, "comm": comm, "req": req}, _EMPTY,
                      "u1", "sum", self.name, lineno)
         self.reqs[req] = [c, True, c]
+        if len(self.reqs) > self.peak:
+            self.peak = len(self.reqs)
         return c
 
     def line(self, line: str) -> Optional[Call]:
@@ -613,6 +638,7 @@ class _Rank:
         if req in self.reqs:
             raise self.fail(f"request {req} is already in use (made at {self.reqs[req][0].where})")
         self.reqs[req] = [c, active, c]
+        self.peak = max(self.peak, len(self.reqs))
 
     def send(self, members: List[int], dest: int, nbytes: int) -> None:
         if dest != PROC_NULL:
@@ -625,6 +651,10 @@ class _Rank:
         kind = _KIND.get(name, "coll")
         if self.last_done and kind not in ("status", "cancelled"):
             self.last_done = {}
+        if name in _POST_ALL:
+            members = self.comms.get(a.get("comm", -1))
+            if members:
+                self.exchange = max(self.exchange, 2 * (len(members) - 1))
         # The common calls first.
         if kind == "p2p":
             members = self.comm(c)
