@@ -12,9 +12,9 @@ per partition (4,096 nodes: 14.6 MB on one thread, 28.2 MB on two, 55.5 MB
 on four). A message posted and not yet received costs about 240 bytes
 (`MESSAGE_BYTES`: its two requests, its waiting send, its place in the
 matching lists and peer queues), counted where a run's messages are
-known beforehand (`halo_in_core`, which posts them one by one); one of a
-collective's post-all exchange, which the core holds whole, about 56
-(`scripts/bench_inflight.py`). What a
+known beforehand (`halo_in_core`, which posts them one by one; a trace's
+replay); one of a collective's post-all exchange, which the core holds
+whole, about 40 (`scripts/bench_inflight.py`). What a
 program allocates and posts itself is not known beforehand: an MPI run
 also watches its resident memory and stops cleanly when it nears the
 limit.
@@ -41,9 +41,9 @@ PER_LINK_BYTES = 6 * 24
 #: its messages were posted one by one: 232 bytes.
 MESSAGE_BYTES = 240
 #: One message of a collective's post-all exchange, which the core holds
-#: whole (`msglayer::group`): 56 bytes at 1,024 ranks, 41 at 4,096
+#: whole (`msglayer::group`): 40 bytes at 1,024 ranks, 24 at 4,096
 #: (`scripts/bench_inflight.py`, 2026-11-29).
-EXCHANGE_MESSAGE_BYTES = 56
+EXCHANGE_MESSAGE_BYTES = 40
 
 
 def _read_int(path: str) -> Optional[int]:

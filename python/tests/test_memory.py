@@ -111,12 +111,15 @@ def test_a_replay_counts_the_messages_its_trace_holds_in_flight(tmp_path, monkey
     assert bgsim.run(bgtrace.program(t), shape="2x2x1", in_flight=t.in_flight()).time_s > 0
     # The check before the run counts them, a collective's exchange's at
     # what the core holds of one (`memory.EXCHANGE_MESSAGE_BYTES`).
+    margin = 40 << 20
     monkeypatch.setattr(memory, "WATCH_SHARE", 100.0)
-    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + memory.estimate_bytes(4, 4) + (40 << 20))
-    with pytest.raises(errors.MemoryLimitError, match=r"4 ranks on 2x2x1 needs .* with up to 1,000,000 messages in flight"):
-        bgsim.run(lambda: None, shape="2x2x1", in_flight=(10**6, 0))
-    with pytest.raises(errors.MemoryLimitError, match=r"with up to 1,000,000 messages in flight"):
-        bgsim.run(lambda: None, shape="2x2x1", in_flight=(0, 10**6))
-    assert bgsim.run(lambda: None, shape="2x2x1", in_flight=(0, 500_000)).time_s >= 0
+    monkeypatch.setattr(memory, "limit_bytes", lambda: memory.rss_bytes() + memory.estimate_bytes(4, 4) + margin)
+    k = 2 * margin // (memory.MESSAGE_BYTES + memory.EXCHANGE_MESSAGE_BYTES)  # fits as one kind, not the other
+    assert k * memory.EXCHANGE_MESSAGE_BYTES < margin < k * memory.MESSAGE_BYTES
+    with pytest.raises(errors.MemoryLimitError, match=rf"4 ranks on 2x2x1 needs .* with up to {k:,} messages in flight"):
+        bgsim.run(lambda: None, shape="2x2x1", in_flight=(k, 0))
+    assert bgsim.run(lambda: None, shape="2x2x1", in_flight=(0, k)).time_s >= 0
+    with pytest.raises(errors.MemoryLimitError, match=rf"with up to {2 * k:,} messages in flight"):
+        bgsim.run(lambda: None, shape="2x2x1", in_flight=(k, k))
     with pytest.raises(errors.UsageError, match=r"in_flight = \(-1, 0\): two whole numbers"):
         bgsim.run(lambda: None, shape="2x2x1", in_flight=(-1, 0))

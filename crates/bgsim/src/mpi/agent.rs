@@ -355,6 +355,11 @@ impl Agent {
             r.reqs.push(w.isend_group(rank, sends)?);
         }
         r.sent = x.dests.len();
+        // (The message layer holds what it needs of them now.)
+        x.dests = Vec::new();
+        if let Parts::Each(v) = &mut x.parts {
+            *v = Vec::new();
+        }
         r.grouped = true;
         Ok(Some(()))
     }

@@ -10,7 +10,8 @@
 //! every receive posted before (the rank posts nothing while the group
 //! is out, see `mpi::agent`), and messages that came before the group are
 //! taken from the unexpected ones at posting, source by source in the
-//! group's order, as the receives one by one would. A matched message gets
+//! group's order, as the receives one by one would. A source costs the
+//! group 8 bytes (its place, and its count once in). A matched message gets
 //! a request of its own then, freed when it completes and its count (and
 //! data, if any) is kept in the group's place for its source.
 //!
@@ -20,7 +21,8 @@
 //! the rank's core, in the chain of sends posted behind a busy core, or
 //! for room in the work FIFO - are *held*: one `Pending` (`pend::LAZY`)
 //! stands where the first of them would, in the chain or in the FIFO's
-//! waiting list, and 12 bytes a send keep the rest, in order. Each gets
+//! waiting list, and 4 bytes a send keep the rest, in order (12 where
+//! their sizes differ). Each gets
 //! its `Pending` and its peer queue when it would have started, and
 //! starts as it would have: the same events in the same order. A send of
 //! the rank's own posted meanwhile (a one-sided answer) first gives every
@@ -46,12 +48,64 @@ pub(super) struct RecvGroup {
     capacity: u32,
     unaligned: bool,
     req: ReqId,
-    /// (source, place in the group's order), sorted by source.
-    by_src: Vec<(u32, u32)>,
+    /// Where each source's message goes in the group's order.
+    index: Index,
     /// Per place: `WAITING`, `MATCHED`, or the count received.
     counts: Vec<u32>,
     /// The contents of messages that had any, by place.
     data: FxHashMap<u32, Vec<u8>>,
+}
+
+/// A receive group's places by source: a table over the range of its
+/// sources where they fill at least half of it (an all-to-all's: 4 bytes
+/// a source), else (source, place) pairs sorted by source.
+#[derive(Debug)]
+enum Index {
+    Dense { lo: u32, place: Vec<u32> },
+    Sparse(Vec<(u32, u32)>),
+}
+
+/// Not a source of the group (in a dense index).
+const ABSENT: u32 = u32::MAX;
+
+impl Index {
+    /// The index of `srcs` (in the group's order); None if one repeats.
+    fn new(srcs: &[u32]) -> Option<Index> {
+        let (Some(&lo), Some(&hi)) = (srcs.iter().min(), srcs.iter().max()) else { return Some(Index::Sparse(Vec::new())) };
+        let span = (hi - lo) as usize + 1;
+        if span <= 2 * srcs.len() {
+            let mut place = vec![ABSENT; span];
+            for (k, &s) in srcs.iter().enumerate() {
+                let p = &mut place[(s - lo) as usize];
+                if *p != ABSENT {
+                    return None;
+                }
+                *p = k as u32;
+            }
+            return Some(Index::Dense { lo, place });
+        }
+        let mut by_src: Vec<(u32, u32)> = srcs.iter().enumerate().map(|(k, &s)| (s, k as u32)).collect();
+        by_src.sort_unstable();
+        if by_src.windows(2).any(|w| w[0].0 == w[1].0) {
+            return None;
+        }
+        Some(Index::Sparse(by_src))
+    }
+
+    fn place(&self, src: u32) -> Option<u32> {
+        match self {
+            Index::Dense { lo, place } => place.get(src.checked_sub(*lo)? as usize).copied().filter(|&p| p != ABSENT),
+            Index::Sparse(v) => v.binary_search_by_key(&src, |e| e.0).ok().map(|i| v[i].1),
+        }
+    }
+
+    /// (place, source) of every source, in no particular order.
+    fn all(&self) -> Vec<(u32, u32)> {
+        match self {
+            Index::Dense { lo, place } => place.iter().enumerate().filter(|e| *e.1 != ABSENT).map(|(i, &p)| (p, lo + i as u32)).collect(),
+            Index::Sparse(v) => v.iter().map(|&(s, p)| (p, s)).collect(),
+        }
+    }
 }
 
 /// What a receive group took in, in its sources' order: per message its
@@ -64,16 +118,15 @@ impl MsgLayer {
     /// is named twice (then post them one by one).
     #[allow(clippy::too_many_arguments)]
     pub fn irecv_group(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, srcs: &[u32], ctx: u32, tag: i32, capacity: u32, unaligned: bool) -> Option<ReqId> {
-        let mut by_src: Vec<(u32, u32)> = srcs.iter().enumerate().map(|(k, &s)| (s, k as u32)).collect();
-        by_src.sort_unstable();
-        if by_src.windows(2).any(|w| w[0].0 == w[1].0) || tag < 0 {
+        if tag < 0 {
             return None;
         }
+        let index = Index::new(srcs)?;
         let req = self.new_req(ReqKind::RecvGroup, rank);
         self.reqs[req as usize].count = srcs.len() as u32;
         self.reqs[req as usize].ctx = ctx;
         self.reqs[req as usize].tag = tag;
-        let g = RecvGroup { rank, ctx, tag, capacity, unaligned, req, by_src, counts: vec![WAITING; srcs.len()], data: FxHashMap::default() };
+        let g = RecvGroup { rank, ctx, tag, capacity, unaligned, req, index, counts: vec![WAITING; srcs.len()], data: FxHashMap::default() };
         let gid = self.new_group(g);
         self.reqs[req as usize].msg = gid;
         if srcs.is_empty() {
@@ -145,8 +198,7 @@ impl MsgLayer {
             if g.ctx != ctx || g.tag != tag {
                 return None;
             }
-            let i = g.by_src.binary_search_by_key(&src, |e| e.0).ok()?;
-            let place = g.by_src[i].1;
+            let place = g.index.place(src)?;
             (g.counts[place as usize] == WAITING).then_some((gid, place))
         })?;
         Some(self.member(gid, place, src))
@@ -195,7 +247,7 @@ impl MsgLayer {
     /// the group's order.
     pub(super) fn group_sources_left(&self, req: ReqId) -> Vec<u32> {
         let Some(g) = self.groups.get(self.reqs[req as usize].msg as usize).and_then(Option::as_ref) else { return Vec::new() };
-        let mut left: Vec<(u32, u32)> = g.by_src.iter().filter(|e| g.counts[e.1 as usize] >= MATCHED).map(|&(s, k)| (k, s)).collect();
+        let mut left: Vec<(u32, u32)> = g.index.all().into_iter().filter(|e| g.counts[e.0 as usize] >= MATCHED).collect();
         left.sort_unstable();
         left.into_iter().map(|e| e.1).collect()
     }
@@ -210,12 +262,39 @@ pub(super) struct HeldSend {
     proto: u8,
 }
 
-/// The held sends of a send group, in the order they were posted; `next`
-/// is the first not started.
+/// The held sends of a send group, in the order they were posted: their
+/// destinations, and their sizes and protocols where they differ (one
+/// for all where they do not: 4 bytes a send); `next` is the first not
+/// started.
 #[derive(Debug)]
 pub(super) struct Held {
-    sends: Vec<HeldSend>,
+    dsts: Vec<u32>,
+    each: Vec<HeldSend>,
+    same: HeldSend,
     next: usize,
+}
+
+impl Held {
+    fn new(sends: Vec<HeldSend>) -> Held {
+        let same = sends[0];
+        if sends.iter().all(|s| s.bytes == same.bytes && s.proto == same.proto) {
+            Held { dsts: sends.iter().map(|s| s.dst).collect(), each: Vec::new(), same, next: 0 }
+        } else {
+            Held { dsts: Vec::new(), each: sends, same, next: 0 }
+        }
+    }
+
+    fn len(&self) -> usize {
+        if self.each.is_empty() { self.dsts.len() } else { self.each.len() }
+    }
+
+    fn get(&self, k: usize) -> HeldSend {
+        if self.each.is_empty() {
+            HeldSend { dst: self.dsts[k], ..self.same }
+        } else {
+            self.each[k]
+        }
+    }
 }
 
 impl MsgLayer {
@@ -224,10 +303,13 @@ impl MsgLayer {
     /// ones that would wait.
     pub fn post_send_group(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, group: ReqId, sends: Vec<SendReq>) {
         let r = rank as usize;
+        let (ctx, tag) = sends.first().map_or((0, 0), |s| (s.ctx, s.tag));
         let holdable = self.dma.is_some()
             && self.log.is_none()
             && self.ranks[r].lazy == NONE
-            && sends.iter().all(|s| s.group == group && s.rank == rank && s.mode == SendMode::Standard && s.dest != rank && s.data.is_empty());
+            && sends.iter().all(|s| {
+                s.group == group && s.rank == rank && s.ctx == ctx && s.tag == tag && s.mode == SendMode::Standard && s.dest != rank && s.data.is_empty()
+            });
         if !holdable {
             for s in sends {
                 self.post_send(net, q, now, s);
@@ -237,15 +319,17 @@ impl MsgLayer {
         let (node, core) = self.place(rank);
         let task = self.ranks[r].task as u32;
         let mut held = Vec::new();
-        let (ctx, tag) = sends.first().map_or((0, 0), |s| (s.ctx, s.tag));
         for s in sends {
             // Behind a message to its peer: posted as ever (no event).
             let peer_busy = matches!(self.ranks[r].peers.get(&s.dest), Some(e) if e.0 != IDLE);
             let waits = net.core_busy_until(node, core) > now || !net.dma_has_room(node, task);
-            if peer_busy || (held.is_empty() && !waits) || s.ctx != ctx || s.tag != tag {
+            if peer_busy || (held.is_empty() && !waits) {
                 self.post_send(net, q, now, s);
                 continue;
             }
+            // (Once one waits, every later one does: nothing frees the core
+            // or the work FIFO at this instant.)
+            debug_assert!(waits, "a send after a held one would start");
             let proto = if s.proto == Protocol::OnePacket && s.bytes > self.maxp - self.meta { Protocol::Eager } else { s.proto };
             let st = &mut self.ranks[r].stats;
             st.sends += 1;
@@ -257,7 +341,7 @@ impl MsgLayer {
             return;
         }
         let n = held.len() as u64;
-        let lid = super::slot(&mut self.lazy, &mut self.free_lazy, Some(Held { sends: held, next: 0 }), "held send groups");
+        let lid = super::slot(&mut self.lazy, &mut self.free_lazy, Some(Held::new(held)), "held send groups");
         let pv = self.new_pending(Pending { src: rank, dst: lid, ctx, tag, bytes: 0, req: group, record: NO_RECORD, next: NONE, bits: pend::LAZY });
         self.ranks[r].lazy = pv;
         let busy = net.core_busy_until(node, core);
@@ -291,7 +375,7 @@ impl MsgLayer {
         let (node, task) = (self.ranks[rank as usize].node, self.ranks[rank as usize].task as u32);
         loop {
             let h = self.lazy[lid].as_ref().expect("held sends");
-            let left = (h.sends.len() - h.next) as u64;
+            let left = (h.len() - h.next) as u64;
             if left == 0 {
                 self.lazy[lid] = None;
                 self.free_lazy.push(lid as u32);
@@ -320,7 +404,7 @@ impl MsgLayer {
     fn held_pending(&mut self, pv: u32) -> u32 {
         let Pending { src, dst: lid, ctx, tag, req, .. } = self.pending[pv as usize];
         let h = self.lazy[lid as usize].as_mut().expect("held sends");
-        let s = h.sends[h.next];
+        let s = h.get(h.next);
         h.next += 1;
         let peers = &mut self.ranks[src as usize].peers;
         match peers.get_mut(&s.dst) {
@@ -343,7 +427,7 @@ impl MsgLayer {
         let lid = self.pending[pv as usize].dst as usize;
         let after = self.pending[pv as usize].next;
         let h = self.lazy[lid].as_ref().expect("held sends");
-        let left = h.sends.len() - h.next;
+        let left = h.len() - h.next;
         // The rest after the first, linked as a chain's are.
         let mut ids = Vec::with_capacity(left);
         for _ in 0..left {

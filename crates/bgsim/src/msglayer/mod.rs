@@ -998,8 +998,8 @@ mod tests {
     /// What a posted message holds in the core, per structure: a send or
     /// receive posted by itself keeps a request, a waiting send a
     /// `Pending`, and a `Msg` only the messages under way; a post-all
-    /// exchange's held send keeps 12 bytes and its receive 12 in the
-    /// group (`group.rs`, `docs/performance.md`).
+    /// exchange's held send keeps 4 bytes (12 where sizes differ) and its
+    /// receive 8 in the group (`group.rs`, `docs/performance.md`).
     #[test]
     fn a_posted_message_stays_lean() {
         assert!(std::mem::size_of::<super::group::HeldSend>() <= 12, "HeldSend is {} bytes", std::mem::size_of::<super::group::HeldSend>());
