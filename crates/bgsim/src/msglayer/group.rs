@@ -124,8 +124,6 @@ impl MsgLayer {
         let index = Index::new(srcs)?;
         let req = self.new_req(ReqKind::RecvGroup, rank);
         self.reqs[req as usize].count = srcs.len() as u32;
-        self.reqs[req as usize].ctx = ctx;
-        self.reqs[req as usize].tag = tag;
         let g = RecvGroup { rank, ctx, tag, capacity, unaligned, req, index, counts: vec![WAITING; srcs.len()], data: FxHashMap::default() };
         let gid = self.new_group(g);
         self.reqs[req as usize].msg = gid;
@@ -243,13 +241,25 @@ impl MsgLayer {
         self.reqs[req as usize].count
     }
 
-    /// The sources whose messages a receive group still waits for, in
-    /// the group's order.
-    pub(super) fn group_sources_left(&self, req: ReqId) -> Vec<u32> {
-        let Some(g) = self.groups.get(self.reqs[req as usize].msg as usize).and_then(Option::as_ref) else { return Vec::new() };
+    /// What a receive group still waits for (for the report of a blocked
+    /// rank): the sources of the messages not complete, in the group's
+    /// order, with its tag and context.
+    pub(super) fn describe_group(&self, req: ReqId) -> String {
+        let Some(g) = self.groups.get(self.reqs[req as usize].msg as usize).and_then(Option::as_ref) else {
+            return "messages of an exchange".to_string();
+        };
         let mut left: Vec<(u32, u32)> = g.index.all().into_iter().filter(|e| g.counts[e.0 as usize] >= MATCHED).collect();
         left.sort_unstable();
-        left.into_iter().map(|e| e.1).collect()
+        const SHOWN: usize = 8;
+        let (tag, ctx) = (g.tag, g.ctx);
+        if let [(_, src)] = left[..] {
+            return format!("a message from rank {src} with tag {tag} (context {ctx})");
+        }
+        let mut names: Vec<String> = left.iter().take(SHOWN).map(|e| e.1.to_string()).collect();
+        if left.len() > SHOWN {
+            names.push(format!("{} more", left.len() - SHOWN));
+        }
+        format!("messages from ranks {} with tag {tag} (context {ctx})", names.join(", "))
     }
 }
 

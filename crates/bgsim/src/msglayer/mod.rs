@@ -774,18 +774,7 @@ impl MsgLayer {
             ReqKind::Recv => format!("a message from {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
             ReqKind::Probe => format!("a probe for {} with {} (context {})", who(r.src), tagname(r.tag), r.ctx),
             ReqKind::Timer => "compute".to_string(),
-            ReqKind::RecvGroup => {
-                let left = self.group_sources_left(req);
-                const SHOWN: usize = 8;
-                let mut names: Vec<String> = left.iter().take(SHOWN).map(u32::to_string).collect();
-                if left.len() > SHOWN {
-                    names.push(format!("{} more", left.len() - SHOWN));
-                }
-                match left.len() {
-                    1 => format!("a message from rank {} with {} (context {})", left[0], tagname(r.tag), r.ctx),
-                    _ => format!("messages from ranks {} with {} (context {})", names.join(", "), tagname(r.tag), r.ctx),
-                }
-            }
+            ReqKind::RecvGroup => self.describe_group(req),
             ReqKind::SendGroup => format!("{} sends of an exchange", self.group_left(req)),
             ReqKind::Send if r.flag(req_flag::PENDING) => {
                 let p = &self.pending[r.msg as usize];
