@@ -62,6 +62,7 @@ def program():
     ("2x2x2", 7, None),
     ("2x2x2", 8, {"allgather": "ring", "bcast": "scatter_allgather", "allreduce": "recursive_doubling"}),
     ("2x2x2", 6, {"allgather": "bruck", "alltoall": "pairwise"}),
+    ("2x2x2", 7, {"allreduce": "reduce_scatter_allgather"}),
 ])
 def test_size_only_buffers_cost_what_full_buffers_cost(shape, nranks, coll):
     full = bgsim.run(program, shape=shape, nranks=nranks, coll=coll)

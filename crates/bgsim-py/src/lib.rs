@@ -685,18 +685,22 @@ impl World {
     /// communicator's collective context with `tag` (`parts` an int: every
     /// send that many bytes without content; a pair (buffer, size): block d
     /// of the buffer's bytes for rank d; ("relay", first): the first send
-    /// `first`, every later one what this rank received last). `steps`:
-    /// None, all at once; "pairwise", the k-th receive and send as step k;
-    /// or a list of (receives, sends) per step. `parts` is a list by
+    /// `first`, every later one what this rank received last; ("grow",
+    /// n): every send n bytes and as many as received so far, without
+    /// content; ("sizes", list): send k that many bytes without content).
+    /// `steps`: None, all at once; "pairwise", the k-th receive
+    /// and send as step k; or a list of (receives, sends) per step.
+    /// `combine[k]`: bytes of result the rank's core combines once step k
+    /// is done, before the next (a reduction's). `parts` is a list by
     /// communicator rank or a dict. `packed`: what arrives is kept in one
     /// buffer, for `coll_result_packed`. `p2p`: on the communicator's
     /// point-to-point context instead (a replay's rounds of point-to-point
     /// messages, `bgsim.trace.replay`). Returns true if the rank waits
     /// (the driver switches away; `run` gives it back).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0, packed=false, p2p=false))]
+    #[pyo3(signature = (rank, comm, tag, parts, dests, srcs, steps=None, mode=0, packed=false, p2p=false, combine=Vec::new()))]
     fn coll_exchange(&mut self, rank: u32, comm: &Members, tag: i32, parts: &Bound<'_, PyAny>, dests: Vec<u32>, srcs: Vec<u32>,
-                     steps: Option<&Bound<'_, PyAny>>, mode: u8, packed: bool, p2p: bool) -> PyResult<bool> {
+                     steps: Option<&Bound<'_, PyAny>>, mode: u8, packed: bool, p2p: bool, combine: Vec<u64>) -> PyResult<bool> {
         let dict = parts.downcast::<PyDict>().ok();
         let convert = |p: Bound<'_, PyAny>| -> PyResult<Option<Payload>> {
             if p.is_none() {
@@ -720,11 +724,15 @@ impl World {
             })
         };
         // ("relay", first): the first send carries `first`, every later
-        // one what this rank received last (a ring).
-        let relay = parts
-            .downcast::<PyTuple>()
-            .ok()
-            .filter(|t| t.len() == 2 && t.get_item(0).is_ok_and(|k| k.extract::<&str>().is_ok_and(|k| k == "relay")));
+        // one what this rank received last (a ring); ("grow", n): sizes
+        // that add up what arrived; ("sizes", [n, ...]): send k n_k bytes
+        // without content.
+        let tagged = |name: &str| {
+            parts.downcast::<PyTuple>().ok().filter(|t| t.len() == 2 && t.get_item(0).is_ok_and(|k| k.extract::<&str>().is_ok_and(|k| k == name)))
+        };
+        let relay = tagged("relay");
+        let grow = tagged("grow");
+        let sizes = tagged("sizes");
         let steps = match steps {
             None => Steps::All,
             Some(s) if s.extract::<&str>().is_ok_and(|s| s == "pairwise") => Steps::Pairwise,
@@ -736,6 +744,11 @@ impl World {
                 *first = convert(t.get_item(1)?)?;
             }
             Parts::Each(each)
+        } else if let Some(t) = sizes {
+            let v: Vec<u32> = t.get_item(1)?.extract().map_err(|_| errors::usage("(\"sizes\", list): a size in bytes for each send"))?;
+            Parts::Each(v.into_iter().map(|n| Some(Payload::Size(n))).collect())
+        } else if let Some(t) = grow {
+            Parts::Grow(t.get_item(1)?.extract().map_err(|_| errors::usage("(\"grow\", n): n a size in bytes"))?)
         } else if let Ok(n) = parts.extract::<u32>() {
             Parts::Same(n)
         } else if let Ok((whole, size)) = parts.extract::<(Bound<'_, PyAny>, usize)>() {
@@ -748,7 +761,7 @@ impl World {
             Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?)
         };
         let ctx = if p2p { comm.ctx } else { comm.ctx + 1 };
-        let x = Exchange { peers: comm.ranks.clone(), ctx, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps };
+        let x = Exchange { peers: comm.ranks.clone(), ctx, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps, combine };
         self.w.start(rank, if packed { Agent::packed(x) } else { Agent::new(x) }).map_err(to_py)
     }
     /// Drops what `rank`'s finished exchange received (a driver that

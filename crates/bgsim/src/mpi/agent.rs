@@ -55,6 +55,10 @@ pub struct Exchange {
     /// Communicator ranks to receive from, in the order receives are posted.
     pub recvs: Vec<u32>,
     pub steps: Steps,
+    /// Bytes of result the rank's core combines after step k, before the
+    /// next is posted (a reduction's local combine, [`World::combine`]);
+    /// steps past its end combine nothing.
+    pub combine: Vec<u64>,
 }
 
 /// What an exchange's sends carry.
@@ -66,6 +70,10 @@ pub enum Parts {
     /// Every send a message of this many bytes without content (a
     /// skeleton's all-to-all: no memory per destination).
     Same(u32),
+    /// Every send a message without content of this many bytes and as
+    /// many as the rank has received so far (recursive doubling's
+    /// allgather of sizes: a rank passes on all it holds).
+    Grow(u32),
 }
 
 impl Parts {
@@ -74,6 +82,7 @@ impl Parts {
         match self {
             Parts::Each(v) => v[k].take(),
             Parts::Same(n) => Some(Payload::Size(*n)),
+            Parts::Grow(_) => None,
         }
     }
 
@@ -82,7 +91,7 @@ impl Parts {
     fn largest(&self) -> u64 {
         match self {
             Parts::Each(v) => v.iter().flatten().map(Payload::size).max().unwrap_or(0),
-            Parts::Same(n) => *n as u64,
+            Parts::Same(n) | Parts::Grow(n) => *n as u64,
         }
     }
 }
@@ -145,6 +154,15 @@ impl Got {
         None
     }
 
+    /// Bytes received so far.
+    fn total(&self) -> u64 {
+        match self {
+            Got::Sizes(v) => v.iter().map(|&n| n as u64).sum(),
+            Got::Payloads(v) => v.iter().map(Payload::size).sum(),
+            Got::Packed { bytes, .. } => bytes.len() as u64,
+        }
+    }
+
     /// A copy of the last message, in one of `w`'s spare buffers.
     fn last(&self, w: &mut World) -> Option<Payload> {
         match self {
@@ -200,6 +218,8 @@ struct Running {
     /// The step in progress posted its receives as one group (its first
     /// request) and its sends as another (`msglayer::group`).
     grouped: bool,
+    /// The combine after the step just done, while the core works on it.
+    charge: Option<ReqId>,
 }
 
 /// A collective the core runs for one rank.
@@ -218,7 +238,7 @@ impl Agent {
             Steps::Pairwise => x.recvs.len().max(x.dests.len()),
             Steps::Counts(c) => c.len(),
         };
-        Agent(Running { got: Got::Sizes(Vec::with_capacity(x.recvs.len())), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0, pack: false, grouped: false })
+        Agent(Running { got: Got::Sizes(Vec::with_capacity(x.recvs.len())), x, step: 0, steps, reqs: Vec::new(), nrecv: 0, recvs_before: 0, sent: 0, pack: false, grouped: false, charge: None })
     }
 
     /// An agent whose driver takes what arrived whole
@@ -233,7 +253,21 @@ impl Agent {
     /// must wait (true) or the exchange is done (false).
     fn advance(&mut self, w: &mut World, rank: u32) -> Result<bool, MpiError> {
         loop {
-            self.finish_step(w);
+            if let Some(req) = self.0.charge.take() {
+                w.release(req);
+            } else {
+                self.finish_step(w);
+                let done = self.0.step;
+                let bytes = done.checked_sub(1).and_then(|k| self.0.x.combine.get(k)).copied().unwrap_or(0);
+                if bytes > 0 {
+                    let req = w.combine(rank, bytes);
+                    self.0.charge = Some(req);
+                    if w.block(rank, vec![req], 1) {
+                        return Ok(true);
+                    }
+                    continue;
+                }
+            }
             if self.0.step >= self.0.steps {
                 return Ok(false);
             }
@@ -307,6 +341,9 @@ impl Agent {
             let d = r.x.peers[r.x.dests[k] as usize] as i64;
             let p = match r.x.parts.take(k) {
                 Some(p) => p,
+                None if matches!(r.x.parts, Parts::Grow(_)) => Payload::Size(
+                    u32::try_from(r.x.parts.largest() + r.got.total()).map_err(|_| MpiError::message_too_large(r.x.parts.largest() + r.got.total()))?,
+                ),
                 None => match r.got.last(w) {
                     Some(p) => p,
                     None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
@@ -329,10 +366,13 @@ impl Agent {
     /// None (nothing posted) if a source repeats.
     fn post_grouped(r: &mut Running, w: &mut World, rank: u32) -> Result<Option<()>, MpiError> {
         let x = &mut r.x;
-        if let Parts::Each(v) = &x.parts {
-            if v.iter().any(Option::is_none) {
+        match &x.parts {
+            Parts::Each(v) if v.iter().any(Option::is_none) => {
                 return Err(MpiError::Usage("a collective relays a message before it has received one".into()));
             }
+            // What a send carries depends on what arrived before it.
+            Parts::Grow(_) => return Ok(None),
+            _ => {}
         }
         if !x.recvs.is_empty() {
             let srcs: Vec<u32> = x.recvs.iter().map(|&s| x.peers[s as usize]).collect();

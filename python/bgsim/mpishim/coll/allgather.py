@@ -104,7 +104,9 @@ def allgather_tree(c: Call, data: bytes) -> Blocks:
 def allgather_recursive_doubling(c: Call, data: Any) -> Any:
     """log2 n steps; at step k a rank swaps its 2^k contiguous blocks with
     its partner's. With the counts known (`c.layout`) the messages are the
-    blocks' bytes alone; else (objects) a `BlockRun` each."""
+    blocks' bytes alone (sizes without content: the core runs the steps in
+    one call, each send as large as all the rank holds); else (objects) a
+    `BlockRun` each."""
     n, me = c.n, c.me
     lay = getattr(c, "layout", None)
     mask = 1
@@ -116,6 +118,10 @@ def allgather_recursive_doubling(c: Call, data: Any) -> Any:
             run = run.join(got) if me & mask == 0 else got.join(run)
             mask <<= 1
         return run.blocks()
+    if isinstance(data, int):  # sizes without content: the core runs the steps
+        partners = [me ^ (1 << k) for k in range(n.bit_length() - 1)]
+        got = c.exchange(("grow", data), partners, partners, "pairwise", dense=False)
+        return data + sum(_size(g) for _, g in got)
     held = data
     while mask < n:
         partner = me ^ mask

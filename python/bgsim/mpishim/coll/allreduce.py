@@ -2,26 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, List, Tuple
 
 import numpy as np
 
-from .base import Call, Reducer, _fold, _fold_in, _fold_out, _old, tree_reduce
+from .base import Call, Reducer, Sized, _fold, _fold_in, _fold_out, _folded_sized, _old, tree_reduce
 from .registry import algorithm
 
 
 @algorithm("allreduce", "recursive_doubling")
 def allreduce_recursive_doubling(c: Call, value: Any, red: Reducer) -> Any:
     pof2, rem, new = _fold(c)
+    partners = [] if new < 0 else [_old(new ^ (1 << k), rem) for k in range(pof2.bit_length() - 1)]
+    if value.__class__ is Sized:  # no content: the core runs the steps
+        _folded_sized(c, value.nbytes, rem, new, [(p, value.nbytes, value.nbytes) for p in partners])
+        return value
     value = _fold_in(c, value, red, rem)
-    if new >= 0:
-        mask = 1
-        while mask < pof2:
-            partner = _old(new ^ mask, rem)
-            got = red.load(c.sendrecv(red.dump(value), partner, partner))
-            value = c.combine(red, got, value) if (new ^ mask) < new else c.combine(red, value, got)
-            mask <<= 1
+    for partner in partners:
+        got = red.load(c.sendrecv(red.dump(value), partner, partner))
+        value = c.combine(red, got, value) if partner < c.me else c.combine(red, value, got)
     return _fold_out(c, value, red, rem)
+
+
+def _halving(pof2: int, rem: int, new: int) -> List[Tuple[int, Tuple[int, int], Tuple[int, int]]]:
+    """Recursive halving's steps for (new) rank `new` of `pof2`: (partner,
+    the block range kept, the range given), the kept range halved at each."""
+    lo, hi = 0, pof2
+    mask = pof2 >> 1
+    steps = []
+    while mask > 0:
+        partner_new = new ^ mask
+        mid = (lo + hi) // 2
+        keep, give = ((lo, mid), (mid, hi)) if new < partner_new else ((mid, hi), (lo, mid))
+        steps.append((_old(partner_new, rem), keep, give))
+        lo, hi = keep
+        mask >>= 1
+    return steps
 
 
 @algorithm("allreduce", "reduce_scatter_allgather")
@@ -29,35 +45,32 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
     """Reduce-scatter by recursive halving, then allgather by recursive
     doubling (arrays; non-power-of-two sizes fold first)."""
     pof2, rem, new = _fold(c)
+    count = len(value)
+
+    def at(i: int) -> int:
+        """Where block i starts (blocks as even as count / pof2 allows;
+        worked out when needed: a list of pof2 bounds per rank is
+        n^2 memory over the ranks of one process)."""
+        return count * i // pof2
+
+    steps = _halving(pof2, rem, new) if new >= 0 else []
+    if value.__class__ is Sized:  # no content: the core runs the steps
+        size = value.itemsize
+
+        def nbytes(r: Tuple[int, int]) -> int:
+            return (at(r[1]) - at(r[0])) * size
+        middle = [(p, nbytes(give), nbytes(keep)) for p, keep, give in steps]
+        middle += [(p, nbytes(keep), 0) for p, keep, _ in reversed(steps)]
+        _folded_sized(c, value.nbytes, rem, new, middle)
+        return value
     value = _fold_in(c, value, red, rem)
     if new >= 0:
-        count = len(value)
-
-        def at(i: int) -> int:
-            """Where block i starts (blocks as even as count / pof2 allows;
-            worked out when needed: a list of pof2 bounds per rank is
-            n^2 memory over the ranks of one process)."""
-            return count * i // pof2
-
-        lo, hi = 0, pof2  # block range this rank is responsible for
         value = value.copy()
-        mask = pof2 >> 1
-        steps = []
-        while mask > 0:
-            partner_new = new ^ mask
-            partner = _old(partner_new, rem)
-            mid = (lo + hi) // 2
-            if new < partner_new:
-                keep, give = (lo, mid), (mid, hi)
-            else:
-                keep, give = (mid, hi), (lo, mid)
+        for partner, keep, give in steps:
             out = value[at(give[0]):at(give[1])]
             got = red.load(c.sendrecv(red.dump(out), partner, partner))
             mine = value[at(keep[0]):at(keep[1])]
-            value[at(keep[0]):at(keep[1])] = c.combine(red, got, mine) if partner_new < new else c.combine(red, mine, got)
-            steps.append((partner, keep, give))
-            lo, hi = keep
-            mask >>= 1
+            value[at(keep[0]):at(keep[1])] = c.combine(red, got, mine) if partner < c.me else c.combine(red, mine, got)
         for partner, keep, give in reversed(steps):
             got = red.load(c.sendrecv(red.dump(value[at(keep[0]):at(keep[1])]), partner, partner))
             value[at(give[0]):at(give[1])] = got

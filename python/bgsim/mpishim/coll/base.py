@@ -125,17 +125,21 @@ class Call:
             r._raise()
 
     def exchange(self, parts: Any, dests: Sequence[int], srcs: Sequence[int], steps: Any = None, mode: int = 0,
-                 dense: bool = True, packed: bool = False) -> Any:
+                 dense: bool = True, packed: bool = False, combine: Sequence[int] = ()) -> Any:
         """Runs an exchange in the core (`mpi::agent`), one call for the
         whole of it: receives from every rank of `srcs` and sends `parts[d]`
         to every rank of `dests` (bytes, an int: a size without content, or
         None: what this rank received last; `parts` a `Same`: every send
         that size without content; `("relay", first)`: the first send
-        `first`, every later one what this rank received last), in steps
-        that each post their receives, then their sends, then wait for all
-        of them. `steps`:
+        `first`, every later one what this rank received last; `("grow", n)`:
+        every send n bytes and as many as received so far, without content;
+        `("sizes", list)`: send k that many bytes without content),
+        in steps that each post their receives, then their sends, then wait
+        for all of them. `steps`:
         None, one step; "pairwise", the k-th receive and send as step k; or
-        a list of (receives, sends) per step. The same messages at the same
+        a list of (receives, sends) per step. `combine[k]`: bytes of result
+        the rank's core combines once step k is done (a reduction's local
+        work, `Call.combine`), before the next. The same messages at the same
         simulated times as posting them from here. Returns what arrived: a
         list by rank (None where nothing came), or (`dense` false) a list of
         (source, data) in the order of `srcs`, or (`packed`) the bytes of
@@ -150,17 +154,19 @@ class Call:
             # Only the blocks' bytes (the buffer may be far larger: the
             # core copies what it is given).
             parts = (parts.whole, parts.uniform)
-        if ctx.nbcs:
-            # The core's run of it would wait where the rank's nonblocking
-            # collectives do not advance (`nbc`): the same messages posted
-            # from here.
-            return self._exchange_here(parts, dests, srcs, steps, mode, dense, packed)
         tl = rt.timeline
+        if ctx.nbcs or (combine and tl is not None):
+            # The core's run of it would wait where the rank's nonblocking
+            # collectives do not advance (`nbc`), and a timeline shows a
+            # combine apart from the wait: the same messages posted from
+            # here.
+            return self._exchange_here(parts, dests, srcs, steps, mode, dense, packed, combine)
         t0 = w.rank_time(ctx.rank) if tl is not None else 0
         members = self.comm._p2p
         if members is None:  # COMM_SELF: the calling rank's own group
             members = _members(self.comm._context, self.comm._group._ranks)
-        started = w.coll_exchange(ctx.rank, members, self.tag, parts, dests, srcs, steps, mode, packed)
+        started = w.coll_exchange(ctx.rank, members, self.tag, parts, dests, srcs, steps, mode, packed, False,
+                                  list(combine))
         # The core has its own copy of the ranks: a waiting rank holds no
         # list as long as the communicator.
         del dests, srcs
@@ -187,7 +193,7 @@ class Call:
         return w.coll_result(ctx.rank, self.n if dense else None)
 
     def _exchange_here(self, parts: Any, dests: Sequence[int], srcs: Sequence[int], steps: Any, mode: int,
-                       dense: bool, packed: bool) -> Any:
+                       dense: bool, packed: bool, combine: Sequence[int] = ()) -> Any:
         """`exchange` by this rank's own point-to-point calls, step by
         step: each step posts its receives, then its sends, then waits for
         all of them (`parts` as `exchange` hands them to the core)."""
@@ -197,10 +203,16 @@ class Call:
             plan = [(int(k < len(srcs)), int(k < len(dests))) for k in range(max(len(srcs), len(dests)))]
         else:
             plan = steps
-        relay = parts.__class__ is tuple and len(parts) == 2 and parts[0] == "relay"
+        tagged = parts[0] if parts.__class__ is tuple and len(parts) == 2 and parts[0].__class__ is str else None
+        relay, grow = tagged == "relay", tagged == "grow"
         last: Any = None  # what this rank received last
+        held = 0  # bytes received so far
 
         def part(k: int, d: int) -> Any:
+            if grow:
+                return parts[1] + held
+            if tagged == "sizes":
+                return parts[1][k]
             if relay:
                 p = parts[1] if k == 0 else last
             elif isinstance(parts, int):
@@ -216,13 +228,16 @@ class Call:
 
         got: List[Tuple[int, Any]] = []
         ri = si = 0
-        for nr, ns in plan:
+        for step, (nr, ns) in enumerate(plan):
             rs = [self.irecv(srcs[ri + k]) for k in range(nr)]
             ss = [self.isend(part(si + k, dests[si + k]), dests[si + k], mode) for k in range(ns)]
             self.wait(rs + ss)
             for k, r in enumerate(rs):
                 got.append((srcs[ri + k], r._obj))
                 last = r._obj
+                held += _size(last)
+            if step < len(combine) and combine[step]:
+                self.rt.combine(self.ctx, combine[step])
             ri += nr
             si += ns
         if packed:
@@ -538,6 +553,33 @@ def _fold_out(c: Call, value: Any, red: Reducer, rem: int) -> Any:
 
 def _old(newrank: int, rem: int) -> int:
     return newrank * 2 + 1 if newrank < rem else newrank + rem
+
+
+def _folded_sized(c: Call, nbytes: int, rem: int, new: int, middle: Sequence[Tuple[int, int, int]]) -> None:
+    """A reduction of `nbytes` without content whose steps the core runs in
+    one call (`Call.exchange`), as `_fold_in`, the steps, then `_fold_out`
+    post them: `middle` lists each step's (partner, bytes sent, bytes
+    combined once it is done)."""
+    me = c.me
+    if new < 0:  # hands its vector to the odd rank above, gets the result back
+        c.exchange(("sizes", [nbytes]), [me + 1], [me + 1], [(0, 1), (1, 0)], dense=False)
+        return
+    dests, srcs, sizes, steps, combine = [], [], [], [], []
+    if me < 2 * rem:  # first combines its even neighbour's vector
+        srcs.append(me - 1)
+        steps.append((1, 0))
+        combine.append(nbytes)
+    for partner, out, combined in middle:
+        dests.append(partner)
+        srcs.append(partner)
+        sizes.append(out)
+        steps.append((1, 1))
+        combine.append(combined)
+    if me < 2 * rem:
+        dests.append(me - 1)
+        sizes.append(nbytes)
+        steps.append((0, 1))
+    c.exchange(("sizes", sizes), dests, srcs, steps, dense=False, combine=combine)
 
 
 # ---------------------------------------------------------------- hardware
