@@ -74,6 +74,10 @@ class RunResult:
     #: Threads (partitions of the machine) the run took
     #: (``bgsim.run(threads=...)``): the same figures on any number.
     threads: int = 1
+    #: The share of the simulated time the engine ran on those threads: it
+    #: keeps to one thread while the ranks act too often for threads to
+    #: pay (0 on one thread).
+    threaded_share: float = 0.0
     #: Processes of an MPI job the run took, one partition each
     #: (``mpirun -n P bgsim run ...``): the same figures on any number.
     processes: int = 1
@@ -103,6 +107,7 @@ class RunResult:
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
             "threads": self.threads,
+            "threaded_share": self.threaded_share,
             "processes": self.processes,
             "buffers": self.buffers,
             "fidelity": self.fidelity,
@@ -218,7 +223,8 @@ class RunResult:
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
                 + f"; wall {self.wall_s:.2f} s"
-                + (f" on {self.threads} threads" if self.threads > 1 else "")
+                + (f" on {self.threads} threads ({self.threaded_share:.0%} of the simulated time on them)"
+                   if self.threads > 1 else "")
                 + (f" on {self.processes} processes" if self.processes > 1 else ""))
 
 
@@ -489,7 +495,8 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
         traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers, fidelity=world.fidelity,
-        threads=world.partitions if processes == 1 else 1, processes=processes)
+        threads=world.partitions if processes == 1 else 1, processes=processes,
+        threaded_share=world.threaded_share if processes == 1 else 0.0)
     for fn in list(_OBSERVERS):
         fn(result)
     return result

@@ -19,7 +19,7 @@ from conftest import run_cli
 # Software algorithms: the hardware ones do not run on partitions yet.
 SOFTWARE = {"barrier": "dissemination", "allreduce": "recursive_doubling", "bcast": "binomial",
             "reduce": "binomial", "allgather": "ring"}
-HOST = ("wall_s", "python_wall_s", "threads", "processes")
+HOST = ("wall_s", "python_wall_s", "threads", "threaded_share", "processes")
 
 
 def program():
@@ -219,3 +219,35 @@ def test_collectives_the_core_runs_go_on_inside_their_partitions():
     for threads in (2, 3):
         cut = bgsim.run(main, "bgl", shape="4x4x2", coll=coll, fidelity="coarse", threads=threads)
         assert cut.results == one.results and figures(cut) == figures(one), threads
+
+
+def _far():
+    # 256 KB half the machine away: long stretches of network alone.
+    c = MPI.COMM_WORLD
+    r, n = c.Get_rank(), c.Get_size()
+    a = np.zeros(256 * 1024, dtype=np.uint8)
+    b = np.empty_like(a)
+    c.Sendrecv(a, dest=(r + n // 2) % n, recvbuf=b, source=(r - n // 2) % n)
+
+
+def _ring():
+    # One-packet messages around the ranks: ranks act every few windows.
+    c = MPI.COMM_WORLD
+    r, n = c.Get_rank(), c.Get_size()
+    x, y = np.zeros(1), np.empty(1)
+    for _ in range(30):
+        c.Sendrecv(x, dest=(r + 1) % n, recvbuf=y, source=(r - 1) % n)
+
+
+def test_a_run_on_threads_says_how_much_of_it_ran_on_them():
+    one = bgsim.run(_far, "bgl", shape="4x4x2")
+    assert one.threaded_share == 0.0 and "threads" not in one.summary()
+    far = bgsim.run(_far, "bgl", shape="4x4x2", threads=2)
+    ring = bgsim.run(_ring, "bgl", shape="4x4x2", threads=2)
+    assert far.time_s == one.time_s
+    # The engine starts its threads for the network's long stretches, and
+    # keeps to one thread while ranks act every few windows.
+    assert far.threaded_share > 0.5, far.threaded_share
+    assert ring.threaded_share < 0.2, ring.threaded_share
+    assert f"on 2 threads ({far.threaded_share:.0%} of the simulated time on them)" in far.summary()
+    assert far.to_dict()["threaded_share"] == far.threaded_share

@@ -254,6 +254,13 @@ impl World {
     fn partitions(&self) -> usize {
         self.w.partitions()
     }
+    /// The share of the simulated time that ran on the partitions'
+    /// threads (0 on one partition): the engine keeps to one thread while
+    /// the ranks act too often for threads to pay.
+    #[getter]
+    fn threaded_share(&self) -> f64 {
+        self.w.threaded_share()
+    }
     /// (this process's index, processes): (0, 1) unless the ranks run on
     /// the processes of an MPI job.
     #[getter]

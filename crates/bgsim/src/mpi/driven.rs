@@ -65,6 +65,8 @@ pub struct Ranks {
     on_one: u64,
     /// The tick of the ranks last returned.
     now: Tick,
+    /// Simulated time run on the threads (the rest ran on this one).
+    on_threads: Tick,
 }
 
 impl Ranks {
@@ -104,6 +106,7 @@ impl Ranks {
             fresh: true,
             on_one: LEAST_ON_ONE,
             now: 0,
+            on_threads: 0,
         })
     }
 
@@ -132,7 +135,7 @@ impl Ranks {
                 if node >= lo && node < hi { 0 } else { REMOTE }
             })
             .collect();
-        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0 })
+        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0, on_threads: 0 })
     }
 
     /// How many partitions the machine is cut into (over every process).
@@ -213,6 +216,13 @@ impl Ranks {
     }
     pub fn events(&self) -> u64 {
         self.eng.parts.iter().map(|p| p.model.events()).sum()
+    }
+    /// The share of the simulated time so far that ran on the threads
+    /// (0 on one partition): while ranks act every few windows the engine
+    /// runs on this thread, where starting threads would cost more than
+    /// they gain ([`Ranks::run_windows`]).
+    pub fn threaded_share(&self) -> f64 {
+        if self.now == 0 { 0.0 } else { (self.on_threads as f64 / self.now as f64).min(1.0) }
     }
     pub fn rank_time(&self, rank: u32) -> Tick {
         self.of(rank).rank_time(rank)
@@ -521,7 +531,10 @@ impl Ranks {
                 h => {
                     if threads > 1 {
                         let ran = match h {
-                            Halt::Stopped(t, _) => (t - start) / lookahead,
+                            Halt::Stopped(t, _) => {
+                                self.on_threads += t - start;
+                                (t - start) / lookahead
+                            }
                             _ => u64::MAX,
                         };
                         self.on_one = if ran < 4 * self.on_one { (self.on_one * 2).min(MOST_ON_ONE) } else { (self.on_one / 2).max(LEAST_ON_ONE) };
