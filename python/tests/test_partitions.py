@@ -221,6 +221,29 @@ def test_collectives_the_core_runs_go_on_inside_their_partitions():
         assert cut.results == one.results and figures(cut) == figures(one), threads
 
 
+def test_size_only_reductions_the_core_runs_are_the_same_on_partitions():
+    # Recursive doubling and Rabenseifner's allreduce on sizes without
+    # content, and recursive doubling's allgather, run by the core with a
+    # combine on the rank's core after each step.
+    def main():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        compute(seconds=1e-6 * (r % 3))
+        half = comm.Split(r % 2, r)
+        a, b = bgsim.shared_array(4096, "f8", key="a"), bgsim.shared_array(4096, "f8", key="b")
+        for c in (comm, half):
+            c.Allreduce(a[:64], b[:64], op=MPI.SUM)
+            c.Allreduce(a, b, op=MPI.SUM)
+            c.Allgather(a[:2], b[:2 * c.Get_size()])
+        return MPI.Wtime()
+
+    coll = {"allreduce": "auto"}
+    one = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", coll=coll, buffers="size-only")
+    assert set(one.collectives["allreduce"]) == {"recursive_doubling", "reduce_scatter_allgather", "tree"}
+    cut = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", coll=coll, buffers="size-only", threads=2)
+    assert cut.results == one.results and figures(cut) == figures(one)
+
+
 def _far():
     # 256 KB half the machine away: long stretches of network alone.
     c = MPI.COMM_WORLD
