@@ -165,8 +165,9 @@ def render(rows: list) -> str:
     if pt:
         out += ["Python MPI programs on threads (`scripts/bench_threads.py 2 3`: 512 ranks on an 8x8x8 BG/L, each run "
                 "a process of its own, 1 and 2 threads in alternation, the same figures on both):", "",
-                "| program | events | Python's share (1 thread) | 1 thread | 2 threads | 1 thread / 2 threads |",
-                "|---|---|---|---|---|---|"]
+                "| program | events | Python's share (1 thread) | simulated time on the threads | 1 thread | 2 threads "
+                "| 1 thread / 2 threads |",
+                "|---|---|---|---|---|---|---|"]
         for name, what in (("far", "Sendrecv of 256 KB half the machine away, twice"),
                            ("ring", "300 Sendrecv of 8 B around a ring"),
                            ("a2a", "pairwise all-to-all skeleton of 1 KB")):
@@ -174,7 +175,8 @@ def render(rows: list) -> str:
                 continue
             r = pt[name]
             w1, w2 = r["wall_s_1"], r["wall_s_2"]
-            out.append(f"| {what} | {r['events']:,} | {r['python_wall_s']:.2f} s | {w1[0]:.2f}-{w1[-1]:.2f} s | "
+            share = f"{r['threaded_share']:.0%}" if "threaded_share" in r else "-"
+            out.append(f"| {what} | {r['events']:,} | {r['python_wall_s']:.2f} s | {share} | {w1[0]:.2f}-{w1[-1]:.2f} s | "
                        f"{w2[0]:.2f}-{w2[-1]:.2f} s | {r['ratios'][0]:.2f}-{r['ratios'][-1]:.2f}x |")
         out.append("")
     inf = by.get("inflight_alltoall_1024")

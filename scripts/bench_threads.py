@@ -59,10 +59,11 @@ def once(name: str, threads: int) -> None:
     r = bgsim.run(PROGRAMS[name], "bgl", shape="8x8x8", coll=SOFTWARE, threads=threads)
     wall = time.perf_counter() - t0
     d = r.to_dict()
-    for k in ("wall_s", "python_wall_s", "threads"):
+    for k in ("wall_s", "python_wall_s", "threads", "threaded_share"):
         d.pop(k)
     figures = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
     print(json.dumps({"wall_s": wall, "python_wall_s": r.python_wall_s, "figures": figures,
+                      "threaded_share": r.threaded_share,
                       "events": r.counters["events"], "simulated_us": r.time_us,
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
@@ -93,7 +94,8 @@ def main() -> None:
                 if r["figures"] != first["figures"]:
                     sys.exit(f"bench_threads: {name}: the figures on {t} threads differ")
         ratios = sorted(a / b for a, b in zip(walls[1], walls[threads]))
-        out[name].update({"wall_s_1": sorted(walls[1]), f"wall_s_{threads}": sorted(walls[threads]),
+        out[name].update({"threaded_share": r["threaded_share"],  # (the same every run: simulated time)
+                          "wall_s_1": sorted(walls[1]), f"wall_s_{threads}": sorted(walls[threads]),
                           "ratios": ratios, "peak_rss_mb_1": peak[1], f"peak_rss_mb_{threads}": peak[threads]})
         del out[name]["figures"]
     print(json.dumps(out))
