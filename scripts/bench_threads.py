@@ -89,12 +89,14 @@ def main() -> None:
                 r = run(name, t)
                 walls[t].append(r["wall_s"])
                 peak[t] = max(peak[t], r["peak_rss_mb"])
+                if t == threads:  # (the same every run on threads: it counts simulated time)
+                    share = r["threaded_share"]
                 first = out.setdefault(name, {"events": r["events"], "simulated_us": r["simulated_us"],
                                               "python_wall_s": r["python_wall_s"], "figures": r["figures"]})
                 if r["figures"] != first["figures"]:
                     sys.exit(f"bench_threads: {name}: the figures on {t} threads differ")
         ratios = sorted(a / b for a, b in zip(walls[1], walls[threads]))
-        out[name].update({"threaded_share": r["threaded_share"],  # (the same every run: simulated time)
+        out[name].update({"threaded_share": share,
                           "wall_s_1": sorted(walls[1]), f"wall_s_{threads}": sorted(walls[threads]),
                           "ratios": ratios, "peak_rss_mb_1": peak[1], f"peak_rss_mb_{threads}": peak[threads]})
         del out[name]["figures"]

@@ -339,12 +339,13 @@ impl Agent {
         r.nrecv = r.reqs.len();
         for k in r.sent..r.sent + nsend {
             let d = r.x.peers[r.x.dests[k] as usize] as i64;
-            let p = match r.x.parts.take(k) {
-                Some(p) => p,
-                None if matches!(r.x.parts, Parts::Grow(_)) => Payload::Size(
-                    u32::try_from(r.x.parts.largest() + r.got.total()).map_err(|_| MpiError::message_too_large(r.x.parts.largest() + r.got.total()))?,
-                ),
-                None => match r.got.last(w) {
+            let p = match (r.x.parts.take(k), &r.x.parts) {
+                (Some(p), _) => p,
+                (None, &Parts::Grow(first)) => {
+                    let n = first as u64 + r.got.total();
+                    Payload::Size(u32::try_from(n).map_err(|_| MpiError::message_too_large(n))?)
+                }
+                (None, _) => match r.got.last(w) {
                     Some(p) => p,
                     None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
                 },
