@@ -275,6 +275,9 @@ class Runtime:
         # Collectives: the algorithm per operation ("auto" or a name), what
         # each call used, argument checks across ranks, hardware operations.
         self.coll_choice: Dict[str, str] = dict(world.collectives())
+        self.torus_mpi = world.torus_algorithms
+        #: Per communicator context: whether it has one rank on every node.
+        self.every_node: Dict[int, bool] = {}
         self.coll_stats: Dict[str, Dict[str, int]] = {}
         self.coll_warned: set = set()
         self.coll_checks: Dict[Any, list] = {}

@@ -393,3 +393,94 @@ def test_a_reduction_over_the_torus_costs_its_combine_on_the_core(machine, shape
             assert extra == pytest.approx(step, abs=1), (k, r)
     obj, ex = (bgsim.run(lambda k=k: main(k), machine, shape=shape, mode=mode) for k in ("object", "object exchange"))
     assert [r["core_copy_cycles"] for r in obj.ranks] == [r["core_copy_cycles"] for r in ex.ranks]
+
+
+@pytest.mark.parametrize("machine,shape,mesh,mode", [("bgp", "4x4x2", "", "vn"), ("bgl", "3x2x4", "xz", "coprocessor"),
+                                                     ("bgl", "5x1x1", "", "coprocessor"), ("bgp", "2x2x1", "y", "smp")])
+def test_the_torus_allreduce_combines_every_rank_from_staggered_joins(machine, shape, mesh, mode):
+    # Quarters of the partition (one rank on every node): the torus
+    # allreduce by default on BG/P from 128 B to 32 KB, on request on
+    # BG/L; ranks join at different times, so partial sums wait at nodes
+    # whose ranks are still computing. Sizes that are no multiple of a
+    # packet, integers and doubles, sums and maxima.
+    def main():
+        from bgsim.runtime import compute
+        w = MPI.COMM_WORLD
+        r, n = w.Get_rank(), w.Get_size()
+        per = n // (4 if mode == "vn" else 1)
+        sub = w.Split(r // per, r)
+        s, m = sub.Get_rank(), sub.Get_size()
+        out = []
+        for count, dt, op in ((300, "f8", MPI.SUM), (17, "i4", MPI.MAX), (2000, "i8", MPI.SUM), (4096, "f8", MPI.SUM)):
+            compute(seconds=1e-7 * ((s * 5 + count) % 7))
+            x = (np.arange(count) * (s + 1) % 97).astype(dt)
+            y = np.empty_like(x)
+            sub.Allreduce(x, y, op=op)
+            parts = [(np.arange(count) * (i + 1) % 97).astype(dt) for i in range(m)]
+            want = np.maximum.reduce(parts) if op is MPI.MAX else np.sum(parts, axis=0)
+            out.append(bool(np.array_equal(y, want)))
+        return out
+    # An SMP-mode quarter is the whole partition, where the tree comes first.
+    coll = None if mode == "vn" else {"allreduce": "torus_rectangle"}
+    res = bgsim.run(main, machine, shape=shape, mesh=mesh, mode=mode, coll=coll)
+    assert all(all(r) for r in res.results)
+    quarters = 4 if mode == "vn" else 1
+    # 68 B of MAX is below the torus algorithm's 128 B: MPICH's, by default.
+    want = {"torus_rectangle": 4 * quarters} if coll else {"torus_rectangle": 3 * quarters, "recursive_doubling": quarters}
+    assert res.collectives["allreduce"] == want
+
+
+def test_four_quarters_reducing_at_once_share_the_links_not_the_cores():
+    # BG/P, 4x4x4 in VN mode: each quarter (one rank on every node) reduces
+    # 16 KB on its own core of every node. With four injection FIFOs per
+    # process (the preset's six torus FIFOs give a VN process one, and four
+    # quarters then queue behind each other in it), four at once take well
+    # under four times one: the links and the DMA engine are shared, the
+    # cores are not. MPICH's point-to-point allreduce, whose every step
+    # crosses the links, takes more than three times one, and longer.
+    def quarters(active):
+        def main():
+            w = MPI.COMM_WORLD
+            r, n = w.Get_rank(), w.Get_size()
+            q = r // (n // 4)
+            sub = w.Split(q, r)
+            x = np.ones(2048)
+            y = np.empty_like(x)
+            w.Barrier()
+            t0 = MPI.Wtime()
+            if q < active:
+                sub.Allreduce(x, y)
+            return MPI.Wtime() - t0 if q == 0 else None
+        return main
+
+    def cost(active, coll=None):
+        res = bgsim.run(quarters(active), "bgp", shape="4x4x4", mode="vn", coll=coll, settings=["torus.injection_fifos=16"])
+        return max(t for t in res.results if t is not None), res.collectives["allreduce"]
+
+    (one, c1), (four, c4) = cost(1), cost(4)
+    assert c1 == {"torus_rectangle": 1} and c4 == {"torus_rectangle": 4}
+    mpich = {"allreduce": "reduce_scatter_allgather"}
+    p2p_one, p2p_four = cost(1, mpich)[0], cost(4, mpich)[0]
+    assert four / one < 2.5 < 3 < p2p_four / p2p_one and one < p2p_one, (one, four, p2p_one, p2p_four)
+
+
+def test_quarters_broadcast_with_deposit_bit_lines_above_128_bytes():
+    # BG/P's MPI on a quarter (one rank on every node): the rectangle
+    # broadcast above 128 B from any root, MPICH's binomial below; COMM_WORLD
+    # less its last process is no rectangle and runs MPICH's.
+    def main():
+        w = MPI.COMM_WORLD
+        r, n = w.Get_rank(), w.Get_size()
+        sub = w.Split(r // (n // 4), r)
+        out = []
+        for nbytes, root in ((16384, 0), (16384, 5), (300, 31), (4, 3)):
+            buf = np.arange(nbytes, dtype="u1") + root if sub.Get_rank() == root else np.zeros(nbytes, dtype="u1")
+            sub.Bcast(buf, root=root)
+            out.append(bool((buf == (np.arange(nbytes) + root).astype("u1")).all()))
+        less = w.Split(0 if r < n - 1 else MPI.UNDEFINED, r)
+        if less != MPI.COMM_NULL:
+            out.append(less.bcast(r if r == 0 else None, root=0) == 0)
+        return out
+    res = bgsim.run(main, "bgp", shape="4x4x2", mode="vn")
+    assert all(all(r) for r in res.results)
+    assert res.collectives["bcast"] == {"torus_deposit": 12, "binomial": 5}

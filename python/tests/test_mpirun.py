@@ -238,6 +238,34 @@ def test_deposit_bit_broadcasts_on_two_processes_are_the_broadcasts_on_one(tmp_p
     assert "rank 17 got ['f9fafbfcfdfeff'" in one.stdout and ", 9] at" in one.stdout
 
 
+RECTANGLE = """
+import sys
+import numpy as np
+from mpi4py import MPI
+from bgsim.runtime import compute
+w = MPI.COMM_WORLD
+r, n = w.Get_rank(), w.Get_size()
+sub = w.Split(r // (n // 4), -r)
+compute(seconds=1e-7 * ((r * 7) % 11))
+x = np.arange(300, dtype="i8") * (sub.Get_rank() + 1) + r
+y = np.empty_like(x)
+sub.Allreduce(x, y, op=MPI.SUM)
+if r in (0, 5, 17, 31, 100):
+    sys.stdout.write(f"rank {r} got {y[:3].tolist()} {y[-1]} at {MPI.Wtime()}\\n")
+    sys.stdout.flush()
+"""
+
+
+def test_torus_allreduces_on_two_processes_are_the_allreduces_on_one(tmp_path):
+    # BG/P's torus allreduce on the quarters of a VN partition: partial sums
+    # cross to the other process, each rank's contribution goes with its
+    # join, and every process combines the same contributions.
+    _, one, d1 = same_on_two_processes(tmp_path, RECTANGLE, "--machine", "bgp", "--shape", "4x4x2", "--mode", "vn")
+    assert d1["collectives"]["allreduce"] == {"torus_rectangle": 4}
+    # Rank 5 is in the first quarter (ranks 0-31): sum of 1..32 times i, plus the ranks' sum.
+    assert "rank 5 got [496, 1024, 1552] 158368 at" in one.stdout
+
+
 def test_a_timeline_on_two_processes_is_the_timeline_on_one(tmp_path):
     # Each process times its own ranks' calls and samples its own nodes
     # (0 and 31 are in different processes); process 0 writes the file.

@@ -128,6 +128,32 @@ def test_deposit_bit_broadcasts_on_partitions_are_the_broadcasts_on_one(fidelity
         assert figures(cut) == figures(one) and cut.results == one.results, threads
 
 
+def test_torus_allreduces_on_partitions_are_the_allreduces_on_one():
+    # BG/P's torus allreduce on the quarters of a VN partition, two roots
+    # (the first and the last node), ranks joining at different times:
+    # partial sums cross partitions and wait at nodes whose ranks have not
+    # joined; the way down is a deposit-bit broadcast.
+    def main():
+        comm = MPI.COMM_WORLD
+        r, n = comm.Get_rank(), comm.Get_size()
+        got = []
+        for key in (r, -r):
+            sub = comm.Split(r // (n // 4), key)
+            compute(seconds=1e-7 * ((r * 7 + key) % 11))
+            x = np.arange(700, dtype="f8") * (sub.Get_rank() + 1)
+            y = np.empty_like(x)
+            sub.Allreduce(x, y)
+            got.append(float(y[-1]))
+        return got, MPI.Wtime()
+
+    one = bgsim.run(main, "bgp", shape="4x4x2", mode="vn")
+    assert one.collectives["allreduce"] == {"torus_rectangle": 8}
+    assert one.results[0][0] == [699.0 * 32 * 33 / 2] * 2
+    for threads in (2, 4):
+        cut = bgsim.run(main, "bgp", shape="4x4x2", mode="vn", threads=threads)
+        assert figures(cut) == figures(one) and cut.results == one.results, threads
+
+
 def test_a_deadlock_on_partitions_names_the_same_ranks():
     def main():
         comm = MPI.COMM_WORLD

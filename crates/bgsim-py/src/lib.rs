@@ -345,6 +345,12 @@ impl World {
             .map(|op| (op.name.to_string(), self.w.machine().spec.collectives.get(op.name).unwrap_or("auto").to_string()))
             .collect()
     }
+    /// Whether the machine's MPI runs its torus algorithms where they
+    /// apply (`collectives.torus_algorithms`).
+    #[getter]
+    fn torus_algorithms(&self) -> bool {
+        self.w.machine().spec.collectives.torus_algorithms
+    }
     fn machine_toml(&self) -> String {
         self.w.machine().to_toml()
     }
@@ -640,6 +646,23 @@ impl World {
     #[pyo3(signature = (rank, id, root, nbytes, payload=None))]
     fn ml_bcast(&mut self, rank: u32, id: u32, root: u32, nbytes: u64, payload: Option<&[u8]>) -> u32 {
         self.w.line_bcast(rank, id, root, nbytes, payload.map(<[u8]>::to_vec))
+    }
+    /// Joins message-layer allreduce `id` (ids shared with the deposit-bit
+    /// broadcasts; the same on every rank and process) of `nbytes` to
+    /// `root`, one rank on every node. `payload`: the rank's contribution,
+    /// which goes to the other processes of an MPI job with its join.
+    #[pyo3(signature = (rank, id, root, nbytes, payload=None))]
+    fn ml_allreduce(&mut self, rank: u32, id: u32, root: u32, nbytes: u64, payload: Option<&[u8]>) -> u32 {
+        self.w.line_allreduce(rank, id, root, nbytes, payload.map(<[u8]>::to_vec))
+    }
+    /// The contributions to message-layer allreduce `id` that came from
+    /// the other processes of an MPI job ([] elsewhere).
+    fn ml_allreduce_payloads<'py>(&self, py: Python<'py>, id: u32) -> Vec<Bound<'py, PyBytes>> {
+        self.w.reduce_payloads(id).iter().map(|b| PyBytes::new_bound(py, b)).collect()
+    }
+    /// Forgets message-layer allreduce `id` (this process's ranks are done with it).
+    fn ml_allreduce_forget(&mut self, id: u32) {
+        self.w.reduce_forget(id)
     }
     /// The root's data of deposit-bit broadcast `id`, on the processes of
     /// an MPI job once it came (None elsewhere).

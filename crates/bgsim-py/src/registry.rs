@@ -74,12 +74,12 @@ pub(crate) fn collective_generic(op: &str, nbytes: u64, n: u32) -> PyResult<&'st
 /// The algorithm of one collective call: `wanted` ("auto" or a name) and
 /// what the call offers -> (algorithm, why the wanted one cannot run, if so).
 #[pyfunction]
-#[pyo3(signature = (op, wanted, nbytes, n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements=None, faulty_torus=false))]
+#[pyo3(signature = (op, wanted, nbytes, n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements=None, faulty_torus=false, every_node=false, torus_mpi=false))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn collective_choose(op: &str, wanted: &str, nbytes: u64, n: u32, whole_partition: bool, one_task_per_node: bool, collective_network: bool,
-                     barrier_network: bool, alu: bool, elements: Option<u64>, faulty_torus: bool) -> PyResult<(&'static str, Option<String>)> {
+                     barrier_network: bool, alu: bool, elements: Option<u64>, faulty_torus: bool, every_node: bool, torus_mpi: bool) -> PyResult<(&'static str, Option<String>)> {
     let operation = coll::operation(op).ok_or_else(|| errors::usage(format!("`{op}` is not a collective operation")))?;
-    let facts = coll::CallFacts { n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements, faulty_torus };
+    let facts = coll::CallFacts { n, whole_partition, one_task_per_node, collective_network, barrier_network, alu, elements, faulty_torus, every_node, torus_mpi };
     let c = coll::choose(operation, wanted, &facts, nbytes);
     Ok((c.algorithm, c.fallback))
 }

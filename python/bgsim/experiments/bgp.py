@@ -419,9 +419,10 @@ def parallel_colls(ctx: Context) -> Outcome:
     sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072)
     out.setup.append("VN mode, every core a rank; COMM_WORLD split into quarters by rank / (n/4); c of them "
                      "(c = 1..4) run the collective at the same time: MPI_Allreduce of 16 KB of doubles (MPI_SUM) "
-                     "and MPI_Allgather of 4 B per rank. The figure is the slowest participating rank's time; "
-                     "sub-communicators run the point-to-point algorithms (the collective network serves the "
-                     "whole partition only). Buffers are size-only and shared by the ranks (bgsim.shared_array): "
+                     "and MPI_Allgather of 4 B per rank. The figure is the slowest participating rank's time. "
+                     "The collective network serves the whole partition only: a quarter (one rank on every node) "
+                     "reduces with BG/P MPI's torus allreduce (torus_rectangle: partial sums combined on every "
+                     "node's core along lines, docs/collectives.md) and gathers with MPICH's recursive doubling. Buffers are size-only and shared by the ranks (bgsim.shared_array): "
                      "the same messages and times as full buffers without the data, which at 131,072 cores "
                      "would be 17 GB of allgather results (docs/buffers.md).")
 
@@ -468,8 +469,10 @@ def bcast(ctx: Context) -> Outcome:
                      "the communicator's rank 0, the ranks started together, of 4 B and of 16 KB: on COMM_WORLD, on "
                      "COMM_WORLD less its last process (MPI_Comm_create), and on 1-4 of the quarters of COMM_WORLD "
                      "(MPI_Comm_split by rank / (n/4)) at the same time. The algorithm each call ran is the run's "
-                     "choice (docs/collectives.md): the collective network for the whole partition, point-to-point "
-                     f"algorithms otherwise. The 16 KB broadcast on COMM_WORLD less its last process (scatter + "
+                     "choice (docs/collectives.md): the collective network for the whole partition; on a quarter (one "
+                     "rank on every node) BG/P MPI's rectangle broadcast above 128 B (torus_deposit: deposit-bit "
+                     "lines, forwarded by the quarter's core on every node) and MPICH's binomial below; MPICH's "
+                     f"point-to-point algorithms on COMM_WORLD less its last process. The 16 KB broadcast on COMM_WORLD less its last process (scatter + "
                      f"ring allgather, n^2 messages) is run on packets up to {ring_limit:,} cores, and at every size "
                      "on the phase model (phase_sub_us_N_16KB; docs/phase.md: the scatter's log2 n phases and "
                      "the ring's n - 1), which gives sub_us_N_16KB beyond packets and its error against them "

@@ -353,6 +353,26 @@ impl Ranks {
         let r = self.of_mut(rank).line_bcast(rank, id, root, bytes, payload);
         self.global(rank, r)
     }
+    /// Joins message-layer allreduce `id` (see [`World::line_allreduce`]).
+    /// On the processes of an MPI job the ids must be the same on every
+    /// process, and each rank's `payload` goes to the others with its note.
+    pub fn line_allreduce(&mut self, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
+        let payload = payload.filter(|_| self.eng.transport().is_some());
+        let r = self.of_mut(rank).line_allreduce(rank, id, root, bytes, payload);
+        self.global(rank, r)
+    }
+    /// The contributions to message-layer allreduce `id` that came from
+    /// the other processes of an MPI job (empty elsewhere).
+    pub fn reduce_payloads(&self, id: u32) -> &[Vec<u8>] {
+        self.first().reduce_payloads(id)
+    }
+    /// Forgets message-layer allreduce `id` in every partition of this
+    /// process (its ranks are all done with it).
+    pub fn reduce_forget(&mut self, id: u32) {
+        for p in self.eng.parts.iter_mut() {
+            p.model.reduce_forget(id);
+        }
+    }
     /// The root's data of deposit-bit broadcast `id` on the processes of an
     /// MPI job (None elsewhere: the driver holds it).
     pub fn bcast_payload(&self, id: u32) -> Option<&[u8]> {

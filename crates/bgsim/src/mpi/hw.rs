@@ -24,6 +24,10 @@ pub const NOTE_JOIN: u8 = crate::engine::event_kind(15, 1);
 /// partition (`data`: the broadcast's id; the root's partition has its
 /// record already).
 pub const NOTE_DEPOSIT: u8 = crate::engine::event_kind(15, 2);
+/// The kind of a message-layer allreduce's note on the processes of an
+/// MPI job: a rank's contribution for every partition (`data`: its place
+/// in the writer's [`super::World`] list of contributions).
+pub const NOTE_CONTRIB: u8 = crate::engine::event_kind(15, 3);
 
 /// One participant's join of hardware collective `key`.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]

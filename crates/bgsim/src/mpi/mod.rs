@@ -214,6 +214,9 @@ pub struct World {
     chains: HashMap<ReqId, Vec<(u32, SendCall)>>,
     /// Requests nobody waits for, released when they complete.
     unwatched: Vec<bool>,
+    /// Contributions to message-layer allreduces on the processes of an MPI
+    /// job, (id, data), until every partition has them ([`hw::NOTE_CONTRIB`]).
+    contribs: Vec<Option<(u32, Vec<u8>)>>,
 }
 
 /// How many bytes of message buffers [`World::recycle`] keeps, and the
@@ -254,6 +257,7 @@ impl World {
             one_packet_max: m.one_packet_max_bytes,
             forced: m.forced(),
             joins: hw::Joins::default(),
+            contribs: Vec::new(),
             spare: Vec::new(),
             spare_bytes: 0,
             traffic: None,
@@ -618,6 +622,57 @@ impl World {
         }
         self.collect();
         r
+    }
+
+    /// Joins message-layer allreduce `id` (the same on every rank; ids are
+    /// shared with the deposit-bit broadcasts) of `bytes`, reduced to
+    /// `root` and spread back from it (one rank on every node; see
+    /// `msglayer::rectangle`). `payload`: the rank's contribution, for the
+    /// other processes of an MPI job ([`World::reduce_payloads`]).
+    pub fn line_allreduce(&mut self, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
+        let now = self.rank_time(rank);
+        let r = self.at_rank(rank, |net, ml, q| ml.line_allreduce(net, q, now, rank, id, root, bytes));
+        if let Some(p) = payload {
+            let node = self.stack.ml.place(rank).0;
+            self.contribs.push(Some((id, p)));
+            let ev = Event { kind: hw::NOTE_CONTRIB, a: 0, b: 0, c: 0, node: 0, data: (self.contribs.len() - 1) as u32 };
+            crate::engine::Crossing::note_all(&mut self.q, ev, node);
+        }
+        self.collect();
+        r
+    }
+
+    /// The contributions to message-layer allreduce `id` that came with
+    /// the ranks' notes (on the processes of an MPI job).
+    pub fn reduce_payloads(&self, id: u32) -> &[Vec<u8>] {
+        self.stack.ml.reduce_payloads(id)
+    }
+
+    /// Forgets message-layer allreduce `id`: every rank of this partition
+    /// is done with it.
+    pub fn reduce_forget(&mut self, id: u32) {
+        self.stack.ml.reduce_forget(id)
+    }
+
+    /// Contribution note `ev`'s load, for the other partitions.
+    pub(crate) fn contrib_of(&self, ev: &Event) -> (u32, Vec<u8>) {
+        self.contribs[ev.data as usize].clone().expect("a contribution not taken in yet")
+    }
+
+    /// Takes in a contribution: this partition's own note (`load` None)
+    /// or another's.
+    pub(crate) fn take_contrib(&mut self, ev: &Event, load: Option<(u32, Vec<u8>)>) {
+        let (id, p) = match load {
+            Some(l) => l,
+            None => {
+                let l = self.contribs[ev.data as usize].take().expect("a contribution taken in once");
+                if self.contribs.iter().all(Option::is_none) {
+                    self.contribs.clear();
+                }
+                l
+            }
+        };
+        self.stack.ml.reduce_payload(&self.stack.net, id, p);
     }
 
     /// The root's data of deposit-bit broadcast `id`, if it came with the

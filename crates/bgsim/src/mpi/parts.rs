@@ -66,7 +66,10 @@ pub enum Load {
     /// A deposit-bit broadcast's id, root node and packets, and the root's
     /// data on the processes of an MPI job (to every partition, from its
     /// root).
-    Deposit(u32, u32, u32, Option<Vec<u8>>),
+    Deposit(u32, u32, u8, u32, Option<Vec<u8>>),
+    /// A rank's contribution to a message-layer allreduce, on the
+    /// processes of an MPI job (to every partition).
+    Contribution(u32, Vec<u8>),
 }
 
 impl Model for World {
@@ -84,8 +87,12 @@ impl Partitioned for World {
             NOTE_ENVELOPE => Some(Load::Envelope(self.stack.ml.take_note(ev.data))),
             super::hw::NOTE_JOIN => Some(Load::Join(self.joins.emigrate(ev))),
             super::hw::NOTE_DEPOSIT => {
-                let (root, packets, payload) = self.stack.ml.bcast_of(ev.data);
-                Some(Load::Deposit(ev.data, root, packets, payload))
+                let (root, core, packets, payload) = self.stack.ml.bcast_of(ev.data);
+                Some(Load::Deposit(ev.data, root, core, packets, payload))
+            }
+            super::hw::NOTE_CONTRIB => {
+                let (id, p) = self.contrib_of(ev);
+                Some(Load::Contribution(id, p))
             }
             _ => None,
         }
@@ -93,7 +100,7 @@ impl Partitioned for World {
     fn immigrate(&mut self, ev: &mut Event, load: Load) {
         match load {
             Load::Packet(pk) => ev.data = self.stack.net.immigrate(pk),
-            Load::Envelope(_) | Load::Join(_) | Load::Deposit(..) => unreachable!("an envelope, a join or a broadcast comes as a note"),
+            Load::Envelope(_) | Load::Join(_) | Load::Deposit(..) | Load::Contribution(..) => unreachable!("an envelope, a join or a broadcast comes as a note"),
         }
     }
     fn note(&mut self, q: &mut EventQueue, ev: &Event, load: Option<Load>) {
@@ -101,10 +108,12 @@ impl Partitioned for World {
             (NOTE_ENVELOPE, Some(Load::Envelope(e))) => self.stack.ml.take_envelope(e),
             (super::hw::NOTE_JOIN, Some(Load::Join(j))) => self.joins.take(&mut self.stack, q, j),
             (super::hw::NOTE_JOIN, None) => self.joins.take_own(&mut self.stack, q, ev),
-            (super::hw::NOTE_DEPOSIT, Some(Load::Deposit(id, root, packets, payload))) => {
-                self.stack.ml.bcast_record(&self.stack.net, id, root, packets, payload)
+            (super::hw::NOTE_DEPOSIT, Some(Load::Deposit(id, root, core, packets, payload))) => {
+                self.stack.ml.bcast_record(&self.stack.net, id, root, core, packets, payload)
             }
             (super::hw::NOTE_DEPOSIT, None) => {}
+            (super::hw::NOTE_CONTRIB, Some(Load::Contribution(id, p))) => self.take_contrib(ev, Some((id, p))),
+            (super::hw::NOTE_CONTRIB, None) => self.take_contrib(ev, None),
             (k, _) => unreachable!("note of kind {k} without its load"),
         }
     }

@@ -13,11 +13,14 @@ use crate::packet::Net;
 /// each spread along its own dimension order, forwarded per packet).
 pub(super) struct LineBcast {
     root: u32,
+    /// The root rank's core: on a DMA machine, the core that forwards the
+    /// packets on every node (a rectangle's ranks share their T).
+    core: u8,
     packets: u32,
     /// Per node: packets read; the rank's request once it joined; done.
     got: Vec<u32>,
-    waiting: Vec<Vec<ReqId>>,
-    done: Vec<bool>,
+    pub(super) waiting: Vec<Vec<ReqId>>,
+    pub(super) done: Vec<bool>,
     /// Line packets the root writes, and how many it has written.
     root_expected: u32,
     root_written: u32,
@@ -42,7 +45,8 @@ impl MsgLayer {
     pub fn line_bcast(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, rank: u32, id: u32, root: u32, bytes: u64, payload: Option<Vec<u8>>) -> ReqId {
         let req = self.new_req(ReqKind::Timer, rank);
         let packets = bytes.div_ceil(self.maxp as u64) as u32;
-        self.bcast_record(net, id, self.place(root).0, packets, payload);
+        let (rnode, rcore) = self.place(root);
+        self.bcast_record(net, id, rnode, rcore as u8, packets, payload);
         let node = self.place(rank).0;
         let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
         if node == b.root {
@@ -70,13 +74,14 @@ impl MsgLayer {
         req
     }
 
-    /// Makes sure broadcast `id` (from node `root`, of `packets` packets) has
+    /// Makes sure broadcast `id` (from node `root`, core `core`, of `packets` packets) has
     /// its record: from a rank's join, or, on a machine cut into
     /// partitions, from the root's note, before any of its packets comes.
-    pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, packets: u32, payload: Option<Vec<u8>>) {
+    pub fn bcast_record(&mut self, net: &Net, id: u32, root: u32, core: u8, packets: u32, payload: Option<Vec<u8>>) {
         let nodes = net.machine().shape.nodes() as usize;
         let b = self.bcasts.entry(id).or_insert_with(|| LineBcast {
             root: 0,
+            core: 0,
             packets: 0,
             got: vec![0; nodes],
             waiting: vec![Vec::new(); nodes],
@@ -89,7 +94,7 @@ impl MsgLayer {
             payload: None,
         });
         if !b.known {
-            (b.root, b.packets, b.known) = (root, packets, true);
+            (b.root, b.core, b.packets, b.known) = (root, core, packets, true);
         }
         if payload.is_some() {
             b.payload = payload;
@@ -102,11 +107,18 @@ impl MsgLayer {
         self.bcasts.get(&id).and_then(|b| b.payload.as_deref())
     }
 
-    /// Broadcast `id`'s root node and packets, and the root's data if kept
-    /// (see [`MsgLayer::bcast_record`]).
-    pub fn bcast_of(&self, id: u32) -> (u32, u32, Option<Vec<u8>>) {
+    /// Broadcast `id`'s root node and core and packets, and the root's
+    /// data if kept (see [`MsgLayer::bcast_record`]).
+    pub fn bcast_of(&self, id: u32) -> (u32, u8, u32, Option<Vec<u8>>) {
         let b = &self.bcasts[&id];
-        (b.root, b.packets, b.payload.clone())
+        (b.root, b.core, b.packets, b.payload.clone())
+    }
+
+    /// The core that forwards broadcast `id`'s packets at `node` on a DMA
+    /// machine: a torus allreduce's rank's, else the root's (0 before
+    /// the broadcast is known).
+    pub(super) fn deposit_core(&self, id: u32, node: u32) -> usize {
+        self.reduce_core(id, node).unwrap_or_else(|| self.bcasts.get(&id).map_or(0, |b| b.core as usize))
     }
 
     /// Forwards packet `k` of broadcast `id` from `node`, which got it at
@@ -146,14 +158,7 @@ impl MsgLayer {
         // The step into the root's d0 plane.
         let d0 = order[0];
         if m >= 2 && (1..=m).contains(&stage) {
-            let size = self.dims[d0];
-            let (from, dir) = if self.torus[d0] {
-                ((root[d0] + size - 1) % size, 2 * d0)
-            } else if root[d0] + 1 < size {
-                (root[d0] + 1, 2 * d0 + 1)
-            } else {
-                (root[d0] - 1, 2 * d0)
-            };
+            let (from, dir) = self.plane_step(d0, root[d0]);
             let mut t = c;
             t[d0] = root[d0];
             if c[d0] == from && t != root {
@@ -180,6 +185,20 @@ impl MsgLayer {
         sent
     }
 
+    /// Where a colour whose first dimension is `d0` steps into the root's
+    /// d0 plane (at coordinate `r`): the neighbouring plane it comes from
+    /// and the direction of the hop.
+    pub(super) fn plane_step(&self, d0: usize, r: u32) -> (u32, usize) {
+        let size = self.dims[d0];
+        if self.torus[d0] {
+            ((r + size - 1) % size, 2 * d0)
+        } else if r + 1 < size {
+            (r + 1, 2 * d0 + 1)
+        } else {
+            (r - 1, 2 * d0)
+        }
+    }
+
     pub(super) fn line_bcast_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, id: u32, offset: u32) {
         let (stage, k) = ((offset >> 26) as usize, offset & ((1 << 26) - 1));
         net.charge(q, now, node, core, self.costs.packet, Work::Protocol);
@@ -196,9 +215,12 @@ impl MsgLayer {
     }
 
     /// A line packet of broadcast `id` written at node `src`: the root's
-    /// join completes once all of its packets are written.
+    /// join completes once all of its packets are written. A torus
+    /// allreduce's record is gone once its ranks here are done, while the
+    /// packets their nodes forwarded last may still be being written:
+    /// those count for nothing.
     pub(super) fn line_bcast_written(&mut self, id: u32, src: u32) {
-        let b = self.bcasts.get_mut(&id).expect("a broadcast's record");
+        let Some(b) = self.bcasts.get_mut(&id) else { return };
         if src == b.root {
             b.root_written += 1;
             if b.root_written == b.root_expected {

@@ -48,6 +48,7 @@ mod matching;
 mod partition;
 mod protocol;
 mod recv;
+mod rectangle;
 mod send;
 mod wire;
 mod workfifo;
@@ -458,6 +459,7 @@ struct Costs {
     unaligned_fraction: f64,
     tick_cycle: Tick,
     copy_bytes_per_cycle: f64,
+    combine_bytes_per_cycle: f64,
 }
 
 /// The message layer (and the matching MPI builds on), as software on the cores.
@@ -510,6 +512,12 @@ pub struct MsgLayer {
     /// Data packets that arrived before a packet sent earlier in the same message.
     pub out_of_order: u64,
     bcasts: FxHashMap<u32, LineBcast>,
+    /// Message-layer allreduces (`rectangle.rs`) by id, and per node the
+    /// packets its core has combined, to send when it is done.
+    reduces: FxHashMap<u32, rectangle::LineReduce>,
+    reduce_out: FxHashMap<(u32, u8), VecDeque<(u32, u32)>>,
+    /// Per node: combined sums for its injection agent.
+    reduce_ready: FxHashMap<u32, rectangle::ReadySums>,
     dims: [u32; 3],
     torus: [bool; 3],
     /// Point-to-point messages logged for timelines (off: None).
@@ -619,6 +627,7 @@ impl MsgLayer {
                 unaligned_fraction: ml.unaligned_copy_fraction,
                 tick_cycle: t,
                 copy_bytes_per_cycle: m.spec.node.copy_bytes_per_cycle,
+                combine_bytes_per_cycle: m.spec.node.combine_bytes_per_cycle,
             },
             maxp: m.max_payload_bytes(),
             meta: ml.metadata_bytes,
@@ -632,6 +641,9 @@ impl MsgLayer {
             packets_sent: 0,
             out_of_order: 0,
             bcasts: FxHashMap::default(),
+            reduces: FxHashMap::default(),
+            reduce_out: FxHashMap::default(),
+            reduce_ready: FxHashMap::default(),
             log: None,
             dims: m.shape.dims,
             torus: m.shape.torus,
@@ -856,7 +868,11 @@ impl Software for MsgLayer {
 
     fn on_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet) {
         let (kind, id, offset) = untag(pkt.tag);
-        let id = self.record_of(pkt, id);
+        if kind == pk::REDUCE {
+            // Charged on the core of the node's rank, once it joined.
+            return self.reduce_packet(net, q, now, node, id, offset);
+        }
+        let id = if kind == pk::DEPOSIT { id } else { self.record_of(pkt, id) };
         let core = match self.dma {
             // The DMA engine received the packet. Rendezvous data goes
             // straight into the receive buffer and a remote get is served
@@ -864,7 +880,10 @@ impl Software for MsgLayer {
             // in a memory FIFO that the rank's core reads.
             Some(_) => {
                 let rank = match kind {
-                    pk::DEPOSIT => return self.line_bcast_packet(net, q, now, node, 0, id, offset),
+                    pk::DEPOSIT => {
+                        let core = self.deposit_core(id, node);
+                        return self.line_bcast_packet(net, q, now, node, core, id, offset);
+                    }
                     pk::RACK | pk::CONFIRM | pk::SYNCACK => self.msgs[id as usize].src,
                     _ => self.msgs[id as usize].dst,
                 };
@@ -925,6 +944,13 @@ impl Software for MsgLayer {
         if kind == pk::DEPOSIT {
             return self.line_bcast_written(id, pkt.src);
         }
+        if kind == pk::REDUCE {
+            // The agent took a sum: it asks for the next one waiting.
+            if self.reduce_ready.contains_key(&pkt.src) {
+                net.wake_agents(q, now, pkt.src);
+            }
+            return;
+        }
         if matches!(kind, pk::RACK | pk::CONFIRM | pk::SYNCACK) {
             // A receiver's ack: it names the sender's record, which may be
             // in another partition, and counts for nothing here.
@@ -954,10 +980,19 @@ impl Software for MsgLayer {
     }
 
     fn refill(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
+        // A message-layer allreduce's sums and the node's messages take turns.
+        if let Some(r) = self.reduce_ready.get_mut(&node) {
+            let st = &self.streams[net.agent_index(node, core)];
+            let messages = !st.data.is_empty() || !st.scouts.is_empty();
+            r.turn = !r.turn;
+            if (!messages || r.turn) && self.reduce_emit(net, q, now, node, core) {
+                return;
+            }
+        }
         self.emit(net, q, now, node, core);
     }
 
-    fn on_timer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, _node: u32, core: usize, t: u32) {
+    fn on_timer(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize, t: u32) {
         let (kind, id) = (t >> 28, t & ((1 << 28) - 1));
         match kind {
             tk::INTRA_ARRIVE => {
@@ -969,6 +1004,7 @@ impl Software for MsgLayer {
             tk::RECV_COPIED => self.recv_complete(now, id),
             tk::START => self.start_chain(net, q, now, id),
             tk::POSTED => self.stream(net, q, now, id),
+            tk::REDUCE => self.reduce_send(net, q, now, node, core),
             tk::ENVELOPE => {
                 let (dst, src) = (self.msgs[id as usize].dst, self.msgs[id as usize].src);
                 let ready = &mut self.ranks[dst as usize].envelope_ready;

@@ -16,6 +16,7 @@ pub(super) mod pk {
     pub const CONFIRM: u64 = 7;
     pub const SYNCACK: u64 = 8;
     pub const DEPOSIT: u64 = 9;
+    pub const REDUCE: u64 = 10;
 }
 
 /// Timer kinds (top bits of a timer tag).
@@ -27,6 +28,7 @@ pub(super) mod tk {
     pub const START: u32 = 5;
     pub const ENVELOPE: u32 = 6;
     pub const POSTED: u32 = 7;
+    pub const REDUCE: u32 = 8;
 }
 
 pub(super) fn tag(kind: u64, msg: MsgId, arg: u32) -> u64 {

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
+import sys
 from typing import Any, List, Tuple
 
 import numpy as np
 
 from .base import Call, Reducer, Sized, _fold, _fold_in, _fold_out, _folded_sized, _old, tree_reduce
+from .bcast import deposit_id
 from .registry import algorithm
 
 
@@ -80,3 +83,39 @@ def allreduce_rabenseifner(c: Call, value: np.ndarray, red: Reducer) -> np.ndarr
 @algorithm("allreduce", "tree")
 def allreduce_tree(c: Call, value: Any, red: Reducer) -> Any:
     return tree_reduce(c, "allreduce", value, red)
+
+
+@algorithm("allreduce", "torus_rectangle")
+def allreduce_rectangle(c: Call, value: Any, red: Reducer) -> Any:
+    """The message layer's line reduction on the torus (see
+    `World.ml_allreduce`): per packet colour, partial sums combined on
+    every node's core along lines to rank 0's node, and spread back with
+    deposit-bit line packets. The result is the combination in rank order
+    (a op b with a from the lower ranks), the same on every rank."""
+    rt = c.rt
+    # On an MPI job's processes the ids are the communicator's context and
+    # the call's number, and every rank's contribution goes with its join.
+    apart = bool(rt.remote)
+    content = red.op is not None and value.__class__ is not Sized
+    key, rec = c.shared("rectangle")
+    if content:
+        rec["parts"][c.me] = value
+    bid = deposit_id(c.comm._context, c.seq) if apart else rt.deposit_ids.setdefault(key, len(rt.deposit_ids))
+    payload = pickle.dumps((c.me, value)) if apart and content else None
+    req = rt.world.ml_allreduce(c.ctx.rank, bid, c.world_rank(0), c.nbytes, payload)
+    c.ctx.call, c.ctx.frame = "MPI.Comm.allreduce()", sys._getframe(2)
+    rt.wait(c.ctx, [req], 1)
+    rt.world.finish(req)
+    if content and "result" not in rec:
+        if apart:
+            for b in rt.world.ml_allreduce_payloads(bid):
+                me, part = pickle.loads(b)
+                rec["parts"][me] = part
+        acc = rec["parts"][0]
+        for i in range(1, c.n):
+            acc = red.combine(acc, rec["parts"][i])
+        rec["result"] = acc
+    out = rec.get("result")
+    if c.leave(key, rec):
+        rt.world.ml_allreduce_forget(bid)
+    return out if content else (value if value.__class__ is Sized else None)

@@ -279,6 +279,19 @@ class Call:
         slots = w.shape[0] * w.shape[1] * w.shape[2] * w.tasks_per_node
         return self.n == w.nranks == slots
 
+    def every_node(self) -> bool:
+        """Whether the communicator has exactly one rank on every node of
+        the partition (worked out once per communicator)."""
+        rt = self.rt
+        ctx = self.comm._context
+        got = rt.every_node.get(ctx)
+        if got is None:
+            w = rt.world
+            nodes = w.shape[0] * w.shape[1] * w.shape[2]
+            got = self.n == nodes and len({w.node_of(r) for r in self.comm._group._ranks}) == nodes
+            rt.every_node[ctx] = got
+        return got
+
     def world_rank(self, r: int) -> int:
         return self.comm._group._ranks[r]
 

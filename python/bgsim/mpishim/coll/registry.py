@@ -60,7 +60,8 @@ def choose(call: Any, op: str, nbytes: int, *, alu: bool = True, elements: Optio
         wanted = rt.coll_choice.get(op, "auto")
         comps = rt.components
         algo, note = _core.collective_choose(op, wanted, nbytes, call.n, call.spans_partition(), w.tasks_per_node == 1,
-                                             "collective" in comps, "barrier" in comps, alu, elements, rt.faulty_torus)
+                                             "collective" in comps, "barrier" in comps, alu, elements, rt.faulty_torus,
+                                             call.every_node(), rt.torus_mpi)
     if note:
         key = (op, wanted, algo, note)
         if key not in rt.coll_warned:

@@ -27,6 +27,7 @@ pub static OP: Operation = Operation {
     ],
     portable,
     generic: None,
+    torus: None,
     safe: "ring",
 };
 

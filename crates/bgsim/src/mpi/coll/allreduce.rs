@@ -18,6 +18,12 @@ pub static OP: Operation = Operation {
             hardware: false,
         },
         Algorithm {
+            name: "torus_rectangle",
+            description: "message-layer line reduction on the torus: per packet colour, partial sums combined on every node's core along lines to the root, spread back with deposit-bit packets (BG/P's rectangle allreduce)",
+            needs: &[Need::RankOnEveryNode, Need::ArrayData, Need::Alu, Need::HealthyTorus],
+            hardware: false,
+        },
+        Algorithm {
             name: "tree",
             description: "the collective network's ALU (integers directly, floating-point sums in two passes)",
             needs: &[Need::WholePartition, Need::CollectiveNetwork, Need::Alu],
@@ -26,5 +32,9 @@ pub static OP: Operation = Operation {
     ],
     portable: |nbytes, n| if nbytes >= ALLREDUCE_LONG && n.is_power_of_two() { "reduce_scatter_allgather" } else { "recursive_doubling" },
     generic: None,
+    // BG/P's MPI on a rectangle of whole nodes (`mpido_allreduce.c`):
+    // the torus allreduce from 128 B to 32 KB (the binomial below and
+    // the rectangle's ring above are not modelled; MPICH's rule runs).
+    torus: Some(|nbytes| (128..=32 * 1024).contains(&nbytes).then_some("torus_rectangle")),
     safe: "recursive_doubling",
 };

@@ -25,4 +25,5 @@ pub static OP: Operation = Operation {
     safe: "generic",
     // Per pair: the largest part.
     generic: Some(|nbytes, _| if nbytes > ALLTOALL_LONG { "pairwise" } else { "postall" }),
+    torus: None,
 };

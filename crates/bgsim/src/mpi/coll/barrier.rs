@@ -15,5 +15,6 @@ pub static OP: Operation = Operation {
     ],
     portable: |_, _| "dissemination",
     generic: None,
+    torus: None,
     safe: "dissemination",
 };

@@ -16,8 +16,8 @@ pub static OP: Operation = Operation {
         },
         Algorithm {
             name: "torus_deposit",
-            description: "the same lines as deposit-bit line packets of the message layer",
-            needs: &[Need::OneRankPerNode, Need::HealthyTorus],
+            description: "the same lines as deposit-bit line packets of the message layer, forwarded by the root's core on every node (BG/P's rectangle broadcast)",
+            needs: &[Need::RankOnEveryNode, Need::HealthyTorus],
             hardware: false,
         },
         Algorithm {
@@ -29,6 +29,10 @@ pub static OP: Operation = Operation {
     ],
     portable: long_or_short,
     generic: Some(long_or_short),
+    // BG/P's MPI on a rectangle of whole nodes (`mpido_bcast.c`): the
+    // rectangle broadcast above 128 B (below, its asynchronous binomial
+    // or rectangle, not modelled: MPICH's rule runs).
+    torus: Some(|nbytes| (nbytes > 128).then_some("torus_deposit")),
     safe: "binomial",
 };
 

@@ -7,5 +7,6 @@ pub static OP: Operation = Operation {
     algorithms: &[Algorithm { name: "binomial", description: "binomial tree toward the root", needs: &[], hardware: false }],
     portable: |_, _| "binomial",
     generic: None,
+    torus: None,
     safe: "binomial",
 };

@@ -74,6 +74,10 @@ pub enum Need {
     ArrayData,
     /// At least one element per rank.
     ElementPerRank,
+    /// Exactly one rank on every node of the partition (any number of
+    /// tasks per node; a quarter of a VN-mode partition under XYZT).
+    #[serde(rename = "one_rank_on_every_node")]
+    RankOnEveryNode,
     /// No dead links or nodes: deposit-bit line packets cannot route
     /// around them.
     #[serde(rename = "no_dead_links")]
@@ -90,6 +94,7 @@ impl Need {
             Need::OneRankPerNode => "needs one rank per node of the whole partition".into(),
             Need::PowerOfTwo => "needs a power-of-two communicator size".into(),
             Need::ArrayData => "needs array data (the buffer API)".into(),
+            Need::RankOnEveryNode => "needs exactly one rank on every node of the partition".into(),
             Need::HealthyTorus => "needs a torus without dead links (its line packets cannot route around them)".into(),
             Need::ElementPerRank => {
                 format!("needs at least one element per rank ({} for {} ranks)", facts.elements.unwrap_or(0), facts.n)
@@ -107,6 +112,7 @@ impl Need {
             Need::PowerOfTwo => f.n.is_power_of_two(),
             Need::ArrayData => f.elements.is_some(),
             Need::ElementPerRank => f.elements.is_none_or(|e| e >= f.n as u64),
+            Need::RankOnEveryNode => f.every_node,
             Need::HealthyTorus => !f.faulty_torus,
         }
     }
@@ -127,6 +133,11 @@ pub struct CallFacts {
     pub elements: Option<u64>,
     /// The partition has dead links or nodes.
     pub faulty_torus: bool,
+    /// The communicator has exactly one rank on every node.
+    pub every_node: bool,
+    /// The machine's MPI runs its torus algorithms where they apply
+    /// (`collectives.torus_algorithms`, BG/P's).
+    pub torus_mpi: bool,
 }
 
 /// One collective algorithm.
@@ -159,6 +170,10 @@ pub struct Operation {
     /// What the algorithm named `generic` (a portable MPI's switch by size)
     /// runs, for operations that have one.
     pub generic: Option<fn(nbytes: u64, n: u32) -> &'static str>,
+    /// What an MPI with torus algorithms (BG/P's) runs by size where the
+    /// call meets the algorithm's needs, before the portable choice (on a
+    /// machine whose `collectives.torus_algorithms` is on).
+    pub torus: Option<fn(nbytes: u64) -> Option<&'static str>>,
 }
 
 impl Operation {
@@ -171,6 +186,11 @@ impl Operation {
     pub fn default_for(&self, f: &CallFacts, nbytes: u64) -> &'static str {
         if let Some(hw) = self.algorithms.iter().find(|a| a.hardware && a.unmet(f).is_none()) {
             return hw.name;
+        }
+        if let Some(t) = self.torus.filter(|_| f.torus_mpi).and_then(|t| t(nbytes)) {
+            if self.algorithm(t).is_some_and(|a| a.unmet(f).is_none()) {
+                return t;
+            }
         }
         self.runnable((self.portable)(nbytes, f.n), f)
     }
@@ -271,7 +291,7 @@ mod tests {
     use super::*;
 
     fn world(n: u32) -> CallFacts {
-        CallFacts { n, whole_partition: true, one_task_per_node: true, collective_network: true, barrier_network: true, alu: true, elements: Some(1 << 20), faulty_torus: false }
+        CallFacts { n, whole_partition: true, one_task_per_node: true, collective_network: true, barrier_network: true, alu: true, elements: Some(1 << 20), faulty_torus: false, every_node: true, torus_mpi: false }
     }
 
     #[test]
@@ -327,5 +347,32 @@ mod tests {
         assert_eq!(p2p(6, 8), "bruck");
         assert_eq!(p2p(8191, 4), "bruck");
         assert_eq!(p2p(8191, 16), "ring");
+    }
+
+    /// BG/P's MPI: a quarter of the partition (one rank on every node, not
+    /// the whole partition) reduces on the torus from 128 B to 32 KB and
+    /// broadcasts with deposit-bit lines above 128 B; the
+    /// whole partition keeps the tree; without the machine's torus
+    /// algorithms, or off a rectangle, MPICH's rule.
+    #[test]
+    fn the_torus_mpi_reduces_on_rectangles_of_whole_nodes() {
+        let allreduce = operation("allreduce").unwrap();
+        let quarter = CallFacts { whole_partition: false, torus_mpi: true, ..world(512) };
+        let pick = |f: &CallFacts, nbytes: u64| choose(allreduce, "auto", f, nbytes).algorithm;
+        assert_eq!(pick(&quarter, 16 << 10), "torus_rectangle");
+        assert_eq!(pick(&quarter, 128), "torus_rectangle");
+        assert_eq!(pick(&quarter, 64), "recursive_doubling");
+        assert_eq!(pick(&quarter, 64 << 10), "reduce_scatter_allgather");
+        assert_eq!(pick(&CallFacts { torus_mpi: true, ..world(512) }, 16 << 10), "tree");
+        assert_eq!(pick(&CallFacts { torus_mpi: false, ..quarter }, 16 << 10), "reduce_scatter_allgather");
+        assert_eq!(pick(&CallFacts { every_node: false, ..quarter }, 16 << 10), "reduce_scatter_allgather");
+        assert_eq!(pick(&CallFacts { alu: false, ..quarter }, 16 << 10), "reduce_scatter_allgather");
+        let bcast = operation("bcast").unwrap();
+        assert_eq!(choose(bcast, "auto", &quarter, 16 << 10).algorithm, "torus_deposit");
+        assert_eq!(choose(bcast, "auto", &quarter, 4).algorithm, "binomial");
+        assert_eq!(choose(bcast, "auto", &CallFacts { every_node: false, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
+        assert_eq!(choose(bcast, "auto", &CallFacts { faulty_torus: true, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
+        let c = choose(allreduce, "torus_rectangle", &CallFacts { every_node: false, ..quarter }, 16 << 10);
+        assert_eq!(c.fallback.as_deref(), Some("needs exactly one rank on every node of the partition"));
     }
 }

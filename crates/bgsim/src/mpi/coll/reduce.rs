@@ -15,5 +15,6 @@ pub static OP: Operation = Operation {
     ],
     portable: |_, _| "binomial",
     generic: None,
+    torus: None,
     safe: "binomial",
 };
