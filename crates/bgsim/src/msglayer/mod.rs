@@ -946,10 +946,7 @@ impl Software for MsgLayer {
         }
         if kind == pk::REDUCE {
             // The agent took a sum: it asks for the next one waiting.
-            if self.reduce_ready.contains_key(&pkt.src) {
-                net.wake_agents(q, now, pkt.src);
-            }
-            return;
+            return self.reduce_written(net, q, now, pkt.src);
         }
         if matches!(kind, pk::RACK | pk::CONFIRM | pk::SYNCACK) {
             // A receiver's ack: it names the sender's record, which may be

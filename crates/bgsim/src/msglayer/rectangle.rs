@@ -262,7 +262,7 @@ impl MsgLayer {
         let ready = self.reduce_ready.entry(node).or_insert_with(|| ReadySums { fifos: vec![VecDeque::new(); nf], next: 0, left: 0, turn: false });
         ready.fifos[f].push_back((id, k));
         ready.left += 1;
-        net.wake_agents(q, now, node);
+        net.wake_fifo_owner(q, now, node, f);
     }
 
     /// Hands one combined sum of `node` to its injection agent `agent` (the
@@ -300,6 +300,16 @@ impl MsgLayer {
         self.packets_sent += 1;
         net.send(q, now, node, p, Some(f));
         true
+    }
+
+    /// A sum of `node` was written: the agents whose FIFOs have more
+    /// waiting ask for the next.
+    pub(super) fn reduce_written(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32) {
+        if let Some(ready) = self.reduce_ready.get(&node) {
+            for f in (0..ready.fifos.len()).filter(|&f| !ready.fifos[f].is_empty()) {
+                net.wake_fifo_owner(q, now, node, f);
+            }
+        }
     }
 
     /// Packet `k` of allreduce `id` from `node` one hop on toward the root.

@@ -565,6 +565,14 @@ impl Net {
         }
     }
 
+    /// Wakes the agent that writes injection FIFO `f` of `node` (the DMA
+    /// engine's injection unit, or the FIFO's core): software that queued
+    /// work for it hands it over in [`Software::refill`].
+    pub fn wake_fifo_owner(&mut self, q: &mut EventQueue, now: Tick, node: u32, f: usize) {
+        let owner = self.fifo_owner(f);
+        self.wake(q, now, node, owner);
+    }
+
     /// Sets a timer for `node`'s `core` at absolute time `at`.
     pub fn timer(&mut self, q: &mut EventQueue, at: Tick, node: u32, core: usize, tag: u32) {
         q.push_at(at, Event { kind: ev::TIMER, a: core as u8, b: 0, c: 0, node, data: tag });
