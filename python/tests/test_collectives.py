@@ -484,3 +484,25 @@ def test_quarters_broadcast_with_deposit_bit_lines_above_128_bytes():
     res = bgsim.run(main, "bgp", shape="4x4x2", mode="vn")
     assert all(all(r) for r in res.results)
     assert res.collectives["bcast"] == {"torus_deposit": 12, "binomial": 5}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_message_layer_collectives_are_forgotten_once_every_rank_is_done(threads):
+    # A deposit-bit broadcast's and a torus allreduce's records hold a few
+    # bytes per node of the partition: a program that runs thousands of
+    # them must not keep them all.
+    def main():
+        from bgsim.mpishim.coll.base import Call
+        w = MPI.COMM_WORLD
+        r, n = w.Get_rank(), w.Get_size()
+        sub = w.Split(r // (n // 4), r)
+        x = np.ones(100)
+        y = np.empty_like(x)
+        for i in range(20):
+            sub.Bcast(x, root=i % sub.Get_size())
+            sub.Allreduce(x, y)
+        w.Barrier()
+        return Call(w, "check").rt.world.ml_records() if r == 0 else None
+    res = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", threads=threads)
+    assert res.collectives["bcast"] == {"torus_deposit": 80} and res.collectives["allreduce"] == {"torus_rectangle": 80}
+    assert res.results[0] == (0, 0)

@@ -660,9 +660,15 @@ impl World {
     fn ml_allreduce_payloads<'py>(&self, py: Python<'py>, id: u32) -> Vec<Bound<'py, PyBytes>> {
         self.w.reduce_payloads(id).iter().map(|b| PyBytes::new_bound(py, b)).collect()
     }
-    /// Forgets message-layer allreduce `id` (this process's ranks are done with it).
-    fn ml_allreduce_forget(&mut self, id: u32) {
-        self.w.reduce_forget(id)
+    /// Forgets message-layer collective `id`, a deposit-bit broadcast or a
+    /// torus allreduce (this process's ranks are done with it).
+    fn ml_forget(&mut self, id: u32) {
+        self.w.line_forget(id)
+    }
+    /// Message-layer collectives the core keeps: (deposit-bit broadcasts,
+    /// torus allreduces).
+    fn ml_records(&self) -> (usize, usize) {
+        self.w.line_records()
     }
     /// The root's data of deposit-bit broadcast `id`, on the processes of
     /// an MPI job once it came (None elsewhere).

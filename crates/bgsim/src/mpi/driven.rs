@@ -366,12 +366,18 @@ impl Ranks {
     pub fn reduce_payloads(&self, id: u32) -> &[Vec<u8>] {
         self.first().reduce_payloads(id)
     }
-    /// Forgets message-layer allreduce `id` in every partition of this
-    /// process (its ranks are all done with it).
-    pub fn reduce_forget(&mut self, id: u32) {
+    /// Forgets message-layer collective `id` (a deposit-bit broadcast or a
+    /// torus allreduce) in every partition of this process (its ranks are
+    /// all done with it).
+    pub fn line_forget(&mut self, id: u32) {
         for p in self.eng.parts.iter_mut() {
-            p.model.reduce_forget(id);
+            p.model.line_forget(id);
         }
+    }
+    /// Message-layer collectives kept, over this process's partitions:
+    /// (deposit-bit broadcasts, torus allreduces).
+    pub fn line_records(&self) -> (usize, usize) {
+        self.eng.parts.iter().map(|p| p.model.line_records()).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     }
     /// The root's data of deposit-bit broadcast `id` on the processes of an
     /// MPI job (None elsewhere: the driver holds it).

@@ -648,10 +648,15 @@ impl World {
         self.stack.ml.reduce_payloads(id)
     }
 
-    /// Forgets message-layer allreduce `id`: every rank of this partition
-    /// is done with it.
-    pub fn reduce_forget(&mut self, id: u32) {
-        self.stack.ml.reduce_forget(id)
+    /// Forgets message-layer collective `id` (a deposit-bit broadcast or a
+    /// torus allreduce): every rank of this partition is done with it.
+    pub fn line_forget(&mut self, id: u32) {
+        self.stack.ml.line_forget(id)
+    }
+
+    /// Message-layer collectives kept: (deposit-bit broadcasts, torus allreduces).
+    pub fn line_records(&self) -> (usize, usize) {
+        self.stack.ml.line_records()
     }
 
     /// Contribution note `ev`'s load, for the other partitions.

@@ -341,10 +341,17 @@ impl MsgLayer {
         self.reduces.get(&id).map_or(&[], |r| &r.payloads[..])
     }
 
-    /// Forgets allreduce `id` (every rank of this partition is done with it).
-    pub fn reduce_forget(&mut self, id: u32) {
+    /// Forgets message-layer collective `id`, a deposit broadcast or a
+    /// torus allreduce (every rank of this partition is done with it).
+    pub fn line_forget(&mut self, id: u32) {
         self.reduces.remove(&id);
         self.bcasts.remove(&id);
+    }
+
+    /// Message-layer collectives this partition keeps: (deposit
+    /// broadcasts, torus allreduces).
+    pub fn line_records(&self) -> (usize, usize) {
+        (self.bcasts.len(), self.reduces.len())
     }
 }
 

@@ -117,5 +117,5 @@ def allreduce_rectangle(c: Call, value: Any, red: Reducer) -> Any:
         rec["result"] = acc
     out = rec.get("result")
     if c.leave(key, rec):
-        rt.world.ml_allreduce_forget(bid)
+        rt.world.ml_forget(bid)
     return out if content else (value if value.__class__ is Sized else None)

@@ -257,7 +257,8 @@ def bcast_deposit(c: Call, data: Optional[bytes], root: int, nbytes: int) -> byt
     if root not in rec["parts"]:
         rec["parts"][root] = rt.world.ml_bcast_payload(bid)
     out = rec["parts"][root]
-    c.leave(key, rec)
+    if c.leave(key, rec):
+        rt.world.ml_forget(bid)
     return out
 
 
