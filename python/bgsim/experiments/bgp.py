@@ -422,7 +422,8 @@ def parallel_colls(ctx: Context) -> Outcome:
                      "and MPI_Allgather of 4 B per rank. The figure is the slowest participating rank's time. "
                      "The collective network serves the whole partition only: a quarter (one rank on every node) "
                      "reduces with BG/P MPI's torus allreduce (torus_rectangle: partial sums combined on every "
-                     "node's core along lines, docs/collectives.md) and gathers with MPICH's recursive doubling. Buffers are size-only and shared by the ranks (bgsim.shared_array): "
+                     "node's core along lines, docs/collectives.md) and gathers with MPICH's recursive doubling. "
+                     "Buffers are size-only and shared by the ranks (bgsim.shared_array): "
                      "the same messages and times as full buffers without the data, which at 131,072 cores "
                      "would be 17 GB of allgather results (docs/buffers.md).")
 
@@ -472,7 +473,8 @@ def bcast(ctx: Context) -> Outcome:
                      "choice (docs/collectives.md): the collective network for the whole partition; on a quarter (one "
                      "rank on every node) BG/P MPI's rectangle broadcast above 128 B (torus_deposit: deposit-bit "
                      "lines, forwarded by the quarter's core on every node) and MPICH's binomial below; MPICH's "
-                     f"point-to-point algorithms on COMM_WORLD less its last process. The 16 KB broadcast on COMM_WORLD less its last process (scatter + "
+                     "point-to-point algorithms on COMM_WORLD less its last process. The 16 KB broadcast on "
+                     "COMM_WORLD less its last process (scatter + "
                      f"ring allgather, n^2 messages) is run on packets up to {ring_limit:,} cores, and at every size "
                      "on the phase model (phase_sub_us_N_16KB; docs/phase.md: the scatter's log2 n phases and "
                      "the ring's n - 1), which gives sub_us_N_16KB beyond packets and its error against them "
