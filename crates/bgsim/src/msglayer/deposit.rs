@@ -131,13 +131,10 @@ impl MsgLayer {
     /// line packets use disjoint links (on a torus the lines run + only; on a
     /// mesh both ways from the sender). Returns the packets sent.
     pub(super) fn spread(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: u32, node: u32, k: u32, stage: usize) -> u32 {
-        let dims: Vec<usize> = (0..3).filter(|&d| self.dims[d] > 1).collect();
-        let m = dims.len();
+        let (order, m) = self.colour_order(k);
         if m == 0 {
             return 0;
         }
-        let colour = k as usize % m;
-        let order: Vec<usize> = (0..m).map(|i| dims[(colour + i) % m]).collect();
         let b = &self.bcasts[&id];
         let root = net.geometry().coords32(b.root);
         let c = net.geometry().coords32(node);
@@ -183,6 +180,26 @@ impl MsgLayer {
             sent += 1;
         }
         sent
+    }
+
+    /// Packet `k`'s colour as its order of dimensions (the first `m` of the
+    /// array; m: the dimensions longer than one, 0 on a single node):
+    /// colour c = k mod m is the rotation of them starting at the c-th.
+    pub(super) fn colour_order(&self, k: u32) -> ([usize; 3], usize) {
+        let mut dims = [0; 3];
+        let mut m = 0;
+        for d in (0..3).filter(|&d| self.dims[d] > 1) {
+            dims[m] = d;
+            m += 1;
+        }
+        let mut order = [0; 3];
+        if m > 0 {
+            let colour = k as usize % m;
+            for (i, o) in order.iter_mut().take(m).enumerate() {
+                *o = dims[(colour + i) % m];
+            }
+        }
+        (order, m)
     }
 
     /// Where a colour whose first dimension is `d0` steps into the root's

@@ -26,7 +26,8 @@ const SENT: u8 = u8::MAX;
 /// FIFO ([`MsgLayer::reduce_emit`]): the FIFO to look at first, how many
 /// wait, and whose turn it is, theirs or the node's messages'.
 pub(super) struct ReadySums {
-    fifos: Vec<VecDeque<(u32, u32)>>,
+    /// Per FIFO: (allreduce, packet, neighbour, direction).
+    fifos: Vec<VecDeque<(u32, u32, u32, u8)>>,
     next: usize,
     left: u32,
     pub(super) turn: bool,
@@ -122,13 +123,11 @@ impl MsgLayer {
     /// get the packet from. The colours' ways up use disjoint links, as
     /// their ways down do.
     fn reduce_route(&self, net: &Net, root: u32, node: u32, k: u32) -> (u8, Option<(u32, usize)>) {
-        let dims: Vec<usize> = (0..3).filter(|&d| self.dims[d] > 1).collect();
-        let m = dims.len();
+        let (order, m) = self.colour_order(k);
         if m == 0 {
             return (0, None);
         }
-        let colour = k as usize % m;
-        let order: Vec<usize> = (0..m).map(|i| dims[(colour + i) % m]).collect();
+        let order = &order[..m];
         let g = net.geometry();
         let r = g.coords32(root);
         let c = g.coords32(node);
@@ -256,11 +255,13 @@ impl MsgLayer {
             }
             return;
         }
-        let p = self.reduce_packet_of(net, now, node, id, k);
+        let (_, to) = self.reduce_route(net, root, node, k);
+        let (dest, dir) = to.expect("a node other than the root sends on");
+        let p = self.reduce_packet_of(net, now, node, id, k, dest, dir);
         let f = self.fifo(net, node, self.reduces[&id].task[node as usize] as usize, &p);
         let nf = (net.machine().torus().injection_fifos + net.machine().torus().hp_injection_fifos) as usize;
         let ready = self.reduce_ready.entry(node).or_insert_with(|| ReadySums { fifos: vec![VecDeque::new(); nf], next: 0, left: 0, turn: false });
-        ready.fifos[f].push_back((id, k));
+        ready.fifos[f].push_back((id, k, dest, dir as u8));
         ready.left += 1;
         net.wake_fifo_owner(q, now, node, f);
     }
@@ -290,13 +291,13 @@ impl MsgLayer {
         }
         let Some(f) = pick else { return false };
         let ready = self.reduce_ready.get_mut(&node).expect("sums to send");
-        let (id, k) = ready.fifos[f].pop_front().expect("a sum");
+        let (id, k, dest, dir) = ready.fifos[f].pop_front().expect("a sum");
         ready.next = (f + 1) % nf;
         ready.left -= 1;
         if ready.left == 0 {
             self.reduce_ready.remove(&node);
         }
-        let p = self.reduce_packet_of(net, now, node, id, k);
+        let p = self.reduce_packet_of(net, now, node, id, k, dest, dir as usize);
         self.packets_sent += 1;
         net.send(q, now, node, p, Some(f));
         true
@@ -312,12 +313,11 @@ impl MsgLayer {
         }
     }
 
-    /// Packet `k` of allreduce `id` from `node` one hop on toward the root.
-    fn reduce_packet_of(&self, net: &Net, now: Tick, node: u32, id: u32, k: u32) -> crate::torus::Packet {
-        let r = &self.reduces[&id];
-        let len = (self.maxp as u64).min(r.bytes - k as u64 * self.maxp as u64) as u32;
-        let (_, to) = self.reduce_route(net, r.root, node, k);
-        let (dest, dir) = to.expect("a node other than the root sends on");
+    /// Packet `k` of allreduce `id` from `node` one hop on toward the root,
+    /// to `dest` in direction `dir` ([`MsgLayer::reduce_route`]).
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_packet_of(&self, net: &Net, now: Tick, node: u32, id: u32, k: u32, dest: u32, dir: usize) -> crate::torus::Packet {
+        let len = (self.maxp as u64).min(self.reduces[&id].bytes - k as u64 * self.maxp as u64) as u32;
         let mut p = net.line_packet(node, dest, dir, len, now);
         p.tag = tag(pk::REDUCE, id, k);
         p
