@@ -230,10 +230,15 @@ def test_parallel_collectives_on_quarters_slow_each_other():
     from bgsim.reproduce import run_one
     res, _ = run_one("bgp-parallel-colls", "quick", seed=1, quiet=True)
     m = res["metrics"]
-    # 16 KB allreduces share bandwidth; 4 B allgathers mostly latency.
-    for op, slower in (("allreduce", 1.5), ("allgather", 1.1)):
-        c = [m[f"{op}_us_512_c{k}"] for k in (1, 2, 3, 4)]
-        assert c == sorted(c) and c[3] > slower * c[0], (op, c)
+    # 16 KB allreduces (the torus rectangle allreduce): each quarter combines
+    # on its own core of every node and the node's processes share its six
+    # injection FIFOs, so four at once take well under twice one (with a
+    # FIFO of its own per VN process, 3.5 times one). 4 B allgathers
+    # (point-to-point, latency) slow each other.
+    c = [m[f"allreduce_us_512_c{k}"] for k in (1, 2, 3, 4)]
+    assert max(c) == c[3] < 1.5 * c[0], c
+    c = [m[f"allgather_us_512_c{k}"] for k in (1, 2, 3, 4)]
+    assert c == sorted(c) and c[3] > 1.1 * c[0], c
 
 
 def test_bcast_uses_the_collective_network_only_on_the_whole_partition():
@@ -359,7 +364,8 @@ def test_the_dma_engine_counts_descriptors_and_full_work_fifos():
     """The engine (`crate::dma`) owns the work FIFOs: sends to seven peers
     posted at once (a rank starts one message per peer at a time) into a
     FIFO of two descriptors post seven descriptors, and the ones that found
-    it full waited for room; a machine without an engine counts 0."""
+    it full waited for room, an interrupt each time; a machine without an
+    engine counts 0."""
     def main():
         comm = MPI.COMM_WORLD
         if comm.Get_rank() == 0:
@@ -371,6 +377,10 @@ def test_the_dma_engine_counts_descriptors_and_full_work_fifos():
     assert r.counters["dma_descriptors"] == 7 and r.counters["dma_work_fifo_full"] > 0
     roomy = bgsim.run(main, machine="bgp", shape="2x2x2", mode="smp", nranks=8)
     assert roomy.counters["dma_descriptors"] == 7 and roomy.counters["dma_work_fifo_full"] == 0
-    assert roomy.time_us < r.time_us
+    # Each refill of the small FIFO cost the core an interrupt. (The time is
+    # no check: the refills' delays also stagger the seven messages in the
+    # torus FIFOs their node shares, which gains about what the interrupts
+    # cost: 25.88 us, and 25.90 with room.)
+    assert r.ranks[0]["core_interrupt_cycles"] > 0 == roomy.ranks[0]["core_interrupt_cycles"]
     bgl = bgsim.run(main, machine="bgl", shape="2x2x2", nranks=8).counters
     assert bgl["dma_descriptors"] == bgl["dma_work_fifo_full"] == 0

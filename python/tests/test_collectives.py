@@ -433,12 +433,14 @@ def test_the_torus_allreduce_combines_every_rank_from_staggered_joins(machine, s
 def test_four_quarters_reducing_at_once_share_the_links_not_the_cores():
     # BG/P, 4x4x4 in VN mode: each quarter (one rank on every node) reduces
     # 16 KB on its own core of every node (the four cores do equal work:
-    # with every quarter's combines on core 0 this fails). With four injection FIFOs per
-    # process (the preset's six torus FIFOs give a VN process one, and four
-    # quarters then queue behind each other in it), four at once take well
-    # under four times one: the links and the DMA engine are shared, the
-    # cores are not. MPICH's point-to-point allreduce, whose every step
-    # crosses the links, takes more than three times one, and longer.
+    # with every quarter's combines on core 0 this fails). The node's DMA
+    # engine writes the six torus FIFOs for all four processes, each sum
+    # into the FIFO of its direction, so four at once take well under twice
+    # one: the links and the DMA engine are shared, the cores are not. (With
+    # a FIFO of its own per process, as BG/L's cores split them, the four
+    # queued behind each other: 3.1 times one on 8x8x8.) MPICH's
+    # point-to-point allreduce, whose every step crosses the links, is
+    # slower and slows more (1.4 and 1.7 times one here).
     def quarters(active):
         def main():
             w = MPI.COMM_WORLD
@@ -455,7 +457,7 @@ def test_four_quarters_reducing_at_once_share_the_links_not_the_cores():
         return main
 
     def cost(active, coll=None):
-        res = bgsim.run(quarters(active), "bgp", shape="4x4x4", mode="vn", coll=coll, settings=["torus.injection_fifos=16"])
+        res = bgsim.run(quarters(active), "bgp", shape="4x4x4", mode="vn", coll=coll)
         return max(t for t in res.results if t is not None), res
 
     (one, r1), (four, r4) = cost(1), cost(4)
@@ -465,7 +467,7 @@ def test_four_quarters_reducing_at_once_share_the_links_not_the_cores():
     assert min(work) > 0.9 * max(work), work
     mpich = {"allreduce": "reduce_scatter_allgather"}
     p2p_one, p2p_four = cost(1, mpich)[0], cost(4, mpich)[0]
-    assert four / one < 2.5 < 3 < p2p_four / p2p_one and one < p2p_one, (one, four, p2p_one, p2p_four)
+    assert four / one < 1.5 < p2p_four / p2p_one and one < p2p_one, (one, four, p2p_one, p2p_four)
 
 
 def test_quarters_broadcast_with_deposit_bit_lines_above_128_bytes():

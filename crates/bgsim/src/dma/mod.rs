@@ -88,6 +88,9 @@ struct Unit {
     /// Injection: waiting for room in the injection FIFO at the head of
     /// the queue.
     waiting: bool,
+    /// Injection: software holds packets back until one of the torus
+    /// FIFOs they go to has room ([`Dma::hold`]).
+    held: bool,
     /// Reception: where the round-robin over the reception FIFOs (and the
     /// loopback list, position NRX) stands.
     rr: u8,
@@ -280,7 +283,13 @@ impl Dma {
     /// was waiting for it (it is no longer).
     pub fn fifo_freed(&mut self, node: u32) -> bool {
         let u = &mut self.nodes[node as usize].units[INJECTION];
-        std::mem::replace(&mut u.waiting, false)
+        std::mem::replace(&mut u.waiting, false) | std::mem::replace(&mut u.held, false)
+    }
+
+    /// Software has packets for `node`'s injection unit, but every torus
+    /// FIFO they go to is full: the unit is woken when one has room.
+    pub fn hold(&mut self, node: u32) {
+        self.nodes[node as usize].units[INJECTION].held = true;
     }
 
     /// The start of a unit's step: false (and its WAKE rescheduled) while

@@ -381,11 +381,48 @@ pub struct RankStats {
 /// does not hold back the handshakes of later ones, and the other way
 /// round), each list round-robin.
 #[derive(Default)]
-pub(super) struct Streams {
+pub(super) struct Lane {
     pub(super) scouts: VecDeque<MsgId>,
     pub(super) data: VecDeque<MsgId>,
     /// The next turn goes to a scout (if one waits).
     pub(super) scout_next: bool,
+}
+
+impl Lane {
+    fn is_empty(&self) -> bool {
+        self.scouts.is_empty() && self.data.is_empty()
+    }
+}
+
+/// An agent's streams. A core has one lane. A DMA engine's injection unit
+/// has a lane per torus injection FIFO and one for local transfers, as
+/// the engine has an injection FIFO in memory per direction a process
+/// sends in: it serves them in turn, passing over those whose torus FIFO
+/// is full, so a full FIFO holds back only the messages pinned to it.
+#[derive(Default)]
+pub(super) struct Streams {
+    pub(super) lanes: Vec<Lane>,
+    /// The lane whose turn is next.
+    pub(super) next: usize,
+}
+
+impl Streams {
+    pub(super) fn lane_mut(&mut self, i: usize) -> &mut Lane {
+        if self.lanes.len() <= i {
+            self.lanes.resize_with(i + 1, Lane::default);
+        }
+        &mut self.lanes[i]
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.lanes.iter().all(Lane::is_empty)
+    }
+
+    /// A message of the lane whose turn is next, if any.
+    fn front(&self) -> Option<MsgId> {
+        let l = self.lanes.get(self.next).or(self.lanes.first())?;
+        l.data.front().or(l.scouts.front()).copied()
+    }
 }
 
 struct RankState {
@@ -850,8 +887,8 @@ impl MsgLayer {
                 None => return,
             },
             crate::packet::ev::CORE_WAKE | crate::packet::ev::WRITTEN | crate::dma::ev::WAKE | crate::dma::ev::MOVED => {
-                match self.streams.get(net.agent_index(e.node, net.agent_of(e))).and_then(|s| s.data.front().or(s.scouts.front())) {
-                    Some(&id) => id,
+                match self.streams.get(net.agent_index(e.node, net.agent_of(e))).and_then(Streams::front) {
+                    Some(id) => id,
                     None => return,
                 }
             }
@@ -980,7 +1017,7 @@ impl Software for MsgLayer {
         // A message-layer allreduce's sums and the node's messages take turns.
         if let Some(r) = self.reduce_ready.get_mut(&node) {
             let st = &self.streams[net.agent_index(node, core)];
-            let messages = !st.data.is_empty() || !st.scouts.is_empty();
+            let messages = !st.is_empty();
             r.turn = !r.turn;
             if (!messages || r.turn) && self.reduce_emit(net, q, now, node, core) {
                 return;

@@ -10,7 +10,7 @@ use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
 use crate::packet::{Net, Routing};
-use crate::torus::{flags, Packet};
+use crate::torus::{dim_of, flags, is_minus, Geometry, Packet};
 
 impl MsgLayer {
     /// Posts a send (see [`SendReq`]). The protocol is chosen by the
@@ -241,8 +241,9 @@ impl MsgLayer {
     pub(super) fn stream(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId) {
         let (node, core) = self.injector(self.msgs[id as usize].src);
         let ci = net.agent_index(node, core);
+        let lane = self.lane(net, id);
         let m = &self.msgs[id as usize];
-        let st = &mut self.streams[ci];
+        let st = self.streams[ci].lane_mut(lane);
         if m.proto == Some(Protocol::Rendezvous) && !m.scout_sent {
             st.scouts.push_back(id);
         } else {
@@ -274,9 +275,39 @@ impl MsgLayer {
         self.start(net, q, now, next);
     }
 
+    /// The lane of its injector's streams ([`super::Streams`]) message
+    /// `id` goes in: the one lane of a core; on a DMA engine, that of the
+    /// torus FIFO its peer is pinned to, or, for a local transfer, the last.
+    fn lane(&self, net: &Net, id: MsgId) -> usize {
+        if self.dma.is_none() {
+            return 0;
+        }
+        let m = &self.msgs[id as usize];
+        let (node, dnode) = (self.ranks[m.src as usize].node, self.ranks[m.dst as usize].node);
+        if node == dnode {
+            return net.machine().torus().injection_fifos as usize;
+        }
+        self.peer_fifo(net, node, dnode, m.dst, net.geometry().hint_bits(node, dnode))
+    }
+
+    /// On a machine whose DMA engine writes the torus FIFOs, the FIFO every
+    /// packet from `node` to rank `peer` on `dnode`, travelling in the
+    /// directions `hint`, goes into ([`pinned_direction`]).
+    fn peer_fifo(&self, net: &Net, node: u32, dnode: u32, peer: u32, hint: u8) -> usize {
+        let key = dnode + self.ranks.get(peer as usize).map_or(0, |r| r.task as u32);
+        pinned_direction(net.geometry(), node, dnode, hint, key) * net.machine().torus().injection_fifos as usize / 6
+    }
+
     /// The injection FIFO of a packet from a task: FIFOs are pinned to
-    /// directions; in VN mode each task has its own share of them.
-    pub(super) fn fifo(&self, net: &Net, node: u32, task: usize, p: &Packet) -> usize {
+    /// directions. Where cores write the packets (BG/L), each VN task has
+    /// its own share of them and a dynamically routed packet takes the
+    /// emptiest FIFO of its productive directions. Where a DMA engine
+    /// writes them, the node's processes share every FIFO and all packets
+    /// to one peer (rank `peer`) go through one FIFO ([`pinned_direction`]).
+    pub(super) fn fifo(&self, net: &Net, node: u32, task: usize, peer: u32, p: &Packet) -> usize {
+        if self.dma.is_some() {
+            return self.peer_fifo(net, node, p.dest, peer, p.hint);
+        }
         let k = self.fifos_per_task;
         let base = if self.tasks_per_node > 1 { task * k } else { 0 };
         let fifo_of = |d: usize| base + d * k / 6;
@@ -298,7 +329,7 @@ impl MsgLayer {
         if coproc || self.to_group1(to) {
             p.flags |= flags::GROUP1;
         }
-        let f = self.fifo(net, node, self.ranks[from as usize].task as usize, &p);
+        let f = self.fifo(net, node, self.ranks[from as usize].task as usize, to, &p);
         self.packets_sent += 1;
         net.send(q, now, node, p, Some(f));
     }
@@ -311,7 +342,15 @@ impl MsgLayer {
     /// leave the link waiting between two packets); a scout ends the turn.
     pub(super) fn emit(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, node: u32, core: usize) {
         let ci = net.agent_index(node, core);
+        let Some((lane, room)) = self.next_lane(net, node, ci) else { return };
+        if !room {
+            // A DMA engine serves the FIFOs with room; it waits for one.
+            net.dma_hold(node);
+            return;
+        }
         let st = &mut self.streams[ci];
+        st.next = lane + 1;
+        let st = &mut st.lanes[lane];
         let scout = st.scout_next && !st.scouts.is_empty() || st.data.is_empty();
         let Some(id) = (if scout { st.scouts.pop_front() } else { st.data.pop_front() }) else { return };
         st.scout_next = !scout;
@@ -328,7 +367,101 @@ impl MsgLayer {
             }
         }
         if more {
-            self.streams[ci].data.push_back(id);
+            self.streams[ci].lanes[lane].data.push_back(id);
+        }
+    }
+
+    /// The lane of agent `ci`'s streams whose turn it is: round-robin over
+    /// the lanes with messages, passing over those whose torus FIFO has no
+    /// room for a packet; and whether it has room (a core's one lane
+    /// always: the core itself waits for room as it writes).
+    fn next_lane(&self, net: &Net, node: u32, ci: usize) -> Option<(usize, bool)> {
+        let st = &self.streams[ci];
+        let n = st.lanes.len();
+        let nf = net.machine().torus().injection_fifos as usize;
+        let room = net.machine().torus().injection_fifo_bytes.saturating_sub(net.machine().max_packet_bytes());
+        let mut first = None;
+        for i in 0..n {
+            let l = (st.next + i) % n;
+            if st.lanes[l].is_empty() {
+                continue;
+            }
+            if self.dma.is_none() || l >= nf || net.inj_used(node, l) <= room {
+                return Some((l, true));
+            }
+            first = first.or(Some((l, false)));
+        }
+        first
+    }
+}
+
+/// The direction whose FIFO carries every packet from `node` to a peer on
+/// node `dest` (productive directions `hint`) on a machine whose DMA
+/// engine writes the FIFOs: of the productive directions, the one with the
+/// most hops to go (the direction of travel), ties shared out among peers
+/// by `key` (the peer's node index plus its task: the tasks of one node go
+/// different ways). A single message then leaves through one FIFO, as a
+/// DMA injection FIFO pinned to a peer feeds one torus FIFO, and a node's
+/// traffic to many peers spreads over the six.
+pub(super) fn pinned_direction(geo: &Geometry, node: u32, dest: u32, hint: u8, key: u32) -> usize {
+    if hint.count_ones() < 2 {
+        return if hint == 0 { 0 } else { hint.trailing_zeros() as usize };
+    }
+    let (a, b) = (geo.coords32(node), geo.coords32(dest));
+    let mut best = [0usize; 3];
+    let (mut n, mut most) = (0, 0);
+    for d in (0..6).filter(|&d| hint & (1 << d) != 0) {
+        let k = dim_of(d);
+        let size = geo.dims[k];
+        let hops = if is_minus(d) { (a[k] + size - b[k]) % size } else { (b[k] + size - a[k]) % size };
+        if hops > most {
+            (most, n) = (hops, 0);
+        }
+        if hops == most {
+            best[n] = d;
+            n += 1;
+        }
+    }
+    best[key as usize % n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pinned_direction;
+    use crate::machine::{self, MachineSource};
+    use crate::torus::{dim_of, Geometry};
+
+    /// From any node, the FIFO a destination is pinned to is one of its
+    /// productive directions, one along which it is farthest; over all
+    /// destinations of a cube the three dimensions carry about equal shares.
+    #[test]
+    fn a_destination_is_pinned_to_a_farthest_productive_direction_and_the_dimensions_share_the_load() {
+        for shape in ["8x8x8", "4x4x2", "6x1x1"] {
+            let m = machine::load(&MachineSource::Preset("bgp".into()), &[format!("partition.shape=\"{shape}\"")]).unwrap();
+            let geo = Geometry::new(&m.shape);
+            for src in [0, geo.nodes() / 2, geo.nodes() - 1] {
+                let mut per_dir = [0u32; 6];
+                for dst in (0..geo.nodes()).filter(|&d| d != src) {
+                    let hint = geo.hint_bits(src, dst);
+                    let d = pinned_direction(&geo, src, dst, hint, dst);
+                    assert!(hint & (1 << d) != 0, "{shape}: {src} -> {dst} pinned to an unproductive direction {d}");
+                    let (a, b) = (geo.coords32(src), geo.coords32(dst));
+                    let hops = |k: usize| {
+                        let size = geo.dims[k];
+                        let o = (b[k] + size - a[k]) % size;
+                        o.min(size - o)
+                    };
+                    assert!((0..3).all(|k| hops(k) <= hops(dim_of(d))), "{shape}: {src} -> {dst} pinned to {d}, not its longest dimension");
+                    per_dir[d] += 1;
+                }
+                if shape == "8x8x8" {
+                    // (Within a dimension, + carries more: a node half way
+                    // round is reached going +, as routing sends it.)
+                    let per_dim: Vec<u32> = (0..3).map(|k| per_dir[2 * k] + per_dir[2 * k + 1]).collect();
+                    let (lo, hi) = (per_dim.iter().min().unwrap(), per_dim.iter().max().unwrap());
+                    assert!(*lo as f64 > 0.9 * *hi as f64, "{shape} from {src}: {per_dir:?}");
+                }
+            }
         }
     }
 }

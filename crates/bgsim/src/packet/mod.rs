@@ -565,6 +565,12 @@ impl Net {
         }
     }
 
+    /// Software of `node` holds packets back for its DMA engine until a
+    /// torus injection FIFO has room ([`Dma::hold`]).
+    pub fn dma_hold(&mut self, node: u32) {
+        self.engine_mut().hold(node);
+    }
+
     /// Wakes the agent that writes injection FIFO `f` of `node` (the DMA
     /// engine's injection unit, or the FIFO's core): software that queued
     /// work for it hands it over in [`Software::refill`].
