@@ -12,7 +12,7 @@ from bgsim.errors import UsageError
 from conftest import ROOT, run_cli
 
 
-def pingpong(nbytes, iters=10):
+def pingpong(nbytes, iters=10, peer=1):
     def main():
         c = MPI.COMM_WORLD
         buf = np.zeros(max(nbytes, 1), "u1")[:nbytes]
@@ -21,9 +21,9 @@ def pingpong(nbytes, iters=10):
             if i == 2:
                 t0 = MPI.Wtime()
             if c.rank == 0:
-                c.Send(buf, dest=1)
-                c.Recv(buf, source=1)
-            elif c.rank == 1:
+                c.Send(buf, dest=peer)
+                c.Recv(buf, source=peer)
+            elif c.rank == peer:
                 c.Recv(buf, source=0)
                 c.Send(buf, dest=0)
         return (MPI.Wtime() - t0) / iters / 2
@@ -48,6 +48,40 @@ def test_calibrated_latency_and_link_bound_bandwidth():
     r = bgsim.run(pingpong(1 << 20, iters=2), "bgp", shape="2x1x1", mode="smp")
     mbps = (1 << 20) / r.results[0] / 1e6
     assert 370 < mbps < 425 * 240 / 262 + 1
+
+
+def test_a_peers_packets_leave_through_one_torus_fifo_and_a_nodes_processes_share_the_six():
+    # The DMA engine writes every torus FIFO for all of its node's
+    # processes, and all packets to one peer go into one FIFO: a 1 MB
+    # message to the farthest node of 4x4x4 (two hops in each dimension)
+    # moves at one link's rate, as to a neighbour, in SMP as in VN mode
+    # (spread over three FIFOs it moved 1,154 MB/s).
+    def mbps(peer, mode, shape="4x4x4"):
+        r = bgsim.run(pingpong(1 << 20, iters=2, peer=peer), "bgp", shape=shape, mode=mode, mapping="TXYZ")
+        return (1 << 20) / r.results[0] / 1e6
+    for mode, tasks in (("smp", 1), ("vn", 4)):
+        far, near = mbps(tasks * (2 + 2 * 4 + 2 * 16), mode), mbps(tasks, mode)
+        assert abs(far - near) < 0.02 * near and near < 425, (mode, far, near)
+
+    # Four processes of one node each sending 1 MB to a process of the
+    # farthest node of 2x2x2 at once: the peers are pinned to the three
+    # directions by node and task, so the four messages leave on three
+    # links, not one after the other through one FIFO.
+    def four():
+        comm = MPI.COMM_WORLD
+        r = comm.Get_rank()
+        buf = np.zeros(1 << 20, "u1")
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        node, task = r % 8, r // 8
+        if node == 0:
+            comm.Send(buf, dest=r + 7)
+        elif node == 7:
+            comm.Recv(buf, source=r - 7)
+        return MPI.Wtime() - t0
+    r = bgsim.run(four, "bgp", shape="2x2x2", mode="vn")
+    rate = 4 * (1 << 20) / max(r.results) / 1e6
+    assert 2.5 * 389 > rate > 1.8 * 389, rate
 
 
 def test_cores_never_touch_torus_packets():
