@@ -4,7 +4,8 @@
 ITERS rounds of 1 KB messages with its six neighbours (Irecv x 6, Isend x 6,
 Waitall). Prints one JSON line: simulated MPI messages per wall second and
 the share of wall time spent in Python (rank programs, the MPI module) vs the
-Rust core. Usage: python scripts/bench_mpi.py [ITERS] [SHAPE]
+Rust core. Usage: python scripts/bench_mpi.py [ITERS] [SHAPE] [THREADS]
+(THREADS: the machine cut into that many partitions on threads; default 1).
 """
 
 import json
@@ -19,6 +20,7 @@ from bgsim import MPI
 
 ITERS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 SHAPE = sys.argv[2] if len(sys.argv) > 2 else "16x16x16"
+THREADS = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 NBYTES = 1024
 
 
@@ -42,12 +44,12 @@ def main():
 
 
 t0 = time.perf_counter()
-res = bgsim.run(main, shape=SHAPE, progress=True)
+res = bgsim.run(main, shape=SHAPE, progress=True, threads=THREADS)
 wall = time.perf_counter() - t0
 msgs = res.counters["messages_completed"]
 print(json.dumps({
     "benchmark": f"mpi_halo_{SHAPE}_1KB",
-    "ranks": res.nranks, "iters": ITERS, "messages": msgs, "wall_s": wall,
+    "ranks": res.nranks, "iters": ITERS, "threads": THREADS, "messages": msgs, "wall_s": wall,
     "messages_per_s": msgs / wall, "python_share": res.python_wall_s / wall,
     "simulated_us": res.time_s * 1e6, "packets": res.counters["packets_delivered"],
     "events": res.counters["events"],
