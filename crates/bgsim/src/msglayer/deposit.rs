@@ -4,7 +4,7 @@
 //! dimensions as soon as it has read it.
 
 use super::wire::*;
-use super::{MsgLayer, ReqId, ReqKind};
+use super::{MsgLayer, ReqId, ReqKind, NONE};
 use crate::engine::{EventQueue, Tick};
 use crate::node::Work;
 use crate::packet::Net;
@@ -174,7 +174,7 @@ impl MsgLayer {
             let dest = net.geometry().index(t);
             let mut p = net.line_packet(node, dest, dir, len, now);
             p.tag = tag(pk::DEPOSIT, id, ((st as u32) << 26) | k);
-            let f = self.fifo(net, node, 0, p.dest, &p);
+            let f = self.fifo(net, node, 0, NONE, &p);
             self.packets_sent += 1;
             net.send(q, now, node, p, Some(f));
             sent += 1;

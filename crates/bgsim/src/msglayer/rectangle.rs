@@ -11,7 +11,7 @@
 //! FIFOs, not a core.
 
 use super::wire::*;
-use super::{MsgLayer, ReqId, ReqKind};
+use super::{MsgLayer, ReqId, ReqKind, NONE};
 use crate::engine::{EventQueue, Tick};
 use crate::node::Work;
 use crate::packet::Net;
@@ -258,7 +258,7 @@ impl MsgLayer {
         let (_, to) = self.reduce_route(net, root, node, k);
         let (dest, dir) = to.expect("a node other than the root sends on");
         let p = self.reduce_packet_of(net, now, node, id, k, dest, dir);
-        let f = self.fifo(net, node, self.reduces[&id].task[node as usize] as usize, p.dest, &p);
+        let f = self.fifo(net, node, self.reduces[&id].task[node as usize] as usize, NONE, &p);
         let nf = (net.machine().torus().injection_fifos + net.machine().torus().hp_injection_fifos) as usize;
         let ready = self.reduce_ready.entry(node).or_insert_with(|| ReadySums { fifos: vec![VecDeque::new(); nf], next: 0, left: 0, turn: false });
         ready.fifos[f].push_back((id, k, dest, dir as u8));

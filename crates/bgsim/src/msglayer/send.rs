@@ -10,7 +10,7 @@ use crate::engine::{EventQueue, Tick};
 use crate::machine::Protocol;
 use crate::node::Work;
 use crate::packet::{Net, Routing};
-use crate::torus::{dim_of, flags, is_minus, Geometry, Packet};
+use crate::torus::{flags, Geometry, Packet};
 
 impl MsgLayer {
     /// Posts a send (see [`SendReq`]). The protocol is chosen by the
@@ -303,7 +303,8 @@ impl MsgLayer {
     /// its own share of them and a dynamically routed packet takes the
     /// emptiest FIFO of its productive directions. Where a DMA engine
     /// writes them, the node's processes share every FIFO and all packets
-    /// to one peer (rank `peer`) go through one FIFO ([`pinned_direction`]).
+    /// to one peer (rank `peer`) go through one FIFO ([`pinned_direction`];
+    /// a line packet, which goes one way, has no peer rank: `NONE`).
     pub(super) fn fifo(&self, net: &Net, node: u32, task: usize, peer: u32, p: &Packet) -> usize {
         if self.dma.is_some() {
             return self.peer_fifo(net, node, p.dest, peer, p.hint);
@@ -407,13 +408,10 @@ pub(super) fn pinned_direction(geo: &Geometry, node: u32, dest: u32, hint: u8, k
     if hint.count_ones() < 2 {
         return if hint == 0 { 0 } else { hint.trailing_zeros() as usize };
     }
-    let (a, b) = (geo.coords32(node), geo.coords32(dest));
     let mut best = [0usize; 3];
     let (mut n, mut most) = (0, 0);
     for d in (0..6).filter(|&d| hint & (1 << d) != 0) {
-        let k = dim_of(d);
-        let size = geo.dims[k];
-        let hops = if is_minus(d) { (a[k] + size - b[k]) % size } else { (b[k] + size - a[k]) % size };
+        let hops = geo.hops_along(node, dest, d);
         if hops > most {
             (most, n) = (hops, 0);
         }

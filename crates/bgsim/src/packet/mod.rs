@@ -14,7 +14,7 @@ use crate::dma::{self, Dma};
 use crate::machine::{Component, Machine};
 use crate::node::{CoreCounters, Cores};
 pub use crate::torus::Routing;
-use crate::torus::{dim_of, flags, is_minus, Geometry, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
+use crate::torus::{flags, Geometry, Notice, Packet, Torus, DIR_NAMES, NIL, NRX};
 
 /// Event kinds of the node / packet layer.
 pub mod ev {
@@ -453,10 +453,7 @@ impl Net {
         p.flags |= flags::DEPOSIT;
         if let Some(f) = &self.torus.faults {
             let g = &self.torus.geo;
-            let (k, size) = (dim_of(d), g.dims[dim_of(d)]);
-            let (a, b) = (g.coords32(src)[k], g.coords32(dest)[k]);
-            let hops = if is_minus(d) { (a + size - b) % size } else { (b + size - a) % size };
-            assert!(f.line_clean(g, src, d, hops), "a line broadcast from node {src} along {} crosses a dead node or link (runs with faults refuse line broadcasts before they start)", DIR_NAMES[d]);
+            assert!(f.line_clean(g, src, d, g.hops_along(src, dest, d)), "a line broadcast from node {src} along {} crosses a dead node or link (runs with faults refuse line broadcasts before they start)", DIR_NAMES[d]);
         }
         p
     }

@@ -132,6 +132,15 @@ impl Geometry {
         }
         o
     }
+    /// Hops from node `src` to `dst`'s coordinate in the dimension of
+    /// direction `d`, going in direction `d` (the long way round if that
+    /// is where `d` goes).
+    #[inline]
+    pub fn hops_along(&self, src: u32, dst: u32, d: usize) -> u32 {
+        let k = dim_of(d);
+        let (a, b, size) = (self.coords32(src)[k], self.coords32(dst)[k], self.dims[k]);
+        if is_minus(d) { (a + size - b) % size } else { (b + size - a) % size }
+    }
     /// Hint bits of a minimal route from `src` to `dst`: bit d set when the
     /// packet must travel in direction d; at most one per dimension.
     pub fn hint_bits(&self, src: u32, dst: u32) -> u8 {
