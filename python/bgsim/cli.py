@@ -475,10 +475,12 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                      help="rank mapping: a permutation of X, Y, Z, T (first letter fastest; default XYZT) "
                           "or a mapfile with one `x y z t` line per rank")
     run.add_argument("--seed", type=_seed, default=1, help="random seed (default 1)")
-    run.add_argument("--fidelity", choices=["packet", "coarse"], default="packet",
+    run.add_argument("--fidelity", choices=["packet", "coarse", "message"], default="packet",
                      help="packet (default): the torus packet by packet; coarse: its coarse tier, each packet "
                           "booking the links of its minimal route hop by hop, without routers (faster; no "
-                          "no-token counts; error against packets in docs/coarse.md)")
+                          "no-token counts); message: the coarse torus with a message's data moving as trains "
+                          "of up to 64 packets, each booking a link once (machines with a DMA engine, such as "
+                          "bgp; tens of times faster on large messages). Errors against packets in docs/coarse.md")
     run.add_argument("--threads", type=_count, default=1, metavar="N",
                      help="run the machine cut into N partitions on N threads, the ranks' Python on one (default 1); "
                           "the result (and --timeline's file) is the same, bit for bit. Under `mpirun -n P` each "

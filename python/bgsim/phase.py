@@ -309,9 +309,14 @@ def packet_time(cfg: Config, fidelity: str = "packet") -> float:
 
 
 def compare(cfg: Config) -> dict:
-    """The tiers on `cfg`: the packet tier's time, the phase model's and
-    the program's with a coarse torus (us), and their two errors (%)."""
+    """The tiers on `cfg`: the packet tier's time, the phase model's, the
+    program's with a coarse torus and (on a machine with a DMA engine) on
+    the message tier (us), and their errors (%; the message tier's None
+    where it does not run)."""
     p, c, r = packet_time(cfg), model_time(cfg), packet_time(cfg, "coarse")
+    m = packet_time(cfg, "message") if "dma" in Machine(cfg.machine).info["components"] else None
     return {"config": cfg.label(), "packet_us": round(p * 1e6, 1), "phase_us": round(c * 1e6, 1),
             "error_pct": round(100 * (c - p) / p, 1), "run_us": round(r * 1e6, 1),
-            "run_error_pct": round(100 * (r - p) / p, 1)}
+            "run_error_pct": round(100 * (r - p) / p, 1),
+            "message_us": None if m is None else round(m * 1e6, 1),
+            "message_error_pct": None if m is None else round(100 * (m - p) / p, 1)}

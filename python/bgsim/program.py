@@ -27,8 +27,9 @@ from .mpishim.world import _reset
 from .runtime import Runtime
 from .runtime import current as _current_rank
 
-#: The tiers a run's torus may run on: packet by packet, or the coarse tier.
-FIDELITIES = ("packet", "coarse")
+#: The tiers a run may take: the torus packet by packet, its coarse tier,
+#: or the message tier (the coarse torus, messages as trains of packets).
+FIDELITIES = ("packet", "coarse", "message")
 
 
 @dataclass
@@ -68,8 +69,8 @@ class RunResult:
     #: "full", or "size-only": the buffer calls' messages carried only
     #: their sizes (``bgsim.run(buffers=...)``).
     buffers: str = "full"
-    #: "packet", or "coarse": the torus ran on its coarse tier
-    #: (``bgsim.run(fidelity=...)``, docs/coarse.md).
+    #: "packet"; "coarse": the torus ran on its coarse tier; "message":
+    #: the message tier (``bgsim.run(fidelity=...)``, docs/coarse.md).
     fidelity: str = "packet"
     #: Threads (partitions of the machine) the run took
     #: (``bgsim.run(threads=...)``): the same figures on any number.
@@ -218,7 +219,7 @@ class RunResult:
         c = self.counters
         return (f"{self.nranks} ranks on {'x'.join(map(str, self.shape))} ({self.mode}"
                 + (", size-only buffers" if self.buffers == "size-only" else "")
-                + (", coarse tier" if self.fidelity == "coarse" else "") + "): "
+                + (f", {self.fidelity} tier" if self.fidelity != "packet" else "") + "): "
                 f"simulated time {self.time_s * 1e6:,.2f} us; {c['messages_completed']:,} messages, "
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
@@ -255,8 +256,9 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     """A simulated world: machine, partition, node mode, ranks and mapping.
     `mapping` is a permutation of XYZT or the path of a mapfile. A world
     that cannot fit in the memory this process may use is refused
-    (`memory_check=False` builds it anyway). `fidelity`: "packet", or
-    "coarse" for the torus's coarse tier (docs/coarse.md). `threads` > 1:
+    (`memory_check=False` builds it anyway). `fidelity`: "packet",
+    "coarse" for the torus's coarse tier, or "message" for the message
+    tier (docs/coarse.md). `threads` > 1:
     the machine cut into that many partitions, run on as many threads.
     `processes`: in a process of an MPI job (``mpirun -n P``), one
     partition per process, each running its own ranks (else every process
@@ -356,10 +358,18 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     message layer, MPI and the other networks are the packet tier's.
     Faster; its error against packets is in docs/coarse.md.
 
+    `fidelity="message"` (machines with a DMA engine, such as bgp) runs
+    the message tier: the coarse torus, and a message's full data packets
+    moving as trains of up to 64 packets (15 KB), each of which books each
+    link of its route once, for as long as its packets take; the DMA
+    engine and the cores are charged per packet as on packets. Tens of
+    times faster on large messages; its error against packets is in
+    docs/coarse.md.
+
     `threads=N` cuts the machine into N partitions run on N threads (the
     ranks' Python stays on one): the same result, bit for bit, hardware
-    collectives, deposit-bit broadcasts, the coarse tier and timelines
-    included.
+    collectives, deposit-bit broadcasts, the coarse and message tiers and
+    timelines included.
 
     `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
     partition per process, each process the Python of its own ranks; every

@@ -65,7 +65,8 @@ def figures(result):
 @pytest.mark.parametrize("machine,shape,mode,coll,fidelity", [
     ("bgl", "4x4x2", None, SOFTWARE, "packet"), ("bgp", "4x2x2", "vn", SOFTWARE, "packet"),
     ("bgl", "4x4x2", None, None, "packet"), ("bgp", "4x2x2", "vn", None, "packet"),
-    ("bgl", "4x4x2", None, None, "coarse"), ("bgp", "4x2x2", "vn", SOFTWARE, "coarse")])
+    ("bgl", "4x4x2", None, None, "coarse"), ("bgp", "4x2x2", "vn", SOFTWARE, "coarse"),
+    ("bgp", "4x2x2", "vn", SOFTWARE, "message"), ("bgp", "4x2x2", "vn", None, "message")])
 def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, coll, fidelity, capsys):
     # coll None: the machine's own choices, the collective and barrier
     # networks among them. On the coarse tier a packet's head crosses to

@@ -184,8 +184,9 @@ fn send_mode(m: u8) -> PyResult<SendMode> {
 impl World {
     /// `mapping`: a permutation name such as "XYZT"; or `mapfile` =
     /// (file name, text); `nranks` None: every task slot (or the mapfile's lines).
-    /// `fidelity`: "packet" (the torus packet by packet) or "coarse" (the
-    /// torus's coarse tier). `threads` > 1: the machine cut into that many
+    /// `fidelity`: "packet" (the torus packet by packet), "coarse" (the
+    /// torus's coarse tier) or "message" (the coarse torus, messages moving
+    /// as trains of packets). `threads` > 1: the machine cut into that many
     /// partitions, run on as many threads (the same result). `processes`:
     /// in a process started by an MPI launcher, one partition per process
     /// of the job, each running its own ranks (else every process runs the
@@ -195,8 +196,8 @@ impl World {
     #[allow(clippy::too_many_arguments)]
     fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str, threads: usize,
            processes: bool) -> PyResult<Self> {
-        if !matches!(fidelity, "packet" | "coarse") {
-            return Err(errors::usage(format!("fidelity `{fidelity}`: allowed packet, coarse")));
+        if !matches!(fidelity, "packet" | "coarse" | "message") {
+            return Err(errors::usage(format!("fidelity `{fidelity}`: allowed packet, coarse, message")));
         }
         let m = load_machine(machine, settings)?;
         let tasks = m.tasks_per_node();
@@ -220,6 +221,8 @@ impl World {
         let mut w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
         if fidelity == "coarse" {
             w.set_coarse().map_err(to_py)?;
+        } else if fidelity == "message" {
+            w.set_trains(bgsim::mpi::MESSAGE_TRAIN).map_err(to_py)?;
         }
         let w = if processes && bgsim::engine::parallel::launched_by_mpi() {
             // One partition per process of the MPI job; each runs its own ranks.
@@ -282,7 +285,7 @@ impl World {
     fn nranks(&self) -> u32 {
         self.w.nranks()
     }
-    /// "packet" or "coarse".
+    /// "packet", "coarse" or "message".
     #[getter]
     fn fidelity(&self) -> &'static str {
         self.w.fidelity()

@@ -39,6 +39,9 @@ pub mod ev {
     /// ([`super::LOCAL`]: a local transfer, onto the node's loopback list);
     /// the unit goes on.
     pub const MOVED: u8 = Component::Dma.kind(1);
+    /// The reception unit has read train `data` (the message tier: see
+    /// [`super::Dma::receive`]): software takes it.
+    pub const TRAIN_IN: u8 = Component::Dma.kind(2);
 }
 
 /// The `c` of a MOVED event whose packet goes to its own node: a local
@@ -79,6 +82,71 @@ pub struct UnitCounters {
     pub busy_ticks: u64,
 }
 
+/// The trains a unit is moving (the message tier, see [`Dma::inject`] and
+/// [`Dma::receive`]): until when, and the share of the unit's time each
+/// takes meanwhile (its time a packet over the time its packets come or go
+/// apart). The rest of the unit's time is for its other packets.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Trains {
+    until: [Tick; MAX_TRAINS],
+    share: [f32; MAX_TRAINS],
+    n: u8,
+}
+
+/// Most trains a unit keeps count of at once (one per torus FIFO and a
+/// few more); the shares of further ones are not counted.
+const MAX_TRAINS: usize = 8;
+
+impl Trains {
+    /// The share of the unit's time the trains take at `now` (those done
+    /// are dropped).
+    fn used(&mut self, now: Tick) -> f64 {
+        let mut k = 0;
+        let mut used = 0.0;
+        for i in 0..self.n as usize {
+            if self.until[i] > now {
+                self.until[k] = self.until[i];
+                self.share[k] = self.share[i];
+                used += self.share[k] as f64;
+                k += 1;
+            }
+        }
+        self.n = k as u8;
+        used
+    }
+
+    /// A unit's time for a packet of `each` ticks of its own at `now`: what
+    /// the trains leave it (all of it without trains, as on packets).
+    fn single(&mut self, now: Tick, each: Tick) -> Tick {
+        if self.n == 0 {
+            return each;
+        }
+        let free = (1.0 - self.used(now)).max(MIN_FREE);
+        (each as f64 / free).ceil() as Tick
+    }
+
+    /// A train of `n` packets of `each` ticks of the unit, whose link takes
+    /// a packet every `link` ticks, starting at `now`: how far apart the
+    /// unit moves its packets (the link's time, or longer when the trains
+    /// under way leave the unit too little), and its first packet's time.
+    /// Until `until` (set with [`Trains::add`]) it takes its share.
+    fn start(&mut self, now: Tick, each: Tick, link: Tick) -> (Tick, Tick) {
+        let first = self.single(now, each);
+        (link.max(first), first)
+    }
+
+    fn add(&mut self, until: Tick, share: f64) {
+        if (self.n as usize) < MAX_TRAINS {
+            self.until[self.n as usize] = until;
+            self.share[self.n as usize] = share as f32;
+            self.n += 1;
+        }
+    }
+}
+
+/// The least share of its time a unit keeps for a new packet or train.
+const MIN_FREE: f64 = 1.0 / 16.0;
+
 /// One unit of a node's engine.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Unit {
@@ -116,6 +184,9 @@ pub enum Step {
     /// The injection unit started moving packet `id`; it is done at `done`
     /// (a MOVED event is scheduled).
     Moving { id: u32, done: Tick },
+    /// The reception unit took a train; it has read it at `done`, and a
+    /// TRAIN_IN event hands it to software once its last packet is in.
+    Train { done: Tick },
     /// Nothing to do (or the injection FIFO is full): idle until woken.
     Idle,
 }
@@ -148,6 +219,9 @@ pub struct Dma {
     /// Per work FIFO (node x tasks per node + task): descriptors posted
     /// and not yet done.
     posted: Vec<u32>,
+    /// The message tier (see [`Dma::carry_trains`]): per unit (node x 2 +
+    /// unit), the trains it is moving; empty on the other tiers.
+    trains: Vec<Trains>,
     counters: DmaCounters,
     nodes: Vec<NodeEngine>,
 }
@@ -164,9 +238,27 @@ impl Dma {
             work_fifo: d.work_fifo_descriptors,
             tasks_per_node,
             posted: vec![0; m.shape.nodes() as usize * tasks_per_node],
+            trains: Vec::new(),
             counters: DmaCounters::default(),
             nodes: vec![NodeEngine::default(); m.shape.nodes() as usize],
         })
+    }
+
+    /// Lets the units carry the message tier's trains (`Packet::more`):
+    /// each keeps count of the trains it is moving, which take a share of
+    /// its time (see [`Dma::inject`], [`Dma::receive`]).
+    pub fn carry_trains(&mut self) {
+        self.trains = vec![Trains::default(); self.nodes.len() * 2];
+    }
+
+    /// A unit's time for a packet of `each` ticks of its own: all of it,
+    /// or what the trains it is moving leave it.
+    #[inline]
+    fn single(trains: &mut [Trains], node: u32, unit: usize, now: Tick, each: Tick) -> Tick {
+        match trains.get_mut(node as usize * 2 + unit) {
+            Some(t) => t.single(now, each),
+            None => each,
+        }
     }
 
     /// The injection unit's agent slot in its node.
@@ -326,15 +418,40 @@ impl Dma {
             // A transfer waits for room in its injection FIFO (a local
             // one takes none).
             if local || (torus.inj_free(node, f) >= bytes && torus.inj_reserve(node, f, bytes, now)) {
-                let cost = self.rate.ticks(bytes);
-                let done = now + cost;
+                let each = self.rate.ticks(bytes);
+                let p = torus.pool.get(id);
+                let n = p.count() as Tick;
                 e.queue.pop(&torus.pool);
                 e.queued -= 1;
-                u.busy_until = done;
-                u.counters.busy_ticks += cost;
-                u.counters.packets += 1;
-                q.push_at(done, Event { kind: ev::MOVED, a: INJECTION as u8, b: 0, c: if local { LOCAL } else { f as u8 }, node, data: id });
-                return Step::Moving { id, done };
+                u.counters.busy_ticks += n * each;
+                u.counters.packets += n as u64;
+                let c = if local { LOCAL } else { f as u8 };
+                if n == 1 {
+                    let moved = now + Self::single(&mut self.trains, node, INJECTION, now, each);
+                    u.busy_until = moved;
+                    q.push_at(moved, Event { kind: ev::MOVED, a: INJECTION as u8, b: 0, c, node, data: id });
+                    return Step::Moving { id, done: moved };
+                }
+                // A train (the message tier; never local): its first packet
+                // enters the FIFO once moved, and the link takes the rest
+                // back to back while the unit moves them between its other
+                // packets, as it serves its FIFOs in turn. A unit that the
+                // trains under way leave too little time moves them further
+                // apart, and holds the first back so that the link, which
+                // carries the train in one go, ends when the unit does.
+                let link = torus.link_ticks(p);
+                let trains = &mut self.trains[node as usize * 2 + INJECTION];
+                let (spacing, first) = trains.start(now, each, link);
+                let moved = now + first;
+                let last = moved + (n - 1) * spacing;
+                trains.add(last, each as f64 / spacing as f64);
+                u.busy_until = moved;
+                let entered = moved + (n - 1) * (spacing - link);
+                q.push_at(entered, Event { kind: ev::MOVED, a: INJECTION as u8, b: 0, c, node, data: id });
+                if entered > moved {
+                    wake_at(q, moved, node, INJECTION);
+                }
+                return Step::Moving { id, done: last };
             }
             u.waiting = true;
         }
@@ -362,13 +479,29 @@ impl Dma {
         }
         let id = if f == NRX { e.loopback.pop(&torus.pool) } else { torus.rx_pop(node, f, now, q) };
         let pkt = *torus.pool.get(id);
-        torus.pool.release(id);
-        let cost = self.rate.ticks(pkt.chunks as u32 * torus.p.chunk_bytes);
-        let done = now + cost;
+        let each = self.rate.ticks(pkt.chunks as u32 * torus.p.chunk_bytes);
+        let n = pkt.count() as Tick;
         u.rr = f as u8;
+        u.counters.busy_ticks += n * each;
+        u.counters.packets += n as u64;
+        if n > 1 {
+            // A train: the unit reads its packets as they come in, the
+            // first since it `arrived`, the rest a link's packet time apart
+            // (further when the trains under way leave it too little),
+            // between its other packets; software takes the train when the
+            // last is read (TRAIN_IN).
+            let trains = &mut self.trains[node as usize * 2 + RECEPTION];
+            let (spacing, first) = trains.start(now, each, torus.link_ticks(&pkt));
+            let last = (pkt.arrived + torus.train_rest(&pkt)).max(now + (n - 1) * spacing) + first;
+            trains.add(last, each as f64 / spacing as f64);
+            let done = now + first;
+            u.busy_until = done;
+            q.push_at(last, Event { kind: ev::TRAIN_IN, a: RECEPTION as u8, b: 0, c: 0, node, data: id });
+            return Step::Train { done };
+        }
+        let done = now + Self::single(&mut self.trains, node, RECEPTION, now, each);
         u.busy_until = done;
-        u.counters.busy_ticks += cost;
-        u.counters.packets += 1;
+        torus.pool.release(id);
         Step::Read { pkt, done }
     }
 
@@ -485,5 +618,28 @@ mod tests {
         assert_eq!(d.unit_counters(INJECTION), UnitCounters { packets: 1, busy_ticks: done });
         assert_eq!(d.unit_counters(RECEPTION), UnitCounters { packets: 1, busy_ticks: done });
         assert_eq!(torus.live_packets(), 0);
+    }
+
+    /// The message tier's trains take a unit's time in proportion: a train
+    /// whose link takes a packet every 524 ticks and the unit 86 leaves the
+    /// unit 438 of every 524 ticks for other packets, which take that much
+    /// longer until the train is done; trains that want more than the unit
+    /// has go further apart (slower than their links), and a unit keeps a
+    /// sixteenth of its time for a newcomer.
+    #[test]
+    fn trains_take_their_share_of_a_unit_and_leave_it_the_rest() {
+        let mut t = Trains::default();
+        assert_eq!(t.single(0, 86), 86, "no train: a packet's own time, as on packets");
+        assert_eq!(t.start(0, 86, 524), (524, 86));
+        t.add(10_000, 86.0 / 524.0);
+        assert_eq!(t.single(100, 86), (86.0f64 / (1.0 - 86.0f64 / 524.0)).ceil() as Tick);
+        assert_eq!(t.single(10_000, 86), 86, "the train is done");
+        for _ in 0..MAX_TRAINS {
+            t.add(20_000, 0.25);
+        }
+        assert_eq!(t.n as usize, MAX_TRAINS);
+        let (spacing, first) = t.start(15_000, 86, 524);
+        assert_eq!((spacing, first), (86 * 16, 86 * 16), "an overloaded unit keeps a sixteenth for it");
+        assert_eq!(t.single(20_000, 86), 86);
     }
 }

@@ -93,6 +93,10 @@ struct PacketOut {
     coproc: bool,
 }
 
+/// Most packets in a train: its count after the first is a byte
+/// (`Packet::more`), and its payload a u16.
+const MAX_TRAIN: u32 = 256;
+
 /// The largest message, in bytes (a message's size is a u32).
 pub const MAX_MESSAGE_BYTES: u64 = u32::MAX as u64;
 
@@ -536,6 +540,9 @@ pub struct MsgLayer {
     /// Packets of one message the advance loop writes per turn: an
     /// injection FIFO's worth of full packets.
     burst: u32,
+    /// The message tier: most full data packets a message sends as one
+    /// train (see [`MsgLayer::set_trains`]); 1 on the packet and coarse tiers.
+    train: u32,
     /// Tasks per node (VN and DUAL modes run several, each with its own
     /// share of the injection FIFOs and its own reception FIFO group).
     tasks_per_node: usize,
@@ -670,6 +677,7 @@ impl MsgLayer {
             meta: ml.metadata_bytes,
             coproc_rendezvous: ml.coprocessor_rendezvous && m.mode == NodeMode::Coprocessor && cores > 1,
             burst: (m.torus().injection_fifo_bytes / m.max_packet_bytes()).max(1),
+            train: 1,
             dma: net.dma_slot(),
             tasks_per_node: tpn,
             fifos_per_task,
@@ -690,6 +698,36 @@ impl MsgLayer {
             notes_taken: 0,
             from_away: FxHashMap::default(),
             away_slots: FxHashMap::default(),
+        }
+    }
+
+    /// Runs the message tier: a message's full data packets go as trains
+    /// of up to `packets` (at most 256), each one packet in the pool and
+    /// the queues that moves and costs as its packets do (see
+    /// `Packet::more`). Needs the coarse torus; 1 sends packets.
+    pub fn set_trains(&mut self, packets: u32) {
+        self.train = packets.clamp(1, MAX_TRAIN.min(u16::MAX as u32 / self.maxp));
+    }
+
+    /// Most packets in a train (1: packets).
+    pub fn trains(&self) -> u32 {
+        self.train
+    }
+
+    /// How many full packets of the `left` bytes a message from `from` to
+    /// `to` has still to send go as the next train: 1 (a packet) on the
+    /// packet tier, between two tasks of one node (a local transfer), or
+    /// when fewer than two full packets are left.
+    #[inline]
+    pub(super) fn train_len(&self, from: u32, to: u32, left: u32) -> u32 {
+        if self.train == 1 {
+            return 1;
+        }
+        let k = (left / self.maxp).min(self.train);
+        if k < 2 || self.ranks[from as usize].node == self.ranks[to as usize].node {
+            1
+        } else {
+            k
         }
     }
 
@@ -931,7 +969,7 @@ impl Software for MsgLayer {
                     _ => false,
                 };
                 if !engine_only {
-                    net.charge(q, now, node, c, self.costs.memfifo_packet, Work::Protocol);
+                    net.charge_train(q, now, node, c, pkt, self.costs.memfifo_packet, Work::Protocol);
                 }
                 c
             }
@@ -993,7 +1031,7 @@ impl Software for MsgLayer {
         let id = self.written_record(id);
         let data = matches!(kind, pk::ONE | pk::EAGER | pk::ADAPT | pk::RDATA);
         if data {
-            self.msgs[id as usize].written += 1;
+            self.msgs[id as usize].written += pkt.count();
         }
         if self.dma.is_some() {
             // The engine has injected what the sender's descriptor names

@@ -322,16 +322,27 @@ impl MsgLayer {
     /// Writes one packet of the layer (a [`PacketOut`]) into the injection
     /// FIFO its sender's task and direction pin it to.
     pub(super) fn send_packet(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, out: PacketOut) {
+        self.send_train(net, q, now, out, 1);
+    }
+
+    /// Writes `count` full packets of the layer as one train (the message
+    /// tier: see [`MsgLayer::set_trains`]; 1, a packet), `out.payload`
+    /// their payload together.
+    pub(super) fn send_train(&mut self, net: &mut Net, q: &mut EventQueue, now: Tick, out: PacketOut, count: u32) {
         let PacketOut { from, to, kind, msg, arg, payload, routing, coproc } = out;
         let (node, _) = self.place(from);
         let (dnode, _) = self.place(to);
-        let mut p = net.packet(node, dnode, payload, routing, now);
+        let mut p = net.packet(node, dnode, payload / count, routing, now);
+        if count > 1 {
+            p.more = (count - 1) as u8;
+            p.payload = payload as u16;
+        }
         p.tag = tag(kind, msg, arg);
         if coproc || self.to_group1(to) {
             p.flags |= flags::GROUP1;
         }
         let f = self.fifo(net, node, self.ranks[from as usize].task as usize, to, &p);
-        self.packets_sent += 1;
+        self.packets_sent += count as u64;
         net.send(q, now, node, p, Some(f));
     }
 

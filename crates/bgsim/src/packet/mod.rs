@@ -305,6 +305,13 @@ impl Net {
     pub fn set_coarse_torus(&mut self) -> Result<(), String> {
         self.torus.set_coarse()
     }
+    /// Lets the DMA engine carry the message tier's trains (see
+    /// [`Dma::carry_trains`]); nothing on a machine without one.
+    pub fn carry_trains(&mut self) {
+        if let Some(d) = self.dma.as_mut() {
+            d.carry_trains();
+        }
+    }
     /// Whether the torus runs on its coarse tier.
     pub fn coarse_torus(&self) -> bool {
         self.torus.is_coarse()
@@ -609,6 +616,27 @@ impl Net {
         done
     }
 
+    /// [`Net::charge`] for the work of `each` a packet on train `pkt`
+    /// (the message tier), taken in now that its last packet is in memory:
+    /// the core could work on each packet as the DMA engine put it there,
+    /// the first a packet's move after the train `arrived`, so what of the
+    /// work fits between then and now is done by now. A packet: `each`.
+    pub fn charge_train(&mut self, q: &mut EventQueue, now: Tick, node: u32, core: usize, pkt: &Packet, each: Tick, what: crate::node::Work) -> Tick {
+        if pkt.more == 0 {
+            return self.charge(q, now, node, core, each, what);
+        }
+        let n = pkt.count() as Tick;
+        let first = pkt.arrived + self.engine().transfer_ticks(pkt.chunks as u32 * self.torus.p.chunk_bytes);
+        let c = self.cores.get(node, core);
+        let start = c.busy_until.max(now);
+        let end = (c.busy_until.max(first) + n * each).max(now + each);
+        // The core's counters hold the whole work; its time goes on to `end`.
+        let done = self.charge(q, now, node, core, n * each, what);
+        self.cores.get_mut(node, core).busy_until = end;
+        debug_assert!(end >= start && done >= end);
+        end
+    }
+
     /// Polls the reception FIFOs of a node: mask of non-empty FIFOs.
     pub fn poll(&self, node: u32) -> u16 {
         self.torus.rx_mask(node)
@@ -818,6 +846,7 @@ impl Net {
                 self.drain_notices(q, now);
             }
             dma::Step::Moving { id, done } => self.written(sw, q, done, node, slot, id),
+            dma::Step::Train { done } => self.engine_mut().read_done(q, node, done),
             dma::Step::Idle => {}
         }
     }
@@ -922,6 +951,13 @@ impl Net {
                         self.drain_notices(q, now);
                     }
                     self.unit_step(sw, q, now, e.node, dma::INJECTION)
+                }
+                dma::ev::TRAIN_IN => {
+                    let pkt = *self.torus.pool.get(e.data);
+                    self.torus.pool.release(e.data);
+                    let slot = self.engine().reception_unit();
+                    self.take(sw, q, now, e.node, slot, &pkt);
+                    self.drain_notices(q, now);
                 }
                 ev::WRITTEN => {
                     self.torus.inj_push(e.node, e.c as usize, e.data, now, q);

@@ -13,6 +13,12 @@
 //! its arrival) instead of about 3.4 per hop. Everything above the
 //! torus - cores, the message layer, MPI, the tree and the barrier - is
 //! the packet tier's. `docs/coarse.md` gives its error against packets.
+//!
+//! The message tier runs on it: a train (`Packet::more`) is one head that
+//! holds each link for its packets back to back, their acks the reverse
+//! link; at its destination it is in its reception FIFO when its first
+//! packet is, and the agent that reads it keeps pace with the rest
+//! ([`Torus::train_rest`]).
 
 use super::*;
 use std::collections::VecDeque;
@@ -133,8 +139,11 @@ impl Torus {
         let p = &self.p;
         let pk = *self.pool.get(id);
         let bytes = pk.chunks as u32 * p.chunk_bytes;
+        // The first packet's body (a train's reader paces itself to the
+        // rest: see `Torus::train_rest`); the link is held for all of them.
         let body = bytes as Tick * p.tick_byte;
-        let hold = (bytes + p.trailer_gap) as Tick * p.tick_byte;
+        let packets = pk.count();
+        let hold = packets as Tick * (bytes + p.trailer_gap) as Tick * p.tick_byte;
         let at = self.geo.coords32(n);
         // The productive directions left; a deterministic packet takes the
         // first (x, then y, then z), a dynamic one the one whose link is
@@ -155,7 +164,7 @@ impl Torus {
         }
         if d == NDIR {
             debug_assert_eq!(n, pk.dest);
-            Self::ack(c, p, n, pk.last_dir, now);
+            Self::ack(c, p, n, pk.last_dir, packets, now);
             q.push_at(now + body, Event { kind: ev::COARSE_ARRIVE, a: pk.last_dir, b: 0, c: 0, node: n, data: id });
             return hold;
         }
@@ -171,13 +180,13 @@ impl Torus {
         let start = now.max(l.free_at);
         l.free_at = start + hold;
         let high = &mut self.routers[n as usize].link_high[d];
-        count(&mut l.packets, 1, &mut high.packets);
-        count(&mut l.chunks, pk.chunks as u32, &mut high.chunks);
+        count(&mut l.packets, packets, &mut high.packets);
+        count(&mut l.chunks, packets * pk.chunks as u32, &mut high.chunks);
         count(&mut l.payload, pk.payload as u32, &mut high.payload);
         if pk.hops > 0 {
-            Self::ack(c, p, n, pk.last_dir, now);
+            Self::ack(c, p, n, pk.last_dir, packets, now);
         }
-        self.global.hops += 1;
+        self.global.hops += packets as u64;
         let pkm = self.pool.get_mut(id);
         if pkm.hops == 0 {
             pkm.injected = start;
@@ -241,16 +250,31 @@ impl Torus {
         }
     }
 
-    /// The token ack a packet that came in through `port` of node `n` sends
-    /// back upstream: it holds the reverse link for the ack's bytes, as on
-    /// the packet tier. It goes out when its tail leaves the node; it is
+    /// The token acks of `packets` packets (a packet, or a train's) that
+    /// came in through `port` of node `node` send back upstream: they hold
+    /// the reverse link for their bytes, as on the packet tier. It goes out when its tail leaves the node; it is
     /// booked from `now` (the head's arrival) on, so that a booking never
     /// leaves the link idle before it (which would delay packets that
     /// reach the link sooner: bookings are not back-filled).
     #[inline]
-    fn ack(c: &mut Coarse, p: &Params, n: u32, port: u8, now: Tick) {
-        let back = &mut c.links[n as usize * NDIR + opposite(port as usize)];
-        back.free_at = back.free_at.max(now) + p.ack_bytes as Tick * p.tick_byte;
+    fn ack(c: &mut Coarse, p: &Params, node: u32, port: u8, packets: u32, now: Tick) {
+        let back = &mut c.links[node as usize * NDIR + opposite(port as usize)];
+        back.free_at = back.free_at.max(now) + (packets * p.ack_bytes) as Tick * p.tick_byte;
+    }
+
+    /// How long the rest of a train (`p.more` packets) takes to come in
+    /// over a link after its first packet: what the agent that reads it
+    /// waits for at the least (0 for a packet).
+    #[inline]
+    pub fn train_rest(&self, p: &Packet) -> Tick {
+        p.more as Tick * self.link_ticks(p)
+    }
+
+    /// How long one packet of `p`'s size holds a link (trailer and gap
+    /// included).
+    #[inline]
+    pub fn link_ticks(&self, p: &Packet) -> Tick {
+        (p.chunks as u32 * self.p.chunk_bytes + self.p.trailer_gap) as Tick * self.p.tick_byte
     }
 
     /// The tail of a packet of `bytes` has left injection FIFO `f` of node `n`.
@@ -267,6 +291,9 @@ impl Torus {
     /// Packet `id` (a deposit copy if `copy`) is in its reception FIFO at
     /// node `n`, having come in through `port`.
     pub(super) fn on_coarse_arrive(&mut self, now: Tick, n: u32, port: usize, id: u32, copy: bool) {
+        // When it came in (a train: its first packet), for the agent that
+        // reads it (see `Torus::train_rest`).
+        self.pool.get_mut(id).arrived = now;
         let pk = *self.pool.get(id);
         let f = rx_index(pk.flags, port);
         let bytes = pk.chunks as u32 * self.p.chunk_bytes;

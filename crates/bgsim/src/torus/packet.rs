@@ -51,7 +51,12 @@ pub struct Packet {
     pub payload: u16,
     /// Hops taken so far, counted on arrival at each node (what the tests
     /// of minimal routes check).
-    pub hops: u16,
+    pub hops: u8,
+    /// The packets after the first that this one stands for: a train of
+    /// the message tier (`msglayer`'s trains, on the coarse torus), 1 +
+    /// `more` packets of `chunks` each moving back to back, `payload` their
+    /// payload together. 0 on the packet tier.
+    pub more: u8,
     pub flags: u8,
     /// Size in chunks.
     pub chunks: u8,
@@ -94,6 +99,7 @@ impl Packet {
             arrived: 0,
             payload,
             hops: 0,
+            more: 0,
             dc: [0; 3],
             chunks,
             flags: 0,
@@ -110,6 +116,12 @@ impl Packet {
     #[inline]
     pub fn is(&self, f: u8) -> bool {
         self.flags & f != 0
+    }
+
+    /// The packets it stands for (more than one: a train).
+    #[inline]
+    pub fn count(&self) -> u32 {
+        1 + self.more as u32
     }
 }
 

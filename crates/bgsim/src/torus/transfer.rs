@@ -150,9 +150,11 @@ impl Torus {
         r.rx[f].q.push(&mut self.pool, id);
         r.rx_nonempty |= 1 << f;
         let g = &mut self.global;
-        g.delivered_packets += 1;
+        // (A train of the message tier counts as its packets.)
+        let count = pk.count() as u64;
+        g.delivered_packets += count;
         g.delivered_payload += pk.payload as u64;
-        g.delivered_wire_bytes += (pk.chunks as u32 * self.p.chunk_bytes + self.p.trailer_gap + self.p.ack_bytes) as u64;
+        g.delivered_wire_bytes += count * (pk.chunks as u32 * self.p.chunk_bytes + self.p.trailer_gap + self.p.ack_bytes) as u64;
         // A packet forwarded through this node counts its latency where it
         // ends (each leg is a delivery and a network latency of its own).
         if pk.to == NIL {
@@ -164,7 +166,7 @@ impl Torus {
             g.window_packets.resize(w + 1, 0);
             g.window_payload.resize(w + 1, 0);
         }
-        g.window_packets[w] += 1;
+        g.window_packets[w] += count;
         g.window_payload[w] += pk.payload as u64;
         g.last_progress = now;
         self.notices.push(Notice::RxReady { node: n, fifo: f as u8 });

@@ -34,19 +34,22 @@ impl Wire for Eager {
 pub(super) fn stream_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue, now: Tick, id: MsgId, kind: u64, routing: Routing) -> bool {
     let m = &ml.msgs[id as usize];
     let (src, dst, bytes, queued) = (m.src, m.dst, m.bytes, m.queued);
-    let (len, payload) = if queued == 0 {
+    // The first packet carries the metadata block; on the message tier
+    // the full packets after it go as trains.
+    let (len, payload, count) = if queued == 0 {
         let l = bytes.min(ml.maxp - ml.meta);
-        (l, l + ml.meta)
+        (l, l + ml.meta, 1)
     } else {
-        let l = (bytes - queued).min(ml.maxp);
-        (l, l)
+        let k = ml.train_len(src, dst, bytes - queued);
+        let l = if k > 1 { k * ml.maxp } else { (bytes - queued).min(ml.maxp) };
+        (l, l, k)
     };
     let m = &mut ml.msgs[id as usize];
     m.queued += len;
     // A zero-byte message still sends its first packet.
     m.scout_sent = true;
     let number = ml.packet_number(kind, queued);
-    ml.send_packet(net, q, now, PacketOut { from: src, to: dst, kind, msg: ml.wire_id(id), arg: number, payload, routing, coproc: false });
+    ml.send_train(net, q, now, PacketOut { from: src, to: dst, kind, msg: ml.wire_id(id), arg: number, payload, routing, coproc: false }, count);
     let more = queued + len < bytes;
     let m = &ml.msgs[id as usize];
     if !more && !m.direct && (kind == pk::EAGER || m.acked) {
