@@ -56,6 +56,9 @@ const _: () = assert!(std::mem::size_of::<Link>() == 32);
 pub struct Coarse {
     links: Vec<Link>,
     lines: Vec<VecDeque<(Tick, u32)>>,
+    /// Per injection FIFO (node x FIFOs): when its last packet is all out
+    /// on its first link (see [`Torus::coarse_inject`]).
+    fifo_free: Vec<Tick>,
 }
 
 impl Coarse {
@@ -113,7 +116,8 @@ impl Torus {
             return Err(format!("the coarse tier needs a hop latency of at most {} ticks (it is {})", FAR - SPAN, self.p.hop_latency));
         }
         let links = self.geo.nodes() as usize * NDIR;
-        self.coarse = Some(Box::new(Coarse { links: vec![Link::default(); links], lines: vec![VecDeque::new(); links] }));
+        let fifos = self.geo.nodes() as usize * (self.p.ninj + self.p.nhp_inj);
+        self.coarse = Some(Box::new(Coarse { links: vec![Link::default(); links], lines: vec![VecDeque::new(); links], fifo_free: vec![0; fifos] }));
         Ok(())
     }
 
@@ -122,12 +126,24 @@ impl Torus {
     }
 
     /// A packet written into injection FIFO `f` of node `n` at `now` on the
-    /// coarse tier: it takes its first link.
+    /// coarse tier: it takes its first link once the packet before it in
+    /// the FIFO is all out. A FIFO sends one packet at a time, so a message
+    /// pinned to one leaves at one link's rate at most, as on packets,
+    /// whatever links its packets take. A train (the message tier) waits
+    /// for the packets and trains before it; a packet only for the packets:
+    /// on packets it would go between the train's.
     pub(super) fn coarse_inject(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
-        let hold = self.coarse_hop(n, id, now, q);
+        let k = n as usize * (self.p.ninj + self.p.nhp_inj) + f;
+        let train = self.pool.get(id).more > 0;
+        let from = if train { now } else { now.max(self.coarse.as_deref().expect("the coarse tier").fifo_free[k]) };
+        let hold = self.coarse_hop(n, id, from, q);
         let bytes = self.pool.get(id).chunks as u32 * self.p.chunk_bytes;
         let start = self.pool.get(id).injected;
-        q.push_at(start + hold, Event { kind: ev::COARSE_LEFT, a: f as u8, b: 0, c: 0, node: n, data: bytes });
+        let out = start + hold;
+        if !train {
+            self.coarse.as_deref_mut().expect("the coarse tier").fifo_free[k] = out;
+        }
+        q.push_at(out, Event { kind: ev::COARSE_LEFT, a: f as u8, b: 0, c: 0, node: n, data: bytes });
     }
 
     /// Packet `id`'s head is at node `n` at `now` (coarse tier): it books

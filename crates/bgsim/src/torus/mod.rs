@@ -306,7 +306,7 @@ impl Torus {
 
     /// The packet, written by a core, enters injection FIFO `f`.
     pub fn inj_push(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
-        self.global.injected_packets += 1;
+        self.global.injected_packets += self.pool.get(id).count() as u64;
         self.global.in_network = self.global.in_network.wrapping_add(1);
         if self.coarse.is_some() {
             return self.coarse_inject(n, f, id, now, q);
