@@ -129,9 +129,9 @@ impl Torus {
     /// coarse tier: it takes its first link once the packet before it in
     /// the FIFO is all out. A FIFO sends one packet at a time, so a message
     /// pinned to one leaves at one link's rate at most, as on packets,
-    /// whatever links its packets take. A train (the message tier) waits
-    /// for the packets and trains before it; a packet only for the packets:
-    /// on packets it would go between the train's.
+    /// whatever links its packets take. A train (the message tier) neither
+    /// waits for the FIFO nor holds its packets back: holding trains to it
+    /// made the trains of a FIFO queue as wholes (`docs/coarse.md`).
     pub(super) fn coarse_inject(&mut self, n: u32, f: usize, id: u32, now: Tick, q: &mut EventQueue) {
         let k = n as usize * (self.p.ninj + self.p.nhp_inj) + f;
         let train = self.pool.get(id).more > 0;
@@ -268,7 +268,8 @@ impl Torus {
 
     /// The token acks of `packets` packets (a packet, or a train's) that
     /// came in through `port` of node `node` send back upstream: they hold
-    /// the reverse link for their bytes, as on the packet tier. It goes out when its tail leaves the node; it is
+    /// the reverse link for their bytes, as on the packet tier. An ack goes
+    /// out when its packet's tail leaves the node; it is
     /// booked from `now` (the head's arrival) on, so that a booking never
     /// leaves the link idle before it (which would delay packets that
     /// reach the link sooner: bookings are not back-filled).
