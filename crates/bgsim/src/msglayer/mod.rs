@@ -714,21 +714,20 @@ impl MsgLayer {
         self.train
     }
 
-    /// How many full packets of the `left` bytes a message from `from` to
-    /// `to` has still to send go as the next train: 1 (a packet) on the
-    /// packet tier, between two tasks of one node (a local transfer), or
-    /// when fewer than two full packets are left.
+    /// The next data a message from `from` to `to` with `left` bytes still
+    /// to send puts on the wire: (packets, bytes). A train of up to
+    /// `train` full packets on the message tier; one packet of at most
+    /// `maxp` on the packet tier, between two tasks of one node (a local
+    /// transfer), or when fewer than two full packets are left.
     #[inline]
-    pub(super) fn train_len(&self, from: u32, to: u32, left: u32) -> u32 {
-        if self.train == 1 {
-            return 1;
+    pub(super) fn next_data(&self, from: u32, to: u32, left: u32) -> (u32, u32) {
+        if self.train > 1 {
+            let k = (left / self.maxp).min(self.train);
+            if k >= 2 && self.ranks[from as usize].node != self.ranks[to as usize].node {
+                return (k, k * self.maxp);
+            }
         }
-        let k = (left / self.maxp).min(self.train);
-        if k < 2 || self.ranks[from as usize].node == self.ranks[to as usize].node {
-            1
-        } else {
-            k
-        }
+        (1, left.min(self.maxp))
     }
 
     pub fn nranks(&self) -> u32 {

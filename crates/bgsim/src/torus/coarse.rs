@@ -151,15 +151,15 @@ impl Torus {
     /// at its destination, enters its reception FIFO. Returns how long it
     /// holds a link.
     pub(super) fn coarse_hop(&mut self, n: u32, id: u32, now: Tick, q: &mut EventQueue) -> Tick {
+        let pk = *self.pool.get(id);
+        let packets = pk.count();
+        // The link is held for all of a train's packets.
+        let hold = packets as Tick * self.link_ticks(&pk);
         let Some(c) = self.coarse.as_deref_mut() else { unreachable!("coarse_hop on the packet tier") };
         let p = &self.p;
-        let pk = *self.pool.get(id);
-        let bytes = pk.chunks as u32 * p.chunk_bytes;
         // The first packet's body (a train's reader paces itself to the
-        // rest: see `Torus::train_rest`); the link is held for all of them.
-        let body = bytes as Tick * p.tick_byte;
-        let packets = pk.count();
-        let hold = packets as Tick * (bytes + p.trailer_gap) as Tick * p.tick_byte;
+        // rest: see `Torus::train_rest`).
+        let body = (pk.chunks as u32 * p.chunk_bytes) as Tick * p.tick_byte;
         let at = self.geo.coords32(n);
         // The productive directions left; a deterministic packet takes the
         // first (x, then y, then z), a dynamic one the one whose link is

@@ -40,8 +40,7 @@ pub(super) fn stream_packet(ml: &mut MsgLayer, net: &mut Net, q: &mut EventQueue
         let l = bytes.min(ml.maxp - ml.meta);
         (l, l + ml.meta, 1)
     } else {
-        let k = ml.train_len(src, dst, bytes - queued);
-        let l = if k > 1 { k * ml.maxp } else { (bytes - queued).min(ml.maxp) };
+        let (k, l) = ml.next_data(src, dst, bytes - queued);
         (l, l, k)
     };
     let m = &mut ml.msgs[id as usize];

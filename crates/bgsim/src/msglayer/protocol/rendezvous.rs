@@ -31,8 +31,7 @@ impl Wire for Rendezvous {
             ml.advance_peer(net, q, now, src, dst);
             return false;
         }
-        let count = ml.train_len(src, dst, bytes - queued);
-        let len = if count > 1 { count * ml.maxp } else { (bytes - queued).min(ml.maxp) };
+        let (count, len) = ml.next_data(src, dst, bytes - queued);
         ml.msgs[id as usize].queued += len;
         let number = ml.packet_number(pk::RDATA, queued);
         ml.send_train(net, q, now, PacketOut { from: src, to: dst, kind: pk::RDATA, msg: ml.wire_id(id), arg: number, payload: len, routing: Routing::Dynamic, coproc }, count);
