@@ -470,10 +470,12 @@ def test_four_quarters_reducing_at_once_share_the_links_not_the_cores():
     assert four / one < 1.5 < p2p_four / p2p_one and one < p2p_one, (one, four, p2p_one, p2p_four)
 
 
-def test_quarters_broadcast_with_deposit_bit_lines_above_128_bytes():
+def test_bgp_broadcasts_with_its_own_algorithms_at_every_size():
     # BG/P's MPI on a quarter (one rank on every node): the rectangle
-    # broadcast above 128 B from any root, MPICH's binomial below; COMM_WORLD
-    # less its last process is no rectangle and runs MPICH's.
+    # broadcast at every size from any root; COMM_WORLD less its last
+    # process is no rectangle and runs BG/P's binomial broadcast, whose
+    # 16 KB messages go eager (no rendezvous scout), every rank sending to
+    # all its children at once.
     def main():
         w = MPI.COMM_WORLD
         r, n = w.Get_rank(), w.Get_size()
@@ -486,10 +488,18 @@ def test_quarters_broadcast_with_deposit_bit_lines_above_128_bytes():
         less = w.Split(0 if r < n - 1 else MPI.UNDEFINED, r)
         if less != MPI.COMM_NULL:
             out.append(less.bcast(r if r == 0 else None, root=0) == 0)
+            buf = np.arange(16384, dtype="u1") if less.Get_rank() == 7 else np.zeros(16384, dtype="u1")
+            less.Bcast(buf, root=7)
+            out.append(bool((buf == np.arange(16384).astype("u1")).all()))
         return out
     res = bgsim.run(main, "bgp", shape="4x4x2", mode="vn")
     assert all(all(r) for r in res.results)
-    assert res.collectives["bcast"] == {"torus_deposit": 12, "binomial": 5}
+    assert res.collectives["bcast"] == {"torus_deposit": 16, "torus_binomial": 2}
+    # Every 16 KB message of the binomial tree went eager (the tree's 126
+    # edges among them): no rendezvous message anywhere in the run.
+    ranks = res.to_dict()["ranks"]
+    assert sum(r["msgs_rendezvous"] for r in ranks) == 0
+    assert sum(r["msgs_eager"] for r in ranks) >= 126
 
 
 @pytest.mark.parametrize("threads", [1, 2])

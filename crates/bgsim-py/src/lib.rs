@@ -22,6 +22,7 @@ use bgsim::machine::Mapping;
 use bgsim::mpi;
 use bgsim::mpi::SendCall;
 use bgsim::mpi::coll;
+use bgsim::machine::Protocol;
 use bgsim::msglayer::SendMode;
 use pyo3::buffer::PyBuffer;
 use pyo3::types::{PyBytes, PyMemoryView, PyTuple};
@@ -167,17 +168,29 @@ fn plain_tag(tag: &Bound<'_, PyAny>, lowest: i64) -> Option<i32> {
     (lowest..=TAG_UB).contains(&t).then_some(t as i32)
 }
 
-fn send_mode(m: u8) -> PyResult<SendMode> {
+/// A send's mode and protocol from the code Python passes: 0..6 the modes
+/// of `SendMode` in order (0 standard, 1 synchronous, 2 ready, 3 buffered,
+/// 4 direct, 5 remote, 6 served); 7 a message of the machine's own
+/// collective protocols (BG/P's broadcasts below MPI): a standard send,
+/// eager at every size.
+fn send_mode(m: u8) -> PyResult<(SendMode, Option<Protocol>)> {
     Ok(match m {
-        0 => SendMode::Standard,
-        1 => SendMode::Synchronous,
-        2 => SendMode::Ready,
-        3 => SendMode::Buffered,
-        4 => SendMode::Direct,
-        5 => SendMode::Remote,
-        6 => SendMode::Served,
-        _ => return Err(errors::usage(format!("send mode {m}: allowed 0..6"))),
+        0 => (SendMode::Standard, None),
+        1 => (SendMode::Synchronous, None),
+        2 => (SendMode::Ready, None),
+        3 => (SendMode::Buffered, None),
+        4 => (SendMode::Direct, None),
+        5 => (SendMode::Remote, None),
+        6 => (SendMode::Served, None),
+        7 => (SendMode::Standard, Some(Protocol::Eager)),
+        _ => return Err(errors::usage(format!("send mode {m}: allowed 0..7"))),
     })
+}
+
+/// `s` sent in mode `m` (see [`send_mode`]).
+fn in_mode(s: SendCall, m: u8) -> PyResult<SendCall> {
+    let (mode, proto) = send_mode(m)?;
+    Ok(s.mode(mode).protocol(proto))
 }
 
 #[pymethods]
@@ -460,8 +473,9 @@ impl World {
     /// Posts a send by world rank `rank` to world rank `dest` on context
     /// `ctx`: `message` is the data (bytes), or a size (an int) for a
     /// message without content (communication skeletons, size-only
-    /// buffers); `mode` the MPI send mode (0 standard, 1 synchronous, 2
-    /// ready, 3 buffered). Returns the request.
+    /// buffers); `mode` the send mode (0 standard, 1 synchronous, 2
+    /// ready, 3 buffered; the others the message layer's, see
+    /// `send_mode`). Returns the request.
     #[pyo3(signature = (rank, dest, ctx, tag, message, mode=0))]
     fn isend(&mut self, rank: u32, dest: i64, ctx: u32, tag: i32, message: &Bound<'_, PyAny>, mode: u8) -> PyResult<u32> {
         let send = if let Ok(data) = message.downcast::<PyBytes>() {
@@ -478,7 +492,7 @@ impl World {
             check_message_size(n)?;
             SendCall::sized(dest, ctx, tag, n as u32)
         };
-        self.w.isend(rank, send.mode(send_mode(mode)?)).map_err(to_py)
+        self.w.isend(rank, in_mode(send, mode)?).map_err(to_py)
     }
     /// Posts a send of `nbytes` without content by world rank `rank` when
     /// request `after` (one of `rank`'s, or of a rank on its node's
@@ -486,7 +500,7 @@ impl World {
     /// The send is released when done; `after` stays until `unwatch`ed.
     fn isend_after(&mut self, after: u32, rank: u32, dest: i64, ctx: u32, tag: i32, nbytes: u64, mode: u8) -> PyResult<()> {
         check_message_size(nbytes)?;
-        let send = SendCall::sized(dest, ctx, tag, nbytes as u32).mode(send_mode(mode)?);
+        let send = in_mode(SendCall::sized(dest, ctx, tag, nbytes as u32), mode)?;
         self.w.isend_after(after, rank, send).map_err(to_py)
     }
     /// Request `req` is nobody's to wait for: it is released when it completes.
@@ -800,7 +814,8 @@ impl World {
             Parts::Each(dests.iter().map(|&d| payload(d)).collect::<PyResult<Vec<_>>>()?)
         };
         let ctx = if p2p { comm.ctx } else { comm.ctx + 1 };
-        let x = Exchange { peers: comm.ranks.clone(), ctx, tag, mode: send_mode(mode)?, dests, parts, recvs: srcs, steps, combine };
+        let (mode, protocol) = send_mode(mode)?;
+        let x = Exchange { peers: comm.ranks.clone(), ctx, tag, mode, protocol, dests, parts, recvs: srcs, steps, combine };
         self.w.start(rank, if packed { Agent::packed(x) } else { Agent::new(x) }).map_err(to_py)
     }
     /// Drops what `rank`'s finished exchange received (a driver that

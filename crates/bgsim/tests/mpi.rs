@@ -309,7 +309,7 @@ fn an_agent_exchange_is_its_messages_posted_by_the_driver() {
             let dests: Vec<u32> = (1..n).map(|k| (r + k) % n).collect();
             let srcs: Vec<u32> = if pairwise { (1..n).map(|k| (r + n - k) % n).collect() } else { (0..n).filter(|&i| i != r).collect() };
             let parts = Parts::Each(dests.iter().map(|&d| Some(part(r, d, sized))).collect());
-            let x = Exchange { peers: peers.clone(), ctx: 1, tag: 0, mode: SendMode::Standard, dests, parts, recvs: srcs, steps: steps.clone(), combine: Vec::new() };
+            let x = Exchange { peers: peers.clone(), ctx: 1, tag: 0, mode: SendMode::Standard, protocol: None, dests, parts, recvs: srcs, steps: steps.clone(), combine: Vec::new() };
             if a.start(r, Agent::new(x)).unwrap() {
                 running += 1;
             }

@@ -12,9 +12,8 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from .. import MPI, phase
+from .. import MPI
 from ..api import Machine
-from ..mapping import order_slots
 from ..runtime import shared_array
 from .base import Context, Curve, Outcome, register, sweep
 from .base import size_label as _label
@@ -457,34 +456,22 @@ def parallel_colls(ctx: Context) -> Outcome:
 
 
 @register("bgp-bcast", "bgp", "MPI_Bcast on COMM_WORLD vs COMM_WORLD less its last process, and 1-4 at once on "
-          "quarters of it", phase=True)
+          "quarters of it")
 def bcast(ctx: Context) -> Outcome:
     out = Outcome()
     sizes = _partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072)
     lengths = (4, 16384)
-    # MPICH broadcasts 16 KB on a non-power-of-two communicator by scatter +
-    # ring allgather: n - 1 steps on each of n ranks, 1.07 G messages on
-    # 32,767 ranks. That one figure is run up to this size.
-    ring_limit = 8192
     out.setup.append("VN mode, every core a rank. Each figure is the slowest rank's time for one MPI_Bcast from "
                      "the communicator's rank 0, the ranks started together, of 4 B and of 16 KB: on COMM_WORLD, on "
                      "COMM_WORLD less its last process (MPI_Comm_create), and on 1-4 of the quarters of COMM_WORLD "
                      "(MPI_Comm_split by rank / (n/4)) at the same time. The algorithm each call ran is the run's "
-                     "choice (docs/collectives.md): the collective network for the whole partition; on a quarter (one "
-                     "rank on every node) BG/P MPI's rectangle broadcast above 128 B (torus_deposit: deposit-bit "
-                     "lines, forwarded by the quarter's core on every node) and MPICH's binomial below; MPICH's "
-                     "point-to-point algorithms on COMM_WORLD less its last process. The 16 KB broadcast on "
-                     "COMM_WORLD less its last process (scatter + "
-                     f"ring allgather, n^2 messages) is run on packets up to {ring_limit:,} cores, and at every size "
-                     "on the phase model (phase_sub_us_N_16KB; docs/phase.md: the scatter's log2 n phases and "
-                     "the ring's n - 1), which gives sub_us_N_16KB beyond packets and its error against them "
-                     "(phase_error_pct_sub_N_16KB) where both ran.")
-    if ctx.fidelity == "phase":
-        sizes = {}  # the packet runs; the phase model's figure below
-    phase_sizes = [] if ctx.fidelity == "packet" else \
-        list(_partitions(64, 512) if ctx.quick else _partitions(2048, 8192, 32768, 131072))
+                     "choice (docs/collectives.md), BG/P MPI's own at every size: the collective network for the "
+                     "whole partition; on a quarter (one rank on every node) the rectangle broadcast (torus_deposit: "
+                     "deposit-bit lines, forwarded by the quarter's core on every node); on COMM_WORLD less its last "
+                     "process the binomial broadcast (torus_binomial: every rank sends to all its children at once "
+                     "when its data is in, eager at every size).")
 
-    def main(sub_16k: bool):
+    def main():
         def body():
             world = MPI.COMM_WORLD
             r, n = world.Get_rank(), world.Get_size()
@@ -496,9 +483,8 @@ def bcast(ctx: Context) -> Outcome:
                 buf = np.full(nbytes, 7 if world.Get_rank() == 0 else 0, "u1")
                 res[f"world_{nbytes}"] = _timed(world, lambda: world.Bcast(buf, root=0))
                 assert buf[-1] == 7
-                if nbytes < 16384 or sub_16k:
-                    res[f"sub_{nbytes}"] = _timed(sub, (lambda: sub.Bcast(buf, root=0)) if sub != MPI.COMM_NULL
-                                                  else (lambda: None))
+                res[f"sub_{nbytes}"] = _timed(sub, (lambda: sub.Bcast(buf, root=0)) if sub != MPI.COMM_NULL
+                                              else (lambda: None))
                 for c in range(1, 5):
                     qbuf = np.full(nbytes, 5 if quarter.Get_rank() == 0 else 0, "u1")
                     on = color < c
@@ -513,7 +499,7 @@ def bcast(ctx: Context) -> Outcome:
     algos: Dict[str, int] = {}
     for cores, shape in sizes.items():
         ctx.log(f"{cores} cores ({shape})")
-        r = ctx.run(main(cores <= ring_limit), BGP, shape=shape, mode="vn", seed=ctx.seed)
+        r = ctx.run(main(), BGP, shape=shape, mode="vn", seed=ctx.seed)
         xs.append(cores)
         for k, v in r.results[0].items():
             which, nbytes = k.split("_")
@@ -525,23 +511,12 @@ def bcast(ctx: Context) -> Outcome:
         algos = r.collectives.get("bcast", {})
     for k, v in series.items():
         which, label = k.split("_")
-        out.add_series(k, xs[:len(v)], v, "cores", f"bcast time, {label} (us)", group=f"bcast_{label}" if which in
+        out.add_series(k, xs, v, "cores", f"bcast time, {label} (us)", group=f"bcast_{label}" if which in
                        ("world", "sub") else f"parallel_{label}")
-    phase_t = []
-    for cores in phase_sizes:
-        ctx.log(f"{cores} cores, COMM_WORLD less its last process, 16 KB, phase model")
-        dims = [int(v) for v in PARTITIONS[cores].split("x")]
-        slots = np.array(order_slots(dims, 4, cores, "XYZT"))[:cores - 1]
-        t = round(phase.bcast_scatter_allgather(slots, dims, 16384, "bgp", "vn").time_s * 1e6, 3)
-        phase_t.append(t)
-        out.add_phase(f"sub_us_{cores}_16KB", t, f"phase_sub_us_{cores}_16KB", f"phase_error_pct_sub_{cores}_16KB")
-    if phase_t:
-        out.add_series("sub_16KB_phase", phase_sizes, phase_t, "cores", "bcast time, 16KB (us)", group="bcast_16KB")
     if algos:
         out.notes.append("Broadcast algorithms of the largest run, calls: " +
                          ", ".join(f"{k} {v}" for k, v in algos.items()))
-    last = max(xs + phase_sizes)
-    out.key_metrics = [k for k in (f"{w}_us_{last}_{_label(b)}" for w in ("world", "sub") for b in lengths)
-                       if k in out.metrics] + [f"parallel_us_{last}_16KB_c4"] * bool(xs) + \
-        [k for k in out.metrics if k.startswith("phase_error_pct_")]
+    last = max(xs)
+    out.key_metrics = [f"{w}_us_{last}_{_label(b)}" for w in ("world", "sub") for b in lengths] + \
+        [f"parallel_us_{last}_16KB_c4"]
     return out

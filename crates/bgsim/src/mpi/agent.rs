@@ -12,6 +12,7 @@
 //! is done, [`World::take_result`] gives the driver what was received.
 
 use super::{MpiError, SendCall, World};
+use crate::machine::Protocol;
 use crate::msglayer::{ReqId, SendMode};
 use std::sync::Arc;
 
@@ -48,6 +49,8 @@ pub struct Exchange {
     pub ctx: u32,
     pub tag: i32,
     pub mode: SendMode,
+    /// The protocol of every send (None: MPI's choice by size).
+    pub protocol: Option<Protocol>,
     /// Communicator ranks to send to, in the order sends are posted.
     pub dests: Vec<u32>,
     /// What each send carries.
@@ -330,7 +333,7 @@ impl Agent {
             Steps::Pairwise => (usize::from(r.step < x.recvs.len()), usize::from(r.sent < x.dests.len())),
             Steps::Counts(c) => (c[r.step].0 as usize, c[r.step].1 as usize),
         };
-        let (ctx, tag, mode) = (x.ctx, x.tag, x.mode);
+        let (ctx, tag, mode, proto) = (x.ctx, x.tag, x.mode, x.protocol);
         let first = r.recvs_before;
         for &src in x.recvs.iter().skip(first).take(nrecv) {
             let src = x.peers[src as usize];
@@ -351,8 +354,8 @@ impl Agent {
                 },
             };
             let req = match p {
-                Payload::Bytes(b) => w.isend(rank, SendCall::new(d, ctx, tag, b).mode(mode))?,
-                Payload::Size(n) => w.isend(rank, SendCall::sized(d, ctx, tag, n).mode(mode))?,
+                Payload::Bytes(b) => w.isend(rank, SendCall::new(d, ctx, tag, b).mode(mode).protocol(proto))?,
+                Payload::Size(n) => w.isend(rank, SendCall::sized(d, ctx, tag, n).mode(mode).protocol(proto))?,
             };
             r.reqs.push(req);
         }
@@ -384,13 +387,13 @@ impl Agent {
         }
         r.nrecv = r.reqs.len();
         if !x.dests.is_empty() {
-            let (ctx, tag, mode) = (x.ctx, x.tag, x.mode);
+            let (ctx, tag, mode, proto) = (x.ctx, x.tag, x.mode, x.protocol);
             let (peers, dests, parts) = (&x.peers, &x.dests, &mut x.parts);
             let sends = (0..dests.len()).map(|k| {
                 let d = peers[dests[k] as usize] as i64;
                 match parts.take(k).expect("checked above") {
-                    Payload::Bytes(b) => SendCall::new(d, ctx, tag, b).mode(mode),
-                    Payload::Size(n) => SendCall::sized(d, ctx, tag, n).mode(mode),
+                    Payload::Bytes(b) => SendCall::new(d, ctx, tag, b).mode(mode).protocol(proto),
+                    Payload::Size(n) => SendCall::sized(d, ctx, tag, n).mode(mode).protocol(proto),
                 }
             });
             r.reqs.push(w.isend_group(rank, sends)?);

@@ -27,6 +27,7 @@ from ..requests import _wait_all
 
 PIPELINE_SEGMENT = 16 * 1024
 DIRECT = 4  # send mode: message-layer direct injection
+OWN = 7  # send mode: a message of the machine's own collective protocols (eager at every size)
 
 
 def _dump(obj: Any) -> bytes:

@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 from ... import _core
 from ...errors import UsageError
 from ..requests import _wait_some
-from .base import PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
+from .base import OWN, PIPELINE_SEGMENT, Call, _cat, _slice, _split, hw_join
 from .registry import algorithm, generic
 
 
@@ -17,11 +17,9 @@ def bcast_generic(c: Call, data: Optional[bytes], root: int, nbytes: int) -> byt
     return generic("bcast", c, data, root, nbytes)
 
 
-@algorithm("bcast", "binomial")
-def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -> bytes:
-    """The data from the parent, then one blocking send per child, the
-    farthest subtree first (MPICH's MPIC_Send: a send of rendezvous size
-    holds up the next); run by the core."""
+def _binomial_tree(c: Call, root: int) -> Tuple[List[int], List[int]]:
+    """This rank's parent (none at the root) and children in the binomial
+    tree from `root`, the farthest subtree first."""
     n, rel = c.n, (c.me - root) % c.n
     mask = 1
     parent = []
@@ -36,12 +34,39 @@ def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -
         if rel + mask < n:
             children.append((c.me + mask) % n)
         mask >>= 1
+    return parent, children
+
+
+def _down_the_tree(c: Call, data: Optional[bytes], root: int, sends_per_step: int, mode: int = 0) -> bytes:
+    """The data from the parent, then the children's sends, in steps of
+    `sends_per_step` (0: all at once); run by the core."""
+    parent, children = _binomial_tree(c, root)
     if not parent and not children:
         return data
     # A child gets what this rank received (None), or the root's data.
     parts = {d: None if parent else data for d in children}
-    got = c.exchange(parts, children, parent, [(1, 0)] * len(parent) + [(0, 1)] * len(children), dense=False)
+    k = sends_per_step or max(len(children), 1)
+    sends = [(0, min(k, len(children) - i)) for i in range(0, len(children), k)]
+    got = c.exchange(parts, children, parent, [(1, 0)] * len(parent) + sends, mode=mode, dense=False)
     return got[0][1] if parent else data
+
+
+@algorithm("bcast", "binomial")
+def bcast_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -> bytes:
+    """The data from the parent, then one blocking send per child, the
+    farthest subtree first (MPICH's MPIC_Send: a send of rendezvous size
+    holds up the next); run by the core."""
+    return _down_the_tree(c, data, root, 1)
+
+
+@algorithm("bcast", "torus_binomial")
+def bcast_torus_binomial(c: Call, data: Optional[bytes], root: int, nbytes: int = 0) -> bytes:
+    """BG/P's binomial broadcast (DCMF's, below MPI): the same tree, but a
+    rank hands all its children's messages to the message layer at once
+    when its data is in, and they go eager at every size (the protocol's
+    packets are buffered where they arrive: no rendezvous handshake). Each
+    costs the per-message work of a point-to-point message."""
+    return _down_the_tree(c, data, root, 0, OWN)
 
 
 # MPICH's broadcast: below this many bytes a power-of-two communicator

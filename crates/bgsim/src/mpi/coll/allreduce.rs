@@ -35,6 +35,6 @@ pub static OP: Operation = Operation {
     // BG/P's MPI on a rectangle of whole nodes (`mpido_allreduce.c`):
     // the torus allreduce from 128 B to 32 KB (the binomial below and
     // the rectangle's ring above are not modelled; MPICH's rule runs).
-    torus: Some(|nbytes| (128..=32 * 1024).contains(&nbytes).then_some("torus_rectangle")),
+    torus: Some(|nbytes| if (128..=32 * 1024).contains(&nbytes) { &["torus_rectangle"] } else { &[] }),
     safe: "recursive_doubling",
 };

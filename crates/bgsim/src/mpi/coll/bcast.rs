@@ -21,6 +21,12 @@ pub static OP: Operation = Operation {
             hardware: false,
         },
         Algorithm {
+            name: "torus_binomial",
+            description: "binomial tree of messages that go eager at every size, every rank sending to all its children at once when its data is in (BG/P's binomial broadcast)",
+            needs: &[],
+            hardware: false,
+        },
+        Algorithm {
             name: "tree",
             description: "the collective network",
             needs: &[Need::WholePartition, Need::CollectiveNetwork],
@@ -29,10 +35,11 @@ pub static OP: Operation = Operation {
     ],
     portable: long_or_short,
     generic: Some(long_or_short),
-    // BG/P's MPI on a rectangle of whole nodes (`mpido_bcast.c`): the
-    // rectangle broadcast above 128 B (below, its asynchronous binomial
-    // or rectangle, not modelled: MPICH's rule runs).
-    torus: Some(|nbytes| (nbytes > 128).then_some("torus_deposit")),
+    // BG/P's MPI (`mpido_bcast.c`) never runs MPICH's broadcast: on a
+    // rectangle of whole nodes its rectangle broadcast (asynchronous up
+    // to 128 B, the same lines), elsewhere its binomial one (asynchronous
+    // up to 1 KB or 16 KB, then synchronous: the same tree).
+    torus: Some(|nbytes| if nbytes > 0 { &["torus_deposit", "torus_binomial"] } else { &[] }),
     safe: "binomial",
 };
 

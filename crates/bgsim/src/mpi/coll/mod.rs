@@ -170,10 +170,10 @@ pub struct Operation {
     /// What the algorithm named `generic` (a portable MPI's switch by size)
     /// runs, for operations that have one.
     pub generic: Option<fn(nbytes: u64, n: u32) -> &'static str>,
-    /// What an MPI with torus algorithms (BG/P's) runs by size where the
-    /// call meets the algorithm's needs, before the portable choice (on a
-    /// machine whose `collectives.torus_algorithms` is on).
-    pub torus: Option<fn(nbytes: u64) -> Option<&'static str>>,
+    /// What an MPI with torus algorithms (BG/P's) runs by size, before the
+    /// portable choice (on a machine whose `collectives.torus_algorithms`
+    /// is on): the first of these whose needs the call meets.
+    pub torus: Option<fn(nbytes: u64) -> &'static [&'static str]>,
 }
 
 impl Operation {
@@ -187,8 +187,8 @@ impl Operation {
         if let Some(hw) = self.algorithms.iter().find(|a| a.hardware && a.unmet(f).is_none()) {
             return hw.name;
         }
-        if let Some(t) = self.torus.filter(|_| f.torus_mpi).and_then(|t| t(nbytes)) {
-            if self.algorithm(t).is_some_and(|a| a.unmet(f).is_none()) {
+        if let Some(rule) = self.torus.filter(|_| f.torus_mpi) {
+            if let Some(&t) = rule(nbytes).iter().find(|&&t| self.algorithm(t).is_some_and(|a| a.unmet(f).is_none())) {
                 return t;
             }
         }
@@ -351,9 +351,9 @@ mod tests {
 
     /// BG/P's MPI: a quarter of the partition (one rank on every node, not
     /// the whole partition) reduces on the torus from 128 B to 32 KB and
-    /// broadcasts with deposit-bit lines above 128 B; the
-    /// whole partition keeps the tree; without the machine's torus
-    /// algorithms, or off a rectangle, MPICH's rule.
+    /// broadcasts with deposit-bit lines; off a rectangle it broadcasts by
+    /// its binomial tree; the whole partition keeps the tree network;
+    /// without the machine's torus algorithms, MPICH's rule.
     #[test]
     fn the_torus_mpi_reduces_on_rectangles_of_whole_nodes() {
         let allreduce = operation("allreduce").unwrap();
@@ -369,9 +369,10 @@ mod tests {
         assert_eq!(pick(&CallFacts { alu: false, ..quarter }, 16 << 10), "reduce_scatter_allgather");
         let bcast = operation("bcast").unwrap();
         assert_eq!(choose(bcast, "auto", &quarter, 16 << 10).algorithm, "torus_deposit");
-        assert_eq!(choose(bcast, "auto", &quarter, 4).algorithm, "binomial");
-        assert_eq!(choose(bcast, "auto", &CallFacts { every_node: false, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
-        assert_eq!(choose(bcast, "auto", &CallFacts { faulty_torus: true, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
+        assert_eq!(choose(bcast, "auto", &quarter, 4).algorithm, "torus_deposit");
+        assert_eq!(choose(bcast, "auto", &CallFacts { every_node: false, ..quarter }, 16 << 10).algorithm, "torus_binomial");
+        assert_eq!(choose(bcast, "auto", &CallFacts { faulty_torus: true, ..quarter }, 4).algorithm, "torus_binomial");
+        assert_eq!(choose(bcast, "auto", &CallFacts { torus_mpi: false, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
         let c = choose(allreduce, "torus_rectangle", &CallFacts { every_node: false, ..quarter }, 16 << 10);
         assert_eq!(c.fallback.as_deref(), Some("needs exactly one rank on every node of the partition"));
     }
