@@ -1,7 +1,9 @@
 """`make bench`, collectives part: MPI_Alltoall of 1 KB per pair on 512
 nodes (8x8x8) and MPI_Allreduce of 1 MB on 4,096 nodes (16x16x16), with each
 family's algorithm; the all-to-all also with the torus on its coarse tier,
-and a 1 KB all-to-all skeleton (pairwise) on 4,096 ranks on that tier. Prints one JSON line per run: wall time, simulated time,
+and a 1 KB all-to-all skeleton (pairwise) on 4,096 ranks on that tier; a
+64 KB all-to-all skeleton (pairwise) on 512 BG/P processes in VN mode on
+packets and on the message tier. Prints one JSON line per run: wall time, simulated time,
 packets (torus packets delivered plus tree packet-link transfers),
 simulated packets per wall second and the run's peak resident memory
 (each run in a process of its own). The all-to-all moves real
@@ -52,23 +54,26 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def skeleton_alltoall_main():
-    comm = MPI.COMM_WORLD
-    comm.Barrier()
-    t0 = MPI.Wtime()
-    skeleton.alltoall(comm, 1024)
-    return MPI.Wtime() - t0
+def skeleton_alltoall_main(nbytes=1024):
+    def main():
+        comm = MPI.COMM_WORLD
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        skeleton.alltoall(comm, nbytes)
+        return MPI.Wtime() - t0
+    return main
 
 
-def bench(name, main, shape, coll, fidelity="packet"):
+def bench(name, main, shape, coll, fidelity="packet", machine="bgl", mode=None):
     t0 = time.perf_counter()
-    r = bgsim.run(main, shape=shape, coll=coll, fidelity=fidelity)
+    r = bgsim.run(main, machine, shape=shape, mode=mode, coll=coll, fidelity=fidelity)
     wall = time.perf_counter() - t0
     sim = max(x[0] if isinstance(x, tuple) else x for x in r.results)
     if name.startswith("alltoall") and isinstance(r.results[0], tuple):
         assert all(x[1] for x in r.results), "alltoall data wrong"
     p = r.counters["packets_delivered"] + r.counters["tree_link_packets"]
     print(json.dumps({"benchmark": f"coll_{name}_{shape}", "collective": name, "shape": shape, "fidelity": fidelity,
+                      "machine": machine, "mode": r.mode, "events": r.counters["events"],
                       "algorithms": r.collectives, "wall_s": wall, "simulated_us": sim * 1e6,
                       "packets": p, "packets_per_s": p / wall, "tree_ops": r.counters["tree_operations"],
                       "peak_rss_mb": peak_rss_mb()}),
@@ -80,8 +85,13 @@ RUNS.update({f"allreduce_1MB_{a}": (allreduce_main, AR_SHAPE, {"allreduce": a}) 
 # The all-to-all with the torus on its coarse tier, and the scale issue's
 # 4,096-rank 1 KB all-to-all (a skeleton, pairwise) on the coarse tier.
 RUNS["alltoall_1KB_generic_coarse"] = (alltoall_main, A2A_SHAPE, {"alltoall": "generic"}, "coarse")
-RUNS["alltoall_skeleton_1KB_pairwise_coarse"] = (skeleton_alltoall_main, "4x4x4" if QUICK else "16x16x16",
+RUNS["alltoall_skeleton_1KB_pairwise_coarse"] = (skeleton_alltoall_main(), "4x4x4" if QUICK else "16x16x16",
                                                  {"alltoall": "pairwise"}, "coarse")
+# The message tier (BG/P only) against packets on the same program: the
+# 64 KB pairwise all-to-all of 512 processes in VN mode.
+for tier in ("packet", "message"):
+    RUNS[f"alltoall_skeleton_64KB_pairwise_{tier}"] = (skeleton_alltoall_main(65536), "2x2x2" if QUICK else "4x4x8",
+                                                       {"alltoall": "pairwise"}, tier, "bgp", "vn")
 
 if "--one" in sys.argv:
     bench(sys.argv[sys.argv.index("--one") + 1], *RUNS[sys.argv[sys.argv.index("--one") + 1]])

@@ -195,21 +195,29 @@ def render(rows: list) -> str:
     coll = [r for r in rows if r["benchmark"].startswith("coll_")]
     if coll:
         out += ["Collectives (`scripts/bench_coll.py`): MPI_Alltoall of 1 KB per pair with real data, MPI_Allreduce "
-                "of 1 MB (doubles; a communication skeleton) with each family's algorithm, and a 1 KB all-to-all "
-                "skeleton; on the packet tier or with the torus on its coarse tier (`--fidelity coarse`):", "",
-                "| collective | shape | algorithm | tier | simulated time | wall time | peak resident memory | packets | simulated packets per wall s |",
+                "of 1 MB (doubles; a communication skeleton) with each family's algorithm, a 1 KB all-to-all "
+                "skeleton, and a 64 KB one on BG/P in VN mode; on the packet tier, with the torus on its coarse tier "
+                "(`--fidelity coarse`) or on the message tier (`--fidelity message`):", "",
+                "| collective | machine, shape | algorithm | tier | simulated time | wall time | peak resident memory | packets | simulated packets per wall s |",
                 "|---|---|---|---|---|---|---|---|---|"]
         for r in coll:
             algo = r["algorithms"].get(r["collective"].split("_")[0], {})
             algo = ", ".join(algo) or r["collective"]
             what = r["collective"].split("_")[0] + (" skeleton" if "skeleton" in r["collective"] else "")
             size = next((p for p in r["collective"].split("_") if p.endswith("B")), "")
-            out.append(f"| {what} {size} | {r['shape']} | {algo} | {r.get('fidelity', 'packet')} | "
+            where = f"{r.get('machine', 'bgl')} {r.get('mode', '')} {r['shape']}".replace("  ", " ")
+            out.append(f"| {what} {size} | {where} | {algo} | {r.get('fidelity', 'packet')} | "
                        f"{r['simulated_us']:,.0f} us | {r['wall_s']:.1f} s | {r.get('peak_rss_mb', 0):,.0f} MB | {r['packets']:,} | "
                        f"{r['packets_per_s']:,.0f} |")
         out.append("")
         out.append("Packets: torus packets delivered, plus packet transfers over tree links for the tree.")
         out.append("")
+        tiers = {r.get("fidelity"): r for r in coll if "skeleton_64KB" in r["collective"]}
+        if "packet" in tiers and "message" in tiers:
+            p, m = tiers["packet"], tiers["message"]
+            out += [f"The message tier against packets on the 64 KB all-to-all ({m['shape']}): "
+                    f"{p['wall_s'] / m['wall_s']:.1f} times as fast, {p['events'] / max(m['events'], 1):.0f} times "
+                    f"fewer events, simulated time {100 * (m['simulated_us'] / p['simulated_us'] - 1):+.1f}%.", ""]
     scale = [r for r in rows if r["benchmark"].startswith("scale_halo_")]
     if scale:
         out += ["Large MPI programs (`scripts/bench_scale.py`): one round of a 2D halo exchange on a periodic "
