@@ -172,7 +172,8 @@ pub struct Operation {
     pub generic: Option<fn(nbytes: u64, n: u32) -> &'static str>,
     /// What an MPI with torus algorithms (BG/P's) runs by size, before the
     /// portable choice (on a machine whose `collectives.torus_algorithms`
-    /// is on): the first of these whose needs the call meets.
+    /// is on, on communicators of 3 ranks or more): the first of these
+    /// whose needs the call meets.
     pub torus: Option<fn(nbytes: u64) -> &'static [&'static str]>,
 }
 
@@ -187,7 +188,8 @@ impl Operation {
         if let Some(hw) = self.algorithms.iter().find(|a| a.hardware && a.unmet(f).is_none()) {
             return hw.name;
         }
-        if let Some(rule) = self.torus.filter(|_| f.torus_mpi) {
+        // (BG/P's MPI leaves communicators of fewer than 3 ranks to MPICH.)
+        if let Some(rule) = self.torus.filter(|_| f.torus_mpi && f.n >= 3) {
             if let Some(&t) = rule(nbytes).iter().find(|&&t| self.algorithm(t).is_some_and(|a| a.unmet(f).is_none())) {
                 return t;
             }
@@ -373,6 +375,7 @@ mod tests {
         assert_eq!(choose(bcast, "auto", &CallFacts { every_node: false, ..quarter }, 16 << 10).algorithm, "torus_binomial");
         assert_eq!(choose(bcast, "auto", &CallFacts { faulty_torus: true, ..quarter }, 4).algorithm, "torus_binomial");
         assert_eq!(choose(bcast, "auto", &CallFacts { torus_mpi: false, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
+        assert_eq!(choose(bcast, "auto", &CallFacts { n: 2, every_node: false, ..quarter }, 16 << 10).algorithm, "binomial");
         let c = choose(allreduce, "torus_rectangle", &CallFacts { every_node: false, ..quarter }, 16 << 10);
         assert_eq!(c.fallback.as_deref(), Some("needs exactly one rank on every node of the partition"));
     }
