@@ -81,7 +81,9 @@ mpi:
 # bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 4
 # minutes on one thread and 3 on two; bench_threads: a Python MPI program on 1
 # and 2 threads, about 30 s; bench_inflight: the bytes a posted message costs,
-# a 1,024-rank all-to-all, about 1 minute). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
+# a 1,024-rank all-to-all, about 1 minute; bench_smpi: the same programs on
+# SimGrid's SMPI and on bgsim in alternating runs, about 2 minutes, if
+# smpirun is installed: Debian's libsimgrid-dev). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:
 # about 25 million messages).
 MPI_ITERS ?= 1000
 # Rounds of the halo replayed from a trace (bench_replay: the same halo as
@@ -107,6 +109,7 @@ bench: build
 	$(PY) scripts/bench_million.py 2 >> .bench.jsonl
 	$(PY) scripts/bench_threads.py 2 3 >> .bench.jsonl
 	$(PY) scripts/bench_inflight.py 1024 >> .bench.jsonl
+	$(PY) scripts/bench_smpi.py >> .bench.jsonl
 	$(PY) scripts/bench_report.py < .bench.jsonl
 
 clean:

@@ -218,6 +218,22 @@ def render(rows: list) -> str:
             out += [f"The message tier against packets on the 64 KB all-to-all ({m['shape']}): "
                     f"{p['wall_s'] / m['wall_s']:.1f} times as fast, {p['events'] / max(m['events'], 1):.0f} times "
                     f"fewer events, simulated time {100 * (m['simulated_us'] / p['simulated_us'] - 1):+.1f}%.", ""]
+    smpi = [r for r in rows if r["benchmark"].startswith("smpi_")]
+    if smpi:
+        out += ["Against SimGrid's SMPI, the flow model (`scripts/bench_smpi.py`): the same program on both, whole "
+                "processes timed in alternating rounds; the ratio is SMPI's wall over bgsim's (above 1: bgsim is "
+                "faster), the median of the rounds:", "",
+                "| program | run | command | wall time | simulated time | SMPI / bgsim |", "|---|---|---|---|---|---|"]
+        for r in smpi:
+            what = r["benchmark"][len("smpi_"):]
+            for v, cmd in r["commands"].items():
+                ratio = "-" if v == "smpi" else f"{r['smpi_over_bgsim'][v]:.2f}"
+                out.append(f"| {what} | {v} | `{cmd}` | {r['wall_s'][v]:.2f} s | {r['simulated_us'][v]:,.1f} us | "
+                           f"{ratio} |")
+        out.append("")
+    skipped = by.get("smpi")
+    if skipped:
+        out += [f"The comparison with SimGrid's SMPI did not run: {skipped['skipped']}.", ""]
     scale = [r for r in rows if r["benchmark"].startswith("scale_halo_")]
     if scale:
         out += ["Large MPI programs (`scripts/bench_scale.py`): one round of a 2D halo exchange on a periodic "
