@@ -144,10 +144,10 @@ impl World {
     pub fn fresh_copy(&self) -> Result<World, MpiError> {
         let (mapping, seed, mpi) = &self.origin;
         let mut w = World::new(self.machine(), self.nranks, mapping, *seed, *mpi)?;
-        if self.stack.ml.trains() > 1 {
-            w.set_trains(self.stack.ml.trains())?;
-        } else if self.stack.net.coarse_torus() {
-            w.set_coarse()?;
+        match self.fidelity() {
+            "message" => w.set_trains(self.stack.ml.trains())?,
+            "coarse" => w.set_coarse()?,
+            _ => {}
         }
         Ok(w)
     }
