@@ -175,6 +175,52 @@ def test_binomial_bcast_and_dissemination_barrier_in_the_core_are_their_messages
     assert a.results == b.results
 
 
+@pytest.mark.parametrize("size", [5, 8, 31])
+def test_bgp_binomial_barrier_is_its_messages_and_waits_for_the_last_rank(size):
+    # BG/P's MPI runs its binomial barrier on a communicator that is not
+    # the whole partition: dissemination rounds among the largest
+    # power-of-two set of ranks, each rank beyond it signalling its partner
+    # in the set before the rounds and hearing from it after. The same
+    # messages sent by hand give the same times; no rank leaves before the
+    # last one arrives.
+    def program(by_hand):
+        def main():
+            w = MPI.COMM_WORLD
+            comm = w.Split(0 if w.Get_rank() < size else MPI.UNDEFINED, w.Get_rank())
+            if comm == MPI.COMM_NULL:
+                return None
+            n, r = comm.Get_size(), comm.Get_rank()
+            _late_start(comm, r)
+            arrived = MPI.Wtime()
+            if by_hand:
+                h = 1 << (n.bit_length() - 1)
+                if r >= h:
+                    comm.Send(b"", r - h, 1)
+                    comm.Recv(bytearray(0), r - h, 1)
+                else:
+                    if r + h < n:
+                        comm.Recv(bytearray(0), r + h, 1)
+                    d = 1
+                    while d < h:
+                        comm.Sendrecv(b"", (r + d) % h, 1, bytearray(0), (r - d) % h, 1)
+                        d *= 2
+                    if r + h < n:
+                        comm.Send(b"", r + h, 1)
+            else:
+                comm.Barrier()
+            left = MPI.Wtime()
+            _after(comm, r, n)
+            return arrived, left, MPI.Wtime()
+        return main
+    a = bgsim.run(program(False), "bgp", shape="2x2x2", mode="vn")
+    b = bgsim.run(program(True), "bgp", shape="2x2x2", mode="vn")
+    assert a.collectives["barrier"] == {"torus_binomial": 1}
+    got = [x for x in a.results if x is not None]
+    assert len(got) == size
+    assert min(x[1] for x in got) > max(x[0] for x in got)
+    assert a.results == b.results
+
+
 def test_an_alltoall_block_longer_than_its_slot_is_a_truncation_error():
     def main():
         comm = MPI.COMM_WORLD

@@ -380,7 +380,8 @@ def barrier(ctx: Context) -> Outcome:
                      "ranks started together: on COMM_WORLD, on COMM_WORLD less its last process (MPI_Comm_create), "
                      "on a dup of COMM_WORLD, and on 1-4 of the quarters of COMM_WORLD (MPI_Comm_split by rank / "
                      "(n/4)) at the same time. The algorithm each call ran is the run's choice (docs/collectives.md): "
-                     "the global-interrupt network for the whole partition, dissemination otherwise.")
+                     "the global-interrupt network for the whole partition, BG/P's binomial barrier otherwise (dissemination "
+                     "rounds among the largest power-of-two set of ranks, the ranks beyond it paired with ranks in it).")
 
     def main():
         world = MPI.COMM_WORLD

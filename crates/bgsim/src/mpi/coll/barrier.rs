@@ -7,6 +7,12 @@ pub static OP: Operation = Operation {
     algorithms: &[
         Algorithm { name: "dissemination", description: "dissemination barrier over point-to-point messages (log2 n rounds)", needs: &[], hardware: false },
         Algorithm {
+            name: "torus_binomial",
+            description: "dissemination rounds among the largest power-of-two set of ranks, each rank beyond it signalling a partner in the set before the rounds and hearing from it after (BG/P's binomial barrier)",
+            needs: &[],
+            hardware: false,
+        },
+        Algorithm {
             name: "gi",
             description: "the global-interrupt barrier network",
             needs: &[Need::WholePartition, Need::BarrierNetwork],
@@ -15,6 +21,6 @@ pub static OP: Operation = Operation {
     ],
     portable: |_, _| "dissemination",
     generic: None,
-    torus: None,
+    torus: Some(|_| &["torus_binomial"]),
     safe: "dissemination",
 };

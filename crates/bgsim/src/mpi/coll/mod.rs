@@ -354,7 +354,8 @@ mod tests {
     /// BG/P's MPI: a quarter of the partition (one rank on every node, not
     /// the whole partition) reduces on the torus from 128 B to 32 KB and
     /// broadcasts with deposit-bit lines; off a rectangle it broadcasts by
-    /// its binomial tree; the whole partition keeps the tree network;
+    /// its binomial tree; the whole partition keeps the tree network (and
+    /// the barrier network), other communicators run its binomial barrier;
     /// without the machine's torus algorithms, MPICH's rule.
     #[test]
     fn the_torus_mpi_reduces_on_rectangles_of_whole_nodes() {
@@ -376,6 +377,11 @@ mod tests {
         assert_eq!(choose(bcast, "auto", &CallFacts { faulty_torus: true, ..quarter }, 4).algorithm, "torus_binomial");
         assert_eq!(choose(bcast, "auto", &CallFacts { torus_mpi: false, ..quarter }, 16 << 10).algorithm, "scatter_allgather");
         assert_eq!(choose(bcast, "auto", &CallFacts { n: 2, every_node: false, ..quarter }, 16 << 10).algorithm, "binomial");
+        let barrier = operation("barrier").unwrap();
+        assert_eq!(choose(barrier, "auto", &CallFacts { every_node: false, ..quarter }, 0).algorithm, "torus_binomial");
+        assert_eq!(choose(barrier, "auto", &CallFacts { torus_mpi: true, ..world(512) }, 0).algorithm, "gi");
+        assert_eq!(choose(barrier, "auto", &CallFacts { torus_mpi: false, ..quarter }, 0).algorithm, "dissemination");
+        assert_eq!(choose(barrier, "auto", &CallFacts { n: 2, ..quarter }, 0).algorithm, "dissemination");
         let c = choose(allreduce, "torus_rectangle", &CallFacts { every_node: false, ..quarter }, 16 << 10);
         assert_eq!(c.fallback.as_deref(), Some("needs exactly one rank on every node of the partition"));
     }
