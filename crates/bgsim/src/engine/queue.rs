@@ -702,7 +702,7 @@ mod tests {
         /// Whatever is scheduled when - the same tick, within either wheel,
         /// far ahead - comes out in time order, then the order it was
         /// scheduled in, in windows of any length, and `peek_time` is
-        /// always the next one's time.
+        /// always the next one's time (before and after the window's end).
         #[test]
         fn hands_out_what_a_sorted_list_would(
             steps in proptest::collection::vec((0u64..4, 0u64..40_000, 1u64..3_000), 1..200),
@@ -732,6 +732,11 @@ mod tests {
                 let n = pending.partition_point(|p| p.0 < until);
                 want.extend(pending.drain(..n));
                 proptest::prop_assert_eq!(&got, &want);
+                // As a window's loop does: time to the window's end, then
+                // the next one's start asked again.
+                proptest::prop_assert_eq!(q.peek_time(), pending.first().map(|p| p.0));
+                q.advance_to(until);
+                proptest::prop_assert_eq!(q.peek_time(), pending.first().map(|p| p.0));
             }
         }
     }
