@@ -31,6 +31,15 @@ impl Payload {
             Payload::Size(n) => *n as u64,
         }
     }
+
+    /// A send of this payload to world rank `dest`, the way `x` says.
+    fn send(self, dest: i64, x: How) -> SendCall {
+        let s = match self {
+            Payload::Bytes(b) => SendCall::new(dest, x.ctx, x.tag, b),
+            Payload::Size(n) => SendCall::sized(dest, x.ctx, x.tag, n),
+        };
+        s.mode(x.mode).protocol(x.protocol)
+    }
 }
 
 /// Largest message a collective's receive accepts (as the Python
@@ -62,6 +71,21 @@ pub struct Exchange {
     /// next is posted (a reduction's local combine, [`World::combine`]);
     /// steps past its end combine nothing.
     pub combine: Vec<u64>,
+}
+
+/// How an exchange's messages go: what its sends share.
+#[derive(Clone, Copy)]
+struct How {
+    ctx: u32,
+    tag: i32,
+    mode: SendMode,
+    protocol: Option<Protocol>,
+}
+
+impl Exchange {
+    fn how(&self) -> How {
+        How { ctx: self.ctx, tag: self.tag, mode: self.mode, protocol: self.protocol }
+    }
 }
 
 /// What an exchange's sends carry.
@@ -333,11 +357,11 @@ impl Agent {
             Steps::Pairwise => (usize::from(r.step < x.recvs.len()), usize::from(r.sent < x.dests.len())),
             Steps::Counts(c) => (c[r.step].0 as usize, c[r.step].1 as usize),
         };
-        let (ctx, tag, mode, proto) = (x.ctx, x.tag, x.mode, x.protocol);
+        let how = x.how();
         let first = r.recvs_before;
         for &src in x.recvs.iter().skip(first).take(nrecv) {
             let src = x.peers[src as usize];
-            r.reqs.push(w.irecv_into(rank, src as i64, ctx, tag, RECV_CAPACITY, false)?);
+            r.reqs.push(w.irecv_into(rank, src as i64, how.ctx, how.tag, RECV_CAPACITY, false)?);
         }
         r.nrecv = r.reqs.len();
         for k in r.sent..r.sent + nsend {
@@ -353,11 +377,7 @@ impl Agent {
                     None => return Err(MpiError::Usage("a collective relays a message before it has received one".into())),
                 },
             };
-            let req = match p {
-                Payload::Bytes(b) => w.isend(rank, SendCall::new(d, ctx, tag, b).mode(mode).protocol(proto))?,
-                Payload::Size(n) => w.isend(rank, SendCall::sized(d, ctx, tag, n).mode(mode).protocol(proto))?,
-            };
-            r.reqs.push(req);
+            r.reqs.push(w.isend(rank, p.send(d, how))?);
         }
         r.sent += nsend;
         r.step += 1;
@@ -387,15 +407,9 @@ impl Agent {
         }
         r.nrecv = r.reqs.len();
         if !x.dests.is_empty() {
-            let (ctx, tag, mode, proto) = (x.ctx, x.tag, x.mode, x.protocol);
+            let how = x.how();
             let (peers, dests, parts) = (&x.peers, &x.dests, &mut x.parts);
-            let sends = (0..dests.len()).map(|k| {
-                let d = peers[dests[k] as usize] as i64;
-                match parts.take(k).expect("checked above") {
-                    Payload::Bytes(b) => SendCall::new(d, ctx, tag, b).mode(mode).protocol(proto),
-                    Payload::Size(n) => SendCall::sized(d, ctx, tag, n).mode(mode).protocol(proto),
-                }
-            });
+            let sends = (0..dests.len()).map(|k| parts.take(k).expect("checked above").send(peers[dests[k] as usize] as i64, how));
             r.reqs.push(w.isend_group(rank, sends)?);
         }
         r.sent = x.dests.len();
