@@ -20,7 +20,7 @@ HEADER = """# Benchmarks
 
 Produced by `make bench` (the `bgsim-bench` binary, release build, one core;
 `scripts/bench_mpi.py`, `bench_pingpong.py`, `bench_coll.py`, `bench_scale.py`,
-`bench_osu.py`, `bench_million.py`, `bench_threads.py` and `bench_inflight.py` from Python). Builds are
+`bench_osu.py`, `bench_million.py`, `bench_threads.py`, `bench_inflight.py` and `bench_smpi.py` from Python). Builds are
 compared with `python3 scripts/bench_pair.py ROUNDS BIN_A BIN_B` (alternating
 runs; only paired ratios tell changes apart on a shared machine).
 Targets of the torus issue: at least 5 million packet-hops per second on one
