@@ -14,6 +14,14 @@ mod registry;
 mod traffic;
 mod watch;
 
+/// Rust's allocations in this library go to mimalloc: partitions on threads
+/// free what other threads allocated (a rank's message posted from the
+/// driver's thread, a packet's load taken in from another partition), and
+/// glibc's malloc serializes those frees on the allocating thread's arena
+/// lock.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use errors::to_py;
 use members::Members;
 use registry::load_machine;
