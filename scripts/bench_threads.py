@@ -8,7 +8,10 @@ inside the partitions). Runs each on 1
 and on THREADS threads (default 2) in alternation, PAIRS times (default
 3), each run a process of its own, checks that the figures are the same
 and prints one JSON line for bench_report.py with the wall times. Usage:
-python scripts/bench_threads.py [THREADS] [PAIRS]."""
+python scripts/bench_threads.py [THREADS] [PAIRS]; one run:
+python scripts/bench_threads.py --once NAME THREADS [SHAPE] (SHAPE: another
+BG/L partition than 8x8x8; the machine is cut into THREADS partitions
+whatever its size)."""
 
 from __future__ import annotations
 
@@ -53,13 +56,13 @@ def a2a():
 PROGRAMS = {"far": far, "ring": ring, "a2a": a2a}
 
 
-def once(name: str, threads: int) -> None:
+def once(name: str, threads: int, shape: str = "8x8x8") -> None:
     """One run, in this process: prints its wall time and figures."""
     t0 = time.perf_counter()
-    r = bgsim.run(PROGRAMS[name], "bgl", shape="8x8x8", coll=SOFTWARE, threads=threads)
+    r = bgsim.run(PROGRAMS[name], "bgl", shape=shape, coll=SOFTWARE, threads=threads, partitions=threads)
     wall = time.perf_counter() - t0
     d = r.to_dict()
-    for k in ("wall_s", "python_wall_s", "threads", "threaded_share"):
+    for k in ("wall_s", "python_wall_s", "threads", "partitions", "threaded_share"):
         d.pop(k)
     figures = hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
     print(json.dumps({"wall_s": wall, "python_wall_s": r.python_wall_s, "figures": figures,
@@ -77,7 +80,7 @@ def run(name: str, threads: int) -> dict:
 
 def main() -> None:
     if sys.argv[1:2] == ["--once"]:
-        return once(sys.argv[2], int(sys.argv[3]))
+        return once(sys.argv[2], int(sys.argv[3]), *sys.argv[4:5])
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
     pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     out = {"benchmark": f"python_threads_{threads}", "threads": threads, "shape": "8x8x8", "ranks": 512}

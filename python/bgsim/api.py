@@ -14,7 +14,7 @@ import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple
 
 from . import _core, memory
 from .errors import MachineError, UsageError, WorkloadError
@@ -279,6 +279,50 @@ def partition_count(m: Machine, threads: int, parts: Optional[int] = None) -> in
     return min(threads if parts is None else parts, m.nodes)
 
 
+#: When partitions on threads pay (docs/performance.md, "When threads
+#: pay"). Every window ends at barriers where the threads meet, and the cut
+#: costs what crossing it costs, so each partition needs enough to do in a
+#: window. Measured on 2 cores: MPI programs gained from 512 nodes and 512
+#: ranks (the smaller of the two is what counts) and lost below (most at
+#: 64 to 128 nodes); traffic gained where the nodes times the offered load
+#: reached 128 and broke even or lost below (0.6 times the speed at 512
+#: nodes and 2%).
+PAY_MPI = 512
+PAY_TRAFFIC_LOAD = 128
+
+
+#: The notes `threads_that_pay` gave (each is given once a process).
+_SAID: set = set()
+
+
+def threads_that_pay(threads: int, partitions: Optional[int], busy: float, least: float, why: str) -> Tuple[int, int]:
+    """(threads, partitions) a run asked for `threads` (and maybe
+    `partitions`) takes. Without `partitions` the engine chooses: one
+    thread and one partition where `busy` (how much a window of the run
+    holds, in the measure of `least`) is below `least`, and says so on
+    stderr with `why` (what the run is). With `partitions` the machine is
+    cut as asked."""
+    if partitions is not None or threads == 1 or busy >= least:
+        return threads, threads if partitions is None else partitions
+    if why in _SAID:
+        return 1, 1
+    _SAID.add(why)
+    print(f"bgsim: note: threads = {threads}: {why}: too small a run for partitions to pay (from {least:,.0f}); "
+          f"this run stays on one thread, where {threads} would be slower (`partitions={threads}`, or "
+          f"`--partitions {threads}`, cuts it anyway; "
+          'docs/performance.md, "When threads pay")', file=sys.stderr)
+    return 1, 1
+
+
+def check_threads(threads: Any, partitions: Any) -> None:
+    """Refuses a thread or partition count that is not a whole number, or
+    fewer partitions than threads."""
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise UsageError(f"threads = {threads!r}: a whole number, at least 1")
+    if partitions is not None and (not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < threads):
+        raise UsageError(f"partitions = {partitions!r}: a whole number, at least threads ({threads})")
+
+
 def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional[str] = None,
                 mesh: Optional[str] = None, mode: Optional[str] = None, settings: Sequence[str] = (),
                 progress: Optional[Callable[[float], None]] = None,
@@ -298,21 +342,30 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     ``partitions``, at least as many) whose time windows run on as many
     threads; the result is the same, bit for bit, for every choice
     (``docs/architecture.md``, "Partitions and the parallel window
-    protocol"). Ping-pong runs as one partition. Under an MPI launcher
+    protocol"). Without ``partitions``, a run whose nodes times offered
+    load (1 for the patterns without one) is under ``PAY_TRAFFIC_LOAD``
+    stays on one thread, and says so: its windows hold too little for
+    threads to pay. Ping-pong runs as one partition. Under an MPI launcher
     (``mpirun -n P``, a bgsim built with ``make build``) every process
     makes the same call and runs one partition; each gets the result.
     """
     if isinstance(machine, str):
         machine = Machine(machine)
-    parts = threads if partitions is None else partitions
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise UsageError(f"threads = {threads!r}: a whole number, at least 1")
-    if not isinstance(parts, int) or isinstance(parts, bool) or parts < threads:
-        raise UsageError(f"partitions = {partitions!r}: a whole number, at least threads ({threads})")
+    check_threads(threads, partitions)
     m = machine.with_settings(*settings, shape=shape, mesh=mesh, mode=mode)
     for k, v in spec.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise WorkloadError(f"traffic `{k}` = {v}: a finite number")
+    # Patterns without an offered load send as fast as they can.
+    opts = pattern_options()[0].get(pattern, {"options": {}})["options"]
+    load = spec.get("load", opts["load"]) if "load" in opts else 1.0
+    # (Under an MPI launcher the core refuses threads: one partition a process.)
+    if isinstance(load, (int, float)) and not isinstance(load, bool) and not _core.mpi_launched():
+        threads, parts = threads_that_pay(threads, partitions, m.nodes * load, PAY_TRAFFIC_LOAD,
+                                          f"{m.nodes:,} nodes at an offered load of {load:g} "
+                                          f"({m.nodes * load:,.1f} nodes' worth of traffic)")
+    else:
+        parts = threads if partitions is None else partitions
     cut = partition_count(m, threads, parts)
     if memory_check:
         # Each partition holds a copy of the machine's state.

@@ -122,7 +122,10 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=_seed, help="random seed (default 1)")
     t.add_argument("--threads", type=_count, default=1, metavar="N",
                    help="run the machine cut into N partitions on N threads (default 1); the result is the same "
-                        "for every N (ping-pong runs as one)")
+                        "for every N (ping-pong runs as one). A run of under 128 nodes' worth of traffic (nodes "
+                        "times --load) stays on one thread, and says so: threads would be slower")
+    t.add_argument("--partitions", type=_count, metavar="P",
+                   help="cut the machine into P partitions (at least --threads) whatever the run's size")
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
     t.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     t.add_argument("--no-memory-check", dest="memory_check", action="store_false",
@@ -209,7 +212,11 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=_count, default=1, metavar="N",
                    help="run the experiments' traffic and MPI programs on N threads, the machine cut into N "
                         "partitions (default 1; the figures are the same for every N; the ranks' Python stays on "
-                        "one thread, so programs of many small messages can run slower)")
+                        "one thread, so programs of many small messages can run slower). Runs too small for "
+                        "threads to pay (fewer than 512 nodes or ranks; traffic under 128 nodes' worth) stay on one "
+                        "thread, and say so")
+    r.add_argument("--partitions", type=_count, metavar="P",
+                   help="cut every run's machine into P partitions (at least --threads) whatever its size")
     r.add_argument("--list", action="store_true", help="list the experiments")
 
     m = sub.add_parser("machine", help="validate a machine description and print it",
@@ -333,7 +340,7 @@ def _traffic(a: argparse.Namespace) -> int:
     try:
         r = run_traffic(a.pattern, machine, shape=a.shape, mesh=a.mesh, mode=a.mode, settings=a.settings,
                         progress_detail=(lambda f, ncycles, events: bar.update(ncycles, events, f)) if bar else None,
-                        memory_check=a.memory_check, threads=a.threads, **spec)
+                        memory_check=a.memory_check, threads=a.threads, partitions=a.partitions, **spec)
     finally:
         if bar is not None:
             bar.close()
@@ -447,7 +454,7 @@ def _reproduce(a: argparse.Namespace) -> int:
         print(f"bgsim reproduce: error: --fidelity phase: `{a.name}` has no phase model (experiments with one: "
               f"{have})", file=sys.stderr)
         return 2
-    return reproduce(a.name, a.scale, a.out, a.seed, a.json, a.fidelity, a.threads)
+    return reproduce(a.name, a.scale, a.out, a.seed, a.json, a.fidelity, a.threads, a.partitions)
 
 
 def _record(a: argparse.Namespace) -> int:
@@ -483,8 +490,12 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                           "bgp; tens of times faster on large messages). Errors against packets in docs/coarse.md")
     run.add_argument("--threads", type=_count, default=1, metavar="N",
                      help="run the machine cut into N partitions on N threads, the ranks' Python on one (default 1); "
-                          "the result (and --timeline's file) is the same, bit for bit. Under `mpirun -n P` each "
-                          "process runs one partition and the Python of its ranks instead (leave this at 1)")
+                          "the result (and --timeline's file) is the same, bit for bit. A run of fewer than 512 "
+                          "nodes or ranks stays on one thread, and says so: threads would be slower. Under "
+                          "`mpirun -n P` each process runs one partition and the Python of its ranks instead "
+                          "(leave this at 1)")
+    run.add_argument("--partitions", type=_count, metavar="P",
+                     help="cut the machine into P partitions (at least --threads) whatever the run's size")
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")
@@ -554,7 +565,8 @@ def _run(a: argparse.Namespace) -> int:
     from . import _core
     processes = _core.mpi_launched()
     first = _core.mpi_rank() == 0
-    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, threads=a.threads, processes=processes,
+    common = dict(mapping=a.mapping, seed=a.seed, fidelity=a.fidelity, threads=a.threads, partitions=a.partitions,
+                  processes=processes,
                   progress=not a.quiet and first, coll=a.coll,
                   memory_check=a.memory_check,
                   traffic_matrix=bool(a.traffic_matrix), timeline=a.timeline, timeline_ranks=a.timeline_ranks,

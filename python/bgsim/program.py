@@ -21,7 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from . import _core, memory
 from . import mpi4py_package as _mpi4py_package
 from . import timeline as _timeline
-from .api import Machine, _settings, check_cpu_factor, check_seed, partition_count, write_atomic
+from .api import (PAY_MPI, Machine, _settings, check_cpu_factor, check_seed, check_threads, partition_count,
+                  threads_that_pay, write_atomic)
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, UsageError
 from .mpishim.world import _reset
 from .runtime import Runtime
@@ -72,9 +73,13 @@ class RunResult:
     #: "packet"; "coarse": the torus ran on its coarse tier; "message":
     #: the message tier (``bgsim.run(fidelity=...)``, docs/coarse.md).
     fidelity: str = "packet"
-    #: Threads (partitions of the machine) the run took
-    #: (``bgsim.run(threads=...)``): the same figures on any number.
+    #: Threads the run took (``bgsim.run(threads=...)``; one where the
+    #: machine is too small for threads to pay): the same figures on any
+    #: number.
     threads: int = 1
+    #: Partitions the machine was cut into (as many as threads unless
+    #: ``bgsim.run(partitions=...)`` asked for more).
+    partitions: int = 1
     #: The share of the simulated time the engine ran on those threads: it
     #: keeps to one thread while the ranks act too often for threads to
     #: pay (0 on one thread).
@@ -108,6 +113,7 @@ class RunResult:
             "wall_s": self.wall_s,
             "python_wall_s": self.python_wall_s,
             "threads": self.threads,
+            "partitions": self.partitions,
             "threaded_share": self.threaded_share,
             "processes": self.processes,
             "buffers": self.buffers,
@@ -224,8 +230,8 @@ class RunResult:
                 f"{c['packets_delivered']:,} packets"
                 + (f", {c['no_token_stalls']:,} no-token events" if c.get("no_token_stalls") else "")
                 + f"; wall {self.wall_s:.2f} s"
-                + (f" on {self.threads} threads ({self.threaded_share:.0%} of the simulated time on them)"
-                   if self.threads > 1 else "")
+                + (f" in {self.partitions} partitions on {self.threads} thread{'s' if self.threads > 1 else ''} "
+                   f"({self.threaded_share:.0%} of the simulated time on threads)" if self.partitions > 1 else "")
                 + (f" on {self.processes} processes" if self.processes > 1 else ""))
 
 
@@ -252,14 +258,18 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
                mode: Optional[str] = None, nranks: Optional[int] = None, mapping: Optional[str] = None,
                settings: Sequence[str] = (), seed: int = 1, mpi: bool = True,
                memory_check: bool = True, fidelity: str = "packet", threads: int = 1,
-               processes: bool = False, in_flight: Tuple[int, int] = (0, 0)) -> "_core.World":
+               processes: bool = False, in_flight: Tuple[int, int] = (0, 0),
+               partitions: Optional[int] = None) -> "_core.World":
     """A simulated world: machine, partition, node mode, ranks and mapping.
     `mapping` is a permutation of XYZT or the path of a mapfile. A world
     that cannot fit in the memory this process may use is refused
     (`memory_check=False` builds it anyway). `fidelity`: "packet",
     "coarse" for the torus's coarse tier, or "message" for the message
-    tier (docs/coarse.md). `threads` > 1:
-    the machine cut into that many partitions, run on as many threads.
+    tier (docs/coarse.md). `threads` > 1: the machine cut into that many
+    partitions (or `partitions`, at least as many), run on as many
+    threads; without `partitions`, a run of fewer than `PAY_MPI` nodes or
+    ranks stays on one thread and says so (its windows hold too little
+    for threads to pay).
     `processes`: in a process of an MPI job (``mpirun -n P``), one
     partition per process, each running its own ranks (else every process
     runs the whole machine). `in_flight`: at most how many messages the
@@ -268,8 +278,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     memory check counts them."""
     if fidelity not in FIDELITIES:
         raise UsageError(f"fidelity = {fidelity!r}: allowed {', '.join(FIDELITIES)}")
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise UsageError(f"threads = {threads!r}: a whole number, at least 1")
+    check_threads(threads, partitions)
     if (not isinstance(in_flight, (tuple, list)) or len(in_flight) != 2
             or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in in_flight)):
         raise UsageError(f"in_flight = {in_flight!r}: two whole numbers, at least 0 (messages posted one by one, "
@@ -282,9 +291,12 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     sets += partition_for(machine.source, sets, nranks)
     check_seed(seed)
     m = Machine(machine.source, sets)
-    parts = partition_count(m, threads)
+    ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
+    if not (processes and _core.mpi_launched()):  # (there the core refuses threads)
+        threads, partitions = threads_that_pay(threads, partitions, min(m.nodes, ranks), PAY_MPI,
+                                               f"{m.nodes:,} nodes and {ranks:,} ranks")
+    parts = partition_count(m, threads, partitions)
     if memory_check:
-        ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
         # Each partition on a thread holds a copy of the machine's state
         # (every node's); the ranks' Python is one.
         memory.check(m.nodes * parts, ranks, what=f"an MPI run of {ranks:,} ranks on {'x'.join(map(str, m.shape))}"
@@ -295,7 +307,8 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
         register_mpi_finalize()
     mapping = mapping or "XYZT"
     if _is_order(mapping):
-        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity, threads, processes)
+        return _core.World(machine.source, sets, nranks, mapping.upper(), None, seed, mpi, fidelity, threads, processes,
+                           parts)
     if not os.path.exists(mapping):
         raise MappingError(f"mapping `{mapping}`: neither a permutation of X, Y, Z, T (e.g. XYZT, TXYZ) nor an existing mapfile")
     try:
@@ -306,7 +319,8 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
                            "a mapfile has one `x y z t` line per rank") from None
     except OSError as e:
         raise MappingError(f"mapfile `{mapping}`: cannot be read: {e.strerror}") from None
-    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity, threads, processes)
+    return _core.World(machine.source, sets, nranks, "XYZT", (mapping, text), seed, mpi, fidelity, threads, processes,
+                       parts)
 
 
 def _is_order(s: str) -> bool:
@@ -320,7 +334,8 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
         coll: Optional[Dict[str, str]] = None, memory_check: bool = True,
         traffic_matrix: bool = False, timeline: Optional[str] = None, timeline_ranks: Optional[str] = None,
         timeline_nodes: Optional[str] = None, buffers: str = "full", fidelity: str = "packet",
-        threads: int = 1, processes: bool = False, in_flight: Tuple[int, int] = (0, 0)) -> RunResult:
+        threads: int = 1, processes: bool = False, in_flight: Tuple[int, int] = (0, 0),
+        partitions: Optional[int] = None) -> RunResult:
     """Runs `main()` once per rank on a simulated machine and returns the
     RunResult. Inside `main`, ``from mpi4py import MPI`` (or
     ``from bgsim import MPI``) is the simulated MPI.
@@ -369,7 +384,10 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     `threads=N` cuts the machine into N partitions run on N threads (the
     ranks' Python stays on one): the same result, bit for bit, hardware
     collectives, deposit-bit broadcasts, the coarse and message tiers and
-    timelines included.
+    timelines included. A machine of fewer than `PAY_MPI` (512) nodes or
+    ranks stays on one thread, and says so on stderr: its windows hold
+    too little for threads to pay. `partitions=P` (at least `threads`)
+    cuts it into P partitions on `threads` threads whatever its size.
 
     `processes=True` in a process of an MPI job (``mpirun -n P``) runs one
     partition per process, each process the Python of its own ranks; every
@@ -386,7 +404,7 @@ def run(main: Callable[[], Any], machine: Machine | str = "bgl", *, nranks: Opti
     world = make_world(machine, shape=shape, mesh=mesh, mode=mode, nranks=nranks, mapping=mapping,
                        settings=list(settings) + coll_settings(coll), seed=seed, mpi=layer == "mpi",
                        memory_check=memory_check, fidelity=fidelity, threads=threads, processes=processes,
-                       in_flight=in_flight)
+                       in_flight=in_flight, partitions=partitions)
     with _mpi4py_package.installed():
         return _execute(world, main, cpu_factor, progress, seed, memory_check, traffic_matrix=traffic_matrix,
                         timeline=(timeline, timeline_ranks, timeline_nodes), buffers=buffers)
@@ -445,7 +463,7 @@ def run_file(path: str, argv: Sequence[str] = (), **kw) -> RunResult:
         memory_check = kw.pop("memory_check", True)
         world = make_world(kw.pop("machine", "bgl"), settings=settings, memory_check=memory_check, **{
             k: kw.pop(k) for k in list(kw) if k in ("shape", "mesh", "mode", "nranks", "mapping", "seed", "fidelity", "threads",
-                                          "processes")})
+                                          "processes", "partitions")})
         with _mpi4py_package.installed():
             return _execute(world, main, kw.pop("cpu_factor", None), kw.pop("progress", False), seed, memory_check,
                             private_dir=os.path.dirname(os.path.abspath(path)),
@@ -505,7 +523,8 @@ def _execute(world: "_core.World", main: Callable[[], Any], cpu_factor: Optional
         machine_toml=report["machine_toml"], link_packets=report["link_packets"],
         link_util_pct=report["link_util_pct"], link_stalls=report["link_stalls"],
         traffic=world.traffic_matrix() if traffic_matrix else [], buffers=buffers, fidelity=world.fidelity,
-        threads=world.partitions if processes == 1 else 1, processes=processes,
+        threads=world.threads if processes == 1 else 1, partitions=world.partitions if processes == 1 else 1,
+        processes=processes,
         threaded_share=world.threaded_share if processes == 1 else 0.0)
     for fn in list(_OBSERVERS):
         fn(result)

@@ -32,12 +32,13 @@ _KEYS: Dict[str, List[str]] = {}
 
 
 def run_one(name: str, scale: str = "paper", seed: int = 1, quiet: bool = False,
-            bar: Optional["progress.Suite"] = None, fidelity: str = "auto", threads: int = 1) -> tuple:
+            bar: Optional["progress.Suite"] = None, fidelity: str = "auto", threads: int = 1,
+            partitions: Optional[int] = None) -> tuple:
     """Runs one experiment; returns (contract JSON object, Outcome)."""
     exp = get(name)
     # Under an MPI launcher the MPI programs run one partition per process.
     ctx = Context(scale=scale, seed=seed, quiet=quiet, name=name, fidelity=fidelity, threads=threads,
-                  processes=_core.mpi_launched())
+                  partitions=partitions, processes=_core.mpi_launched())
     ctx.bar = bar
     t0 = time.time()
     choices: Dict[str, Dict[str, int]] = {}
@@ -159,7 +160,7 @@ def _finish_one(result: dict, outcome, out_dir: Optional[str], as_json: bool, re
 
 
 def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_json: bool, fidelity: str = "auto",
-              threads: int = 1) -> int:
+              threads: int = 1, partitions: Optional[int] = None) -> int:
     todo = names() if target == "all" else [target]
     get(todo[0])  # unknown names fail before anything runs
     # Under an MPI launcher every process runs the suite (the torus
@@ -177,7 +178,8 @@ def reproduce(target: str, scale: str, out_dir: Optional[str], seed: int, as_jso
             if bar is not None:
                 bar.start(name)
             try:
-                result, outcome = run_one(name, scale, seed, quiet=not lead, bar=bar, fidelity=fidelity, threads=threads)
+                result, outcome = run_one(name, scale, seed, quiet=not lead, bar=bar, fidelity=fidelity, threads=threads,
+                                          partitions=partitions)
             except Exception as e:  # one failed experiment does not lose the others
                 if target != "all":
                     raise

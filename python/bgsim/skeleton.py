@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Optional
 
 from . import _core, api
 from .mpishim import coll as _coll
@@ -100,7 +100,8 @@ def alltoallv(comm: Any, send_bytes: Any, recv_bytes: Any = None) -> None:
     _coll.run("alltoall", c, sends, nbytes=largest)
 
 
-def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "bgp", threads: int = 1, **world: Any) -> dict:
+def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "bgp", threads: int = 1,
+                 partitions: Optional[int] = None, **world: Any) -> dict:
     """A periodic halo exchange whose ranks are skeletons driven by the core
     itself - no Python per rank, for a million ranks and more: on the
     logical grid `grid` (e.g. (1024, 1024); rank-major, as MPI_Cart_create
@@ -110,37 +111,40 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
     it gives the same simulated time. `threads` > 1: the machine is cut
     into that many partitions, each a copy of the world running its own
     nodes on a thread of its own - the same result, bit for bit (packet
-    tier only; memory grows with the copies). Under an MPI launcher
+    tier only; memory grows with the copies); as for `bgsim.run`, a
+    machine of fewer than 512 nodes or ranks stays on one thread unless
+    `partitions` (at least `threads`) says how to cut it. Under an MPI launcher
     (`mpirun -n P`, a bgsim built with `make build`) every process
     makes the same call and runs one partition; each gets the result.
     `world`: `make_world`'s
     shape, mode, mapping, seed, memory_check. Returns ranks, messages,
-    simulated_s, events, wall_s, build_s."""
+    simulated_s, events, wall_s, build_s, threads, partitions."""
     grid = [int(g) for g in grid]
     if not grid or any(g < 1 for g in grid):
         raise UsageError(f"halo grid {grid}: every dimension must be at least 1")
-    threads = int(threads)
-    if threads < 1:
-        raise UsageError(f"threads={threads}: at least 1")
+    api.check_threads(threads, partitions)
     n = 1
     for g in grid:
         n *= g
+    m = machine if isinstance(machine, Machine) else Machine(machine)
+    m = m.with_settings(shape=world.get("shape"), mode=world.get("mode"))
+    threads, parts = api.threads_that_pay(threads, partitions, min(m.nodes, n), api.PAY_MPI,
+                                          f"{m.nodes:,} nodes and {n:,} ranks")
     if world.pop("memory_check", True):
-        m = machine if isinstance(machine, Machine) else Machine(machine)
-        m = m.with_settings(shape=world.get("shape"), mode=world.get("mode"))
         # With partitions: the world and one copy of it per partition.
-        copies = 1 if threads == 1 else threads + 1
+        copies = 1 if parts == 1 else parts + 1
         # Every rank posts a receive from and a send to each neighbour.
         memory.check(m.nodes * copies, n * copies,
                      what=f"a halo of {n:,} skeleton ranks on {'x'.join(map(str, m.shape))}"
-                     + (f" in {threads} partitions" if threads > 1 else ""),
+                     + (f" in {parts} partitions" if parts > 1 else ""),
                      rank_bytes=memory.CORE_RANK_BYTES, messages=n * 2 * len(grid) * copies)
     t0 = time.perf_counter()
     w = make_world(machine, nranks=n, memory_check=False, **world)
     built = time.perf_counter() - t0
     if _core.mpi_launched():
         api.register_mpi_finalize()
-    r = json.loads(w.skeleton_halo(grid, int(nbytes), int(iters), threads))
+    r = json.loads(w.skeleton_halo(grid, int(nbytes), int(iters), threads, parts))
     r["wall_s"] = time.perf_counter() - t0
     r["build_s"] = built
+    r["threads"], r["partitions"] = threads, parts
     return r

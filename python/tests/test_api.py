@@ -81,7 +81,7 @@ def _without_host(r):
 def test_threads_and_partitions_give_the_same_result():
     spec = dict(shape="4x4x4", load=0.9, warmup_ncycles=500, measure_ncycles=3000, per_link=True)
     one = run_traffic("hot_region", **spec)
-    two = run_traffic("hot_region", threads=2, **spec)
+    two = run_traffic("hot_region", threads=2, partitions=2, **spec)
     four = run_traffic("hot_region", threads=2, partitions=4, **spec)
     assert (two.data["engine"]["threads"], four.data["engine"]["partitions"]) == (2, 4)
     assert _without_host(one) == _without_host(two) == _without_host(four)

@@ -392,11 +392,11 @@ def test_core_driven_skeleton_ranks_time_what_a_python_program_does(grid, shape,
     assert core["ranks"] == py.nranks
     assert core["messages"] == py.counters["messages_completed"] == py.nranks * 2 * len(grid) * 2
     assert core["simulated_s"] == pytest.approx(py.time_s, rel=1e-12) and core["events"] == py.counters["events"]
-    with pytest.raises(UsageError, match="threads=0"):
+    with pytest.raises(UsageError, match="threads = 0"):
         skeleton.halo_in_core(grid, 1024, 2, "bgp", shape=shape, mode=mode, threads=0)
     # Cut into partitions on threads: the same run, bit for bit.
     for threads in (2, 3):
-        cut = skeleton.halo_in_core(grid, 1024, 2, "bgp", shape=shape, mode=mode, threads=threads)
+        cut = skeleton.halo_in_core(grid, 1024, 2, "bgp", shape=shape, mode=mode, threads=threads, partitions=threads)
         assert {k: cut[k] for k in ("ranks", "messages", "simulated_s", "events")} == \
             {k: core[k] for k in ("ranks", "messages", "simulated_s", "events")}, threads
 

@@ -23,11 +23,18 @@ def test_traffic_json_and_out_dir(cli, tmp_path):
 
 def test_traffic_on_threads(cli):
     p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.5", "--measure", "2000", "--threads", "2",
-            "--json", check=True)
+            "--partitions", "2", "--json", check=True)
     assert (json.loads(p.stdout)["engine"]["partitions"], json.loads(p.stdout)["engine"]["threads"]) == (2, 2)
     p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.5", "--measure", "2000", "--threads", "2",
-            check=True)
+            "--partitions", "2", check=True)
     assert "(2 partitions on 2 threads)" in p.stdout
+    # Without --partitions the engine keeps a run this small (64 nodes at
+    # half load) on one thread, and says so.
+    p = cli("traffic", "--pattern", "uniform", "--shape", "4x4x4", "--load", "0.5", "--measure", "2000", "--threads", "2",
+            "--json", check=True)
+    assert (json.loads(p.stdout)["engine"]["partitions"], json.loads(p.stdout)["engine"]["threads"]) == (1, 1)
+    assert "threads = 2: 64 nodes at an offered load of 0.5 (32.0 nodes' worth of traffic)" in p.stderr
+    assert "stays on one thread" in p.stderr and "--partitions 2" in p.stderr
     p = cli("traffic", "--pattern", "uniform", "--threads", "0")
     assert p.returncode == 2 and "--threads" in p.stderr and "at least 1" in p.stderr
 

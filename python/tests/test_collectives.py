@@ -519,6 +519,6 @@ def test_message_layer_collectives_are_forgotten_once_every_rank_is_done(threads
             sub.Allreduce(x, y)
         w.Barrier()
         return Call(w, "check").rt.world.ml_records() if r == 0 else None
-    res = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", threads=threads)
+    res = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", threads=threads, partitions=threads)
     assert res.collectives["bcast"] == {"torus_deposit": 80} and res.collectives["allreduce"] == {"torus_rectangle": 80}
     assert res.results[0] == (0, 0)

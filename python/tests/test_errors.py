@@ -130,7 +130,7 @@ def test_map_names_the_traffic_matrix_whose_ranks_do_not_fit(tmp_path):
 
 
 def test_more_threads_than_nodes_says_how_many_run(capsys):
-    r = bgsim.run_traffic("pingpong", shape="2x1x1", hops=1, threads=16)
+    r = bgsim.run_traffic("pingpong", shape="2x1x1", hops=1, threads=16, partitions=16)
     assert r.completed
     assert "threads = 16: a partition is at least a node, so the 2 nodes of 2x1x1 run on 2 threads" \
         in capsys.readouterr().err

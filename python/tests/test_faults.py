@@ -89,7 +89,7 @@ def test_a_dead_node_where_routes_turn_is_passed_by_forwarding(cli, tmp_path):
     for machine in ("bgl", "bgp"):
         for threads in ("1", "2"):
             j = tmp_path / f"{machine}{threads}.json"
-            cli("run", "--machine", machine, "--shape", "4x4x1", "--threads", threads, "--json", str(j),
+            cli("run", "--machine", machine, "--shape", "4x4x1", "--threads", threads, "--partitions", threads, "--json", str(j),
                 "--set", 'torus.dead_nodes=["1,0,0"]', str(prog), check=True)
             d = json.loads(j.read_text())
             out[machine, threads] = (d["time_s"], d["counters"])

@@ -19,7 +19,7 @@ from conftest import run_cli
 # Software algorithms: the hardware ones do not run on partitions yet.
 SOFTWARE = {"barrier": "dissemination", "allreduce": "recursive_doubling", "bcast": "binomial",
             "reduce": "binomial", "allgather": "ring"}
-HOST = ("wall_s", "python_wall_s", "threads", "threaded_share", "processes")
+HOST = ("wall_s", "python_wall_s", "threads", "partitions", "threaded_share", "processes")
 
 
 def program():
@@ -78,7 +78,7 @@ def test_a_program_on_partitions_is_the_program_on_one(machine, shape, mode, col
     if coll is None:
         assert one.counters["tree_operations"] > 0 and "gi" in one.collectives["barrier"]
     for threads in (2, 3, 4):
-        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll, threads=threads, fidelity=fidelity)
+        cut = bgsim.run(program, machine, shape=shape, mode=mode, coll=coll, threads=threads, partitions=threads, fidelity=fidelity)
         assert cut.fidelity == fidelity
         assert figures(cut) == figures(one), threads
         assert cut.threads == threads
@@ -98,7 +98,7 @@ def test_a_file_program_on_partitions_through_the_cli(tmp_path):
     outs = []
     for threads in ("1", "2"):
         js = tmp_path / f"r{threads}.json"
-        r = run_cli("run", "--shape", "2x2x4", "--threads", threads, "--json", str(js), str(prog))
+        r = run_cli("run", "--shape", "2x2x4", "--threads", threads, "--partitions", threads, "--json", str(js), str(prog))
         assert r.returncode == 0, r.stderr
         d = json.loads(js.read_text())
         for k in HOST:
@@ -125,7 +125,8 @@ def test_deposit_bit_broadcasts_on_partitions_are_the_broadcasts_on_one(fidelity
     one = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, fidelity=fidelity)
     assert one.collectives["bcast"] == {"torus_deposit": 4}
     for threads in (2, 4):
-        cut = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, threads=threads, fidelity=fidelity)
+        cut = bgsim.run(main, "bgl", shape="4x4x4", coll={"bcast": "torus_deposit"}, threads=threads, partitions=threads,
+                        fidelity=fidelity)
         assert figures(cut) == figures(one) and cut.results == one.results, threads
 
 
@@ -151,7 +152,7 @@ def test_torus_allreduces_on_partitions_are_the_allreduces_on_one():
     assert one.collectives["allreduce"] == {"torus_rectangle": 8}
     assert one.results[0][0] == [699.0 * 32 * 33 / 2] * 2
     for threads in (2, 4):
-        cut = bgsim.run(main, "bgp", shape="4x4x2", mode="vn", threads=threads)
+        cut = bgsim.run(main, "bgp", shape="4x4x2", mode="vn", threads=threads, partitions=threads)
         assert figures(cut) == figures(one) and cut.results == one.results, threads
 
 
@@ -165,7 +166,7 @@ def test_a_deadlock_on_partitions_names_the_same_ranks():
     msgs = []
     for threads in (1, 2):
         with pytest.raises(DeadlockError) as e:
-            bgsim.run(main, "bgl", shape="2x2x4", threads=threads)
+            bgsim.run(main, "bgl", shape="2x2x4", threads=threads, partitions=threads)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
     assert "rank 3" in msgs[0] and "rank 12" in msgs[0]
@@ -182,7 +183,7 @@ def test_a_timeline_on_partitions_is_the_timeline_on_one(tmp_path, monkeypatch, 
     for threads in (1, 2, 4):
         path = tmp_path / f"t{threads}.json"
         bgsim.run(program, "bgl", shape="4x4x2", coll=SOFTWARE, fidelity=fidelity, threads=threads,
-                  timeline=str(path), timeline_ranks="0-3,16-19,30,31", timeline_nodes="0,9,31")
+                  partitions=threads, timeline=str(path), timeline_ranks="0-3,16-19,30,31", timeline_nodes="0,9,31")
         files.append(path.read_text())
     assert files[1] == files[0] and files[2] == files[0]
     trace = json.loads(files[0])
@@ -214,7 +215,7 @@ def test_an_mpi_experiment_on_threads_has_the_golden_figures(name):
     # the collective network), figures as stored on one.
     from bgsim.reproduce import run_one
     from test_golden import check
-    res, _ = run_one(name, "quick", seed=1, quiet=True, threads=2)
+    res, _ = run_one(name, "quick", seed=1, quiet=True, threads=2, partitions=2)
     check("quick", name, res)
 
 
@@ -244,7 +245,8 @@ def test_collectives_the_core_runs_go_on_inside_their_partitions():
     one = bgsim.run(main, "bgl", shape="4x4x2", coll=coll, fidelity="coarse")
     assert one.collectives["alltoall"] == {"pairwise": 1}
     for threads in (2, 3):
-        cut = bgsim.run(main, "bgl", shape="4x4x2", coll=coll, fidelity="coarse", threads=threads)
+        cut = bgsim.run(main, "bgl", shape="4x4x2", coll=coll, fidelity="coarse", threads=threads,
+                        partitions=threads)
         assert cut.results == one.results and figures(cut) == figures(one), threads
 
 
@@ -267,7 +269,7 @@ def test_size_only_reductions_the_core_runs_are_the_same_on_partitions():
     coll = {"allreduce": "auto"}
     one = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", coll=coll, buffers="size-only")
     assert set(one.collectives["allreduce"]) == {"recursive_doubling", "reduce_scatter_allgather", "tree"}
-    cut = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", coll=coll, buffers="size-only", threads=2)
+    cut = bgsim.run(main, "bgp", shape="4x2x2", mode="vn", coll=coll, buffers="size-only", threads=2, partitions=2)
     assert cut.results == one.results and figures(cut) == figures(one)
 
 
@@ -292,12 +294,53 @@ def _ring():
 def test_a_run_on_threads_says_how_much_of_it_ran_on_them():
     one = bgsim.run(_far, "bgl", shape="4x4x2")
     assert one.threaded_share == 0.0 and "threads" not in one.summary()
-    far = bgsim.run(_far, "bgl", shape="4x4x2", threads=2)
-    ring = bgsim.run(_ring, "bgl", shape="4x4x2", threads=2)
+    far = bgsim.run(_far, "bgl", shape="4x4x2", threads=2, partitions=2)
+    ring = bgsim.run(_ring, "bgl", shape="4x4x2", threads=2, partitions=2)
     assert far.time_s == one.time_s
     # The engine starts its threads for the network's long stretches, and
     # keeps to one thread while ranks act every few windows.
     assert far.threaded_share > 0.5, far.threaded_share
     assert ring.threaded_share < 0.2, ring.threaded_share
-    assert f"on 2 threads ({far.threaded_share:.0%} of the simulated time on them)" in far.summary()
+    assert f"in 2 partitions on 2 threads ({far.threaded_share:.0%} of the simulated time on threads)" in far.summary()
     assert far.to_dict()["threaded_share"] == far.threaded_share
+
+
+def test_a_run_too_small_for_threads_stays_on_one_and_says_so(capsys):
+    # Fewer than 512 nodes or ranks: the engine keeps to one thread and
+    # says why on stderr; `partitions` cuts the machine anyway; 512 nodes
+    # and ranks are cut as asked. The figures are the same every way.
+    def barrier():
+        MPI.COMM_WORLD.Barrier()
+        return MPI.Wtime()
+
+    bgsim.api._SAID.clear()
+    small = bgsim.run(barrier, "bgl", shape="4x4x2", threads=2)
+    err = capsys.readouterr().err
+    assert (small.threads, small.partitions) == (1, 1)
+    assert "threads = 2: 32 nodes and 32 ranks: too small a run for partitions to pay (from 512)" in err
+    assert "stays on one thread" in err and "partitions=2" in err
+    forced = bgsim.run(barrier, "bgl", shape="4x4x2", threads=2, partitions=2)
+    assert (forced.threads, forced.partitions) == (2, 2) and forced.results == small.results
+    assert "partitions to pay" not in capsys.readouterr().err
+    one_thread = bgsim.run(barrier, "bgl", shape="4x4x2", partitions=2)
+    assert (one_thread.threads, one_thread.partitions) == (1, 2) and one_thread.results == small.results
+    few = bgsim.run(barrier, "bgl", shape="8x8x8", nranks=64, threads=2)
+    assert (few.threads, few.partitions) == (1, 1)
+    assert "512 nodes and 64 ranks" in capsys.readouterr().err
+    big = bgsim.run(barrier, "bgl", shape="8x8x8", threads=2)
+    assert (big.threads, big.partitions) == (2, 2)
+    assert "partitions to pay" not in capsys.readouterr().err
+    with pytest.raises(UsageError, match="partitions = 1: a whole number, at least threads"):
+        bgsim.run(barrier, "bgl", shape="4x4x2", threads=2, partitions=1)
+
+
+def test_traffic_too_small_for_threads_stays_on_one(capsys):
+    # Nodes times offered load under 128: one thread, and a note.
+    bgsim.api._SAID.clear()
+    spec = dict(shape="8x8x8", warmup_ncycles=200, measure_ncycles=1000)
+    low = bgsim.run_traffic("uniform", load=0.1, threads=2, **spec)
+    assert (low.data["engine"]["threads"], low.data["engine"]["partitions"]) == (1, 1)
+    assert "512 nodes at an offered load of 0.1 (51.2 nodes' worth of traffic)" in capsys.readouterr().err
+    high = bgsim.run_traffic("uniform", load=0.25, threads=2, **spec)
+    assert (high.data["engine"]["threads"], high.data["engine"]["partitions"]) == (2, 2)
+    assert capsys.readouterr().err == ""

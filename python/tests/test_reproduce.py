@@ -62,7 +62,7 @@ def test_quick_scale_runs_and_keeps_the_contract(name, tmp_path):
 
 def test_threads_leave_a_torus_experiments_figures_as_they_are():
     res, _ = result("torus-hot-region")
-    two, _ = run_one("torus-hot-region", "quick", seed=1, quiet=True, threads=2)
+    two, _ = run_one("torus-hot-region", "quick", seed=1, quiet=True, threads=2, partitions=2)
     assert two["metrics"] == res["metrics"] and two["series"] == res["series"]
 
 

@@ -208,15 +208,16 @@ impl World {
     /// `fidelity`: "packet" (the torus packet by packet), "coarse" (the
     /// torus's coarse tier) or "message" (the coarse torus, messages moving
     /// as trains of packets). `threads` > 1: the machine cut into that many
-    /// partitions, run on as many threads (the same result). `processes`:
+    /// partitions (or `partitions`, at least as many), run on as many
+    /// threads (the same result). `processes`:
     /// in a process started by an MPI launcher, one partition per process
     /// of the job, each running its own ranks (else every process runs the
     /// whole world).
     #[new]
-    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet", threads=1, processes=false))]
+    #[pyo3(signature = (machine, settings, nranks=None, mapping="XYZT", mapfile=None, seed=1, mpi=true, fidelity="packet", threads=1, processes=false, partitions=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(machine: &str, settings: Vec<String>, nranks: Option<u32>, mapping: &str, mapfile: Option<(String, String)>, seed: u64, mpi: bool, fidelity: &str, threads: usize,
-           processes: bool) -> PyResult<Self> {
+           processes: bool, partitions: Option<usize>) -> PyResult<Self> {
         if !matches!(fidelity, "packet" | "coarse" | "message") {
             return Err(errors::usage(format!("fidelity `{fidelity}`: allowed packet, coarse, message")));
         }
@@ -236,8 +237,9 @@ impl World {
         if n == 0 {
             return Err(errors::usage("the number of ranks must be at least 1"));
         }
-        if threads == 0 {
-            return Err(errors::usage("threads must be at least 1"));
+        let parts = partitions.unwrap_or(threads);
+        if threads == 0 || parts < threads {
+            return Err(errors::usage(format!("threads {threads}, partitions {parts}: at least 1 thread and as many partitions as threads")));
         }
         let mut w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
         if fidelity == "coarse" {
@@ -247,8 +249,8 @@ impl World {
         }
         let w = if processes && bgsim::engine::parallel::launched_by_mpi() {
             // One partition per process of the MPI job; each runs its own ranks.
-            if threads > 1 {
-                return Err(errors::usage(format!("threads {threads}: under an MPI launcher each process runs one partition on one thread; leave it at 1")));
+            if parts > 1 {
+                return Err(errors::usage(format!("threads {threads}, partitions {parts}: under an MPI launcher each process runs one partition on one thread; leave both at 1")));
             }
             #[cfg(not(feature = "mpi"))]
             return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build`"));
@@ -258,7 +260,7 @@ impl World {
                 mpi::driven::Ranks::distributed(w, Box::new(bgsim::engine::mpi::Mpi::world())).map_err(to_py)?
             }
         } else {
-            mpi::driven::Ranks::new(w, threads).map_err(to_py)?
+            mpi::driven::Ranks::cut(w, parts, threads).map_err(to_py)?
         };
         Ok(World { w, recv_bufs: Vec::new(), run_wall: std::time::Duration::ZERO, watch: None })
     }
@@ -277,6 +279,11 @@ impl World {
     #[getter]
     fn partitions(&self) -> usize {
         self.w.partitions()
+    }
+    /// The threads the partitions run on.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.w.threads()
     }
     /// The share of the simulated time that ran on the partitions'
     /// threads (0 on one partition): the engine keeps to one thread while
@@ -388,20 +395,22 @@ impl World {
     /// Runs a halo exchange whose ranks are skeletons driven by the core
     /// (`bgsim.skeleton.halo_in_core`): logical grid `grid` (rank-major),
     /// `nbytes` to each neighbour, `iters` times; with `threads` > 1 on
-    /// copies of this (fresh) world cut into that many partitions, one
-    /// thread each, and under an MPI launcher one partition per process
-    /// (the same result). Returns the run as JSON.
-    #[pyo3(signature = (grid, nbytes, iters, threads=1))]
-    fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32, threads: usize) -> PyResult<String> {
-        if threads == 0 {
-            return Err(errors::usage("threads must be at least 1"));
+    /// copies of this (fresh) world cut into that many partitions (or
+    /// `partitions`, at least as many) on as many threads, and under an
+    /// MPI launcher one partition per process (the same result). Returns
+    /// the run as JSON.
+    #[pyo3(signature = (grid, nbytes, iters, threads=1, partitions=None))]
+    fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32, threads: usize, partitions: Option<usize>) -> PyResult<String> {
+        let parts = partitions.unwrap_or(threads);
+        if threads == 0 || parts < threads {
+            return Err(errors::usage(format!("threads {threads}, partitions {parts}: at least 1 thread and as many partitions as threads")));
         }
-        if threads > 1 && self.w.now() > 0 {
+        if parts > 1 && self.w.now() > 0 {
             return Err(errors::usage("a halo on partitions runs on a fresh world (this one has run)"));
         }
         let distributed = bgsim::engine::parallel::launched_by_mpi();
-        if distributed && threads > 1 {
-            return Err(errors::usage(format!("threads {threads}: under an MPI launcher each process runs one partition on one thread; leave it at 1")));
+        if distributed && parts > 1 {
+            return Err(errors::usage(format!("threads {threads}, partitions {parts}: under an MPI launcher each process runs one partition on one thread; leave both at 1")));
         }
         #[cfg(not(feature = "mpi"))]
         if distributed {
@@ -420,8 +429,8 @@ impl World {
                     bgsim::engine::mpi::init();
                     return halo.run_distributed(w.first(), Box::new(bgsim::engine::mpi::Mpi::world()));
                 }
-                if threads > 1 {
-                    halo.run_parts(w.first(), threads, threads)
+                if parts > 1 {
+                    halo.run_parts(w.first(), parts, threads)
                 } else {
                     halo.run(w)
                 }

@@ -172,6 +172,12 @@ fn ranks_driven_from_outside_are_the_same_on_every_cut() {
             let cut = drive(Ranks::new(fresh.fresh_copy().unwrap(), threads).unwrap());
             assert!(cut == one, "{threads} partitions: a different run");
         }
+        // Partitions held to fewer threads than they are.
+        for (parts, threads) in [(2, 1), (4, 2)] {
+            let ranks = Ranks::cut(fresh.fresh_copy().unwrap(), parts, threads).unwrap();
+            assert_eq!((ranks.partitions(), ranks.threads()), (parts, threads));
+            assert!(drive(ranks) == one, "{parts} partitions on {threads} threads: a different run");
+        }
         {
             let runs = common::processes(procs, |t| drive(Ranks::distributed(fresh.fresh_copy().unwrap(), t).unwrap()));
             let mut trail: Vec<(u32, u64)> = runs.iter().flat_map(|r| r.0.iter().copied()).collect();

@@ -35,6 +35,10 @@ class Context:
     #: Threads (and partitions) of the experiment's runs, torus traffic
     #: and MPI programs alike; the figures are the same for every count.
     threads: int = 1
+    #: Partitions to cut every run's machine into whatever its size (at
+    #: least `threads`); None: the engine chooses (one thread for runs too
+    #: small to pay).
+    partitions: Optional[int] = None
     #: In a process of an MPI job (`mpirun -n P bgsim reproduce`): the MPI
     #: programs run one partition per process, each process its own ranks.
     processes: bool = False
@@ -52,7 +56,7 @@ class Context:
         if processes:
             m = machine if isinstance(machine, Machine) else Machine(machine)
             processes = m.with_settings(shape=kw.get("shape")).nodes >= _core.mpi_size()
-        return run(main, machine, threads=self.threads, processes=processes, **kw)
+        return run(main, machine, threads=self.threads, partitions=self.partitions, processes=processes, **kw)
 
     @property
     def quick(self) -> bool:

@@ -22,7 +22,8 @@ CYCLES_PER_NCYCLE = BGL.info["ticks_per_link_byte"] / BGL.info["ticks_per_cpu_cy
 
 def _run(ctx: Context, pattern: str, shape: str, *, mesh: str = "", settings: Sequence[str] = (), **spec) -> TrafficResult:
     spec.setdefault("seed", ctx.seed)
-    return run_traffic(pattern, BGL, shape=shape, mesh=mesh, settings=settings, threads=ctx.threads, **spec)
+    return run_traffic(pattern, BGL, shape=shape, mesh=mesh, settings=settings, threads=ctx.threads,
+                       partitions=ctx.partitions, **spec)
 
 
 def _steady(series: List[float]) -> List[float]:

@@ -67,14 +67,23 @@ pub struct Ranks {
     now: Tick,
     /// Simulated time run on the threads (the rest ran on this one).
     on_threads: Tick,
+    /// The threads the partitions' windows run on, when not on this one.
+    threads: usize,
 }
 
 impl Ranks {
     /// `w` (a fresh world) cut into `threads` partitions, one per thread
     /// (one: `w` itself, the whole machine as one partition).
     pub fn new(w: World, threads: usize) -> Result<Ranks, MpiError> {
+        Ranks::cut(w, threads, threads)
+    }
+
+    /// `w` (a fresh world) cut into `parts` partitions whose windows run
+    /// on up to `threads` threads (at most one a partition, at least one).
+    pub fn cut(w: World, parts: usize, threads: usize) -> Result<Ranks, MpiError> {
         let nodes = w.machine().shape.nodes();
-        let parts = threads.clamp(1, nodes as usize);
+        let parts = parts.clamp(1, nodes as usize);
+        let threads = threads.clamp(1, parts);
         let lookahead = w.lookahead;
         let mut worlds = Vec::with_capacity(parts);
         if parts > 1 {
@@ -86,7 +95,7 @@ impl Ranks {
             }
         }
         worlds.insert(0, w);
-        let mut eng = Engine::new(worlds, nodes, lookahead, parts);
+        let mut eng = Engine::new(worlds, nodes, lookahead, threads);
         for p in eng.parts.iter_mut() {
             p.model.set_driven(p.lo, p.hi)?;
         }
@@ -107,6 +116,7 @@ impl Ranks {
             on_one: LEAST_ON_ONE,
             now: 0,
             on_threads: 0,
+            threads,
         })
     }
 
@@ -135,9 +145,14 @@ impl Ranks {
                 if node >= lo && node < hi { 0 } else { REMOTE }
             })
             .collect();
-        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0, on_threads: 0 })
+        Ok(Ranks { eng, bits: 0, part_of_rank, at: vec![At::Running], end: lookahead, fresh: true, on_one: LEAST_ON_ONE, now: 0, on_threads: 0, threads: 1 })
     }
 
+    /// The threads the partitions run on (1 on one partition, and on the
+    /// processes of an MPI job).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
     /// How many partitions the machine is cut into (over every process).
     pub fn partitions(&self) -> usize {
         self.eng.transport().map_or(self.eng.parts.len(), |t| t.size())
@@ -543,17 +558,17 @@ impl Ranks {
     /// when they ran many.
     fn run_windows(&mut self) -> bool {
         let lookahead = self.first().lookahead;
-        // One partition has no threads to start.
+        // One thread (one partition, or partitions held to one thread)
+        // has no threads to start.
         let mut threads = 1;
-        let single = self.eng.parts.len() == 1;
         let halt = loop {
             self.eng.set_threads(threads);
             let start = self.eng.now();
             self.swap_queues();
-            let halt = self.eng.run_until_stop(if threads == 1 && !single { self.on_one } else { u64::MAX });
+            let halt = self.eng.run_until_stop(if threads < self.threads { self.on_one } else { u64::MAX });
             self.swap_queues();
             match halt {
-                Halt::Limit(_) => threads = self.partitions(),
+                Halt::Limit(_) => threads = self.threads,
                 h => {
                     if threads > 1 {
                         let ran = match h {
