@@ -7,7 +7,9 @@ own; the difference of their peak resident memory over the messages is
 the bytes per posted message (the core's requests, waiting sends,
 matching lists and peer queues, and the allocator's slack). Prints one
 JSON line for bench_report.py. Usage: python scripts/bench_inflight.py
-[RANKS] (default 1024: 1,047,552 messages, about 35 s)."""
+[RANKS] (default 1024: 1,047,552 messages, about 35 s); one run: python
+scripts/bench_inflight.py --once alltoall|barrier RANKS [THREADS] (the
+machine cut into THREADS partitions on as many threads)."""
 
 from __future__ import annotations
 
@@ -34,11 +36,12 @@ def program(kind: str):
     return main
 
 
-def once(kind: str, ranks: int) -> None:
+def once(kind: str, ranks: int, threads: int = 1) -> None:
     t0 = time.perf_counter()
-    r = bgsim.run(program(kind), "bgp", nranks=ranks, mode="vn", buffers="size-only")
+    r = bgsim.run(program(kind), "bgp", nranks=ranks, mode="vn", buffers="size-only", threads=threads,
+                  partitions=threads)
     print(json.dumps({"wall_s": time.perf_counter() - t0, "messages": r.counters["messages_completed"],
-                      "simulated_us": r.time_us,
+                      "simulated_us": r.time_us, "events": r.counters["events"], "threads": threads,
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
@@ -51,7 +54,7 @@ def run(kind: str, ranks: int) -> dict:
 
 def main() -> None:
     if sys.argv[1:2] == ["--once"]:
-        return once(sys.argv[2], int(sys.argv[3]))
+        return once(sys.argv[2], int(sys.argv[3]), *map(int, sys.argv[4:5]))
     ranks = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     a2a, base = run("alltoall", ranks), run("barrier", ranks)
     inflight = ranks * (ranks - 1)
