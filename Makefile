@@ -79,8 +79,8 @@ mpi:
 # and 131,072 ranks, about 3 minutes; bench_osu: mpi4py's osu_alltoall demo
 # on 32 ranks, fetched from its PyPI source distribution, about 22 minutes;
 # bench_million: a halo on 1,048,576 core-driven skeleton ranks, about 4
-# minutes on one thread and 3 on two; bench_threads: a Python MPI program on 1
-# and 2 threads, about 30 s; bench_inflight: the bytes a posted message costs,
+# minutes on one thread and 3 on two; bench_threads: four Python MPI programs on
+# 1 and 2 threads, 3 pairs each, about 2 minutes; bench_inflight: the bytes a posted message costs,
 # a 1,024-rank all-to-all, about 1 minute; bench_smpi: the same programs on
 # SimGrid's SMPI and on bgsim in alternating runs, about 2 minutes, if
 # smpirun is installed: Debian's libsimgrid-dev). MPI_ITERS sets the rounds of the MPI halo benchmark (1,000:

@@ -170,7 +170,8 @@ def render(rows: list) -> str:
                 "|---|---|---|---|---|---|---|"]
         for name, what in (("far", "Sendrecv of 256 KB half the machine away, twice"),
                            ("ring", "300 Sendrecv of 8 B around a ring"),
-                           ("a2a", "pairwise all-to-all skeleton of 1 KB")):
+                           ("a2a", "pairwise all-to-all skeleton of 1 KB"),
+                           ("posted", "MPI_Alltoall of 1 KiB, every message posted at once, size-only")):
             if name not in pt:
                 continue
             r = pt[name]

@@ -2,9 +2,11 @@
 (`bgsim.run(threads=N)`): 512 ranks on an 8x8x8 BG/L, each exchanging
 256 KB with the rank half the machine away (Sendrecv, rendezvous; the
 network's share of the run is large), a ring of 8-byte messages around
-all ranks, 300 times (the driver's share is large), and a pairwise
+all ranks, 300 times (the driver's share is large), a pairwise
 all-to-all skeleton of 1 KB (511 steps the core runs for each rank,
-inside the partitions). Runs each on 1
+inside the partitions), and MPI_Alltoall of 1 KiB as the machine's MPI
+runs it (every send and receive posted at once; shared arrays,
+size-only buffers). Runs each on 1
 and on THREADS threads (default 2) in alternation, PAIRS times (default
 3), each run a process of its own, checks that the figures are the same
 and prints one JSON line for bench_report.py with the wall times. Usage:
@@ -53,13 +55,23 @@ def a2a():
     skeleton.alltoall(MPI.COMM_WORLD, 1024)
 
 
-PROGRAMS = {"far": far, "ring": ring, "a2a": a2a}
+def posted():
+    c = MPI.COMM_WORLD
+    n = c.Get_size()
+    c.Alltoall(bgsim.shared_array(n * 1024, "u1", key="send"), bgsim.shared_array(n * 1024, "u1", key="recv"))
+
+
+PROGRAMS = {"far": far, "ring": ring, "a2a": a2a, "posted": posted}
+#: How each runs: software collectives (the skeleton's pairwise all-to-all
+#: among them), except the posted all-to-all (the machine's own algorithm).
+RUN = {"posted": dict(buffers="size-only")}
 
 
 def once(name: str, threads: int, shape: str = "8x8x8") -> None:
     """One run, in this process: prints its wall time and figures."""
     t0 = time.perf_counter()
-    r = bgsim.run(PROGRAMS[name], "bgl", shape=shape, coll=SOFTWARE, threads=threads, partitions=threads)
+    r = bgsim.run(PROGRAMS[name], "bgl", shape=shape, threads=threads, partitions=threads,
+                  **RUN.get(name, dict(coll=SOFTWARE)))
     wall = time.perf_counter() - t0
     d = r.to_dict()
     for k in ("wall_s", "python_wall_s", "threads", "partitions", "threaded_share"):
