@@ -17,7 +17,7 @@ from . import message as _message
 from .buffers import _BIG, _Packed, _address, _bytes_view, _dump, _load, _msg, _pack
 from .constants import ANY_SOURCE, ANY_TAG, PROC_NULL, TAG_UB
 from .errors import ERR_TAG, ERR_TRUNCATE, Exception
-from .requests import Prequest, Request, _compound, _ctx, _wait_all
+from .requests import Prequest, Request, _compound, _ctx, _posted, _wait_all
 from .status import Status
 
 _ndarray = _np.ndarray
@@ -174,7 +174,7 @@ class PointToPoint:
         if ctx is not None and self._p2p is not None and _plain(buf):
             rid = ctx.world.isend_fast(ctx.rank, self._p2p, dest, tag, buf.tobytes())
             if rid >= 0:
-                return Request(rid, "send", None, ctx)
+                return _posted(rid, "send", ctx)
         return self._send_buf(buf, dest, tag, 0, "Isend")
 
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:
@@ -213,7 +213,7 @@ class PointToPoint:
         if ctx is not None and self._p2p is not None and _plain(buf):
             rid = ctx.world.irecv_fast(ctx.rank, self._p2p, source, tag, buf)
             if rid >= 0:
-                return Request(rid, "recv", None, ctx, "", self._p2p_group)
+                return _posted(rid, "recv", ctx, self._p2p_group)
         return self._recv_buf(buf, source, tag)
 
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:

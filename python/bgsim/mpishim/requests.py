@@ -522,6 +522,23 @@ def _retire(requests: Sequence[Request], idx: List[int], statuses: Optional[List
         requests[i]._kind = "null-done"
 
 
+_new = object.__new__
+
+
+def _posted(rid: int, kind: str, ctx: Any, group: Optional["Group"] = None) -> Request:
+    """The request of a message a fast path posted (`rid` >= 0): what
+    ``Request(rid, kind, None, ctx, "", group)`` makes, without the
+    constructor's questions (one is made for every message)."""
+    r = _new(Request)
+    r._id = rid
+    r._kind = kind
+    r._ctx = ctx
+    r._done = False
+    if group is not None:
+        r._group = group
+    return r
+
+
 #: Requests made with companions (`_also`) so far: `_wait_all` looks for
 #: them only once some were made.
 _compound = [0]
