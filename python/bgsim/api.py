@@ -295,14 +295,16 @@ PAY_TRAFFIC_LOAD = 128
 _SAID: set = set()
 
 
-def threads_that_pay(threads: int, partitions: Optional[int], busy: float, least: float, why: str) -> Tuple[int, int]:
+def threads_that_pay(threads: int, partitions: Optional[int], busy: Optional[float], least: float,
+                     why: str) -> Tuple[int, int]:
     """(threads, partitions) a run asked for `threads` (and maybe
     `partitions`) takes. Without `partitions` the engine chooses: one
     thread and one partition where `busy` (how much a window of the run
     holds, in the measure of `least`) is below `least`, and says so on
-    stderr with `why` (what the run is). With `partitions` the machine is
-    cut as asked."""
-    if partitions is not None or threads == 1 or busy >= least:
+    stderr with `why` (what the run is). With `partitions`, or `busy`
+    None (no choice to make: under an MPI launcher the core refuses
+    threads), the machine is cut as asked."""
+    if partitions is not None or threads == 1 or busy is None or busy >= least:
         return threads, threads if partitions is None else partitions
     if why in _SAID:
         return 1, 1
@@ -312,6 +314,15 @@ def threads_that_pay(threads: int, partitions: Optional[int], busy: float, least
           f"`--partitions {threads}`, cuts it anyway; "
           'docs/performance.md, "When threads pay")', file=sys.stderr)
     return 1, 1
+
+
+def mpi_threads_that_pay(m: Machine, ranks: int, threads: int, partitions: Optional[int],
+                         distributed: bool) -> Tuple[int, int]:
+    """`threads_that_pay` for an MPI run of `ranks` ranks on machine `m`
+    (`PAY_MPI`: the smaller of nodes and ranks counts); `distributed`: a
+    run on the processes of an MPI job, where the core refuses threads."""
+    return threads_that_pay(threads, partitions, None if distributed else min(m.nodes, ranks), PAY_MPI,
+                            f"{m.nodes:,} nodes and {ranks:,} ranks")
 
 
 def check_threads(threads: Any, partitions: Any) -> None:
@@ -359,13 +370,12 @@ def run_traffic(pattern: str, machine: Machine | str = "bgl", *, shape: Optional
     # Patterns without an offered load send as fast as they can.
     opts = pattern_options()[0].get(pattern, {"options": {}})["options"]
     load = spec.get("load", opts["load"]) if "load" in opts else 1.0
-    # (Under an MPI launcher the core refuses threads: one partition a process.)
-    if isinstance(load, (int, float)) and not isinstance(load, bool) and not _core.mpi_launched():
-        threads, parts = threads_that_pay(threads, partitions, m.nodes * load, PAY_TRAFFIC_LOAD,
-                                          f"{m.nodes:,} nodes at an offered load of {load:g} "
-                                          f"({m.nodes * load:,.1f} nodes' worth of traffic)")
-    else:
-        parts = threads if partitions is None else partitions
+    # No choice under an MPI launcher (the core refuses threads: one
+    # partition a process), nor on a load the core refuses.
+    numeric = isinstance(load, (int, float)) and not isinstance(load, bool)
+    busy = m.nodes * load if numeric and not _core.mpi_launched() else None
+    why = "" if busy is None else f"{m.nodes:,} nodes at an offered load of {load:g} ({busy:,.1f} nodes' worth of traffic)"
+    threads, parts = threads_that_pay(threads, partitions, busy, PAY_TRAFFIC_LOAD, why)
     cut = partition_count(m, threads, parts)
     if memory_check:
         # Each partition holds a copy of the machine's state.

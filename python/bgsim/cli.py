@@ -56,6 +56,10 @@ def _seed(s: str) -> int:
     return v
 
 
+#: `--partitions` of run and traffic.
+_PARTITIONS_HELP = "cut the machine into P partitions (at least --threads) whatever the run's size"
+
+
 def _count(s: str) -> int:
     try:
         v = int(s)
@@ -125,7 +129,7 @@ def _build_parser() -> argparse.ArgumentParser:
                         "for every N (ping-pong runs as one). A run of under 128 nodes' worth of traffic (nodes "
                         "times --load) stays on one thread, and says so: threads would be slower")
     t.add_argument("--partitions", type=_count, metavar="P",
-                   help="cut the machine into P partitions (at least --threads) whatever the run's size")
+                   help=_PARTITIONS_HELP)
     t.add_argument("--json", action="store_true", help="print the full result as JSON instead of a summary")
     t.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     t.add_argument("--no-memory-check", dest="memory_check", action="store_false",
@@ -495,7 +499,7 @@ def _run_args(run: argparse.ArgumentParser) -> None:
                           "`mpirun -n P` each process runs one partition and the Python of its ranks instead "
                           "(leave this at 1)")
     run.add_argument("--partitions", type=_count, metavar="P",
-                     help="cut the machine into P partitions (at least --threads) whatever the run's size")
+                     help=_PARTITIONS_HELP)
     run.add_argument("--coll", action="append", default=[], metavar="OP=ALGORITHM",
                      help="collective algorithm for one operation, e.g. --coll bcast=torus_p2p (repeatable; "
                           "`bgsim machine` lists them under [collectives])")

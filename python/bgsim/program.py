@@ -21,8 +21,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from . import _core, memory
 from . import mpi4py_package as _mpi4py_package
 from . import timeline as _timeline
-from .api import (PAY_MPI, Machine, _settings, check_cpu_factor, check_seed, check_threads, partition_count,
-                  threads_that_pay, write_atomic)
+from .api import (Machine, _settings, check_cpu_factor, check_seed, check_threads, mpi_threads_that_pay,
+                  partition_count, write_atomic)
 from .errors import MachineError, MappingError, ProgramNotFoundError, ProgramSyntaxError, UsageError
 from .mpishim.world import _reset
 from .runtime import Runtime
@@ -292,9 +292,7 @@ def make_world(machine: Machine | str = "bgl", *, shape: Optional[str] = None, m
     check_seed(seed)
     m = Machine(machine.source, sets)
     ranks = nranks or (m.nodes - m.info["dead_nodes"]) * m.info["tasks_per_node"]
-    if not (processes and _core.mpi_launched()):  # (there the core refuses threads)
-        threads, partitions = threads_that_pay(threads, partitions, min(m.nodes, ranks), PAY_MPI,
-                                               f"{m.nodes:,} nodes and {ranks:,} ranks")
+    threads, partitions = mpi_threads_that_pay(m, ranks, threads, partitions, processes and _core.mpi_launched())
     parts = partition_count(m, threads, partitions)
     if memory_check:
         # Each partition on a thread holds a copy of the machine's state

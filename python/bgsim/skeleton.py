@@ -128,11 +128,7 @@ def halo_in_core(grid: Any, nbytes: int = 1024, iters: int = 1, machine: Any = "
         n *= g
     m = machine if isinstance(machine, Machine) else Machine(machine)
     m = m.with_settings(shape=world.get("shape"), mode=world.get("mode"))
-    if _core.mpi_launched():  # (the core refuses threads there: one partition a process)
-        parts = threads if partitions is None else partitions
-    else:
-        threads, parts = api.threads_that_pay(threads, partitions, min(m.nodes, n), api.PAY_MPI,
-                                              f"{m.nodes:,} nodes and {n:,} ranks")
+    threads, parts = api.mpi_threads_that_pay(m, n, threads, partitions, _core.mpi_launched())
     if world.pop("memory_check", True):
         # With partitions: the world and one copy of it per partition.
         copies = 1 if parts == 1 else parts + 1

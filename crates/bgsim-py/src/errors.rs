@@ -33,3 +33,17 @@ pub fn to_py(e: impl Into<Error>) -> PyErr {
 pub fn usage(msg: impl Into<String>) -> PyErr {
     UsageError::new_err(msg.into())
 }
+
+/// Refuses `threads` below 1, or fewer partitions (`parts`) than threads.
+pub fn check_cut(threads: usize, parts: usize) -> pyo3::PyResult<()> {
+    if threads == 0 || parts < threads {
+        return Err(usage(format!("threads {threads}, partitions {parts}: at least 1 thread and as many partitions as threads")));
+    }
+    Ok(())
+}
+
+/// The refusal of a cut (more than one thread or partition) in a process
+/// an MPI launcher started: there each process runs one partition.
+pub fn cut_under_launcher(threads: usize, parts: usize) -> PyErr {
+    usage(format!("threads {threads}, partitions {parts}: under an MPI launcher each process runs one partition on one thread; leave both at 1"))
+}

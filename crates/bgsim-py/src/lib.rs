@@ -238,9 +238,7 @@ impl World {
             return Err(errors::usage("the number of ranks must be at least 1"));
         }
         let parts = partitions.unwrap_or(threads);
-        if threads == 0 || parts < threads {
-            return Err(errors::usage(format!("threads {threads}, partitions {parts}: at least 1 thread and as many partitions as threads")));
-        }
+        errors::check_cut(threads, parts)?;
         let mut w = mpi::World::new(&m, n, &map, seed, mpi).map_err(to_py)?;
         if fidelity == "coarse" {
             w.set_coarse().map_err(to_py)?;
@@ -250,7 +248,7 @@ impl World {
         let w = if processes && bgsim::engine::parallel::launched_by_mpi() {
             // One partition per process of the MPI job; each runs its own ranks.
             if parts > 1 {
-                return Err(errors::usage(format!("threads {threads}, partitions {parts}: under an MPI launcher each process runs one partition on one thread; leave both at 1")));
+                return Err(errors::cut_under_launcher(threads, parts));
             }
             #[cfg(not(feature = "mpi"))]
             return Err(errors::usage("this process was started by an MPI launcher, and this bgsim was built without MPI: build it with `make build`"));
@@ -402,15 +400,13 @@ impl World {
     #[pyo3(signature = (grid, nbytes, iters, threads=1, partitions=None))]
     fn skeleton_halo(&mut self, py: Python<'_>, grid: Vec<u32>, nbytes: u32, iters: u32, threads: usize, partitions: Option<usize>) -> PyResult<String> {
         let parts = partitions.unwrap_or(threads);
-        if threads == 0 || parts < threads {
-            return Err(errors::usage(format!("threads {threads}, partitions {parts}: at least 1 thread and as many partitions as threads")));
-        }
+        errors::check_cut(threads, parts)?;
         if parts > 1 && self.w.now() > 0 {
             return Err(errors::usage("a halo on partitions runs on a fresh world (this one has run)"));
         }
         let distributed = bgsim::engine::parallel::launched_by_mpi();
         if distributed && parts > 1 {
-            return Err(errors::usage(format!("threads {threads}, partitions {parts}: under an MPI launcher each process runs one partition on one thread; leave both at 1")));
+            return Err(errors::cut_under_launcher(threads, parts));
         }
         #[cfg(not(feature = "mpi"))]
         if distributed {

@@ -15,15 +15,11 @@ use pyo3::prelude::*;
 pub(crate) fn run_traffic(py: Python<'_>, machine: &str, settings: Vec<String>, spec_json: &str, progress: Option<PyObject>, threads: usize, partitions: usize) -> PyResult<String> {
     let m = load_machine(machine, settings)?;
     let spec = TrafficSpec::from_json(spec_json).map_err(to_py)?;
-    if threads < 1 || partitions < threads {
-        return Err(errors::usage(format!("threads {threads}, partitions {partitions}: at least 1 thread and as many partitions as threads")));
-    }
+    errors::check_cut(threads, partitions)?;
     let opts = workload::RunOptions { threads, partitions };
     let distributed = bgsim::engine::parallel::launched_by_mpi();
-    if distributed && (threads, partitions) != (1, 1) {
-        return Err(errors::usage(format!(
-            "threads {threads}, partitions {partitions}: under an MPI launcher each process runs one partition on one thread; leave both at 1"
-        )));
+    if distributed && partitions > 1 {
+        return Err(errors::cut_under_launcher(threads, partitions));
     }
     #[cfg(not(feature = "mpi"))]
     if distributed {
